@@ -1,0 +1,25 @@
+"""dagc: a static DAG compiler for machine-learning training pipelines.
+
+Users import only the decorators (`dagc.task`, `dagc.pipeline`) and, inside multi-rank tasks,
+`dagc.context()`. The compiler lives in `dagc.frontend`, `dagc.passes` and `dagc.backends`, and is
+imported lazily so that annotated scripts pay nothing for it at run time.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from dagc.annotations import pipeline, task
+
+__all__ = ["task", "pipeline", "compile", "__version__"]
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from dagc.ir.core import Graph
+
+
+def compile(path: str, *, pipeline: str | None = None, passes: str | None = None, **params: Any) -> Graph:
+    """Compile `path` (never importing it) and return the IR graph after `passes`."""
+    from dagc.driver import compile_file
+
+    return compile_file(path, pipeline_name=pipeline, passes=passes, params=params)

@@ -1,0 +1,97 @@
+"""The decorators users write. At run time they return the function unchanged.
+
+`@dagc.task` and `@dagc.pipeline` may be written bare or with options. The compiler reads the
+options statically (it never runs this code); `TASK_OPTIONS` is the single description of what
+each option accepts, used both here and by the frontend's validation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar, overload
+
+from dagc import units
+
+__all__ = ["task", "pipeline", "TASK_OPTIONS", "OptionSpec", "PIPELINE_OPTIONS"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """What one task option accepts. `kind` drives both validation and the IR field it fills."""
+
+    kind: str  # "count" | "number" | "int" | "bool" | "duration" | "size" | "names" | "paths" | "resources"
+    doc: str
+
+    @property
+    def accepted(self) -> str:
+        return {
+            "count": "a non-negative number (e.g. 1, 0.5)",
+            "number": "a non-negative number",
+            "int": "an integer",
+            "posint": "a positive integer",
+            "bool": "True or False",
+            "duration": units.DURATION_FORMS,
+            "size": units.SIZE_FORMS,
+            "names": "a list of task names, e.g. ['prepare', 'download']",
+            "paths": "a list of path strings or pipeline parameters",
+            "resources": 'a dict of custom resource names to amounts, e.g. {"tpu": 1}',
+        }[self.kind]
+
+
+TASK_OPTIONS: dict[str, OptionSpec] = {
+    "cpus": OptionSpec("count", "CPU cores the task needs (default 1)"),
+    "gpus": OptionSpec("count", "GPUs the task needs per rank (default 0)"),
+    "memory": OptionSpec("size", "memory the task needs, e.g. '16GiB'"),
+    "cost": OptionSpec("duration", "estimated duration, e.g. '2m30s' or seconds"),
+    "flops": OptionSpec("number", "estimated floating-point operations (used with device speed)"),
+    "out_size": OptionSpec("size", "estimated size of the output, e.g. '512MiB'"),
+    "retries": OptionSpec("int", "how many times a failed task is retried (default 0)"),
+    "priority": OptionSpec("int", "scheduling priority; higher runs first among equals"),
+    "side_effects": OptionSpec("bool", "the task acts on the world: never removed or merged"),
+    "ranks": OptionSpec("posint", "number of processes the task runs as (e.g. DDP), default 1"),
+    "resources": OptionSpec("resources", "custom resources (Ray custom resources)"),
+    "after": OptionSpec("names", "tasks that must finish before this one starts"),
+    "reads": OptionSpec("paths", "files this task reads"),
+    "writes": OptionSpec("paths", "files this task writes"),
+}
+
+PIPELINE_OPTIONS: dict[str, OptionSpec] = {
+    "name": OptionSpec("names", "name of the pipeline in the IR (default: the function name)"),
+}
+
+
+@overload
+def task(fn: F, /) -> F: ...
+@overload
+def task(fn: None = None, /, **options: Any) -> Callable[[F], F]: ...
+def task(fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
+    """Mark a function as a pipeline task. Returns the function itself: calling it runs it.
+
+    Options are not checked here, so that an annotated script runs exactly as plain Python;
+    `dagc check` validates them statically with source locations.
+    """
+    if fn is not None:
+        return fn
+
+    def decorate(func: F) -> F:
+        return func
+
+    return decorate
+
+
+@overload
+def pipeline(fn: F, /) -> F: ...
+@overload
+def pipeline(fn: None = None, /, **options: Any) -> Callable[[F], F]: ...
+def pipeline(fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
+    """Mark a function as a pipeline. Returns the function itself: calling it runs the tasks eagerly."""
+    if fn is not None:
+        return fn
+
+    def decorate(func: F) -> F:
+        return func
+
+    return decorate
