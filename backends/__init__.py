@@ -1,0 +1,28 @@
+"""Backends: IR → runnable programs (local, Ray, torch.distributed) and pictures (graphviz)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from dagc.ir.core import Graph
+
+__all__ = ["BACKENDS", "emit"]
+
+
+def _local(graph: Graph, out: Path | None) -> str:
+    from dagc.backends.local import emit_local
+
+    return emit_local(graph, out)
+
+
+BACKENDS: dict[str, Callable[[Graph, Path | None], str]] = {"local": _local}
+
+
+def emit(graph: Graph, backend: str, out: Path | None = None) -> str:
+    """Source text of the program `backend` emits for `graph` (to be written at `out`, if known)."""
+    try:
+        emitter = BACKENDS[backend]
+    except KeyError:
+        raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}") from None
+    return emitter(graph, out)

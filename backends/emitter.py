@@ -1,0 +1,141 @@
+"""One Python emitter for every backend: unique identifiers, collected imports, readable output.
+
+Backends describe *what* to run; this module owns *how it is written*: identifiers derived from IR
+value names (`train[3]` → `train_3`), never clashing with Python keywords, builtins or the names an
+emitted program uses itself; operands rendered as Python literals; and the shared program header.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from dagc.ir.core import Graph, Node
+from dagc.ir.types import Const, Map, Operand, Ref, Seq
+
+__all__ = ["Names", "CodeWriter", "render_operand", "source_root_expr", "module_search_paths", "call_source"]
+
+_RESERVED = set(keyword.kwlist) | set(dir(builtins)) | {
+    "annotations", "argparse", "importlib", "json", "os", "pickle", "sys", "time", "Path",
+    "main", "run", "load_modules", "modules", "args", "parser", "result", "runtime",
+    "PIPELINE", "SOURCE_ROOT", "MODULES", "SEARCH_PATHS",
+}
+
+
+class Names:
+    """Maps IR names to unique Python identifiers, deterministically (first come, first served)."""
+
+    def __init__(self, reserved: Iterable[str] = ()) -> None:
+        self._taken: set[str] = set(_RESERVED) | set(reserved)
+        self._map: dict[str, str] = {}
+
+    def __getitem__(self, ir_name: str) -> str:
+        found = self._map.get(ir_name)
+        if found is None:
+            found = self._map[ir_name] = self._fresh(ir_name)
+        return found
+
+    def claim(self, key: str, base: str) -> str:
+        """Identifier for `key` (not an IR value name), derived from `base`."""
+        found = self._map.get(key)
+        if found is None:
+            found = self._map[key] = self._fresh(base)
+        return found
+
+    def _fresh(self, ir_name: str) -> str:
+        base = re.sub(r"\W+", "_", ir_name.replace("#", "_")).strip("_") or "value"
+        if base[0].isdigit():
+            base = f"v_{base}"
+        candidate, i = base, 1
+        while candidate in self._taken or keyword.iskeyword(candidate):
+            i += 1
+            candidate = f"{base}_{i}"
+        self._taken.add(candidate)
+        return candidate
+
+
+class CodeWriter:
+    """Accumulates lines with indentation."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._indent = 0
+
+    def line(self, text: str = "") -> None:
+        self.lines.append(("    " * self._indent + text) if text else "")
+
+    def block(self, text: str) -> None:
+        for line in text.splitlines():
+            self.line(line)
+
+    def indent(self) -> CodeWriter:
+        self._indent += 1
+        return self
+
+    def dedent(self) -> None:
+        self._indent -= 1
+
+    def __enter__(self) -> CodeWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.dedent()
+
+    def text(self) -> str:
+        out = "\n".join(self.lines).rstrip() + "\n"
+        return re.sub(r"\n{4,}", "\n\n\n", out)
+
+
+def render_operand(operand: Operand, names: Names) -> str:
+    if isinstance(operand, Ref):
+        return names[operand.name]
+    if isinstance(operand, Const):
+        value = operand.value
+        if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+            return f"float({str(value)!r})"
+        return repr(value)
+    if isinstance(operand, Seq):
+        items = [render_operand(item, names) for item in operand.items]
+        if operand.kind == "tuple":
+            return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
+        return f"[{', '.join(items)}]"
+    if isinstance(operand, Map):
+        return "{" + ", ".join(f"{render_operand(k, names)}: {render_operand(v, names)}" for k, v in operand.items) + "}"
+    raise TypeError(operand)
+
+
+def call_source(node: Node, function: str, names: Names) -> str:
+    """`function(arg, ..., key=value)` for a task node."""
+    parts = [render_operand(a, names) for a in node.args]
+    parts += [f"{key}={render_operand(value, names)}" for key, value in node.kwargs]
+    return f"{function}({', '.join(parts)})"
+
+
+def module_search_paths(graph: Graph) -> list[str]:
+    """Directories (relative to the source root, posix) to put on sys.path to import the modules."""
+    paths: dict[str, None] = {}
+    for module, file in sorted(graph.modules.items()):
+        parts = Path(file).parts
+        depth = len(module.split("."))
+        if parts and parts[-1] == "__init__.py":
+            depth += 1
+        base = parts[: max(len(parts) - depth, 0)]
+        paths.setdefault(Path(*base).as_posix() if base else ".", None)
+    return list(paths) or ["."]
+
+
+def source_root_expr(graph: Graph, out_path: Path | None) -> str:
+    """Python expression for the user's source root, relative to the emitted file when known,
+    so that the program and the sources can move together."""
+    root = Path(graph.root).resolve()
+    if out_path is None:
+        return f"Path({root.as_posix()!r})"
+    rel = os.path.relpath(root, out_path.resolve().parent)
+    rel_posix = Path(rel).as_posix()
+    if rel_posix == ".":
+        return "Path(__file__).resolve().parent"
+    return f"(Path(__file__).resolve().parent / {rel_posix!r}).resolve()"

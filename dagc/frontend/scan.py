@@ -1,0 +1,279 @@
+"""Scanning the top level of a user module: decorators, signatures, options, constants, imports.
+
+One small function per concern; each reports its own diagnostics and names the accepted forms.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from typing import Any
+
+from dagc import units
+from dagc.annotations import TASK_OPTIONS
+from dagc.frontend.modules import (
+    Constant,
+    FunctionSig,
+    ImportedModule,
+    ImportedName,
+    ModuleInfo,
+    Opaque,
+    PipelineDef,
+    Project,
+    TaskDef,
+    resolve_relative,
+    static_option_value,
+)
+from dagc.frontend.static import NotStatic
+from dagc.ir.types import TaskOptions
+
+__all__ = ["scan_module", "decorator_kind", "is_main_guard"]
+
+
+def is_main_guard(stmt: ast.stmt) -> bool:
+    """`if __name__ == "__main__":` (either operand order)."""
+    if not isinstance(stmt, ast.If) or not isinstance(stmt.test, ast.Compare):
+        return False
+    test = stmt.test
+    if len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    consts = [s for s in sides if isinstance(s, ast.Constant) and s.value == "__main__"]
+    return bool(names and consts)
+
+
+def decorator_kind(info: ModuleInfo, expr: ast.expr) -> tuple[str, ast.Call | None] | None:
+    """("task"|"pipeline", call-or-None) when `expr` is a dagc decorator, however it was imported."""
+    call = expr if isinstance(expr, ast.Call) else None
+    target = expr.func if call is not None else expr
+    if isinstance(target, ast.Name) and target.id in info.dagc_names:
+        return info.dagc_names[target.id], call
+    if (
+        isinstance(target, ast.Attribute)
+        and isinstance(target.value, ast.Name)
+        and target.value.id in info.dagc_modules
+        and target.attr in ("task", "pipeline")
+    ):
+        return target.attr, call
+    return None
+
+
+def _record_import(project: Project, info: ModuleInfo, stmt: ast.Import | ast.ImportFrom) -> None:
+    if isinstance(stmt, ast.Import):
+        for alias in stmt.names:
+            if alias.name == "dagc":
+                info.dagc_modules.add(alias.asname or "dagc")
+            elif alias.asname:
+                info.symbols.setdefault(alias.asname, ImportedModule(alias.name, stmt))
+            else:
+                top = alias.name.split(".")[0]
+                info.symbols.setdefault(top, ImportedModule(top, stmt))
+        return
+    module = resolve_relative(info.package, stmt.level, stmt.module)
+    if module is None:
+        project.sink.error("DAGC130", "relative import goes beyond the top-level package",
+                           info.source.span(stmt), hint="use an absolute import")
+        return
+    if module == "dagc":
+        for alias in stmt.names:
+            if alias.name in ("task", "pipeline"):
+                info.dagc_names[alias.asname or alias.name] = alias.name
+        return
+    if stmt.level > 0 and project.module(module) is None and not any(
+        project.module(f"{module}.{a.name}") for a in stmt.names
+    ):
+        project.sink.error("DAGC130", f"cannot find user module `{module}` imported here",
+                           info.source.span(stmt),
+                           hint=f"dagc looks for it under {project.root}; check the module path")
+        return
+    for alias in stmt.names:
+        if alias.name == "*":
+            continue
+        info.symbols.setdefault(alias.asname or alias.name, ImportedName(module, alias.name, stmt))
+
+
+def _option_error(project: Project, info: ModuleInfo, code: str, message: str, node: ast.AST, hint: str) -> None:
+    project.sink.error(code, message, info.source.span(node), hint=hint)
+
+
+def _convert_option(project: Project, info: ModuleInfo, key: str, value: Any, node: ast.expr) -> Any:
+    """Check one option value against its spec; returns the IR value or raises ValueError (reported)."""
+    spec = TASK_OPTIONS[key]
+    kind = spec.kind
+
+    def bad_type() -> ValueError:
+        _option_error(project, info, "DAGC121", f"option `{key}` must be {spec.accepted}; got {value!r}",
+                      node, hint=f"{key}: {spec.doc}")
+        return ValueError(key)
+
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind in ("count", "number"):
+        if not is_number or value < 0 or value != value or value in (float("inf"),):
+            raise bad_type()
+        if key == "gpus" and value > 1 and value != int(value):
+            _option_error(project, info, "DAGC121", f"gpus above 1 must be a whole number; got {value!r}", node,
+                          hint="fractional GPUs are allowed only below 1 (e.g. 0.5 to share one GPU)")
+            raise ValueError(key)
+        return float(value)
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int) or (key == "retries" and value < 0):
+            raise bad_type()
+        return value
+    if kind == "posint":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise bad_type()
+        return value
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise bad_type()
+        return value
+    if kind in ("duration", "size"):
+        if isinstance(value, bool):
+            raise bad_type()
+        try:
+            return units.parse_duration(value) if kind == "duration" else units.parse_size(value)
+        except units.UnitError as exc:
+            code = "DAGC122" if isinstance(value, str) else "DAGC121"
+            _option_error(project, info, code, f"option `{key}`: {exc}", node, hint=f"write {key}= {spec.accepted}")
+            raise ValueError(key) from None
+    if kind in ("names", "paths"):
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise bad_type()
+        return tuple(value)
+    if kind == "resources":
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+            for k, v in value.items()
+        ):
+            raise bad_type()
+        return tuple(sorted((k, float(v)) for k, v in value.items()))
+    raise AssertionError(kind)
+
+
+def _task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> tuple[TaskOptions, tuple[str, ...]]:
+    if call is None:
+        return TaskOptions(), ()
+    for arg in call.args:
+        _option_error(project, info, "DAGC124", "task options must be given by keyword", arg,
+                      hint='write e.g. @dagc.task(gpus=1, cost="2m")')
+    fields: dict[str, Any] = {}
+    after: tuple[str, ...] = ()
+    for kw in call.keywords:
+        if kw.arg is None:
+            _option_error(project, info, "DAGC124", "`**options` in a task decorator cannot be read statically",
+                          kw.value, hint="write each option as a keyword with a literal value")
+            continue
+        if kw.arg not in TASK_OPTIONS:
+            close = difflib.get_close_matches(kw.arg, TASK_OPTIONS, n=1)
+            suggestion = f"did you mean `{close[0]}`? " if close else ""
+            _option_error(project, info, "DAGC120", f"unknown task option `{kw.arg}`", kw,
+                          hint=f"{suggestion}accepted options: {', '.join(TASK_OPTIONS)}")
+            continue
+        try:
+            value = static_option_value(kw.value, info, project)
+        except NotStatic as exc:
+            _option_error(project, info, "DAGC123", f"option `{kw.arg}` is not a compile-time constant: {exc.reason}",
+                          kw.value, hint="use a literal or a module-level constant")
+            continue
+        try:
+            converted = _convert_option(project, info, kw.arg, value, kw.value)
+        except ValueError:
+            continue
+        if kw.arg == "after":
+            after = converted
+        else:
+            fields[kw.arg] = converted
+    return TaskOptions(**fields), after
+
+
+def _define_function(project: Project, info: ModuleInfo, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    kinds = [(d, decorator_kind(info, d)) for d in fn.decorator_list]
+    dagc_decorators = [(d, k) for d, k in kinds if k is not None]
+    if not dagc_decorators:
+        info.symbols.setdefault(fn.name, Opaque("function", fn))
+        return
+    if len(dagc_decorators) > 1:
+        project.sink.error("DAGC124", f"`{fn.name}` has more than one dagc decorator",
+                           info.source.span(dagc_decorators[1][0]),
+                           hint="a function is either a @dagc.task or a @dagc.pipeline, once")
+    decorator, (kind, call) = dagc_decorators[0]
+    sig = FunctionSig.of(fn)
+    if kind == "task":
+        options, after = _task_options(project, info, call)
+        info.tasks[fn.name] = TaskDef(
+            fn.name, info.name, fn.name, sig, options,
+            ast.unparse(fn.returns) if fn.returns is not None else None, fn, info.source, after,
+        )
+        info.symbols[fn.name] = info.tasks[fn.name]
+    else:
+        if call is not None and (call.args or any(kw.arg != "name" for kw in call.keywords)):
+            project.sink.error("DAGC124", "@dagc.pipeline accepts only `name=`", info.source.span(call),
+                               hint="write @dagc.pipeline or @dagc.pipeline(name=\"train\")")
+        name = fn.name
+        for kw in call.keywords if call is not None else ():
+            if kw.arg == "name" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                name = kw.value.value
+        info.pipelines[name] = PipelineDef(name, info.name, sig, fn, info.source, info)
+        info.symbols[fn.name] = info.pipelines[name]
+
+
+def _define_constant(project: Project, info: ModuleInfo, target: ast.expr, value: ast.expr | None) -> None:
+    if not isinstance(target, ast.Name):
+        return
+    if value is None:
+        return
+    try:
+        constant = static_option_value(value, info, project)
+        info.symbols[target.id] = Constant(constant, value)
+    except NotStatic:
+        info.symbols[target.id] = Opaque("value", value)
+
+
+def _scan_block(project: Project, info: ModuleInfo, body: list[ast.stmt]) -> None:
+    for stmt in body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            _record_import(project, info, stmt)
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _define_function(project, info, stmt)
+        elif isinstance(stmt, ast.ClassDef):
+            info.symbols.setdefault(stmt.name, Opaque("class", stmt))
+        elif isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                _define_constant(project, info, target, stmt.value)
+        elif isinstance(stmt, ast.AnnAssign):
+            _define_constant(project, info, stmt.target, stmt.value)
+        elif isinstance(stmt, ast.If) and not is_main_guard(stmt):
+            _scan_block(project, info, stmt.body)
+            _scan_block(project, info, stmt.orelse)
+        elif isinstance(stmt, ast.Try):
+            _scan_block(project, info, stmt.body)
+            for handler in stmt.handlers:
+                _scan_block(project, info, handler.body)
+
+
+def _check_tasks_outside_pipelines(project: Project, info: ModuleInfo) -> None:
+    """A task called at module level runs eagerly on import and is part of no graph."""
+    for stmt in info.source.tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            continue
+        if is_main_guard(stmt):
+            continue
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                symbol = project.lookup(info, node.func.id)
+                if isinstance(symbol, TaskDef):
+                    project.sink.error(
+                        "DAGC110",
+                        f"task `{node.func.id}` is called outside a pipeline",
+                        info.source.span(node),
+                        hint="call tasks inside a @dagc.pipeline function, or under "
+                        "`if __name__ == \"__main__\":` to run them as plain Python",
+                    )
+
+
+def scan_module(project: Project, info: ModuleInfo) -> None:
+    _scan_block(project, info, info.source.tree.body)
+    _check_tasks_outside_pipelines(project, info)

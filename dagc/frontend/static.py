@@ -1,0 +1,273 @@
+"""Compile-time evaluation of constant expressions (literals, arithmetic, a few pure builtins).
+
+Nothing here runs user code: only literal values and whitelisted operations on them. Sizes are
+bounded so that `10**10**10` or `[0] * 10**12` in a source file cannot hang the compiler.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["NotStatic", "StaticRange", "eval_static", "MAX_STATIC_ITEMS", "is_literal_value"]
+
+MAX_STATIC_ITEMS = 1_000_000
+
+
+class NotStatic(Exception):
+    """The expression is not a compile-time constant. `node` is the offending sub-expression."""
+
+    def __init__(self, node: ast.AST, reason: str) -> None:
+        super().__init__(reason)
+        self.node = node
+        self.reason = reason
+
+
+class StaticRange:
+    """A `range(...)` known at compile time, kept lazy (it may be iterated by loop unrolling)."""
+
+    def __init__(self, *bounds: int) -> None:
+        self.range = range(*bounds)
+
+    def __repr__(self) -> str:
+        r = self.range
+        return f"range({r.start}, {r.stop}, {r.step})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StaticRange) and other.range == self.range
+
+    def __hash__(self) -> int:
+        return hash(self.range)
+
+
+_BINOPS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod,
+    ast.Pow: operator.pow,
+    ast.BitAnd: operator.and_,
+    ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor,
+    ast.LShift: operator.lshift,
+    ast.RShift: operator.rshift,
+}
+_UNARY: dict[type, Callable[[Any], Any]] = {
+    ast.UAdd: operator.pos,
+    ast.USub: operator.neg,
+    ast.Not: operator.not_,
+    ast.Invert: operator.invert,
+}
+_COMPARE: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
+    ast.Is: operator.is_,
+    ast.IsNot: operator.is_not,
+}
+
+
+def _size(value: Any) -> int:
+    return len(value) if isinstance(value, (str, bytes, list, tuple, dict, set)) else 1
+
+
+def _check_binop(node: ast.BinOp, left: Any, right: Any) -> None:
+    if isinstance(node.op, ast.Pow) and isinstance(right, (int, float)) and abs(right) > 4096:
+        raise NotStatic(node, "exponent too large to evaluate at compile time")
+    if isinstance(node.op, ast.LShift) and isinstance(right, int) and right > 4096:
+        raise NotStatic(node, "shift too large to evaluate at compile time")
+    if isinstance(node.op, ast.Mult):
+        for seq, count in ((left, right), (right, left)):
+            if isinstance(seq, (str, list, tuple)) and isinstance(count, int):
+                if _size(seq) * max(count, 0) > MAX_STATIC_ITEMS:
+                    raise NotStatic(node, "sequence too large to build at compile time")
+
+
+def _as_int(node: ast.AST, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise NotStatic(node, "range() bounds must be integers")
+    return value
+
+
+def is_literal_value(value: Any) -> bool:
+    """True for values that can appear as IR constants (scalars, lists, tuples, dicts of them)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(is_literal_value(v) for v in value)
+    if isinstance(value, dict):
+        return all(is_literal_value(k) and is_literal_value(v) for k, v in value.items())
+    return False
+
+
+_PURE_BUILTINS: dict[str, Callable[..., Any]] = {
+    "int": int,
+    "float": float,
+    "str": str,
+    "bool": bool,
+    "len": len,
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "round": round,
+    "sum": sum,
+    "sorted": sorted,
+    "tuple": tuple,
+    "list": list,
+}
+
+
+def eval_static(node: ast.expr, lookup: Callable[[ast.Name], Any]) -> Any:
+    """Evaluate `node` at compile time. `lookup` resolves names (raising NotStatic if it can't)."""
+    if isinstance(node, ast.Constant):
+        if isinstance(node.value, (bytes, complex)) or node.value is Ellipsis:
+            raise NotStatic(node, f"{type(node.value).__name__} literals are not supported")
+        return node.value
+    if isinstance(node, ast.Name):
+        return lookup(node)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        items: list[Any] = []
+        for elt in node.elts:
+            if isinstance(elt, ast.Starred):
+                items.extend(_iterate(elt, eval_static(elt.value, lookup)))
+            else:
+                items.append(eval_static(elt, lookup))
+        return items if isinstance(node, ast.List) else tuple(items)
+    if isinstance(node, ast.Dict):
+        out: dict[Any, Any] = {}
+        for key, value in zip(node.keys, node.values):
+            if key is None:
+                raise NotStatic(node, "`**` in a dict literal is not supported")
+            k = eval_static(key, lookup)
+            try:
+                out[k] = eval_static(value, lookup)
+            except TypeError:
+                raise NotStatic(key, "dict key is not hashable") from None
+        return out
+    if isinstance(node, ast.BinOp):
+        left = eval_static(node.left, lookup)
+        right = eval_static(node.right, lookup)
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise NotStatic(node, "operator not supported at compile time")
+        _check_binop(node, left, right)
+        try:
+            return op(left, right)
+        except Exception as exc:  # the user's arithmetic failing is a user error, reported by the caller
+            raise NotStatic(node, f"cannot evaluate: {type(exc).__name__}: {exc}") from None
+    if isinstance(node, ast.UnaryOp):
+        operand = eval_static(node.operand, lookup)
+        try:
+            return _UNARY[type(node.op)](operand)
+        except Exception as exc:
+            raise NotStatic(node, f"cannot evaluate: {type(exc).__name__}: {exc}") from None
+    if isinstance(node, ast.BoolOp):
+        result: Any = None
+        for value_node in node.values:
+            result = eval_static(value_node, lookup)
+            if isinstance(node.op, ast.And) and not result:
+                return result
+            if isinstance(node.op, ast.Or) and result:
+                return result
+        return result
+    if isinstance(node, ast.Compare):
+        left = eval_static(node.left, lookup)
+        for op_node, comparator in zip(node.ops, node.comparators):
+            right = eval_static(comparator, lookup)
+            try:
+                if not _COMPARE[type(op_node)](left, right):
+                    return False
+            except Exception as exc:
+                raise NotStatic(node, f"cannot evaluate: {type(exc).__name__}: {exc}") from None
+            left = right
+        return True
+    if isinstance(node, ast.IfExp):
+        return eval_static(node.body if eval_static(node.test, lookup) else node.orelse, lookup)
+    if isinstance(node, ast.Subscript):
+        container = eval_static(node.value, lookup)
+        index = eval_static(node.slice, lookup)
+        try:
+            return container[index]
+        except Exception as exc:
+            raise NotStatic(node, f"cannot evaluate: {type(exc).__name__}: {exc}") from None
+    if isinstance(node, ast.Slice):
+        parts = [eval_static(p, lookup) if p is not None else None for p in (node.lower, node.upper, node.step)]
+        return slice(*parts)
+    if isinstance(node, ast.JoinedStr):
+        pieces: list[str] = []
+        for value_node in node.values:
+            if isinstance(value_node, ast.Constant):
+                pieces.append(str(value_node.value))
+            elif isinstance(value_node, ast.FormattedValue):
+                value = eval_static(value_node.value, lookup)
+                spec = eval_static(value_node.format_spec, lookup) if value_node.format_spec else ""
+                conv = {-1: None, 115: str, 114: repr, 97: ascii}[value_node.conversion]
+                if conv is not None:
+                    value = conv(value)
+                try:
+                    pieces.append(format(value, spec))
+                except Exception as exc:
+                    raise NotStatic(value_node, f"cannot format: {exc}") from None
+        return "".join(pieces)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        return _eval_builtin_call(node, lookup)
+    raise NotStatic(node, f"{type(node).__name__} is not a compile-time constant")
+
+
+def _iterate(node: ast.AST, value: Any) -> list[Any]:
+    if isinstance(value, StaticRange):
+        if len(value.range) > MAX_STATIC_ITEMS:
+            raise NotStatic(node, "range too large to unroll")
+        return list(value.range)
+    if isinstance(value, (list, tuple, str)):
+        return list(value)
+    if isinstance(value, dict):
+        return list(value)
+    raise NotStatic(node, "not iterable at compile time")
+
+
+def _eval_builtin_call(node: ast.Call, lookup: Callable[[ast.Name], Any]) -> Any:
+    assert isinstance(node.func, ast.Name)
+    name = node.func.id
+    try:
+        shadow = lookup(node.func)
+    except NotStatic:
+        shadow = None
+    if shadow is not None and not isinstance(shadow, _BuiltinMarker):
+        raise NotStatic(node, f"`{name}` is not a compile-time function")
+    if node.keywords and name != "round":
+        raise NotStatic(node, f"keyword arguments to {name}() are not supported at compile time")
+    args = [eval_static(a, lookup) for a in node.args]
+    if name == "range":
+        if not 1 <= len(args) <= 3:
+            raise NotStatic(node, "range() takes 1 to 3 arguments")
+        return StaticRange(*(_as_int(node, a) for a in args))
+    if name in ("enumerate", "zip"):
+        if name == "enumerate":
+            return list(enumerate(_iterate(node, args[0]), *(args[1:2])))
+        return list(zip(*(_iterate(node, a) for a in args)))
+    fn = _PURE_BUILTINS.get(name)
+    if fn is None:
+        raise NotStatic(node, f"`{name}` is not a compile-time function")
+    args = [_iterate(node, a) if isinstance(a, StaticRange) else a for a in args]
+    try:
+        return fn(*args)
+    except Exception as exc:
+        raise NotStatic(node, f"cannot evaluate {name}(): {type(exc).__name__}: {exc}") from None
+
+
+class _BuiltinMarker:
+    """Returned by lookups for names that are unshadowed builtins."""
+
+
+BUILTIN = _BuiltinMarker()
+STATIC_BUILTINS = frozenset(_PURE_BUILTINS) | {"range", "enumerate", "zip"}
