@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dagc.backends.emitter import CodeWriter, Names, call_source, module_search_paths, render_operand, source_root_expr
+from dagc.backends.emitter import (
+    CodeWriter,
+    Names,
+    call_source,
+    module_search_paths,
+    render_operand,
+    source_root_expr,
+)
 from dagc.ir.core import Graph, Node
 
 __all__ = ["emit_local", "emit_prologue", "emit_task_lines"]
@@ -115,7 +122,7 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
 def _emit_main(w: CodeWriter, graph: Graph) -> None:
     w.line("def main(argv: list[str] | None = None) -> int:")
     with w.indent():
-        w.line(f"parser = argparse.ArgumentParser(description=f\"Run pipeline {{PIPELINE!r}} locally.\")")
+        w.line("parser = argparse.ArgumentParser(description=f\"Run pipeline {PIPELINE!r} locally.\")")
         w.line('parser.add_argument("--result", type=Path, metavar="PATH",')
         w.line('                    help="write the pipeline\'s return value to PATH (pickle)")')
         w.line('parser.add_argument("--source-root", type=Path, default=SOURCE_ROOT, metavar="DIR",')

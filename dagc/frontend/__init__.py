@@ -8,6 +8,7 @@ from typing import Any
 from dagc.diagnostics import CompileError, DiagnosticSink
 from dagc.frontend.extract import extract_pipeline
 from dagc.frontend.modules import PipelineDef, Project
+from dagc.frontend.source import name_span
 from dagc.ir.core import Graph
 
 __all__ = ["FrontendResult", "compile_source", "list_pipelines"]
@@ -65,7 +66,7 @@ def compile_source(
                        hint="decorate the function that calls your tasks with @dagc.pipeline")
         else:
             sink.error("DAGC004", f"{project.entry_display} defines {len(pipelines)} pipelines; choose one",
-                       info.source.span(pipelines[1].node),
+                       name_span(info.source, pipelines[1].node),
                        hint=f"pass --pipeline NAME, one of: {', '.join(info.pipelines)}")
         if chosen is not None:
             graph = extract_pipeline(project, chosen, sink, params)

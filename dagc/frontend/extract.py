@@ -23,7 +23,15 @@ from dagc.frontend.modules import (
     Project,
     TaskDef,
 )
-from dagc.frontend.static import BUILTIN, STATIC_BUILTINS, NotStatic, StaticRange, eval_static, is_literal_value
+from dagc.frontend.source import name_span
+from dagc.frontend.static import (
+    BUILTIN,
+    STATIC_BUILTINS,
+    NotStatic,
+    StaticRange,
+    eval_static,
+    is_literal_value,
+)
 from dagc.ir.core import Graph, Node, Param, output_name
 from dagc.ir.types import Const, Map, Operand, Ref, Seq, iter_refs, operand_from_python
 
@@ -164,7 +172,7 @@ class Extractor:
         unknown = sorted(set(overrides) - {p.name for p in pipeline.sig.params})
         for name in unknown:
             self.sink.error("DAGC005", f"pipeline `{pipeline.name}` has no parameter `{name}`",
-                            info.source.span(pipeline.node),
+                            name_span(info.source, pipeline.node),
                             hint=f"parameters: {', '.join(pipeline.sig.names()) or 'none'}")
         self._stack.append(pipeline)
         result = self._run_body(scope, info, pipeline.node.body)
@@ -201,7 +209,7 @@ class Extractor:
                 continue
         if not saw_return:
             self.sink.warning("DAGC115", f"pipeline `{scope.pipeline.name}` returns nothing",
-                              info.source.span(scope.pipeline.node),
+                              name_span(info.source, scope.pipeline.node),
                               hint="return the results you want; tasks whose results are unused are removed "
                               "by `dce` unless marked side_effects=True")
         return returned
@@ -481,7 +489,7 @@ class Extractor:
                 self.sink.error("DAGC105", f"task `{task.name}` takes {len(positional)} positional "
                                 f"argument{'s' if len(positional) != 1 else ''} but {len(call.args)} were given",
                                 info.source.span(arg), hint=f"signature: {task.name}({', '.join(sig.names())})",
-                                notes=[Note(f"`{task.name}` is defined here", task.source.span(task.node))])
+                                notes=[Note(f"`{task.name}` is defined here", name_span(task.source, task.node))])
                 failed = True
                 continue
             if index < len(positional):
@@ -501,12 +509,12 @@ class Extractor:
             if kw.arg not in keywordable and not var_kw:
                 import difflib
 
-                close = difflib.get_close_matches(kw.arg, sorted(keywordable), n=1)
+                close = difflib.get_close_matches(kw.arg, sorted(keywordable), n=1, cutoff=0.5)
                 hint = f"did you mean `{close[0]}`? " if close else ""
                 self.sink.error("DAGC103", f"task `{task.name}` has no parameter `{kw.arg}`",
                                 info.source.span(kw),
                                 hint=f"{hint}`{task.name}` accepts: {', '.join(sig.names()) or 'no arguments'}",
-                                notes=[Note(f"`{task.name}` is defined here", task.source.span(task.node))])
+                                notes=[Note(f"`{task.name}` is defined here", name_span(task.source, task.node))])
                 failed = True
                 continue
             if kw.arg in bound:
@@ -529,7 +537,7 @@ class Extractor:
             self.sink.error("DAGC104", f"task `{task.name}` is missing argument{'s' if len(missing) > 1 else ''} "
                             f"{names}", info.source.span(call),
                             hint=f"signature: {task.name}({', '.join(sig.names())})",
-                            notes=[Note(f"`{task.name}` is defined here", task.source.span(task.node))])
+                            notes=[Note(f"`{task.name}` is defined here", name_span(task.source, task.node))])
             failed = True
         if failed:
             raise ExtractError
@@ -572,7 +580,7 @@ class Extractor:
             chain = " → ".join(p.name for p in self._stack[self._stack.index(pipeline):] + [pipeline])
             self.sink.error("DAGC113", f"pipeline `{pipeline.name}` calls itself ({chain})", info.source.span(call),
                             hint="pipelines are inlined at compile time and cannot recurse; use a static loop",
-                            notes=[Note(f"`{p.name}` is defined here", p.source.span(p.node)) for p in self._stack])
+                            notes=[Note(f"`{p.name}` is defined here", name_span(p.source, p.node)) for p in self._stack])
             raise ExtractError
         inner = Scope(pipeline, prefix=self._node_name(scope.prefix + pipeline.name) + ".")
         params = pipeline.sig.params

@@ -10,7 +10,7 @@ from pathlib import Path
 from dagc.diagnostics import DiagnosticSink
 from dagc.ir.location import SourceSpan
 
-__all__ = ["SourceFile", "read_source"]
+__all__ = ["SourceFile", "read_source", "name_span"]
 
 
 @dataclass
@@ -51,6 +51,16 @@ class SourceFile:
             end_line,
             self._char_col(end_line, end_col) + 1,
         )
+
+
+def name_span(source: SourceFile, fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> SourceSpan:
+    """The span of the name in `def name(` — where a note about a definition should point."""
+    line = source.lines[fn.lineno - 1] if 0 < fn.lineno <= len(source.lines) else ""
+    start = line.find(fn.name, fn.col_offset)
+    if start < 0:
+        return source.span(fn)
+    col = len(line[:start]) + 1
+    return SourceSpan(source.display, fn.lineno, col, fn.lineno, col + len(fn.name))
 
 
 def read_source(path: Path, display: str, sink: DiagnosticSink) -> SourceFile | None:

@@ -1,0 +1,402 @@
+"""`dagc` command line: compile | check | ir | emit | viz | plan | run.
+
+Exit status: 0 success, 1 errors in the input (diagnostics printed), 2 bad usage,
+70 internal compiler error (a bug in dagc: reported with its traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import subprocess
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+from typing import Any
+
+from dagc import __version__
+from dagc.diagnostics import CompileError, Diagnostic, render_json, render_text
+
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
+
+
+class UsageError(Exception):
+    """A command-line mistake that argparse cannot see (reported like one, exit status 2)."""
+
+
+# ---- shared options -------------------------------------------------------------------------------
+def _add_input(p: argparse.ArgumentParser, what: str = "SCRIPT|IR.json") -> None:
+    p.add_argument("input", metavar=what, help="an annotated Python script (never imported or run), "
+                   "or an IR JSON file written by `dagc compile`")
+    p.add_argument("--pipeline", metavar="NAME", help="which @dagc.pipeline to compile when the file has several")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="set a pipeline parameter at compile time (a Python literal, else a string); repeatable")
+
+
+def _add_passes(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("passes")
+    g.add_argument("-p", "--passes", metavar="PIPELINE",
+                   help="pass pipeline, e.g. 'verify,dce,cse,partition{algo=heft}' "
+                   "(default: verify,dce,cse, plus partition,schedule with --cluster)")
+    g.add_argument("--print-ir-after", action="append", default=[], metavar="PASS",
+                   help="print the IR (to stderr) after each run of PASS; repeatable")
+    g.add_argument("--print-ir-after-all", action="store_true", help="print the IR after every pass")
+    g.add_argument("--time-passes", action="store_true", help="report the time each pass took (to stderr)")
+    g.add_argument("--remarks", action="store_true", help="explain the decisions passes made (to stderr)")
+
+
+def _add_cluster(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("cluster")
+    g.add_argument("--cluster", metavar="SPEC",
+                   help="P (one node, P devices), NxG (N nodes of G devices) or a cluster .toml file; "
+                   "default: [tool.dagc] in the project's pyproject.toml, else one local device")
+    g.add_argument("--link-bandwidth", metavar="BW", help="bandwidth of every link, e.g. 10Gbit/s or 25GB/s")
+    g.add_argument("--link-latency", metavar="T", help="latency of every link, e.g. 20us")
+
+
+def _add_format(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--diagnostics-format", "--format-diagnostics", dest="diag_format", choices=("text", "json"),
+                   default="text", help="how to print errors and warnings (default: text)")
+
+
+def _params(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        name, eq, text = item.partition("=")
+        if not eq or not name.isidentifier():
+            raise UsageError(f"--param {item!r}: write NAME=VALUE, e.g. --param n_shards=16")
+        try:
+            out[name] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            out[name] = text
+    return out
+
+
+def _cluster(args: argparse.Namespace) -> Any:
+    from dagc.cluster import cluster_from_pyproject, parse_cluster_spec
+
+    spec = getattr(args, "cluster", None)
+    bandwidth, latency = getattr(args, "link_bandwidth", None), getattr(args, "link_latency", None)
+    if spec is None:
+        from dagc.driver import find_pyproject
+
+        pyproject = find_pyproject(Path(args.input)) if getattr(args, "input", None) else None
+        if pyproject is not None:
+            cluster = cluster_from_pyproject(str(pyproject))
+            if cluster is not None:
+                if bandwidth is not None or latency is not None:
+                    from dagc.cluster import _apply_link_overrides
+
+                    cluster = _apply_link_overrides(cluster, bandwidth, latency)
+                return cluster
+        if bandwidth is None and latency is None:
+            return None
+    return parse_cluster_spec(spec, link_bandwidth=bandwidth, link_latency=latency)
+
+
+def _compile(args: argparse.Namespace, *, passes: str | None = None, backend: str = "local") -> Any:
+    from dagc.driver import compile_file
+
+    cluster = _cluster(args) if hasattr(args, "cluster") else None
+    return compile_file(
+        args.input,
+        pipeline_name=args.pipeline,
+        passes=passes if passes is not None else getattr(args, "passes", None),
+        params=_params(args.param),
+        cluster=cluster,
+        backend=backend,
+        print_after=tuple(getattr(args, "print_ir_after", ()) or ()),
+        print_after_all=getattr(args, "print_ir_after_all", False),
+        time_passes=getattr(args, "time_passes", False),
+        stream=sys.stderr,
+        details=True,
+    )
+
+
+def _report(args: argparse.Namespace, compilation: Any) -> None:
+    _print_diagnostics(args, compilation.warnings, compilation.sources)
+    if getattr(args, "remarks", False):
+        for remark in compilation.remarks:
+            sys.stderr.write(f"remark[{remark.pass_name}]: {remark.message}\n")
+
+
+def _print_diagnostics(args: argparse.Namespace, diagnostics: list[Diagnostic], sources: dict[str, str]) -> None:
+    if not diagnostics:
+        return
+    if getattr(args, "diag_format", "text") == "json":
+        sys.stderr.write(render_json(diagnostics) + "\n")
+    else:
+        sys.stderr.write(render_text(diagnostics, sources or _read_sources(diagnostics)))
+
+
+def _read_sources(diagnostics: list[Diagnostic]) -> dict[str, str]:
+    sources: dict[str, str] = {}
+    for diag in diagnostics:
+        for span in [diag.span, *(n.span for n in diag.notes)]:
+            if span is not None and span.file not in sources:
+                try:
+                    sources[span.file] = Path(span.file).read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    pass
+    return sources
+
+
+# ---- commands -------------------------------------------------------------------------------------
+def cmd_check(args: argparse.Namespace) -> int:
+    compilation = _compile(args, passes="verify")
+    _report(args, compilation)
+    graph = compilation.graph
+    if args.diag_format == "text":
+        sys.stderr.write(f"{args.input}: ok — pipeline `{graph.name}`, {len(graph)} tasks, "
+                         f"{len(compilation.warnings)} warning(s)\n")
+    return EXIT_OK
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from dagc.backends import emit
+    from dagc.backends.graphviz import RenderError, render, to_dot
+    from dagc.ir.printer import print_graph
+    from dagc.ir.serialize import dumps
+
+    compilation = _compile(args, backend=args.backend)
+    _report(args, compilation)
+    graph = compilation.graph
+    out = Path(args.output)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = graph.name
+    written: list[tuple[Path, str]] = []
+
+    def write(path: Path, text: str, what: str) -> None:
+        path.write_text(text, encoding="utf-8")
+        written.append((path, what))
+
+    write(out / f"{stem}.ir.json", dumps(graph), "IR (JSON)")
+    write(out / f"{stem}.ir.txt", print_graph(graph), "IR (text)")
+    program = out / f"{stem}_{args.backend}.py"
+    write(program, emit(graph, args.backend, program), f"{args.backend} program")
+    dot = to_dot(graph)
+    write(out / f"{stem}.dot", dot, "graph (DOT)")
+    try:
+        render(dot, out / f"{stem}.svg")
+        written.append((out / f"{stem}.svg", "graph (SVG)"))
+    except RenderError as exc:
+        sys.stderr.write(f"note: {exc}\n")
+    width = max(len(str(p)) for p, _ in written)
+    print(f"compiled pipeline `{graph.name}` ({len(graph)} tasks) from {args.input} "
+          f"[passes: {compilation.passes}]")
+    for path, what in written:
+        print(f"  wrote {str(path):<{width}}  {what}")
+    return EXIT_OK
+
+
+def cmd_ir(args: argparse.Namespace) -> int:
+    from dagc.ir.printer import print_graph
+    from dagc.ir.serialize import dumps
+
+    passes = _passes_until(args, args.after) if args.after is not None else args.passes
+    compilation = _compile(args, passes=passes)
+    _report(args, compilation)
+    text = dumps(compilation.graph) if args.format == "json" else print_graph(compilation.graph)
+    _write_or_print(text, args.output)
+    return EXIT_OK
+
+
+def cmd_emit(args: argparse.Namespace) -> int:
+    from dagc.backends import emit
+
+    compilation = _compile(args, backend=args.backend)
+    _report(args, compilation)
+    out = Path(args.output) if args.output else None
+    _write_or_print(emit(compilation.graph, args.backend, out), args.output)
+    if out is not None:
+        sys.stderr.write(f"wrote {out} ({args.backend} program for pipeline `{compilation.graph.name}`)\n")
+    return EXIT_OK
+
+
+def cmd_viz(args: argparse.Namespace) -> int:
+    from dagc.backends.graphviz import RenderError, render, to_dot
+
+    out = Path(args.output)
+    passes = _passes_until(args, args.after) if args.after is not None else args.passes
+    compilation = _compile(args, passes=passes)
+    _report(args, compilation)
+    dot = to_dot(compilation.graph)
+    try:
+        render(dot, out)
+    except RenderError as exc:
+        fallback = out.with_suffix(".dot")
+        fallback.write_text(dot, encoding="utf-8")
+        sys.stderr.write(f"error: {exc}\nwrote the DOT source to {fallback} instead\n")
+        return EXIT_ERRORS
+    sys.stderr.write(f"wrote {out}\n")
+    return EXIT_OK
+
+
+def _passes_until(args: argparse.Namespace, after: str) -> str:
+    from dagc.driver import default_pipeline
+    from dagc.passes.base import _split_top_level
+
+    items = _split_top_level(args.passes or default_pipeline(_cluster(args)))
+    names = [item.partition("{")[0].strip() for item in items]
+    if after not in names:
+        raise UsageError(f"--after {after}: no such pass in the pipeline ({', '.join(names)})")
+    return ",".join(items[: len(names) - names[::-1].index(after)])
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from dagc.backends import emit
+
+    compilation = _compile(args, backend=args.backend)
+    _report(args, compilation)
+    with tempfile.TemporaryDirectory(prefix="dagc-run-") as tmp:
+        program = Path(args.keep) if args.keep else Path(tmp) / f"{compilation.graph.name}_{args.backend}.py"
+        program.parent.mkdir(parents=True, exist_ok=True)
+        program.write_text(emit(compilation.graph, args.backend, program), encoding="utf-8")
+        command = [sys.executable, str(program), *args.program_args]
+        if args.result:
+            command += ["--result", str(Path(args.result).resolve())]
+        return subprocess.call(command)
+
+
+def _write_or_print(text: str, output: str | None) -> None:
+    if output:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+
+
+# ---- parser ---------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    from dagc.backends import BACKENDS
+
+    parser = argparse.ArgumentParser(
+        prog="dagc",
+        description="Static DAG compiler for ML training pipelines: reads annotated Python without running it, "
+        "and emits IR, local/Ray/torch.distributed programs and graph pictures.",
+    )
+    parser.add_argument("--version", action="version", version=f"dagc {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("compile", help="write IR (JSON and text), a program and a picture to a directory",
+                       description="Compile a pipeline and write its IR (JSON and text), the emitted program, "
+                       "and its graph (DOT, and SVG when Graphviz is installed) into DIR.")
+    _add_input(p, "SCRIPT|IR.json")
+    p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory for the artefacts")
+    p.add_argument("--backend", default="local", choices=sorted(BACKENDS), help="program to emit (default: local)")
+    _add_passes(p)
+    _add_cluster(p)
+    _add_format(p)
+    p.set_defaults(func=cmd_compile)
+
+    p = sub.add_parser("check", help="report diagnostics; exit non-zero on errors",
+                       description="Check a script: report every error and warning, exit 1 if there are errors.")
+    _add_input(p, "SCRIPT")
+    _add_format(p)
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("ir", help="print the IR, optionally after a given pass",
+                       description="Print the IR of a script or IR file after the pass pipeline (or --after PASS).")
+    _add_input(p)
+    p.add_argument("--after", metavar="PASS", help="stop after this pass of the pipeline")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="IR form (default: text)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    _add_passes(p)
+    _add_cluster(p)
+    _add_format(p)
+    p.set_defaults(func=cmd_ir)
+
+    p = sub.add_parser("emit", help="emit a runnable program for a backend",
+                       description="Emit the program a backend generates for a script or saved IR.")
+    _add_input(p)
+    p.add_argument("--backend", default="local", choices=sorted(BACKENDS), help="target (default: local)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    _add_passes(p)
+    _add_cluster(p)
+    _add_format(p)
+    p.set_defaults(func=cmd_emit)
+
+    p = sub.add_parser("viz", help="draw the graph (svg, png, pdf or dot)",
+                       description="Draw the graph with Graphviz. The output format follows the file suffix.")
+    _add_input(p)
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.svg, FILE.png, FILE.pdf or FILE.dot")
+    p.add_argument("--after", metavar="PASS", help="draw the graph as it is after this pass")
+    _add_passes(p)
+    _add_cluster(p)
+    _add_format(p)
+    p.set_defaults(func=cmd_viz)
+
+    p = sub.add_parser("run", help="compile, emit and run a pipeline",
+                       description="Compile a pipeline, emit the backend's program and run it.")
+    _add_input(p)
+    p.add_argument("--backend", default="local", choices=sorted(BACKENDS), help="engine (default: local)")
+    p.add_argument("--result", metavar="PATH", help="write the pipeline's return value to PATH (pickle)")
+    p.add_argument("--keep", metavar="FILE", help="keep the emitted program at FILE")
+    p.add_argument("program_args", nargs=argparse.REMAINDER, help="arguments after -- go to the program")
+    _add_passes(p)
+    _add_cluster(p)
+    _add_format(p)
+    p.set_defaults(func=cmd_run)
+
+    try:
+        from dagc.plan import add_plan_arguments, run_plan_command
+    except ImportError:
+        pass
+    else:
+        p = sub.add_parser("plan", help="place and schedule tasks on a cluster; print the plan",
+                           description="Partition and schedule a script, a saved IR, STG task graphs (.stg) or "
+                           "WfCommons workflows (.json) on a cluster, and print the plan.")
+        add_plan_arguments(p)
+        p.set_defaults(func=run_plan_command)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "program_args", None) and args.program_args[:1] == ["--"]:
+        args.program_args = args.program_args[1:]
+    try:
+        return int(args.func(args) or 0)
+    except CompileError as exc:
+        _print_diagnostics(args, exc.diagnostics, _sources_of(args, exc.diagnostics))
+        errors = sum(1 for d in exc.diagnostics if d.is_error)
+        if getattr(args, "diag_format", "text") == "text":
+            sys.stderr.write(f"dagc: {errors} error{'s' if errors != 1 else ''} in {getattr(args, 'input', '')}\n")
+        return EXIT_ERRORS
+    except UsageError as exc:
+        parser.print_usage(sys.stderr)
+        sys.stderr.write(f"dagc: error: {exc}\n")
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        sys.stderr.write("dagc: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:  # noqa: BLE001 - the one place internal errors are turned into a report
+        from dagc.cluster import ClusterError
+
+        if isinstance(exc, ClusterError):
+            from dagc.diagnostics import Severity
+
+            diag = Diagnostic("DAGC301", Severity.ERROR, str(exc), None, getattr(exc, "hint", None))
+            _print_diagnostics(args, [diag], {})
+            return EXIT_ERRORS
+        from dagc.passes.base import PassFailure
+
+        if isinstance(exc, PassFailure) and exc.diagnostics:
+            sys.stderr.write(f"dagc: internal error: {exc}\n")
+            _print_diagnostics(args, exc.diagnostics, {})
+            return EXIT_INTERNAL
+        sys.stderr.write("dagc: internal error (a bug in dagc, not in your code). Traceback:\n")
+        traceback.print_exc()
+        return EXIT_INTERNAL
+
+
+def _sources_of(args: argparse.Namespace, diagnostics: list[Diagnostic]) -> dict[str, str]:
+    return _read_sources(diagnostics)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""The compile driver: input file → IR graph → passes. Shared by the CLI and `dagc.compile()`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from dagc.diagnostics import CompileError, Diagnostic, DiagnosticSink
+from dagc.ir.core import Graph
+from dagc.passes.base import PassContext, PassManager, PassSpecError, Remark, parse_pipeline, registry
+
+__all__ = ["Compilation", "compile_file", "load_input", "default_pipeline", "find_pyproject"]
+
+BASE_PIPELINE = "verify,dce,cse"
+
+
+def default_pipeline(cluster: Any) -> str:
+    """`verify,dce,cse`, then placement and scheduling when a cluster is given and the passes exist."""
+    if cluster is None:
+        return BASE_PIPELINE
+    known = registry()
+    extra = [name for name in ("partition", "schedule") if name in known]
+    return ",".join([BASE_PIPELINE, *extra])
+
+
+@dataclass
+class Compilation:
+    """Everything one compile produced: the graph, warnings, remarks, pass timings and sources."""
+
+    graph: Graph
+    sources: dict[str, str]
+    warnings: list[Diagnostic] = field(default_factory=list)
+    remarks: list[Remark] = field(default_factory=list)
+    timings: list[tuple[str, float]] = field(default_factory=list)
+    passes: str = ""
+
+
+def find_pyproject(path: Path) -> Path | None:
+    """The nearest pyproject.toml at or above `path`'s directory (the user's project settings)."""
+    for directory in [path.resolve().parent, *path.resolve().parents]:
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _is_ir_json(path: Path) -> bool:
+    if path.suffix != ".json":
+        return False
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return False
+    return b'"dagc_ir"' in head
+
+
+def load_input(
+    path: str | Path,
+    *,
+    pipeline_name: str | None = None,
+    params: dict[str, Any] | None = None,
+    sink: DiagnosticSink,
+) -> tuple[Graph | None, dict[str, str]]:
+    """A Python script (compiled by the frontend) or a saved IR JSON file → graph, sources."""
+    path = Path(path)
+    if _is_ir_json(path):
+        from dagc.ir.serialize import loads
+
+        try:
+            return loads(path.read_text(encoding="utf-8")), {}
+        except (ValueError, KeyError, TypeError) as exc:
+            sink.error("DAGC205", f"{path} is not a valid dagc IR file: {exc}", None,
+                       hint="produce it with `dagc compile` or `dagc ir --format json`")
+            return None, {}
+    if path.suffix == ".json" and path.is_file():
+        try:
+            json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            pass
+        sink.error("DAGC006", f"{path} is JSON but not a dagc IR file (no \"dagc_ir\" key)", None,
+                   hint="give a Python script or an IR file written by `dagc compile`")
+        return None, {}
+    from dagc.frontend import compile_source
+
+    result = compile_source(path, pipeline_name=pipeline_name, params=params, sink=sink)
+    return result.graph, result.sources
+
+
+def compile_file(
+    path: str | Path,
+    *,
+    pipeline_name: str | None = None,
+    passes: str | None = None,
+    params: dict[str, Any] | None = None,
+    cluster: Any = None,
+    backend: str = "local",
+    print_after: tuple[str, ...] = (),
+    print_after_all: bool = False,
+    time_passes: bool = False,
+    stream: TextIO | None = None,
+    details: bool = False,
+) -> Any:
+    """Compile `path` and run `passes` (default: `default_pipeline(cluster)`).
+
+    Returns the Graph, or the whole `Compilation` when `details=True`. Raises `CompileError` with
+    every diagnostic when the input has errors.
+    """
+    sink = DiagnosticSink()
+    graph, sources = load_input(path, pipeline_name=pipeline_name, params=params, sink=sink)
+    if graph is None or sink.has_errors:
+        raise CompileError(sink.sorted())
+    spec = passes if passes is not None else default_pipeline(cluster)
+    try:
+        pipeline = parse_pipeline(spec)
+    except PassSpecError as exc:
+        sink.error("DAGC303", str(exc), None, hint="e.g. -p 'verify,dce,cse,partition{algo=heft}'")
+        raise CompileError(sink.sorted()) from None
+    from dagc.cost import CostModel
+
+    ctx = PassContext(cluster=cluster, cost_model=CostModel(backend=backend), backend=backend, sink=sink)
+    manager = PassManager(pipeline, print_after=print_after, print_after_all=print_after_all,
+                          time_passes=time_passes, stream=stream)
+    try:
+        manager.run(ctx, graph)
+    except CompileError as exc:
+        raise CompileError([*sink.sorted(), *[d for d in exc.diagnostics if d not in sink.diagnostics]]) from None
+    compilation = Compilation(graph, sources, [d for d in sink.sorted() if not d.is_error], ctx.remarks,
+                              manager.timings, spec)
+    return compilation if details else graph

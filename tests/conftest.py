@@ -1,0 +1,62 @@
+"""Shared fixtures. `pytest --update-golden` rewrites golden files instead of comparing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLES = REPO / "samples"
+GOLDEN = Path(__file__).resolve().parent / "golden"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true", help="rewrite golden files")
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest):
+    """`golden("name.txt", text)` compares with tests/golden/name.txt (or rewrites it)."""
+    update = request.config.getoption("--update-golden")
+
+    def check(name: str, text: str) -> None:
+        path = GOLDEN / name
+        if update or not path.exists():
+            if not update:
+                pytest.fail(f"golden file {path} is missing; run pytest --update-golden and review it")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            return
+        expected = path.read_text(encoding="utf-8")
+        assert text == expected, f"output differs from {path}; if intended, run pytest --update-golden"
+
+    return check
+
+
+@pytest.fixture
+def write_project(tmp_path: Path):
+    """Write `{relative path: source}` under a temporary directory; returns the directory."""
+
+    def write(files: dict[str, str]) -> Path:
+        for rel, text in files.items():
+            path = tmp_path / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(text, bytes):
+                path.write_bytes(text)
+            else:
+                path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+        return tmp_path
+
+    return write
+
+
+def run_dagc(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """Run the real `dagc` command line in a subprocess."""
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "dagc.cli", *args], cwd=cwd or REPO, env=full_env,
+                          capture_output=True, text=True, timeout=600)
