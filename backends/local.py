@@ -61,7 +61,7 @@ def emit_prologue(w: CodeWriter, graph: Graph, out_path: Path | None, backend: s
 
 
 def _module_aliases(graph: Graph, names: Names) -> dict[str, str]:
-    modules = sorted({graph.module} | {n.module for n in graph if n.op == "task"}
+    modules = sorted({n.module for n in graph if n.op == "task"}
                      | {m.module for n in graph if n.op == "fused" for m in _members(n)})
     return {m: names.claim(f"module:{m}", m.replace(".", "_")) for m in modules if m}
 
