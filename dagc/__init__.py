@@ -11,11 +11,21 @@ from typing import TYPE_CHECKING, Any
 
 from dagc.annotations import pipeline, task
 
-__all__ = ["task", "pipeline", "compile", "__version__"]
+__all__ = ["task", "pipeline", "compile", "context", "__version__"]
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from dagc.ir.core import Graph
+    from dagc.runtime.context import TaskContext
+
+
+def context() -> TaskContext:
+    """The running task's context: rank, world size, process group, device (see docs/context.md).
+
+    Outside a multi-rank task: rank 0 of a world of 1, no group, the CPU."""
+    from dagc.runtime.context import context as current
+
+    return current()
 
 
 def compile(path: str, *, pipeline: str | None = None, passes: str | None = None, **params: Any) -> Graph:

@@ -1,0 +1,184 @@
+"""The task context: what a running task may ask about where and how it runs.
+
+    import dagc
+
+    @dagc.task(ranks=4, gpus=1)
+    def train(data):
+        ctx = dagc.context()
+        model = torch.nn.parallel.DistributedDataParallel(build().to(ctx.device), process_group=ctx.group)
+        ...
+        return result if ctx.rank == 0 else None
+
+Runtimes (the emitted torch.distributed and Ray programs) set the context around each task call
+with `use_context(...)`; everywhere else `context()` answers the single-process default: rank 0 of
+a world of 1, no process group, the CPU. So a task written against the context also runs as plain
+Python. The module imports nothing heavy: torch is imported only when a device or a checkpoint is
+asked for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+__all__ = ["TaskContext", "context", "use_context", "set_context", "reset_context"]
+
+
+@dataclass(frozen=True)
+class TaskContext:
+    """Where a task runs.
+
+    rank        this process's rank within the task's group (0 … world_size-1)
+    world_size  how many processes run the task (the task's `ranks` option; 1 for ordinary tasks)
+    group       the torch.distributed process group of the task's ranks, or None (single process);
+                pass it to collectives and to DDP (`process_group=ctx.group`)
+    device      the device this rank should compute on: `torch.device("cuda", i)` on a GPU rank,
+                else the CPU (a `torch.device` when torch is installed, else the string "cpu")
+    task        the IR name of the running task (None outside a pipeline run)
+    run_dir     the run directory of the pipeline run (None when the run keeps no state)
+    attempt     0 for the first run of the task, n for its n-th restart or retry
+    """
+
+    rank: int = 0
+    world_size: int = 1
+    group: Any = None
+    device: Any = field(default="cpu")
+    task: str | None = None
+    run_dir: Path | None = None
+    attempt: int = 0
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.world_size, int) and self.world_size >= 1):
+            raise ValueError(f"world_size must be a positive integer, got {self.world_size!r}")
+        if not (isinstance(self.rank, int) and 0 <= self.rank < self.world_size):
+            raise ValueError(f"rank must be in 0..{self.world_size - 1}, got {self.rank!r}")
+        if isinstance(self.device, str):
+            object.__setattr__(self, "device", _as_device(self.device))
+        if self.run_dir is not None and not isinstance(self.run_dir, Path):
+            object.__setattr__(self, "run_dir", Path(self.run_dir))
+
+    @property
+    def is_main(self) -> bool:
+        """True on rank 0, the rank whose return value is the task's result."""
+        return self.rank == 0
+
+    @property
+    def distributed(self) -> bool:
+        """True when the task runs as several processes (world_size > 1)."""
+        return self.world_size > 1
+
+    @property
+    def state_dir(self) -> Path | None:
+        """`run_dir/state/<task>`: where the task's own state (e.g. training checkpoints) lives, kept
+        across restarts of the run. None when the run keeps no state."""
+        if self.run_dir is None or self.task is None:
+            return None
+        return self.run_dir / "state" / _safe(self.task)
+
+    def barrier(self) -> None:
+        """Wait for every rank of the task (nothing to do in a single process)."""
+        if self.group is not None:
+            import torch.distributed as dist
+
+            dist.barrier(group=self.group)
+
+    # ---- task state (torch.distributed.checkpoint) ------------------------------------------------
+    def save_state(self, state: Mapping[str, Any], *, name: str = "latest", replicated: bool = True) -> Path:
+        """Save `state` (a dict of tensors, modules' state_dicts, numbers) under `state_dir/name` with
+        torch.distributed.checkpoint; every rank of the task calls it.
+
+        `replicated=True` (e.g. DDP model and optimizer state): one copy is written. Otherwise each
+        rank's state is kept under its own keys (`rank<r>/...`), e.g. a pipeline stage's layers.
+        """
+        import torch.distributed.checkpoint as dcp
+
+        path = self._state_path(name)
+        path.mkdir(parents=True, exist_ok=True)
+        dcp.save(self._keyed(state, replicated), checkpoint_id=str(path), process_group=self.group)
+        self.barrier()
+        if self.rank == 0:
+            (path / ".complete").write_text("ok\n")
+        self.barrier()
+        return path
+
+    def load_state(self, state: dict[str, Any], *, name: str = "latest", replicated: bool = True) -> bool:
+        """Load a state saved by `save_state` into `state` (in place, tensors keep their storage).
+        Returns False, leaving `state` untouched, when no complete checkpoint exists."""
+        import torch.distributed.checkpoint as dcp
+
+        path = self._state_path(name)
+        if not (path / ".complete").exists():
+            return False
+        keyed = self._keyed(state, replicated)
+        dcp.load(keyed, checkpoint_id=str(path), process_group=self.group)
+        if not replicated:
+            state.update(keyed[f"rank{self.rank}"])
+        return True
+
+    def _state_path(self, name: str) -> Path:
+        base = self.state_dir
+        if base is None:
+            raise RuntimeError("this run keeps no state (no run directory); "
+                               "run the program with --run-dir to save task state")
+        return base / _safe(name)
+
+    def _keyed(self, state: Mapping[str, Any], replicated: bool) -> dict[str, Any]:
+        return dict(state) if replicated else {f"rank{self.rank}": dict(state)}
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name) or "_"
+
+
+def _as_device(spec: str) -> Any:
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - torch is optional for the compiler
+        return spec
+    return torch.device(spec)
+
+
+_DEFAULT: TaskContext | None = None
+
+_CURRENT: contextvars.ContextVar[TaskContext | None] = contextvars.ContextVar("dagc_task_context", default=None)
+
+
+def context() -> TaskContext:
+    """The context of the running task; outside a multi-rank task, the single-process default
+    (rank 0, world size 1, no group, the CPU)."""
+    global _DEFAULT
+    current = _CURRENT.get()
+    if current is not None:
+        return current
+    if _DEFAULT is None:
+        _DEFAULT = TaskContext()
+    return _DEFAULT
+
+
+def set_context(ctx: TaskContext | None = None, /, **fields: Any) -> contextvars.Token:
+    """Set the context (for runtimes). `set_context(rank=1, world_size=2, ...)` builds one.
+    Returns a token for `reset_context`."""
+    if ctx is None:
+        ctx = TaskContext(**fields)
+    elif fields:
+        ctx = replace(ctx, **fields)
+    return _CURRENT.set(ctx)
+
+
+def reset_context(token: contextvars.Token) -> None:
+    """Undo a `set_context`."""
+    _CURRENT.reset(token)
+
+
+@contextlib.contextmanager
+def use_context(ctx: TaskContext | None = None, /, **fields: Any) -> Iterator[TaskContext]:
+    """`with use_context(rank=r, world_size=n, group=g, task="train"): call_the_task()`"""
+    token = set_context(ctx, **fields)
+    try:
+        yield context()
+    finally:
+        reset_context(token)
