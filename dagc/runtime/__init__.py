@@ -1,1 +1,31 @@
-"""Thin helpers that emitted programs import: task context, run store, event log, progress."""
+"""Thin helpers that emitted programs import: task context, run store, event log, progress.
+
+    from dagc.runtime import RunStore, EventLog, Progress, fingerprint, context
+
+Nothing here imports the compiler, an engine or torch at import time; see docs/runtime.md for
+the run directory and event log formats and docs/context.md for the task context.
+"""
+
+from __future__ import annotations
+
+from dagc.runtime.context import TaskContext, context, reset_context, set_context, use_context
+from dagc.runtime.events import EventLog, new_run_id, read_events
+from dagc.runtime.progress import Progress
+from dagc.runtime.store import RunStore, atomic_write, fingerprint, output_fingerprint, value_fingerprint
+
+__all__ = [
+    "TaskContext",
+    "context",
+    "set_context",
+    "reset_context",
+    "use_context",
+    "RunStore",
+    "fingerprint",
+    "value_fingerprint",
+    "output_fingerprint",
+    "atomic_write",
+    "EventLog",
+    "read_events",
+    "new_run_id",
+    "Progress",
+]

@@ -1,0 +1,112 @@
+"""The event log: one JSON object per line (JSONL), appended by the driver and by the workers.
+
+Every record has
+
+    ts      seconds since the epoch (float)          time   the same, ISO 8601 in UTC
+    run     the id of the run that wrote it           event  what happened (below)
+    pid     the writing process                       host   its host name
+
+Task events also have `task` (the IR node name) and, where known, `node` (the engine's node id,
+e.g. Ray's), `device` (a device index or a device string such as "cuda:0"), `rank` and `attempt`:
+
+    start     a task began running                    attempt
+    end       a task finished                         duration (s), bytes (size of its stored outputs)
+    failure   a task raised                           duration, error, traceback
+    retry     a task began again after a failure      attempt (2 for the first retry)
+    skip      a task was not run: its outputs were found in the run directory   fingerprint
+
+Run events: `run_start` (pipeline, tasks, resume), `run_end` (duration, bytes of the result) and
+`run_failed` (error). A line is written with one `write()` on a file opened with O_APPEND, so
+lines from concurrent processes never interleave.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = ["EventLog", "read_events", "new_run_id"]
+
+TASK_EVENTS = ("start", "end", "failure", "retry", "skip")
+RUN_EVENTS = ("run_start", "run_end", "run_failed")
+
+
+def new_run_id() -> str:
+    """A short id, unique per run: the start time and 6 random hex digits."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:6]
+
+
+class EventLog:
+    """Appends events to a JSONL file. Cheap to create and to pickle (it holds only the path)."""
+
+    def __init__(self, path: str | os.PathLike[str], run_id: str | None = None) -> None:
+        self.path = Path(path)
+        self.run_id = run_id or new_run_id()
+
+    def write(self, event: str, task: str | None = None, **fields: Any) -> dict[str, Any]:
+        now = time.time()
+        record: dict[str, Any] = {
+            "ts": now,
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1e3):03d}Z",
+            "run": self.run_id,
+            "event": event,
+        }
+        if task is not None:
+            record["task"] = task
+        record.update(fields)
+        record.setdefault("pid", os.getpid())
+        record.setdefault("host", socket.gethostname())
+        line = (json.dumps(record, default=str, sort_keys=False) + "\n").encode("utf-8")
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+        finally:
+            os.close(fd)
+        return record
+
+    # ---- task events ----------------------------------------------------------------------------
+    def start(self, task: str, attempt: int = 1, **where: Any) -> dict[str, Any]:
+        if attempt > 1:
+            self.write("retry", task, attempt=attempt, **where)
+        return self.write("start", task, attempt=attempt, **where)
+
+    def end(self, task: str, duration: float, nbytes: int | None, **where: Any) -> dict[str, Any]:
+        return self.write("end", task, duration=round(duration, 6), bytes=nbytes, **where)
+
+    def failure(self, task: str, duration: float, error: BaseException, traceback: str,
+                **where: Any) -> dict[str, Any]:
+        return self.write("failure", task, duration=round(duration, 6),
+                          error=f"{type(error).__name__}: {error}", traceback=traceback, **where)
+
+    def skip(self, task: str, fingerprint: str, **fields: Any) -> dict[str, Any]:
+        return self.write("skip", task, fingerprint=fingerprint, **fields)
+
+    def __repr__(self) -> str:
+        return f"EventLog({str(self.path)!r}, run_id={self.run_id!r})"
+
+
+def read_events(path: str | os.PathLike[str], *, run: str | None = None, event: str | None = None
+                ) -> list[dict[str, Any]]:
+    """The records of an event log, in file order; optionally only one run's or one kind's.
+    A torn last line (a writer killed mid-line) is ignored."""
+    return list(_iter(Path(path), run, event))
+
+
+def _iter(path: Path, run: str | None, event: str | None) -> Iterator[dict[str, Any]]:
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if (run is None or record.get("run") == run) and (event is None or record.get("event") == event):
+                yield record
