@@ -1,0 +1,103 @@
+"""`partition`: place every task on a device (or on k devices of one node for multi-device tasks).
+
+Options: `algo` — `dagc` (default: HEFT-class list scheduling improved by search) or `heft`
+(plain HEFT); `seed` — the search's seed (same seed, same placement); `budget` — seconds of search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from dagc.cluster import Cluster
+from dagc.cost import CostModel
+from dagc.diagnostics import CompileError, Diagnostic, Severity
+from dagc.ir.core import Graph
+from dagc.passes.base import Pass, PassContext, register
+from dagc.sched import ALGORITHMS, DEFAULT_BUDGET, Problem, Schedule, schedule
+
+__all__ = ["Partition", "build_problem", "cluster_of", "cost_model_of", "device_attr"]
+
+_CACHE_KEY = "sched.last"
+
+
+def cluster_of(ctx: PassContext) -> Cluster:
+    return ctx.cluster if ctx.cluster is not None else Cluster.local()
+
+
+def cost_model_of(ctx: PassContext) -> CostModel:
+    return ctx.cost_model if ctx.cost_model is not None else CostModel(backend=ctx.backend)
+
+
+def build_problem(ctx: PassContext, graph: Graph) -> Problem:
+    """The scheduling problem of `graph`; raises CompileError (DAGC302) for tasks that fit no device."""
+    cluster = cluster_of(ctx)
+    p = Problem.from_graph(graph, cost_model_of(ctx), cluster)
+    if p.infeasible:
+        nodes = graph.nodes
+        diags = []
+        for i, why in p.infeasible:
+            node = nodes[i]
+            diags.append(
+                Diagnostic(
+                    "DAGC302",
+                    Severity.ERROR,
+                    f"task `{node.name}` does not fit on any device: {why}",
+                    node.span,
+                    hint=f"the cluster has {cluster.describe()}; lower the task's gpus/memory/ranks "
+                    "or describe a bigger cluster (--cluster, docs/cluster.md)",
+                )
+            )
+        raise CompileError(diags)
+    return p
+
+
+def device_attr(devs: tuple[int, ...]) -> int | list[int]:
+    return devs[0] if len(devs) == 1 else list(devs)
+
+
+def remember(ctx: PassContext, graph: Graph, p: Problem, s: Schedule) -> None:
+    """Keep the schedule found while partitioning, for the `schedule` pass that follows."""
+    ctx.options[_CACHE_KEY] = (tuple(p.names), tuple(map(tuple, s.devices)), p, s)
+
+
+def recall(ctx: PassContext, graph: Graph, assign: list[tuple[int, ...]]) -> Schedule | None:
+    cached: Any = ctx.options.get(_CACHE_KEY)
+    if not cached:
+        return None
+    names, devices, _p, s = cached
+    if names == tuple(n.name for n in graph) and devices == tuple(assign):
+        return s
+    return None
+
+
+@register
+@dataclass(frozen=True)
+class Partition(Pass):
+    """Pre: verified graph; `ctx.cluster` (None: one local device). Post: every node has
+    `partition.device` (an int, or a list of ints for a task on several devices); the graph has
+    `partition.algo`. A task that fits no device is reported as DAGC302."""
+
+    name: ClassVar[str] = "partition"
+    algo: str = "dagc"
+    seed: int = 0
+    budget: float = DEFAULT_BUDGET
+
+    def apply(self, ctx: PassContext, graph: Graph) -> None:
+        if self.algo not in ALGORITHMS:
+            raise CompileError(
+                [
+                    Diagnostic(
+                        "DAGC303",
+                        Severity.ERROR,
+                        f"partition: unknown algorithm {self.algo!r}",
+                        hint=f"algo is one of: {', '.join(ALGORITHMS)}",
+                    )
+                ]
+            )
+        p = build_problem(ctx, graph)
+        s = schedule(p, self.algo, seed=self.seed, budget=self.budget)
+        for node, devs in zip(graph.nodes, s.devices):
+            node.attrs["partition.device"] = device_attr(devs)
+        graph.attrs["partition.algo"] = self.algo
+        remember(ctx, graph, p, s)
