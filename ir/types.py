@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
-from typing import Literal, Union
+from typing import Literal
 
 __all__ = [
     "Ref",
@@ -20,7 +20,7 @@ __all__ = [
     "operand_to_python",
 ]
 
-Scalar = Union[None, bool, int, float, str]
+Scalar = None | bool | int | float | str
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,7 @@ class Map:
     items: tuple[tuple[Operand, Operand], ...]
 
 
-Operand = Union[Ref, Const, Seq, Map]
+Operand = Ref | Const | Seq | Map
 
 
 def iter_refs(operand: Operand) -> Iterator[str]:

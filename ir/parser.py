@@ -1,0 +1,662 @@
+"""Reader of the IR text form written by `print_graph`.
+
+Grammar (one item per line; blank lines and lines starting with `//` are skipped; `[x]` is
+optional, `{x}` repeats, `|` separates choices, quoted text is literal):
+
+    file     := "dagc_ir" INT NL  "graph" "@" name [span] NL  {item NL}
+    item     := "root" STRING | "module" STRING | "modules" "{" [STRING ":" STRING {"," STRING ":" STRING}] "}"
+              | "attr" key "=" JSON
+              | "param" "%" name [":" type] "=" operand [span]
+              | outputs "=" [name ":"] op "@" target "(" [args] ")"
+                    ["{" option {"," option} "}"] ["[" key "=" JSON {"," key "=" JSON} "]"]
+                    ["after" "(" name {"," name} ")"] [span]
+              | "return" operand
+    outputs  := "()" | "%" name [":" type] {"," "%" name [":" type]}
+    args     := operand {"," operand} {"," IDENT "=" operand}  |  IDENT "=" operand {"," ...}
+    operand  := "%" name | INT | FLOAT | STRING | "None" | "True" | "False" | "inf" | "-inf" | "nan"
+              | "[" [operand {"," operand} [","]] "]" | "(" ")" | "(" operand "," ")"
+              | "(" operand "," operand {"," operand} [","] ")"
+              | "{" [operand ":" operand {"," operand ":" operand} [","]] "}"
+    option   := FIELD "=" (DURATION | SIZE | literal)     e.g. cost=2m30s, memory=16GiB, cpus=2
+    span     := "#" (FILE | STRING) ":" LINE ":" COL ["-" LINE ":" COL]       (to the end of the line)
+
+    name     := [A-Za-z0-9_.#@-] and balanced "[...]" groups (train[3], shard[2].tokenize) | STRING
+    op       := IDENT | STRING        target := module[:qualname] of [A-Za-z0-9_.<>] | STRING
+    key      := [A-Za-z0-9_.-]+ | STRING                type := ident["[" ... "]"] | STRING
+    STRING   := a Python string literal ('...' or "...", with \\ \\' \\" \\n \\r \\t \\xhh \\uhhhh \\Uhhhhhhhh)
+
+The node's name is its first output's name unless written before the op. Errors raise
+`IRParseError(message, line, col)` with 1-based line and column.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import fields
+from typing import Any
+
+from dagc import units
+
+from .core import Graph, Node, Param
+from .location import SourceSpan
+from .printer import ATTR_KEY_RE, DURATION_RE, IDENT_RE, NAME_RE, SIZE_RE, TARGET_RE, scan_type
+from .serialize import make_node, no_gc
+from .types import Const, Map, Operand, Ref, Seq, TaskOptions, operand_to_python
+
+__all__ = ["IRParseError", "parse_graph", "parse_operand"]
+
+FORMAT_VERSION = 1
+
+_WS = re.compile(r"[ \t]*")
+_BLANKS = (" ", "\t")
+_SIMPLE_OPTIONS = re.compile(r"\{[^'\"\[\](){}]*\}")
+_STRING = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
+_ESCAPE = re.compile(r"\\(?:x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|(.))")
+_SIMPLE_ESCAPES = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "r": "\r", "t": "\t", "0": "\0",
+                   "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+_NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_WORD_CHAR = re.compile(r"[\w.#@\-]")
+_SPAN_PLAIN = re.compile(r"(.+):(\d+):(\d+)(?:-(\d+):(\d+))?", re.DOTALL)
+_SPAN_TAIL = re.compile(r":(\d+):(\d+)(?:-(\d+):(\d+))?")
+_OPTION_FIELDS = tuple(f.name for f in fields(TaskOptions))
+_KEYWORDS = {"None": None, "True": True, "False": False, "inf": float("inf"), "nan": float("nan")}
+_DECODER = json.JSONDecoder()
+_DIRECTIVES = ("root", "module", "modules", "attr", "param", "return")
+
+
+class IRParseError(ValueError):
+    """The text is not valid IR; `line` and `col` (1-based) point at the offending character."""
+
+    def __init__(self, message: str, line: int, col: int) -> None:
+        self.message = message
+        self.line = line
+        self.col = col
+        super().__init__(f"{line}:{col}: {message}")
+
+
+class _Line:
+    """A cursor over one line of text."""
+
+    __slots__ = ("text", "pos", "lineno")
+
+    def __init__(self, text: str, lineno: int, pos: int = 0) -> None:
+        self.text = text
+        self.pos = pos
+        self.lineno = lineno
+
+    # ---- basics ------------------------------------------------------------------------------
+    def error(self, message: str, pos: int | None = None) -> IRParseError:
+        return IRParseError(message, self.lineno, (self.pos if pos is None else pos) + 1)
+
+    def ws(self) -> None:
+        if self.text[self.pos : self.pos + 1] in _BLANKS:
+            self.pos = _WS.match(self.text, self.pos).end()  # type: ignore[union-attr]
+
+    def peek(self) -> str:
+        return self.text[self.pos : self.pos + 1]
+
+    def found(self) -> str:
+        rest = self.text[self.pos :]
+        if not rest:
+            return "end of line"
+        match = _WORD_CHAR.match(rest)
+        token = re.match(r"[\w.#@\-]+", rest).group() if match else rest[0]  # type: ignore[union-attr]
+        return repr(token)
+
+    def expect(self, ch: str, what: str | None = None) -> None:
+        if not self.text.startswith(ch, self.pos):
+            raise self.error(f"expected {what or repr(ch)}, found {self.found()}")
+        self.pos += len(ch)
+
+    def string(self) -> str:
+        match = _STRING.match(self.text, self.pos)
+        if match is None:
+            raise self.error("unterminated string (strings are written on one line; use \\n for a newline)")
+        start = self.pos
+        self.pos = match.end()
+        body = match.group()[1:-1]
+        if "\\" not in body:
+            return body
+        return _unescape(body, self, start + 1)
+
+    def name(self, what: str) -> str:
+        if self.peek() in ("'", '"'):
+            return self.string()
+        match = NAME_RE.match(self.text, self.pos)
+        if match is None:
+            raise self.error(f"expected {what}, found {self.found()}")
+        self.pos = match.end()
+        return match.group()
+
+    def word(self, pattern: re.Pattern[str], what: str) -> str:
+        if self.peek() in ("'", '"'):
+            return self.string()
+        match = pattern.match(self.text, self.pos)
+        if match is None:
+            raise self.error(f"expected {what}, found {self.found()}")
+        self.pos = match.end()
+        return match.group()
+
+    def type_(self) -> str:
+        if self.peek() in ("'", '"'):
+            return self.string()
+        end = scan_type(self.text, self.pos)
+        if end < 0:
+            raise self.error(f"expected a type (e.g. Tensor, list[int], or a quoted string), found {self.found()}")
+        start, self.pos = self.pos, end
+        return self.text[start:end]
+
+    def at_end(self) -> bool:
+        self.ws()
+        return self.pos >= len(self.text)
+
+    def span_or_end(self) -> SourceSpan:
+        """An optional trailing `# file:line:col[-line:col]`, then the end of the line."""
+        self.ws()
+        if self.pos >= len(self.text):
+            return SourceSpan("<unknown>", 0, 0)
+        if self.peek() != "#":
+            raise self.error(f"expected '# file:line:col' or the end of the line, found {self.found()}")
+        self.pos += 1
+        self.ws()
+        start = self.pos
+        text = self.text.rstrip(" \t")
+        if self.peek() in ("'", '"'):
+            file = self.string()
+            match = _SPAN_TAIL.fullmatch(text, self.pos)
+        else:
+            file = None
+            match = _SPAN_PLAIN.fullmatch(text, self.pos)
+        if match is None:
+            raise self.error("malformed source location: expected file:line:col or file:line:col-line:col", start)
+        self.pos = len(self.text)
+        groups = match.groups()
+        if file is None:
+            file, groups = groups[0], groups[1:]
+        line, col, end_line, end_col = (int(g) if g is not None else 0 for g in groups)
+        return SourceSpan(file, line, col, end_line, end_col)
+
+    def done(self) -> None:
+        if not self.at_end():
+            raise self.error(f"unexpected {self.found()} at the end of the line")
+
+    # ---- operands ----------------------------------------------------------------------------
+    def operand(self) -> Operand:
+        text, pos = self.text, self.pos
+        ch = text[pos : pos + 1]
+        if ch == "%":
+            self.pos += 1
+            return Ref(self.name("a value name after '%'"))
+        if ch == "'" or ch == '"':
+            return Const(self.string())
+        if ch == "[":
+            self.pos += 1
+            items, _ = self._items("]")
+            return Seq("list", tuple(items))
+        if ch == "(":
+            self.pos += 1
+            items, trailing = self._items(")")
+            if len(items) == 1 and not trailing:
+                raise self.error("a one-item tuple needs a trailing comma: (x,)", pos)
+            return Seq("tuple", tuple(items))
+        if ch == "{":
+            self.pos += 1
+            return self._map()
+        if text.startswith("-inf", pos) and not _WORD_CHAR.match(text, pos + 4):
+            self.pos += 4
+            return Const(float("-inf"))
+        match = _NUMBER.match(text, pos)
+        if match is not None:
+            end = match.end()
+            if _WORD_CHAR.match(text, end):
+                raise self.error(f"malformed number {self.found()}")
+            token = match.group()
+            self.pos = end
+            if "." in token or "e" in token or "E" in token:
+                return Const(float(token))
+            return Const(int(token))
+        match = IDENT_RE.match(text, pos)
+        if match is not None and match.group() in _KEYWORDS:
+            self.pos = match.end()
+            return Const(_KEYWORDS[match.group()])
+        raise self.error(
+            f"expected an operand (%name, a number, a string, None, True, False, [..], (..), {{..}}), "
+            f"found {self.found()}"
+        )
+
+    def _items(self, close: str) -> tuple[list[Operand], bool]:
+        items: list[Operand] = []
+        self.ws()
+        if self.peek() == close:
+            self.pos += 1
+            return items, False
+        while True:
+            items.append(self.operand())
+            self.ws()
+            ch = self.peek()
+            if ch == ",":
+                self.pos += 1
+                self.ws()
+                if self.peek() == close:
+                    self.pos += 1
+                    return items, True
+                continue
+            if ch == close:
+                self.pos += 1
+                return items, False
+            raise self.error(f"expected ',' or {close!r}, found {self.found()}")
+
+    def _map(self) -> Map:
+        items: list[tuple[Operand, Operand]] = []
+        self.ws()
+        if self.peek() == "}":
+            self.pos += 1
+            return Map(())
+        while True:
+            key = self.operand()
+            self.ws()
+            self.expect(":", "':' after a dict key")
+            self.ws()
+            items.append((key, self.operand()))
+            self.ws()
+            ch = self.peek()
+            if ch == ",":
+                self.pos += 1
+                self.ws()
+                if self.peek() == "}":
+                    self.pos += 1
+                    return Map(tuple(items))
+                continue
+            if ch == "}":
+                self.pos += 1
+                return Map(tuple(items))
+            raise self.error(f"expected ',' or '}}', found {self.found()}")
+
+    def json_value(self) -> Any:
+        try:
+            value, end = _DECODER.raw_decode(self.text, self.pos)
+        except json.JSONDecodeError as exc:
+            raise self.error(f"bad JSON value: {exc.msg}", exc.pos) from None
+        self.pos = end
+        return value
+
+
+def _unescape(body: str, cursor: _Line, offset: int) -> str:
+    def replace(match: re.Match[str]) -> str:
+        hex_value = match.group(1) or match.group(2) or match.group(3)
+        if hex_value:
+            return chr(int(hex_value, 16))
+        simple = _SIMPLE_ESCAPES.get(match.group(4))
+        if simple is None:
+            raise cursor.error(f"unknown escape sequence {match.group()!r} in string", offset + match.start())
+        return simple
+
+    try:
+        return _ESCAPE.sub(replace, body)
+    except ValueError as exc:  # chr() of a code point beyond U+10FFFF
+        if isinstance(exc, IRParseError):
+            raise
+        raise cursor.error(f"bad escape in string: {exc}", offset) from None
+
+
+def _no_refs(operand: Operand, cursor: _Line, pos: int, what: str) -> None:
+    if isinstance(operand, Ref):
+        raise cursor.error(f"{what} must be a constant, not a value reference", pos)
+    if isinstance(operand, Seq):
+        for item in operand.items:
+            _no_refs(item, cursor, pos, what)
+    elif isinstance(operand, Map):
+        for key, value in operand.items:
+            _no_refs(key, cursor, pos, what)
+            _no_refs(value, cursor, pos, what)
+
+
+def _option_value(key: str, cursor: _Line) -> object:
+    text, pos = cursor.text, cursor.pos
+    pattern = DURATION_RE if key == "cost" else SIZE_RE if key in ("memory", "out_size") else None
+    if pattern is not None:
+        match = pattern.match(text, pos)
+        if match is not None and text[match.end() : match.end() + 1] in ("", ",", "}", " ", "\t"):
+            cursor.pos = match.end()
+            return units.parse_duration(match.group()) if key == "cost" else units.parse_size(match.group())
+    operand = cursor.operand()
+    _no_refs(operand, cursor, pos, f"option {key!r}")
+    if key == "resources" and isinstance(operand, Map):
+        return tuple((operand_to_python(k), operand_to_python(v)) for k, v in operand.items)
+    if key in ("resources", "reads", "writes") and isinstance(operand, Seq):
+        return tuple(operand_to_python(item) for item in operand.items)
+    return operand_to_python(operand)
+
+
+_OPTIONS_CACHE: dict[str, TaskOptions] = {}
+
+
+def _parse_options(cursor: _Line) -> TaskOptions:
+    """`{key=value, ...}`; options without strings or brackets are cached (TaskOptions is frozen)."""
+    match = _SIMPLE_OPTIONS.match(cursor.text, cursor.pos)
+    if match is None:
+        return _parse_options_text(cursor)
+    cached = _OPTIONS_CACHE.get(match.group())
+    if cached is None:
+        cached = _parse_options_text(cursor)
+        if len(_OPTIONS_CACHE) < 4096:
+            _OPTIONS_CACHE[match.group()] = cached
+    cursor.pos = match.end()
+    return cached
+
+
+def _parse_options_text(cursor: _Line) -> TaskOptions:
+    cursor.pos += 1  # "{"
+    values: dict[str, object] = {}
+    cursor.ws()
+    if cursor.peek() == "}":
+        cursor.pos += 1
+        return TaskOptions()
+    while True:
+        start = cursor.pos
+        key = cursor.word(IDENT_RE, "a task option name")
+        if key not in _OPTION_FIELDS:
+            raise cursor.error(f"unknown task option {key!r}; options: {', '.join(_OPTION_FIELDS)}", start)
+        if key in values:
+            raise cursor.error(f"task option {key!r} given twice", start)
+        cursor.ws()
+        cursor.expect("=", f"'=' after option {key!r}")
+        cursor.ws()
+        values[key] = _option_value(key, cursor)
+        cursor.ws()
+        ch = cursor.peek()
+        if ch == ",":
+            cursor.pos += 1
+            cursor.ws()
+            continue
+        if ch == "}":
+            cursor.pos += 1
+            return TaskOptions(**values)  # type: ignore[arg-type]
+        raise cursor.error(f"expected ',' or '}}' in task options, found {cursor.found()}")
+
+
+def _parse_attrs(cursor: _Line, close: str) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
+    cursor.ws()
+    if cursor.peek() == close:
+        cursor.pos += 1
+        return attrs
+    while True:
+        start = cursor.pos
+        key = cursor.word(ATTR_KEY_RE, "an attribute name such as partition.device")
+        if key in attrs:
+            raise cursor.error(f"attribute {key!r} given twice", start)
+        cursor.ws()
+        cursor.expect("=", f"'=' after attribute {key!r}")
+        cursor.ws()
+        attrs[key] = cursor.json_value()
+        cursor.ws()
+        ch = cursor.peek()
+        if ch == ",":
+            cursor.pos += 1
+            cursor.ws()
+            continue
+        if ch == close:
+            cursor.pos += 1
+            return attrs
+        raise cursor.error(f"expected ',' or {close!r} after an attribute, found {cursor.found()}")
+
+
+def _parse_args(cursor: _Line) -> tuple[tuple[Operand, ...], tuple[tuple[str, Operand], ...]]:
+    args: list[Operand] = []
+    kwargs: list[tuple[str, Operand]] = []
+    cursor.ws()
+    if cursor.peek() == ")":
+        cursor.pos += 1
+        return (), ()
+    text = cursor.text
+    while True:
+        start = cursor.pos
+        key: str | None = None
+        ch = text[start : start + 1]
+        if ch == "'" or ch == '"':
+            word = cursor.string()
+            cursor.ws()
+            if cursor.peek() == "=":
+                key = word
+            else:
+                cursor.pos = start
+        else:
+            match = IDENT_RE.match(text, start)
+            if match is not None:
+                end = _WS.match(text, match.end()).end()  # type: ignore[union-attr]
+                if text[end : end + 1] == "=":
+                    key = match.group()
+                    cursor.pos = end
+        if key is not None:
+            cursor.pos += 1  # "="
+            cursor.ws()
+            kwargs.append((key, cursor.operand()))
+        else:
+            if kwargs:
+                raise cursor.error("positional operand after keyword operands", start)
+            args.append(cursor.operand())
+        cursor.ws()
+        ch = cursor.peek()
+        if ch == ",":
+            cursor.pos += 1
+            cursor.ws()
+            continue
+        if ch == ")":
+            cursor.pos += 1
+            return tuple(args), tuple(kwargs)
+        raise cursor.error(f"expected ',' or ')' in the argument list, found {cursor.found()}")
+
+
+def _parse_node(cursor: _Line) -> Node:
+    outputs: list[str] = []
+    types: list[str | None] = []
+    if cursor.peek() == "(":
+        cursor.pos += 1
+        cursor.ws()
+        cursor.expect(")", "')' (a node without outputs is written '() = name: op ...')")
+    else:
+        while True:
+            cursor.expect("%", "'%' before an output name")
+            outputs.append(cursor.name("an output value name"))
+            cursor.ws()
+            if cursor.peek() == ":":
+                cursor.pos += 1
+                cursor.ws()
+                types.append(cursor.type_())
+                cursor.ws()
+            else:
+                types.append(None)
+            if cursor.peek() != ",":
+                break
+            cursor.pos += 1
+            cursor.ws()
+    cursor.ws()
+    cursor.expect("=", "'=' after the outputs")
+    cursor.ws()
+    start = cursor.pos
+    first = cursor.name("the op (task, fused, transfer, glue) or the node name")
+    cursor.ws()
+    if cursor.peek() == ":":
+        name = first
+        cursor.pos += 1
+        cursor.ws()
+        op = cursor.word(IDENT_RE, "the op (task, fused, transfer, glue)")
+        cursor.ws()
+    else:
+        if not outputs:
+            raise cursor.error("a node without outputs must be named: '() = name: op @target(...)'", start)
+        name, op = outputs[0], first
+    cursor.expect("@", "'@' before the target")
+    target = cursor.word(TARGET_RE, "a target such as module:function")
+    cursor.expect("(", "'(' opening the argument list")
+    args, kwargs = _parse_args(cursor)
+    cursor.ws()
+    options = TaskOptions()
+    if cursor.peek() == "{":
+        options = _parse_options(cursor)
+        cursor.ws()
+    attrs: dict[str, Any] = {}
+    if cursor.peek() == "[":
+        cursor.pos += 1
+        attrs = _parse_attrs(cursor, "]")
+        cursor.ws()
+    deps: list[str] = []
+    if cursor.text.startswith("after", cursor.pos):
+        cursor.pos += 5
+        cursor.ws()
+        cursor.expect("(", "'(' after 'after'")
+        cursor.ws()
+        if cursor.peek() == ")":
+            cursor.pos += 1
+        else:
+            while True:
+                deps.append(cursor.name("a node name"))
+                cursor.ws()
+                if cursor.peek() == ",":
+                    cursor.pos += 1
+                    cursor.ws()
+                    continue
+                cursor.expect(")", "',' or ')' in after(...)")
+                break
+    span = cursor.span_or_end()
+    return make_node(
+        name, op, target, args, kwargs, tuple(outputs), tuple(types), options, span, tuple(deps), attrs
+    )
+
+
+def _parse_param(cursor: _Line) -> Param:
+    cursor.ws()
+    cursor.expect("%", "'%' before the parameter name")
+    name = cursor.name("a parameter name")
+    cursor.ws()
+    type_: str | None = None
+    if cursor.peek() == ":":
+        cursor.pos += 1
+        cursor.ws()
+        type_ = cursor.type_()
+        cursor.ws()
+    cursor.expect("=", "'=' and the parameter's value")
+    cursor.ws()
+    value = cursor.operand()
+    return Param(name, value, type_, cursor.span_or_end())
+
+
+def _significant_lines(text: str) -> list[tuple[int, str]]:
+    out = []
+    for number, line in enumerate(text.split("\n"), 1):
+        if line.endswith("\r"):
+            line = line[:-1]
+        stripped = line.strip(" \t")
+        if stripped and not stripped.startswith("//"):
+            out.append((number, line))
+    return out
+
+
+def parse_operand(text: str) -> Operand:
+    """Read one operand written as `format_operand` writes it (e.g. `[%a, 3, 'x']`)."""
+    cursor = _Line(text, 1)
+    cursor.ws()
+    operand = cursor.operand()
+    cursor.done()
+    return operand
+
+
+def parse_graph(text: str) -> Graph:
+    """Read the text form written by `print_graph`. Checks syntax, not invariants (see `verify`)."""
+    with no_gc():
+        return _parse_graph(text)
+
+
+def _parse_graph(text: str) -> Graph:
+    lines = _significant_lines(text)
+    if not lines:
+        raise IRParseError("empty input: expected the header 'dagc_ir 1'", 1, 1)
+    number, line = lines[0]
+    cursor = _Line(line, number)
+    cursor.ws()
+    cursor.expect("dagc_ir", "the header 'dagc_ir 1'")
+    cursor.ws()
+    start = cursor.pos
+    match = re.compile(r"\d+").match(line, start)
+    if match is None:
+        raise cursor.error(f"expected the IR version number, found {cursor.found()}")
+    if int(match.group()) != FORMAT_VERSION:
+        raise cursor.error(
+            f"unsupported IR version {match.group()}: this dagc reads version {FORMAT_VERSION}", start
+        )
+    cursor.pos = match.end()
+    cursor.done()
+
+    if len(lines) < 2:
+        raise IRParseError("expected a 'graph @name' line after the header", number + 1, 1)
+    number, line = lines[1]
+    cursor = _Line(line, number)
+    cursor.ws()
+    cursor.expect("graph", "'graph @name'")
+    cursor.ws()
+    cursor.expect("@", "'@' before the graph name")
+    graph = Graph(cursor.name("the graph name"))
+    graph.span = cursor.span_or_end()
+
+    seen: set[str] = set()
+    for number, line in lines[2:]:
+        cursor = _Line(line, number)
+        cursor.ws()
+        ch = cursor.peek()
+        if ch == "%" or ch == "(":
+            start = cursor.pos
+            node = _parse_node(cursor)
+            if node.name in graph:
+                raise cursor.error(f"duplicate node name {node.name!r}", start)
+            graph.add_node(node)
+            continue
+        start = cursor.pos
+        match = IDENT_RE.match(line, start)
+        word = match.group() if match else ""
+        if word not in _DIRECTIVES:
+            raise cursor.error(
+                f"expected a node ('%name = op @target(...)') or one of {', '.join(_DIRECTIVES)}; "
+                f"found {cursor.found()}"
+            )
+        cursor.pos = match.end()  # type: ignore[union-attr]
+        if word != "param" and word != "attr":
+            if word in seen:
+                raise cursor.error(f"'{word}' given twice", start)
+            seen.add(word)
+        if word == "param":
+            param = _parse_param(cursor)
+            graph.params.append(param)
+            continue
+        cursor.ws()
+        if word == "root" or word == "module":
+            if cursor.peek() not in ("'", '"'):
+                raise cursor.error(f"expected a quoted string after '{word}', found {cursor.found()}")
+            setattr(graph, word, cursor.string())
+        elif word == "modules":
+            value_pos = cursor.pos
+            operand = cursor.operand()
+            if not isinstance(operand, Map) or not all(
+                isinstance(k, Const) and isinstance(k.value, str) and isinstance(v, Const)
+                and isinstance(v.value, str)
+                for k, v in operand.items
+            ):
+                raise cursor.error("'modules' takes a dict of module name to file name strings", value_pos)
+            for key, value in operand.items:
+                if key.value in graph.modules:  # type: ignore[union-attr]
+                    raise cursor.error(f"module {key.value!r} listed twice", value_pos)  # type: ignore[union-attr]
+                graph.modules[key.value] = value.value  # type: ignore[union-attr]
+        elif word == "attr":
+            key_pos = cursor.pos
+            key = cursor.word(ATTR_KEY_RE, "an attribute name")
+            if key in graph.attrs:
+                raise cursor.error(f"graph attribute {key!r} given twice", key_pos)
+            cursor.ws()
+            cursor.expect("=", f"'=' after attribute {key!r}")
+            cursor.ws()
+            graph.attrs[key] = cursor.json_value()
+        else:  # return
+            graph.returns = cursor.operand()
+        cursor.done()
+    return graph

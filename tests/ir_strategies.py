@@ -1,0 +1,253 @@
+"""Hypothesis strategies for random valid IR graphs (for round-trip and pass property tests).
+
+    from hypothesis import given
+    from tests.ir_strategies import graphs
+
+    @given(graphs(max_nodes=20))
+    def test_something(graph): ...
+
+Every graph drawn passes `verify`: nodes are in a topological program order, every reference is
+bound, every value has one producer, options are valid and every node has a span. The contents
+are chosen to be awkward for serializers: names such as `train[3]`, `shard[2].tokenize` and
+`x@dev1` (and a few that need quoting), constants such as -0.0, 1e300, inf, nan, unicode,
+quotes, backslashes and newlines, nested lists/tuples/dicts, multi-output nodes, every
+`TaskOptions` field, namespaced attributes holding arbitrary JSON, ordering deps, and spans
+whose file names contain colons or spaces.
+"""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+from dagc.ir.core import OPS, Graph, Node, Param, output_name
+from dagc.ir.location import SourceSpan
+from dagc.ir.types import Const, Map, Operand, Ref, Seq, TaskOptions
+from hypothesis import strategies as st
+
+__all__ = [
+    "graphs",
+    "spans",
+    "scalars",
+    "constants",
+    "operands",
+    "task_options",
+    "json_values",
+    "attrs",
+    "type_names",
+    "TRICKY_STRINGS",
+    "TRICKY_FLOATS",
+]
+
+TRICKY_STRINGS = (
+    "",
+    "plain",
+    "it's",
+    'say "hi"',
+    "both ' and \"",
+    "back\\slash",
+    "line\nbreak\r\n",
+    "tab\there",
+    "ünïcödé ✓ 日本語",
+    "emoji 🚀",
+    "\x00\x1f\x7f",
+    "\u2028\u2029\x85",
+    "%not_a_ref",
+    "# not a comment",
+    "[brackets], {braces}: (parens)",
+)
+TRICKY_FLOATS = (0.0, -0.0, 1.0, 0.1, 1e300, -1e300, 5e-324, 1e-7, 2.5e16, float("inf"), float("-inf"), float("nan"))
+
+# Node name shapes: PREFIX + index + SUFFIX, which is injective because prefixes have no digits and
+# suffixes do not start with one. Parameters use the prefix "p", which no node uses.
+_NODE_PREFIXES = ("t", "train", "shard", "load_data", "Ü", "weird name ", "q'uote")
+_NODE_SUFFIXES = ("", "[3]", ".tokenize", "[2].tokenize", "@dev1", "-x", ".1", "_v")
+_SPAN_FILES = (
+    "samples/quickstart.py",
+    "pkg/data.py",
+    "C:\\Users\\me\\train.py",
+    "dir with spaces/a:b:c.py",
+    "ü/ß.py",
+    "x.py:12:3",
+    "file#1.py",
+)
+_TYPES = ("Tensor", "int", "float", "list[int]", "dict[str, Tensor]", "tuple[int, ...]", "int | None",
+          "torch.nn.Module", "Optional[list[dict[str, int]]]", "'quoted'")
+_ATTR_KEYS = ("partition.device", "schedule.start", "schedule.finish", "cost.estimate", "fuse.members",
+              "comm.bytes", "x.with-dash", "odd key.with space")
+_MODULE_NAMES = st.sampled_from(("quickstart", "pkg.data", "models.resnet", "ü.mod"))
+
+
+def scalars() -> st.SearchStrategy[object]:
+    """Python values a `Const` may hold, biased towards the awkward ones."""
+    return st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**70), max_value=2**70),
+        st.sampled_from(TRICKY_FLOATS),
+        st.floats(),
+        st.sampled_from(TRICKY_STRINGS),
+        st.text(max_size=12),
+    )
+
+
+def constants() -> st.SearchStrategy[Const]:
+    return scalars().map(Const)
+
+
+def operands(refs: list[str], *, max_depth: int = 2) -> st.SearchStrategy[Operand]:
+    """Operands using only the value names in `refs` (constants only when it is empty)."""
+    leaves: st.SearchStrategy[Operand] = constants()
+    if refs:
+        leaves = st.one_of(st.sampled_from(refs).map(Ref), st.sampled_from(refs).map(Ref), constants())
+    if max_depth <= 0:
+        return leaves
+
+    def extend(inner: st.SearchStrategy[Operand]) -> st.SearchStrategy[Operand]:
+        return st.one_of(
+            st.lists(inner, max_size=3).map(lambda items: Seq("list", tuple(items))),
+            st.lists(inner, max_size=3).map(lambda items: Seq("tuple", tuple(items))),
+            st.lists(st.tuples(leaves, inner), max_size=3).map(lambda items: Map(tuple(items))),
+        )
+
+    return st.recursive(leaves, extend, max_leaves=6 * max_depth)
+
+
+def spans(*, valid: bool = True) -> st.SearchStrategy[SourceSpan]:
+    """Source spans; with `valid`, line >= 1 (line 0 means "no location")."""
+    files = st.one_of(st.sampled_from(_SPAN_FILES), st.text(min_size=1, max_size=10))
+    line = st.integers(min_value=1 if valid else 0, max_value=10**6)
+    small = st.integers(min_value=0, max_value=500)
+    return st.builds(SourceSpan, files, line, small, st.one_of(st.just(0), small), st.one_of(st.just(0), small))
+
+
+def task_options() -> st.SearchStrategy[TaskOptions]:
+    """Valid options, each field either left at its default or set (often all of them at once)."""
+    nonneg = st.floats(min_value=0, max_value=1e6, allow_nan=False, allow_infinity=False)
+    durations = st.one_of(st.sampled_from((0.5, 1.0, 1.5, 90.0, 150.0, 3600.0, 7.25, 0.001)), nonneg)
+    sizes = st.one_of(st.sampled_from((1000, 1024, 65536, 2**30, 3 * 2**29, 16 * 2**30)),
+                      st.integers(min_value=0, max_value=2**45))
+    names = st.text(string.ascii_letters + "/._- üé'\"", max_size=12)
+    fields_: dict[str, st.SearchStrategy[Any]] = {
+        "cpus": st.one_of(st.sampled_from((0, 0.5, 2, 4.0, 96)), nonneg),
+        "gpus": st.one_of(st.sampled_from((0, 0.5, 0.25)), st.integers(min_value=1, max_value=8),
+                          st.integers(min_value=1, max_value=8).map(float)),
+        "memory": st.one_of(st.none(), sizes),
+        "cost": st.one_of(st.none(), durations),
+        "flops": st.one_of(st.none(), nonneg, st.sampled_from((1e15, 3.2e12))),
+        "out_size": st.one_of(st.none(), sizes),
+        "retries": st.integers(min_value=0, max_value=5),
+        "priority": st.integers(min_value=-10, max_value=10),
+        "side_effects": st.booleans(),
+        "ranks": st.integers(min_value=1, max_value=8),
+        "resources": st.lists(st.tuples(names, st.one_of(nonneg, st.integers(0, 8))), max_size=3).map(tuple),
+        "reads": st.lists(names, max_size=3).map(tuple),
+        "writes": st.lists(names, max_size=3).map(tuple),
+    }
+    every = st.fixed_dictionaries(fields_)
+    some = st.fixed_dictionaries({}, optional=fields_)
+    return st.one_of(st.just({}), some, every).map(lambda kw: TaskOptions(**kw))
+
+
+def json_values(*, max_leaves: int = 8) -> st.SearchStrategy[Any]:
+    """JSON values: nested dicts/lists of null, booleans, integers, finite floats and strings."""
+    leaves = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**64), max_value=2**64),
+        st.sampled_from((0.0, -0.0, 1e300, 5e-324, 0.1, 12.5)),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.sampled_from(TRICKY_STRINGS),
+        st.text(max_size=8),
+    )
+    return st.recursive(
+        leaves,
+        lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                st.dictionaries(st.text(max_size=6), inner, max_size=3)),
+        max_leaves=max_leaves,
+    )
+
+
+def attrs() -> st.SearchStrategy[dict[str, Any]]:
+    """Namespaced attributes with JSON values."""
+    keys = st.one_of(st.sampled_from(_ATTR_KEYS), st.text(min_size=1, max_size=8).map(lambda s: "ns." + s))
+    return st.dictionaries(keys, json_values(), max_size=3)
+
+
+def type_names() -> st.SearchStrategy[str | None]:
+    return st.one_of(st.none(), st.sampled_from(_TYPES), st.text(max_size=8))
+
+
+@st.composite
+def _graph(
+    draw: st.DrawFn,
+    min_nodes: int,
+    max_nodes: int,
+    max_params: int,
+    max_outputs: int,
+    max_args: int,
+    max_depth: int,
+) -> Graph:
+    n_params = draw(st.integers(min_value=0, max_value=max_params))
+    params = [
+        Param(f"p{j}{draw(st.sampled_from(('', '_lr', '[0]', '.x')))}", draw(operands([], max_depth=1)),
+              draw(type_names()), draw(spans()))
+        for j in range(n_params)
+    ]
+    graph = Graph(
+        draw(st.one_of(st.sampled_from(("quickstart", "train-pipeline", "my pipeline")), st.text(max_size=8))),
+        root=draw(st.sampled_from((".", "samples", "/abs/path with space", "C:\\work"))),
+        module=draw(st.sampled_from(("", "quickstart", "pkg.main"))),
+        params=params,
+        modules=draw(st.dictionaries(_MODULE_NAMES, st.sampled_from(("quickstart.py", "pkg/data.py", "ü.py")),
+                                     max_size=3)),
+        span=draw(spans()),
+        attrs=draw(attrs()),
+    )
+    values = [p.name for p in params]
+    n_nodes = draw(st.integers(min_value=min_nodes, max_value=max_nodes))
+    for i in range(n_nodes):
+        name = f"{draw(st.sampled_from(_NODE_PREFIXES))}{i}{draw(st.sampled_from(_NODE_SUFFIXES))}"
+        count = draw(st.integers(min_value=1, max_value=max_outputs))
+        outputs = tuple(output_name(name, k, count) for k in range(count))
+        names_before = [node.name for node in graph]
+        kw_names = draw(st.lists(st.sampled_from(("lr", "seed", "x", "data", "None", "odd-key", "ü")),
+                                 max_size=3, unique=True))
+        node = Node(
+            name,
+            draw(st.sampled_from(OPS)),
+            draw(st.sampled_from(("quickstart:train", "pkg.data:load", "m:Cls.method", "m:f.<locals>.g",
+                                  "odd target", "m:a:b"))),
+            args=tuple(draw(st.lists(operands(values, max_depth=max_depth), max_size=max_args))),
+            kwargs=tuple((k, draw(operands(values, max_depth=max_depth))) for k in kw_names),
+            outputs=outputs,
+            types=tuple(draw(type_names()) for _ in outputs),
+            options=draw(task_options()),
+            span=draw(spans()),
+            deps=tuple(draw(st.lists(st.sampled_from(names_before), max_size=2, unique=True)))
+            if names_before else (),
+            attrs=draw(attrs()),
+        )
+        graph.add_node(node)
+        values.extend(outputs)
+    if draw(st.booleans()):
+        graph.returns = draw(operands(values, max_depth=max_depth))
+    return graph
+
+
+def graphs(
+    *,
+    min_nodes: int = 0,
+    max_nodes: int = 8,
+    max_params: int = 3,
+    max_outputs: int = 3,
+    max_args: int = 3,
+    max_depth: int = 2,
+) -> st.SearchStrategy[Graph]:
+    """Random valid graphs (see the module docstring).
+
+    `max_nodes`/`min_nodes` bound the node count, `max_params` the parameters, `max_outputs` the
+    outputs per node, `max_args` the positional operands per node, and `max_depth` the nesting of
+    list/tuple/dict operands.
+    """
+    return _graph(min_nodes, max_nodes, max_params, max_outputs, max_args, max_depth)
