@@ -15,7 +15,11 @@ from collections.abc import Sequence
 
 from .problem import EPS, Problem, Schedule
 
-__all__ = ["decode", "Timelines"]
+__all__ = ["decode", "Timelines", "SCAN_LIMIT"]
+
+# Insertion looks at most this many busy intervals past the ready time; beyond that a task is
+# appended after the device's last one (keeps very long timelines linear; no effect below it).
+SCAN_LIMIT = 64
 
 
 class Timelines:
@@ -36,6 +40,18 @@ class Timelines:
         k = bisect_right(ends, ready)
         t = ready
         m = len(ends)
+        if m - k > SCAN_LIMIT:  # long timeline: look at SCAN_LIMIT gaps, else append at the end
+            if ends[k + SCAN_LIMIT] <= ready:
+                return ready
+            last = ends[-1]
+            m = k + SCAN_LIMIT
+            while k < m:
+                if starts[k] - t >= dur - EPS and starts[k] >= t:
+                    return t
+                if ends[k] > t:
+                    t = ends[k]
+                k += 1
+            return last
         while k < m:
             if starts[k] - t >= dur - EPS and starts[k] >= t:
                 return t

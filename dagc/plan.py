@@ -1,0 +1,231 @@
+"""`dagc plan FILE... --cluster SPEC`: place and schedule task graphs, and print the plan.
+
+FILE may be a pipeline script (`.py`, compiled through `dagc.driver.compile_file`), a saved dagc IR
+(`.json` with `"dagc_ir"`), an STG task graph (`.stg`) or a WfCommons workflow (`.json`, wfformat).
+Text output is one table row per file, then notes (tasks that used default costs or sizes);
+`--json` prints a JSON array with one object per file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from dagc.cluster import (
+    Cluster,
+    ClusterError,
+    _apply_link_overrides,
+    cluster_from_pyproject,
+    parse_cluster_spec,
+)
+from dagc.cost import CostModel
+from dagc.diagnostics import CompileError, Diagnostic, Severity, render_text
+from dagc.sched import ALGORITHMS, DEFAULT_BUDGET, Problem, lower_bound, schedule, validate
+from dagc.sched.loaders import TaskGraph, read_stg, read_wfcommons
+from dagc.units import format_duration, format_size
+
+__all__ = ["add_plan_arguments", "run_plan", "run_plan_command", "plan_file", "PlanResult"]
+
+
+def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("files", nargs="+", metavar="FILE",
+                        help="pipeline script (.py), saved IR (.json), STG graph (.stg) or WfCommons workflow (.json)")
+    parser.add_argument("--cluster", metavar="SPEC",
+                        help='"N" (one node, N devices), "MxN" (M nodes of N devices) or a cluster .toml file '
+                        "(default: [tool.dagc] in pyproject.toml, else one local device)")
+    parser.add_argument("--link-bandwidth", metavar="BW", help='bandwidth of every link, e.g. "10Gbit/s"')
+    parser.add_argument("--link-latency", metavar="T", help='latency of every link, e.g. "20us"')
+    parser.add_argument("--algo", choices=ALGORITHMS, default="dagc", help="scheduling algorithm (default: dagc)")
+    parser.add_argument("--seed", type=int, default=0, help="search seed (default: 0)")
+    parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET,
+                        help=f"search effort per file, in seconds (default: {DEFAULT_BUDGET})")
+    parser.add_argument("--json", action="store_true", help="print one JSON object per file")
+
+
+def _cluster_from_args(args: argparse.Namespace) -> Cluster:
+    spec = getattr(args, "cluster", None)
+    bw, lat = getattr(args, "link_bandwidth", None), getattr(args, "link_latency", None)
+    if spec is None and os.path.exists("pyproject.toml"):
+        cluster = cluster_from_pyproject("pyproject.toml")
+        if cluster is not None:
+            return _apply_link_overrides(cluster, bw, lat)
+    return parse_cluster_spec(spec, link_bandwidth=bw, link_latency=lat)
+
+
+def run_plan_command(args: argparse.Namespace) -> int:
+    """Entry point for the `plan` subcommand (argparse namespace from `add_plan_arguments`)."""
+    try:
+        cluster = _cluster_from_args(args)
+    except ClusterError as exc:
+        sys.stderr.write(render_text([Diagnostic("DAGC301", Severity.ERROR, exc.message, hint=exc.hint)]))
+        return 2
+    return run_plan(args.files, cluster, args.algo, args.json, sys.stdout,
+                    seed=getattr(args, "seed", 0), budget=getattr(args, "budget", DEFAULT_BUDGET))
+
+
+@dataclass
+class PlanResult:
+    file: str
+    tasks: int = 0
+    devices: int = 0
+    algo: str = ""
+    makespan: float = 0.0
+    lower_bound: float = 0.0
+    utilization: list[float] = field(default_factory=list)
+    cut_edges: int = 0
+    cut_bytes: float = 0.0
+    valid: bool = False
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    defaults: dict[str, list[str]] = field(default_factory=lambda: {"cost": [], "out_size": []})
+    errors: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float:
+        return self.makespan / self.lower_bound if self.lower_bound > 0 else 1.0
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"file": self.file}
+        if self.errors:
+            out["errors"] = [d.to_json() for d in self.errors]
+            out["valid"] = False
+            return out
+        out.update(
+            tasks=self.tasks, devices=self.devices, algo=self.algo, makespan=self.makespan,
+            lower_bound=self.lower_bound, ratio=self.ratio, utilization=self.utilization,
+            cut_edges=self.cut_edges, cut_bytes=self.cut_bytes, valid=self.valid, problems=self.problems,
+            seconds=round(self.seconds, 6), defaults=self.defaults,
+        )
+        return out
+
+
+def _problem_from_task_graph(tg: TaskGraph, cluster: Cluster) -> Problem:
+    devs = cluster.devices
+    return Problem(
+        names=list(tg.names), work=list(tg.work), preds=[list(ps) for ps in tg.preds],
+        speed=[d.speed for d in devs], node_of=[d.node for d in devs], flops_rate=[d.flops_rate for d in devs],
+        dev_memory=[d.memory for d in devs], dev_gpus=[d.gpus for d in devs],
+        intra=(cluster.intra.latency, cluster.intra.bandwidth),
+        inter=(cluster.inter.latency, cluster.inter.bandwidth),
+    )
+
+
+def _load(path: str, cluster: Cluster, cost: CostModel) -> tuple[Problem, dict[str, list[str]]]:
+    """The file as a scheduling problem, with the tasks that used default estimates."""
+    none: dict[str, list[str]] = {"cost": [], "out_size": []}
+    if path.endswith(".stg"):
+        return _problem_from_task_graph(read_stg(path), cluster), none
+    graph = None
+    if path.endswith(".json"):
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        if isinstance(data, dict) and "workflow" in data:
+            return _problem_from_task_graph(read_wfcommons(path), cluster), none
+        from dagc.ir.serialize import graph_from_json
+
+        graph = graph_from_json(data)
+    elif path.endswith(".py"):
+        from dagc.driver import compile_file
+
+        graph = compile_file(path, passes="verify,dce,cse")
+    else:
+        raise CompileError([Diagnostic(
+            "DAGC006", Severity.ERROR, f"cannot plan {path!r}: unknown kind of file",
+            hint="give a pipeline script (.py), a saved IR (.json), an STG graph (.stg) or a WfCommons "
+            "workflow (.json)")])
+    from dagc.passes.base import PassContext
+    from dagc.passes.partition import build_problem
+
+    p = build_problem(PassContext(cluster=cluster, cost_model=cost), graph)
+    return p, cost.defaulted(graph)
+
+
+def plan_file(path: str, cluster: Cluster, algo: str = "dagc", *, seed: int = 0,
+              budget: float = DEFAULT_BUDGET, cost: CostModel | None = None) -> PlanResult:
+    cost = cost or CostModel()
+    result = PlanResult(file=path, devices=cluster.n_devices, algo=algo)
+    try:
+        p, result.defaults = _load(path, cluster, cost)
+    except CompileError as exc:
+        result.errors = exc.diagnostics
+        return result
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        result.errors = [Diagnostic("DAGC006", Severity.ERROR, f"cannot read {path!r}: {exc}",
+                                    hint="check the file's format (see `dagc plan --help`)")]
+        return result
+    start = time.perf_counter()
+    s = schedule(p, algo, seed=seed, budget=budget)
+    result.seconds = time.perf_counter() - start
+    result.tasks = p.n
+    result.makespan = s.makespan
+    result.lower_bound = lower_bound(p)
+    result.utilization = [round(u, 6) for u in s.utilization(p.D)]
+    cut = s.cut_edges(p)
+    result.cut_edges = len(cut)
+    result.cut_bytes = sum(b for _, _, b in cut)
+    result.problems = validate(p, s)
+    result.valid = not result.problems
+    return result
+
+
+def run_plan(files: list[str], cluster: Cluster, algo: str, as_json: bool, out: TextIO, *,
+             seed: int = 0, budget: float = DEFAULT_BUDGET) -> int:
+    """Plan every file; print a table (or JSON). Returns 0 when every file got a valid plan."""
+    results = [plan_file(f, cluster, algo, seed=seed, budget=budget) for f in files]
+    if as_json:
+        out.write(json.dumps([r.to_json() for r in results], indent=1) + "\n")
+    else:
+        out.write(_table(results, cluster, algo))
+        errors = [d for r in results for d in r.errors]
+        if errors:
+            sys.stderr.write(render_text(errors))
+    return 0 if all(r.valid for r in results) else 1
+
+
+def _fmt_time(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def _table(results: list[PlanResult], cluster: Cluster, algo: str) -> str:
+    header = ["file", "tasks", "devices", "makespan (s)", "lower bound", "ratio", "utilization", "cut bytes",
+              "valid", "seconds"]
+    rows = []
+    for r in results:
+        if r.errors:
+            rows.append([r.file, "-", str(r.devices), "error", "", "", "", "", "no", ""])
+            continue
+        util = sum(r.utilization) / len(r.utilization) if r.utilization else 0.0
+        rows.append([r.file, str(r.tasks), str(r.devices), _fmt_time(r.makespan), _fmt_time(r.lower_bound),
+                     f"{r.ratio:.3f}", f"{100 * util:.0f}%", format_size(r.cut_bytes),
+                     "yes" if r.valid else "NO", f"{r.seconds:.2f}"])
+    widths = [max(len(h), *(len(row[k]) for row in rows)) for k, h in enumerate(header)]
+    lines = [f"plan: {algo} on {cluster.describe()}"]
+    lines.append("  ".join(h.ljust(w) if k == 0 else h.rjust(w) for k, (h, w) in enumerate(zip(header, widths))))
+    for row in rows:
+        lines.append("  ".join(c.ljust(w) if k == 0 else c.rjust(w) for k, (c, w) in enumerate(zip(row, widths))))
+    if len(results) > 1:
+        ok = [r for r in results if not r.errors]
+        if ok:
+            mean_ratio = sum(r.ratio for r in ok) / len(ok)
+            lines.append(f"{len(ok)} file(s), mean ratio to lower bound {mean_ratio:.4f}, "
+                         f"{sum(r.seconds for r in ok):.2f}s scheduling")
+    for r in results:
+        if len(results) == 1 and r.utilization:
+            lines.append("utilization per device: " + ", ".join(
+                f"{d}: {100 * u:.0f}%" for d, u in enumerate(r.utilization)))
+        if r.defaults["cost"]:
+            lines.append(f"note: {r.file}: {len(r.defaults['cost'])} task(s) give no cost or flops and are "
+                         f"assumed to take {format_duration(CostModel().default_cost)}: "
+                         + ", ".join(r.defaults["cost"]))
+        if r.defaults["out_size"]:
+            lines.append(f"note: {r.file}: {len(r.defaults['out_size'])} task(s) give no out_size and are "
+                         f"assumed to produce {format_size(CostModel().default_out_size)}: "
+                         + ", ".join(r.defaults["out_size"]))
+        for problem in r.problems:
+            lines.append(f"invalid: {r.file}: {problem}")
+    return "\n".join(lines) + "\n"
