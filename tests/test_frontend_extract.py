@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dagc.frontend import compile_source
-from dagc.ir.types import Const, Map, Ref, Seq
+from dagc.ir.types import Const, Ref, Seq
 from tests.conftest import SAMPLES
 
 
@@ -19,7 +19,7 @@ def _ok(path: Path, **kw):
 def test_quickstart_graph_shape() -> None:
     graph = _ok(SAMPLES / "quickstart.py")
     assert [n.name for n in graph] == ["make_data", "split", "standardize", "fourier_features", "concat",
-                                       "train", "evaluate"]
+                                       "train", "evaluate", "report"]
     assert graph.node("make_data").outputs == ("make_data#0", "make_data#1")
     assert graph.node("split").args == (Ref("make_data#0"), Ref("make_data#1"))
     # the two feature branches depend only on split: they can run in parallel
@@ -29,10 +29,11 @@ def test_quickstart_graph_shape() -> None:
     assert graph.node("train").options.cost == 20.0 and graph.node("train").options.retries == 1
     assert graph.node("train").options.memory == 2**30
     assert graph.node("make_data").kwargs == (("seed", Const(7)),)  # module constant folded
-    assert isinstance(graph.returns, Map)
+    assert graph.returns == Ref("report")
     assert [p.name for p in graph.params] == ["n", "epochs", "lr"]
     span = graph.node("train").span
-    assert (span.file, span.line) == ("samples/quickstart.py", 91) or span.file.endswith("quickstart.py")
+    line = (SAMPLES / "quickstart.py").read_text().splitlines()[span.line - 1]
+    assert span.file.endswith("quickstart.py") and line[span.col - 1:].startswith("train(features, data")
 
 
 def test_params_override(write_project) -> None:
