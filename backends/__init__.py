@@ -16,7 +16,14 @@ def _local(graph: Graph, out: Path | None) -> str:
     return emit_local(graph, out)
 
 
+def _torch(graph: Graph, out: Path | None) -> str:
+    from dagc.backends.torch import emit_torch
+
+    return emit_torch(graph, out)
+
+
 BACKENDS: dict[str, Callable[[Graph, Path | None], str]] = {"local": _local}
+BACKENDS["torch"] = _torch
 
 
 def emit(graph: Graph, backend: str, out: Path | None = None) -> str:

@@ -1,0 +1,308 @@
+"""torch.distributed backend: one program, launched by torchrun, in which each rank runs its share.
+
+The partitioned, scheduled graph is turned into a communication plan
+(`dagc.passes.commcheck.plan_communication`): a global order of task steps and point-to-point
+moves, projected onto the ranks. The plan is checked for deadlocks (`check_plan`) before anything
+is written; an order that could block is a compiler error, never a hung job. The program holds:
+
+    TASKS   task → (ranks, inputs, outputs, fingerprint, retries)
+    MOVES   tag  → (value, value on the receiver, src, dst, static tensor (dtype, shape) or None)
+    rank_0(rt, modules), rank_1(rt, modules), …   straight-line code, one function per rank
+
+and runs through `dagc.runtime.distributed.Runner` (process group, transfers, checkpoints, events).
+`python PROGRAM.py` starts torchrun itself with the compiled number of ranks; `torchrun
+--nproc-per-node N PROGRAM.py` (and `--nnodes`, `--max-restarts`) works as usual.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from dagc.backends.emitter import CodeWriter, Names, call_source, render_operand
+from dagc.backends.local import _members, _module_aliases, emit_loader, emit_prologue
+from dagc.ir.core import Graph, Node
+from dagc.ir.serialize import operand_to_json
+from dagc.ir.types import operand_to_python
+
+from dagc.passes.commcheck import (
+    CommPlan,
+    Op,
+    check_plan,
+    plan_communication,
+    problems_to_diagnostics,
+)
+
+__all__ = ["emit_torch", "REQUIRED_PASSES", "static_tensor", "fingerprints", "CommunicationError"]
+
+# The pass pipeline `dagc emit/run --backend torch` should run (with a cluster: placement first).
+REQUIRED_PASSES = "verify,dce,cse,partition,schedule,comm,commcheck"
+
+_STATIC = re.compile(r"^(?:torch\.)?Tensor\[\s*(\w+)\s*((?:,\s*\d+\s*)*)\]$")
+_DTYPE_NAMES = {"float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
+                "complex64", "complex128", "float", "double", "half", "long", "int"}
+_ALIASES = {"float": "float32", "double": "float64", "half": "float16", "long": "int64", "int": "int32"}
+
+
+class CommunicationError(ValueError):
+    """The graph's communication plan could block; carries the diagnostics."""
+
+    def __init__(self, diagnostics: list) -> None:
+        self.diagnostics = diagnostics
+        super().__init__("; ".join(d.message for d in diagnostics))
+
+
+def static_tensor(type_text: str | None) -> tuple[str, tuple[int, ...]] | None:
+    """`"Tensor[float32, 1024, 64]"` → `("float32", (1024, 64))`; None when shape/dtype are not static."""
+    if not type_text:
+        return None
+    match = _STATIC.match(type_text.strip())
+    if not match or match.group(1) not in _DTYPE_NAMES:
+        return None
+    dims = tuple(int(d) for d in re.findall(r"\d+", match.group(2)))
+    return _ALIASES.get(match.group(1), match.group(1)), dims
+
+
+def fingerprints(graph: Graph) -> dict[str, str]:
+    """Fingerprint of every task (see docs/runtime.md): target, operands as JSON, input fingerprints."""
+    from dagc.runtime.store import fingerprint, output_fingerprint, value_fingerprint
+
+    values: dict[str, str] = {}
+    for param in graph.params:
+        try:
+            literal = operand_to_python(param.value)
+        except TypeError:
+            literal = json.dumps(operand_to_json(param.value), sort_keys=True)
+        values[param.name] = value_fingerprint(param.name, literal)
+    out: dict[str, str] = {}
+    for name in graph.topological_order():
+        node = graph.node(name)
+        inputs = [values.get(v, v) for v in node.input_values()]
+        if node.op == "transfer":
+            values[node.outputs[0]] = inputs[0] if inputs else name
+            continue
+        operands = {"args": [operand_to_json(a) for a in node.args],
+                    "kwargs": [[k, operand_to_json(v)] for k, v in node.kwargs]}
+        if node.op == "fused":
+            operands["members"] = [[m.target, m.name] for m in _members(node)]
+        target = "fused" if node.op == "fused" else node.target
+        fp = fingerprint(target, json.dumps(operands, sort_keys=True), inputs)
+        out[name] = fp
+        for i, value in enumerate(node.outputs):
+            values[value] = output_fingerprint(fp, i)
+    return out
+
+
+def _value_types(graph: Graph) -> dict[str, str | None]:
+    types: dict[str, str | None] = {}
+    for node in graph:
+        for value, type_text in zip(node.outputs, node.types):
+            types[value] = type_text
+    for param in graph.params:
+        types[param.name] = param.type
+    return types
+
+
+def _used_on(plan: CommPlan, ops: list[Op], rank: int) -> set[str]:
+    used: set[str] = set()
+    for op in ops:
+        if op.kind in ("run", "coll"):
+            used.update(plan.inputs.get(op.node, ()))
+        elif op.kind in ("send", "alias") and op.value is not None:
+            used.add(op.value)
+    if rank == 0:
+        used.update(plan.returns)
+    return used
+
+
+def _task_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str], assign: list[bool]) -> None:
+    """`x = rt.task("name", fn, args...)` for a task, fused group or glue node."""
+    outputs = [names[o] for o in node.outputs]
+    if len(outputs) == 1:
+        target = f"{outputs[0]} = " if assign[0] else ""
+    else:
+        target = ", ".join(o if a else "_" for o, a in zip(outputs, assign)) + " = " if any(assign) else ""
+    if node.op == "fused":
+        members = _members(node)
+        fn = names.claim(f"fused:{node.name}", f"run_{node.name}")
+        w.line(f"def {fn}() -> object:")
+        with w.indent():
+            w.line(f'"""Fused group `{node.name}`: {", ".join(m.name for m in members)}."""')
+            for member in members:
+                _member_lines(w, member, names, aliases)
+            w.line(f"return {', '.join(outputs) if len(outputs) > 1 else outputs[0]}")
+        w.line(f"{target}rt.task({node.name!r}, {fn})  # {node.span}")
+        return
+    if node.op == "glue":
+        from dagc.backends.glue import glue_source  # type: ignore[import-not-found]
+
+        w.line(f"{target}rt.task({node.name!r}, lambda: {glue_source(node, names)})  # {node.span}")
+        return
+    function = f"{aliases[node.module]}.{node.function}"
+    call = call_source(node, function, names)
+    inner = call[len(function) + 1 : -1]
+    w.line(f"{target}rt.task({node.name!r}, {function}{', ' + inner if inner else ''})  # {node.span}")
+
+
+def _member_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str]) -> None:
+    if node.op == "fused":
+        for member in _members(node):
+            _member_lines(w, member, names, aliases)
+        return
+    if node.op == "glue":
+        from dagc.backends.glue import glue_source  # type: ignore[import-not-found]
+
+        w.line(f"{names[node.outputs[0]]} = {glue_source(node, names)}")
+        return
+    targets = ", ".join(names[o] for o in node.outputs)
+    w.line(f"{targets} = {call_source(node, f'{aliases[node.module]}.{node.function}', names)}  # {node.name}")
+
+
+def _module_uses(node: Node) -> set[str]:
+    if node.op == "fused":
+        return {m for member in _members(node) for m in _module_uses(member)}
+    return {node.module} if node.op == "task" and node.module else set()
+
+
+def _emit_rank(w: CodeWriter, graph: Graph, plan: CommPlan, rank: int, ops: list[Op], names: Names,
+               aliases: dict[str, str]) -> str:
+    fn = f"rank_{rank}"
+    used = _used_on(plan, ops, rank)
+    w.line(f"def {fn}(rt: Runner, modules: dict[str, object]) -> object:")
+    with w.indent():
+        n_tasks = sum(1 for op in ops if op.kind in ("run", "coll"))
+        n_msgs = sum(1 for op in ops if op.kind in ("send", "recv"))
+        w.line(f'"""Rank {rank}: {n_tasks} task(s), {n_msgs} message(s), in schedule order."""')
+        modules_used = sorted({m for op in ops if op.kind in ("run", "coll")
+                               for m in _module_uses(graph.node(op.node))})
+        for module in modules_used:
+            w.line(f"{aliases[module]} = modules[{module!r}]")
+        for param in graph.params:
+            if param.name in used:
+                w.line(f"{names[param.name]} = {render_operand(param.value, names)}  # parameter")
+        for op in ops:
+            if op.kind in ("run", "coll"):
+                node = graph.node(op.node)
+                owner = plan.home[node.name][0] == rank
+                assign = [owner and o in used for o in node.outputs]
+                _task_lines(w, node, names, aliases, assign)
+            elif op.kind == "send":
+                w.line(f"rt.send({names[op.value]}, {op.tag})  # %{op.value} to rank {op.peer}")  # type: ignore[index]
+            elif op.kind == "recv":
+                w.line(f"{names[op.out]} = rt.recv({op.tag})  # %{op.out} from rank {op.peer}")  # type: ignore[index]
+            elif op.kind == "alias":
+                w.line(f"{names[op.out]} = {names[op.value]}")  # type: ignore[index]
+        if rank == 0:
+            w.line(f"return {render_operand(graph.returns, names) if graph.returns is not None else 'None'}")
+        else:
+            w.line("return None")
+    w.line()
+    w.line()
+    return fn
+
+
+def build_plan(graph: Graph) -> CommPlan:
+    """The communication plan of `graph`, checked; raises CommunicationError if it could block."""
+    plan = plan_communication(graph)
+    problems = check_plan(plan)
+    if problems:
+        raise CommunicationError(problems_to_diagnostics(problems, plan.spans))
+    return plan
+
+
+def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
+    """The torch.distributed program's source text for `graph` (partitioned; see REQUIRED_PASSES)."""
+    plan = build_plan(graph)
+    programs = plan.programs()
+    names = Names(reserved={"Runner", "launch_main", "RANKS", "TASKS", "MOVES", "RETURNS", "PROGRAMS", "rt",
+                            "idle", "default_run_dir"} | {f"rank_{r}" for r in range(plan.world)})
+    aliases = _module_aliases(graph, names)
+    fps = fingerprints(graph)
+    types = _value_types(graph)
+    w = CodeWriter()
+    n_tasks = sum(1 for s in plan.steps if s.kind == "run")
+    emit_prologue(w, graph, out_path, "torch", (
+        f"Runs the pipeline's {n_tasks} tasks on {plan.world} rank(s) with torch.distributed; "
+        f"{len(plan.moves)} point-to-point message(s),\nin an order the compiler checked for deadlocks.\n"
+        f"Usage: torchrun --nproc-per-node {plan.world} THIS_FILE [--result PATH] [--run-dir DIR]\n"
+        "       python THIS_FILE [--result PATH]   (starts torchrun itself)"))
+    for line in ("import argparse", "import importlib", "import os", "import sys", "from pathlib import Path", "",
+                 "from dagc.runtime.distributed import Runner, launch_main", ""):
+        w.line(line)
+    emit_loader(w, graph, out_path, aliases)
+    w.line()
+    w.line()
+    w.line(f"RANKS = {plan.world}")
+    w.line("# task: (ranks, inputs, outputs, fingerprint, retries)")
+    w.line("TASKS = {")
+    with w.indent():
+        for step in plan.steps:
+            if step.kind != "run":
+                continue
+            node = graph.node(step.node)
+            entry = (tuple(step.ranks), plan.inputs[step.node], plan.outputs[step.node], fps[step.node],
+                     int(node.options.retries))
+            w.line(f"{step.node!r}: {entry!r},")
+    w.line("}")
+    w.line("# tag: (value, value on the receiver, source rank, destination rank, static tensor or None)")
+    w.line("MOVES = {")
+    with w.indent():
+        for step in plan.moves:
+            entry = (step.value, step.out, step.src, step.dst, static_tensor(types.get(step.value or "")))
+            w.line(f"{step.tag}: {entry!r},")
+    w.line("}")
+    w.line(f"RETURNS = {plan.returns!r}")
+    w.line()
+    w.line()
+    functions = [_emit_rank(w, graph, plan, rank, ops, names, aliases) for rank, ops in enumerate(programs)]
+    w.line(f"PROGRAMS = ({', '.join(functions)}{',' if len(functions) == 1 else ''})")
+    w.line()
+    w.line()
+    _emit_main(w)
+    return w.text()
+
+
+def _emit_main(w: CodeWriter) -> None:
+    w.block('''\
+def default_run_dir() -> Path | None:
+    """Under torchrun with restarts allowed, a run directory that every restart finds again."""
+    if int(os.environ.get("TORCHELASTIC_MAX_RESTARTS", "0")) > 0:
+        return Path("dagc-runs") / f"{PIPELINE}-{os.environ.get('TORCHELASTIC_RUN_ID', 'run')}"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=f"Run pipeline {PIPELINE!r} with torch.distributed "
+                                     f"({RANKS} ranks).")
+    parser.add_argument("--result", type=Path, metavar="PATH",
+                        help="rank 0 writes the pipeline's return value to PATH (pickle)")
+    parser.add_argument("--run-dir", type=Path, metavar="DIR",
+                        help="keep task outputs and the event log in DIR; a restarted run skips completed tasks")
+    parser.add_argument("--timeout", type=float, default=1800.0, metavar="SECONDS",
+                        help="process group timeout: how long a rank waits for a lost peer (default: 1800)")
+    parser.add_argument("--dist-backend", choices=("nccl", "gloo"),
+                        help="torch.distributed backend (default: nccl with CUDA, else gloo)")
+    parser.add_argument("--nproc", type=int, default=RANKS, metavar="N",
+                        help="ranks to start when run without torchrun (default: %(default)s)")
+    parser.add_argument("--max-restarts", type=int, default=0, metavar="K",
+                        help="restarts allowed when run without torchrun (default: 0)")
+    parser.add_argument("--source-root", type=Path, default=SOURCE_ROOT, metavar="DIR",
+                        help="directory of the pipeline's source files (default: %(default)s)")
+    args = parser.parse_args(argv)
+    if "RANK" not in os.environ:
+        if args.nproc > 1 or args.max_restarts > 0:
+            return launch_main(__file__, sys.argv[1:] if argv is None else argv, args.nproc, args.max_restarts)
+        os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
+    modules = load_modules(args.source_root)
+    runner = Runner(PIPELINE, TASKS, MOVES, RETURNS, RANKS, run_dir=args.run_dir or default_run_dir(),
+                    timeout=args.timeout, backend=args.dist_backend)
+    program = PROGRAMS[runner.rank] if runner.rank < len(PROGRAMS) else None
+    result = runner.execute(lambda rt: program(rt, modules) if program else None, args.result)
+    if runner.rank == 0 and args.result is None:
+        print(repr(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())''')

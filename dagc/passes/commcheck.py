@@ -1,0 +1,430 @@
+"""`commcheck`: prove that the ranks' communication cannot deadlock.
+
+The torch.distributed backend runs one process per device ("rank"). Each rank executes its own
+straight-line sequence of operations:
+
+    run(task)                       a single-rank task
+    coll(task, group)               a multi-rank task: every rank of `group` enters it together
+    send(value, dst, tag)           blocking point-to-point send
+    recv(value, src, tag)           blocking point-to-point receive
+
+`plan_communication(graph)` derives those sequences from the partitioned, scheduled graph: it walks
+one global order of *steps* (tasks in schedule order; each cross-rank move right where the
+consumer's rank first needs the value) and projects it onto the ranks. `check_programs` simulates
+the ranks under the strictest semantics — a send completes only when its receiver is at the
+matching receive, a collective only when every rank of its group has reached it — and reports
+every rank that could block forever, with the wait-for cycle. Any order that passes under those
+semantics also completes when sends are buffered. It also checks that every task reads only values
+its rank holds at that point.
+
+Because each rank's sequence is a projection of one global order in which each send/recv pair (and
+each collective) is one step, the simulation can always perform the next global step: plans built
+by `plan_communication` always pass, and so does any plan obtained by dropping whole steps (which is
+what a resumed run does when it skips completed tasks). The pass is still run on every emitted
+program, so a change that broke this property would be caught at compile time.
+
+Pre: every node has `partition.device` (nodes without one are placed on device 0).
+Post: graph unchanged; `graph.attrs["commcheck.ranks"]`, `["commcheck.messages"]` record the plan's size.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from dagc.diagnostics import CODES, Diagnostic, Note, Severity
+from dagc.ir.core import Graph, Node
+from dagc.ir.location import SourceSpan
+from dagc.passes.base import Pass, PassContext, register
+
+__all__ = [
+    "Op",
+    "Step",
+    "CommPlan",
+    "CommProblem",
+    "plan_communication",
+    "check_programs",
+    "check_plan",
+    "node_ranks",
+    "DEADLOCK_CODE",
+]
+
+# Diagnostic code for an order that could block (an internal error when the emitter's own order
+# fails: it never should).
+DEADLOCK_CODE = "DAGC310" if "DAGC310" in CODES else "DAGC900"
+
+
+def _device_list(value: object) -> tuple[int, ...] | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return (value,)
+    if isinstance(value, (list, tuple)) and value and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
+        return tuple(value)
+    return None
+
+
+def node_ranks(node: Node) -> tuple[int, ...]:
+    """The ranks that execute `node`: its `partition.device` (int or list); a `ranks=N` task placed
+    on one device d runs on d … d+N-1; a transfer node belongs to its destination(s)."""
+    if node.op == "transfer":
+        dst = _device_list(node.attrs.get("transfer.dst"))
+        if dst is not None:
+            return dst
+    devices = _device_list(node.attrs.get("partition.device")) or (0,)
+    n = max(int(node.options.ranks), 1)
+    if n > 1 and len(devices) == 1:
+        devices = tuple(range(devices[0], devices[0] + n))
+    return devices
+
+
+@dataclass(frozen=True)
+class Op:
+    """One operation of one rank's sequence.
+
+    kind: "run" (a single-rank task), "coll" (a multi-rank task; `group` = its ranks),
+    "send"/"recv" (`value` moved to/from `peer`, matched by `tag`), "alias" (`out` = `value`
+    locally: a transfer whose two ends are the same rank)."""
+
+    kind: str
+    node: str
+    value: str | None = None
+    out: str | None = None
+    peer: int | None = None
+    tag: int | None = None
+    group: tuple[int, ...] = ()
+
+    def describe(self) -> str:
+        if self.kind == "run":
+            return f"run `{self.node}`"
+        if self.kind == "coll":
+            return f"run multi-rank `{self.node}` on ranks {list(self.group)}"
+        if self.kind == "send":
+            return f"send `{self.value}` to rank {self.peer} (tag {self.tag})"
+        if self.kind == "recv":
+            return f"receive `{self.out}` from rank {self.peer} (tag {self.tag})"
+        return f"alias `{self.out}` = `{self.value}`"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of the global order: a task on its ranks, or one point-to-point move.
+
+    For a move, `node` names the transfer node (or the consumer that needed the value, for a move
+    the backend adds itself), `value` is read on `src` and `out` is defined on `dst`."""
+
+    kind: str  # "run" | "move"
+    node: str
+    ranks: tuple[int, ...] = ()
+    value: str | None = None
+    out: str | None = None
+    src: int | None = None
+    dst: int | None = None
+    tag: int | None = None
+
+
+@dataclass
+class CommPlan:
+    """The global order of steps and, projected from it, each rank's sequence of operations."""
+
+    world: int
+    steps: list[Step]
+    home: dict[str, tuple[int, ...]]
+    spans: dict[str, SourceSpan] = field(default_factory=dict)
+    # values each rank holds before any step: pipeline parameters (constants, on every rank)
+    initial: frozenset[str] = frozenset()
+    # value -> node reading it: inputs of every task, per task
+    inputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    outputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    returns: tuple[str, ...] = ()
+
+    def programs(self) -> list[list[Op]]:
+        """Each rank's sequence of operations (index = rank)."""
+        out: list[list[Op]] = [[] for _ in range(self.world)]
+        for step in self.steps:
+            if step.kind == "run":
+                if len(step.ranks) == 1:
+                    out[step.ranks[0]].append(Op("run", step.node))
+                else:
+                    for r in step.ranks:
+                        out[r].append(Op("coll", step.node, group=step.ranks))
+            elif step.src == step.dst:
+                assert step.src is not None
+                out[step.src].append(Op("alias", step.node, step.value, step.out))
+            else:
+                assert step.src is not None and step.dst is not None
+                out[step.src].append(Op("send", step.node, step.value, step.out, step.dst, step.tag))
+                out[step.dst].append(Op("recv", step.node, step.value, step.out, step.src, step.tag))
+        return out
+
+    @property
+    def moves(self) -> list[Step]:
+        return [s for s in self.steps if s.kind == "move" and s.src != s.dst]
+
+
+def _priority_order(graph: Graph) -> list[str]:
+    """A topological order that follows the schedule: ready nodes by (estimated start, program order)."""
+    topo = graph.topological_order()
+    index = {name: i for i, name in enumerate(topo)}
+
+    def key(name: str) -> tuple[float, int]:
+        start = graph.node(name).attrs.get("schedule.start")
+        return (float(start) if isinstance(start, (int, float)) else float(index[name]), index[name])
+
+    indegree = {name: 0 for name in topo}
+    succs: dict[str, list[str]] = {name: [] for name in topo}
+    for src, dst in graph.edges():
+        if src in indegree:
+            indegree[dst] += 1
+            succs[src].append(dst)
+    ready = [(key(n), n) for n, d in indegree.items() if d == 0]
+    heapq.heapify(ready)
+    order: list[str] = []
+    while ready:
+        _, name = heapq.heappop(ready)
+        order.append(name)
+        for succ in succs[name]:
+            indegree[succ] -= 1
+            if indegree[succ] == 0:
+                heapq.heappush(ready, (key(succ), succ))
+    return order
+
+
+def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
+    """The global order of steps for `graph` and the rank count (at least the devices used)."""
+    order = _priority_order(graph)
+    home = {n.name: node_ranks(n) for n in graph}
+    used = [r for ranks in home.values() for r in ranks]
+    for n in graph:
+        if n.op == "transfer":
+            src = _device_list(n.attrs.get("transfer.src"))
+            used += list(src or ())
+    n_ranks = max([*used, 0]) + 1
+    if world is not None:
+        if world < n_ranks:
+            raise ValueError(f"the partition uses {n_ranks} ranks, more than the {world} given")
+        n_ranks = world
+    params = frozenset(p.name for p in graph.params)
+    holders: dict[str, list[int]] = {}  # value -> ranks holding it, first = where it was produced
+    steps: list[Step] = []
+    tag = 0
+
+    def have(value: str, rank: int) -> bool:
+        return value in params or rank in holders.get(value, ())
+
+    def move(node: str, value: str, out: str, src: int, dst: int) -> None:
+        nonlocal tag
+        steps.append(Step("move", node, value=value, out=out, src=src, dst=dst, tag=tag))
+        tag += 1
+        holders.setdefault(out, [])
+        if dst not in holders[out]:
+            holders[out].append(dst)
+
+    def fetch(node: str, value: str, rank: int) -> None:
+        if have(value, rank):
+            return
+        sources = holders.get(value)
+        if not sources:
+            raise ValueError(f"`{node}` reads `{value}`, which no rank holds at that point")
+        move(node, value, value, sources[0], rank)
+
+    inputs: dict[str, tuple[str, ...]] = {}
+    outputs: dict[str, tuple[str, ...]] = {}
+    for name in order:
+        node = graph.node(name)
+        if node.op == "transfer" and node.args:
+            (value,) = node.input_values()[:1] or (None,)
+            if value is None:
+                raise ValueError(f"transfer `{name}` reads no value")
+            src_attr = _device_list(node.attrs.get("transfer.src"))
+            src = src_attr[0] if src_attr else (holders.get(value) or [0])[0]
+            fetch(name, value, src)
+            for dst in home[name]:
+                move(name, value, node.outputs[0], src, dst)
+            continue
+        inputs[name] = tuple(node.input_values())
+        outputs[name] = tuple(node.outputs)
+        for rank in home[name]:
+            for value in inputs[name]:
+                fetch(name, value, rank)
+        steps.append(Step("run", name, ranks=home[name]))
+        for value in node.outputs:
+            holders[value] = [home[name][0]]
+    returns = tuple(dict.fromkeys(graph.output_values()))
+    for value in returns:
+        fetch("<return>", value, 0)
+    return CommPlan(n_ranks, steps, home, {n.name: n.span for n in graph}, params, inputs, outputs, returns)
+
+
+@dataclass(frozen=True)
+class CommProblem:
+    """A rank that could block forever (or read a value it does not hold), and why."""
+
+    rank: int
+    op: Op
+    message: str
+    cycle: tuple[int, ...] = ()
+
+
+def _waits_for(programs: Sequence[Sequence[Op]], pc: Sequence[int], rank: int) -> list[int]:
+    if pc[rank] >= len(programs[rank]):
+        return []
+    op = programs[rank][pc[rank]]
+    if op.kind in ("send", "recv"):
+        return [op.peer] if op.peer is not None else []
+    if op.kind == "coll":
+        return [r for r in op.group if r != rank]
+    return []
+
+
+def check_programs(
+    programs: Sequence[Sequence[Op]],
+    *,
+    initial: Iterable[str] = (),
+    inputs: dict[str, tuple[str, ...]] | None = None,
+    outputs: dict[str, tuple[str, ...]] | None = None,
+    home: dict[str, tuple[int, ...]] | None = None,
+) -> list[CommProblem]:
+    """Simulate every rank's sequence with rendezvous sends; the problems found (empty = safe).
+
+    With `inputs`/`outputs`/`home` given, also check that each task reads only values its rank holds.
+    """
+    world = len(programs)
+    pc = [0] * world
+    held: list[set[str]] = [set(initial) for _ in range(world)]
+    problems: list[CommProblem] = []
+
+    def execute(rank: int, op: Op) -> None:
+        if op.kind in ("run", "coll"):
+            if inputs is not None:
+                for value in inputs.get(op.node, ()):
+                    if value not in held[rank]:
+                        problems.append(CommProblem(rank, op, f"rank {rank} runs `{op.node}` before it "
+                                                    f"holds its input `{value}`"))
+            if outputs is not None:
+                produced = outputs.get(op.node, (op.node,))
+                if op.kind == "run" or home is None or home.get(op.node, (rank,))[0] == rank:
+                    held[rank].update(produced)
+        elif op.kind == "recv" and op.out is not None:
+            held[rank].add(op.out)
+        elif op.kind == "alias" and op.out is not None:
+            held[rank].add(op.out)
+        elif op.kind == "send" and inputs is not None and op.value is not None and op.value not in held[rank]:
+            problems.append(CommProblem(rank, op, f"rank {rank} sends `{op.value}` before it holds it"))
+        pc[rank] += 1
+
+    ready = list(range(world))
+    while ready:
+        progressed = False
+        for rank in ready:
+            while pc[rank] < len(programs[rank]):
+                op = programs[rank][pc[rank]]
+                if op.kind in ("run", "alias"):
+                    execute(rank, op)
+                    progressed = True
+                elif op.kind == "send":
+                    peer = op.peer
+                    if peer is None or not 0 <= peer < world or pc[peer] >= len(programs[peer]):
+                        break
+                    other = programs[peer][pc[peer]]
+                    if other.kind == "recv" and other.peer == rank and other.tag == op.tag:
+                        execute(rank, op)
+                        execute(peer, other)
+                        progressed = True
+                    else:
+                        break
+                elif op.kind == "coll":
+                    group = op.group
+                    if all(0 <= g < world and pc[g] < len(programs[g]) and programs[g][pc[g]].kind == "coll"
+                           and programs[g][pc[g]].node == op.node for g in group) and rank in group:
+                        for g in group:
+                            execute(g, programs[g][pc[g]])
+                        progressed = True
+                    else:
+                        break
+                else:  # recv: completed by the sender's side
+                    break
+        if not progressed:
+            break
+        ready = [r for r in range(world) if pc[r] < len(programs[r])]
+    blocked = [r for r in range(world) if pc[r] < len(programs[r])]
+    for rank in blocked:
+        op = programs[rank][pc[rank]]
+        problems.append(CommProblem(rank, op, _blocked_message(programs, pc, rank, op),
+                                    _cycle(programs, pc, rank)))
+    return problems
+
+
+def _blocked_message(programs: Sequence[Sequence[Op]], pc: Sequence[int], rank: int, op: Op) -> str:
+    def doing(r: int) -> str:
+        if not 0 <= r < len(programs):
+            return f"rank {r} does not exist"
+        if pc[r] >= len(programs[r]):
+            return f"rank {r} has finished"
+        return f"rank {r} is waiting to {programs[r][pc[r]].describe()}"
+
+    if op.kind in ("send", "recv") and op.peer is not None:
+        return f"rank {rank} could block forever waiting to {op.describe()}: {doing(op.peer)}"
+    if op.kind == "coll":
+        others = "; ".join(doing(r) for r in op.group if r != rank)
+        return f"rank {rank} could block forever waiting to {op.describe()}: {others}"
+    return f"rank {rank} could block forever at {op.describe()}"
+
+
+def _cycle(programs: Sequence[Sequence[Op]], pc: Sequence[int], start: int) -> tuple[int, ...]:
+    path: list[int] = []
+    seen: dict[int, int] = {}
+    rank = start
+    while rank not in seen:
+        seen[rank] = len(path)
+        path.append(rank)
+        nexts = [r for r in _waits_for(programs, pc, rank) if 0 <= r < len(programs)]
+        if not nexts:
+            return ()
+        rank = nexts[0]
+    return tuple(path[seen[rank]:])
+
+
+def check_plan(plan: CommPlan) -> list[CommProblem]:
+    """`check_programs` on the plan's projection, with the data-flow check."""
+    return check_programs(plan.programs(), initial=plan.initial, inputs=plan.inputs,
+                          outputs=plan.outputs, home=plan.home)
+
+
+def problems_to_diagnostics(problems: Sequence[CommProblem], spans: dict[str, SourceSpan]) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for problem in problems:
+        notes = []
+        if problem.cycle:
+            ring = " → ".join(f"rank {r}" for r in (*problem.cycle, problem.cycle[0]))
+            notes.append(Note(f"wait-for cycle: {ring}"))
+        out.append(Diagnostic(
+            DEADLOCK_CODE, Severity.ERROR, problem.message, spans.get(problem.op.node),
+            "each rank must receive a value in the same relative order as its sender sends it, and enter a "
+            "multi-rank task together with the other ranks of its group; emit with "
+            "`plan_communication`, whose order is deadlock-free by construction",
+            tuple(notes),
+        ))
+    return out
+
+
+@register
+@dataclass(frozen=True)
+class CommCheck(Pass):
+    """Pre: a partitioned graph (`partition.device` on each node; missing means device 0).
+    Post: graph unchanged; errors (DAGC310) for any rank sequence that could block; records
+    `commcheck.ranks` and `commcheck.messages` in the graph's attributes."""
+
+    name: ClassVar[str] = "commcheck"
+
+    def apply(self, ctx: PassContext, graph: Graph) -> None:
+        plan = plan_communication(graph)
+        for diag in problems_to_diagnostics(check_plan(plan), plan.spans):
+            ctx.sink.emit(diag)
+        graph.attrs["commcheck.ranks"] = plan.world
+        graph.attrs["commcheck.messages"] = len(plan.moves)
+        ctx.remark(self.name, f"{plan.world} rank(s), {len(plan.moves)} point-to-point message(s): no deadlock")

@@ -1,0 +1,365 @@
+"""Runtime of the programs the torch.distributed backend emits: process group, transfers, tasks.
+
+An emitted program holds a static plan — `TASKS` (each task's ranks, inputs, outputs,
+fingerprint), `MOVES` (each point-to-point message: value, source, destination, and the static
+tensor shape when the compiler knows it) — and one straight-line function per rank. `Runner`
+gives those functions three verbs:
+
+    value = rt.task("train", module.train, features, data, epochs=80)   # run, or load, or skip
+    rt.send(value, 3)                                                   # message with tag 3
+    value = rt.recv(3)
+
+Wire formats: a tensor whose dtype and shape the compiler knows is received straight into a
+buffer allocated for it; any other tensor is preceded by a small header (dtype, shape, device);
+any other object is pickled into a byte tensor, preceded by the same header giving its length.
+
+Restarts: with a run directory, every task's output is stored under its fingerprint
+(`dagc.runtime.store`). At start, rank 0 lists the tasks already stored and broadcasts the list;
+every rank then prunes the same steps from its sequence (completed tasks not needed downstream,
+and messages nobody still needs). Dropping whole steps keeps the compiler's deadlock-freedom proof
+valid (see `dagc.passes.commcheck`).
+
+Only rank 0 writes the result, the event log and the progress bar: the other ranks hand their
+event records to rank 0 at the end of the run (a rank whose task fails writes its `failure`
+record itself, since it is about to stop).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+import socket
+import sys
+import time
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from dagc.runtime.context import TaskContext, use_context
+from dagc.runtime.events import EventLog, new_run_id
+from dagc.runtime.progress import Progress
+from dagc.runtime.store import RunStore
+
+__all__ = ["Runner", "TaskInfo", "MoveInfo", "plan_steps", "send_value", "recv_value", "DTYPES",
+           "launch_main"]
+
+# TASKS[name] = (ranks, inputs, outputs, fingerprint, retries)
+TaskInfo = tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], str, int]
+# MOVES[tag] = (value on src, value on dst, src, dst, static tensor (dtype, shape) or None)
+MoveInfo = tuple[str, str, int, int, "tuple[str, tuple[int, ...]] | None"]
+
+DTYPES: tuple[torch.dtype, ...] = (
+    torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+    torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128,
+)
+_DTYPE_CODE = {dtype: i for i, dtype in enumerate(DTYPES)}
+_HEADER = 12  # kind, dtype, ndim, on_cuda, requires_grad, 0, 0, dims (up to 5) | payload bytes
+_MAX_DIMS = 5
+_KIND_TENSOR, _KIND_PICKLE = 1, 2
+
+
+# ---- transfers -------------------------------------------------------------------------------------
+def _header(values: Sequence[int], device: torch.device) -> torch.Tensor:
+    out = torch.zeros(_HEADER, dtype=torch.int64)
+    out[: len(values)] = torch.tensor(list(values), dtype=torch.int64)
+    return out.to(device)
+
+
+def send_value(value: Any, dst: int, tag: int, device: torch.device,
+               static: tuple[str, tuple[int, ...]] | None = None) -> int:
+    """Send `value` to rank `dst`; returns the payload bytes. `device` is the transport's device
+    (a CUDA device under nccl, the CPU under gloo)."""
+    if static is not None and isinstance(value, torch.Tensor) and value.dtype == getattr(torch, static[0]) \
+            and tuple(value.shape) == tuple(static[1]):
+        payload = value.detach().to(device).contiguous()
+        dist.send(payload, dst, tag=tag)
+        return payload.numel() * payload.element_size()
+    if (isinstance(value, torch.Tensor) and value.dtype in _DTYPE_CODE and value.dim() <= _MAX_DIMS
+            and not value.is_sparse and static is None):
+        payload = value.detach().to(device).contiguous()
+        head = [_KIND_TENSOR, _DTYPE_CODE[value.dtype], value.dim(), int(value.is_cuda),
+                int(value.requires_grad), 0, 0, *value.shape]
+        dist.send(_header(head, device), dst, tag=tag)
+        dist.send(payload, dst, tag=tag)
+        return payload.numel() * payload.element_size()
+    buffer = io.BytesIO()
+    pickle.dump(value, buffer, protocol=pickle.HIGHEST_PROTOCOL)
+    data = buffer.getbuffer()
+    payload = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(device)
+    if static is None:
+        dist.send(_header([_KIND_PICKLE, 0, 0, 0, 0, 0, 0, len(data)], device), dst, tag=tag)
+    else:  # the compiler expected a tensor of a known shape: say that something else comes
+        raise TypeError(f"expected a {static[0]} tensor of shape {list(static[1])} to send to rank {dst}, "
+                        f"got {type(value).__name__}"
+                        + (f" {value.dtype} {list(value.shape)}" if isinstance(value, torch.Tensor) else ""))
+    dist.send(payload, dst, tag=tag)
+    return len(data)
+
+
+def recv_value(src: int, tag: int, device: torch.device,
+               static: tuple[str, tuple[int, ...]] | None = None) -> Any:
+    """Receive what `send_value` sent from rank `src`."""
+    if static is not None:
+        buffer = torch.empty(tuple(static[1]), dtype=getattr(torch, static[0]), device=device)
+        dist.recv(buffer, src, tag=tag)
+        return buffer
+    head = torch.empty(_HEADER, dtype=torch.int64, device=device)
+    dist.recv(head, src, tag=tag)
+    h = head.tolist()
+    if h[0] == _KIND_TENSOR:
+        dtype, ndim = DTYPES[h[1]], h[2]
+        buffer = torch.empty(tuple(h[7 : 7 + ndim]), dtype=dtype, device=device)
+        dist.recv(buffer, src, tag=tag)
+        if not h[3] and buffer.device.type != "cpu":
+            buffer = buffer.cpu()
+        if h[4]:
+            buffer.requires_grad_(True)
+        return buffer
+    if h[0] == _KIND_PICKLE:
+        buffer = torch.empty(h[7], dtype=torch.uint8, device=device)
+        dist.recv(buffer, src, tag=tag)
+        return pickle.loads(memoryview(buffer.cpu().numpy()))
+    raise RuntimeError(f"malformed message header from rank {src} (tag {tag}): {h}")
+
+
+# ---- which steps a (re)started run still has to do -------------------------------------------------
+def plan_steps(
+    tasks: Mapping[str, TaskInfo], moves: Mapping[int, MoveInfo], returns: Sequence[str], done: set[str]
+) -> tuple[set[str], set[str], set[int]]:
+    """(tasks to run, completed tasks to load, message tags to exchange) when `done` are stored.
+
+    Every rank computes this from the same inputs, so all of them drop the same steps."""
+    run = {name for name in tasks if name not in done}
+    needed: set[tuple[str, int]] = {(value, 0) for value in returns}
+    for name in run:
+        ranks, inputs = tasks[name][0], tasks[name][1]
+        needed.update((value, rank) for value in inputs for rank in ranks)
+    active: set[int] = set()
+    for tag in sorted(moves, reverse=True):
+        value, out, src, dst, _ = moves[tag]
+        if (out, dst) in needed:
+            active.add(tag)
+            needed.add((value, src))
+    load = {name for name in tasks if name in done
+            and any((value, tasks[name][0][0]) in needed for value in tasks[name][2])}
+    return run, load, active
+
+
+# ---- the runner --------------------------------------------------------------------------------------
+class Runner:
+    """One rank of an emitted program."""
+
+    def __init__(
+        self,
+        pipeline: str,
+        tasks: Mapping[str, TaskInfo],
+        moves: Mapping[int, MoveInfo],
+        returns: Sequence[str],
+        ranks: int,
+        *,
+        run_dir: Path | None = None,
+        timeout: float = 1800.0,
+        backend: str | None = None,
+    ) -> None:
+        self.pipeline = pipeline
+        self.tasks = dict(tasks)
+        self.moves = dict(moves)
+        self.returns = tuple(returns)
+        self.ranks = ranks
+        self.run_dir = run_dir
+        self.timeout = timeout
+        self.backend = backend
+        self.rank = int(os.environ.get("RANK", "0"))
+        self.world = int(os.environ.get("WORLD_SIZE", "1"))
+        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+        self.attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+        self.store: RunStore | None = None
+        self.groups: dict[tuple[int, ...], Any] = {}
+        self.records: list[dict[str, Any]] = []
+        self.log: EventLog | None = None
+        self.progress: Progress | None = None
+        self.run: set[str] = set()
+        self.load: set[str] = set()
+        self.active: set[int] = set()
+        self.device = torch.device("cpu")
+        self.comm_device = torch.device("cpu")
+        self.moved_bytes = 0
+
+    # ---- setup -----------------------------------------------------------------------------------
+    def setup(self) -> None:
+        if self.world < self.ranks:
+            raise SystemExit(f"pipeline {self.pipeline!r} was compiled for {self.ranks} ranks but runs on "
+                             f"{self.world}; launch it with torchrun --nproc-per-node {self.ranks} "
+                             "(or --nnodes × --nproc-per-node = at least that)")
+        use_cuda = torch.cuda.is_available() and self.backend != "gloo"
+        backend = self.backend or ("nccl" if use_cuda else "gloo")
+        if use_cuda:
+            self.device = torch.device("cuda", self.local_rank % torch.cuda.device_count())
+            torch.cuda.set_device(self.device)
+        if backend == "nccl":
+            self.comm_device = self.device
+        if "MASTER_ADDR" not in os.environ:  # a single process started without a launcher
+            os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+            os.environ.setdefault("MASTER_PORT", str(_free_port()))
+        dist.init_process_group(backend, rank=self.rank, world_size=self.world,
+                                timeout=timedelta(seconds=self.timeout))
+        for group in sorted({info[0] for info in self.tasks.values() if len(info[0]) > 1}):
+            self.groups[group] = dist.new_group(list(group))
+        if self.run_dir is not None:
+            self.store = RunStore(self.run_dir, pipeline=self.pipeline) if self.rank == 0 else None
+            dist.barrier()
+            if self.store is None:
+                self.store = RunStore(self.run_dir)
+        run_id = new_run_id()
+        done: set[str] = set()
+        if self.rank == 0 and self.store is not None:
+            done = {name for name, info in self.tasks.items() if self.store.has(name, info[3])}
+        shared: list[Any] = [run_id, sorted(done)]
+        dist.broadcast_object_list(shared, src=0)
+        run_id, done = shared[0], set(shared[1])
+        self.run, self.load, self.active = plan_steps(self.tasks, self.moves, self.returns, done)
+        if self.store is not None:
+            self.log = EventLog(self.store.events_path, run_id)
+        if self.rank == 0:
+            mine = [n for n in self.run if self.tasks[n][0][0] == 0]
+            self.progress = Progress(len(mine))
+            self._event("run_start", pipeline=self.pipeline, tasks=len(self.tasks), resume=bool(done),
+                        run_dir=str(self.run_dir) if self.run_dir else None, world_size=self.world,
+                        backend=backend, restart=self.attempt)
+        for name in sorted(done):
+            if self.tasks[name][0][0] == self.rank:
+                self._event("skip", name, fingerprint=self.tasks[name][3], rank=self.rank)
+
+    # ---- events ----------------------------------------------------------------------------------
+    def _event(self, event: str, task: str | None = None, **fields: Any) -> None:
+        if self.log is None:
+            return
+        if self.rank == 0:
+            self.log.write(event, task, **fields)
+            return
+        record: dict[str, Any] = {"ts": time.time(), "run": self.log.run_id, "event": event}
+        if task is not None:
+            record["task"] = task
+        record.update(fields, pid=os.getpid(), host=socket.gethostname())
+        self.records.append(record)
+
+    # ---- the three verbs -------------------------------------------------------------------------
+    def task(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run task `name` on this rank (with the others of its group), load its stored output, or
+        skip it; returns its value, or placeholders where this rank does not hold it."""
+        ranks, _inputs, outputs, fp, retries = self.tasks[name]
+        placeholder: Any = tuple(None for _ in outputs) if len(outputs) > 1 else None
+        owner = ranks[0] == self.rank
+        if name in self.load:
+            if owner and self.store is not None:
+                return self.store.load(name, fp)
+            return placeholder
+        if name not in self.run:
+            return placeholder
+        group = self.groups.get(ranks)
+        ctx = TaskContext(rank=ranks.index(self.rank), world_size=len(ranks), group=group, device=self.device,
+                          task=name, run_dir=self.run_dir, attempt=self.attempt)
+        attempts = 1 if group is not None else retries + 1
+        for attempt in range(1, attempts + 1):
+            where = {"rank": self.rank, "device": str(self.device), "node": socket.gethostname()}
+            if owner:
+                self._event("start", name, attempt=attempt + self.attempt, **where)
+            start = time.perf_counter()
+            try:
+                with use_context(ctx):
+                    value = fn(*args, **kwargs)
+            except Exception as exc:
+                duration = time.perf_counter() - start
+                if self.log is not None:  # written now: this rank may be about to stop
+                    self.log.failure(name, duration, exc, traceback.format_exc(), **where)
+                if attempt == attempts:
+                    raise
+                continue
+            duration = time.perf_counter() - start
+            nbytes = None
+            if owner and self.store is not None:
+                nbytes = self.store.save(name, fp, value)
+            if owner:
+                self._event("end", name, duration=round(duration, 6), bytes=nbytes, **where)
+                if self.progress is not None:
+                    self.progress.advance(name=name)
+            return value if owner else placeholder
+        return placeholder  # pragma: no cover - the loop returns or raises
+
+    def send(self, value: Any, tag: int) -> None:
+        if tag not in self.active:
+            return
+        _, _, _, dst, static = self.moves[tag]
+        self.moved_bytes += send_value(value, dst, tag, self.comm_device, static)
+
+    def recv(self, tag: int) -> Any:
+        if tag not in self.active:
+            return None
+        _, _, src, _, static = self.moves[tag]
+        value = recv_value(src, tag, self.comm_device, static)
+        if isinstance(value, torch.Tensor) and value.device != self.device and value.device.type != "cpu":
+            value = value.to(self.device)
+        return value
+
+    # ---- the whole run ---------------------------------------------------------------------------
+    def execute(self, program: Callable[[Runner], Any], result_path: Path | None = None) -> Any:
+        """Set up, run this rank's `program`, and on rank 0 write the result; returns it on rank 0."""
+        started = time.perf_counter()
+        self.setup()
+        try:
+            result = program(self)
+            records: list[Any] = [None] * self.world if self.rank == 0 else []
+            dist.gather_object(self.records, records if self.rank == 0 else None, dst=0)
+            if self.rank == 0:
+                if self.log is not None:
+                    for record in sorted((r for rs in records[1:] if rs for r in rs), key=lambda r: r["ts"]):
+                        fields = {k: v for k, v in record.items() if k not in ("run", "event", "task")}
+                        fields["time"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record["ts"])) + \
+                            f".{int(record['ts'] % 1 * 1e3):03d}Z"
+                        self.log.write(record["event"], record.get("task"), **fields)
+                nbytes = None
+                if self.store is not None:
+                    nbytes = self.store.save_result(result)
+                if result_path is not None:
+                    result_path.parent.mkdir(parents=True, exist_ok=True)
+                    result_path.write_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+                self._event("run_end", duration=round(time.perf_counter() - started, 6), bytes=nbytes)
+                if self.progress is not None:
+                    self.progress.close()
+            dist.barrier()
+            return result
+        except BaseException as exc:
+            if self.rank == 0:
+                self._event("run_failed", error=f"{type(exc).__name__}: {exc}")
+            raise
+        finally:
+            if dist.is_initialized():
+                dist.destroy_process_group()
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def launch_main(path: str, argv: Sequence[str], nproc: int, max_restarts: int = 0) -> int:
+    """Start `path` under torchrun on this machine with `nproc` ranks (used when a program is run
+    directly with `python PROGRAM.py`)."""
+    from torch.distributed.run import main as torchrun
+
+    args = ["--standalone", f"--nproc-per-node={nproc}", f"--max-restarts={max_restarts}", path, *argv]
+    try:
+        torchrun(args)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    except Exception as exc:  # ChildFailedError: torchrun printed the failure already
+        sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
+        return 1
+    return 0
