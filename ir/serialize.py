@@ -370,9 +370,9 @@ def dumps(graph: Graph) -> str:
         with no_gc():
             data = graph_to_json(graph)
         text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
-    except ValueError as exc:
+    except (TypeError, ValueError) as exc:
         raise IRFormatError(
-            f"attributes must be JSON values; NaN and infinite floats are not ({exc})"
+            f"attributes must be JSON values (string keys; NaN and infinite floats are not JSON): {exc}"
         ) from None
     return text + "\n"
 

@@ -18,6 +18,8 @@ whose file names contain colons or spaces.
 from __future__ import annotations
 
 import string
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from dagc.ir.core import OPS, Graph, Node, Param, output_name
@@ -76,8 +78,22 @@ _TYPES = ("Tensor", "int", "float", "list[int]", "dict[str, Tensor]", "tuple[int
 _ATTR_KEYS = ("partition.device", "schedule.start", "schedule.finish", "cost.estimate", "fuse.members",
               "comm.bytes", "x.with-dash", "odd key.with space")
 _MODULE_NAMES = st.sampled_from(("quickstart", "pkg.data", "models.resnet", "ü.mod"))
+_MODULE_MAPS = st.dictionaries(_MODULE_NAMES, st.sampled_from(("quickstart.py", "pkg/data.py", "ü.py")), max_size=3)
+_GRAPH_NAMES = st.one_of(st.sampled_from(("quickstart", "train-pipeline", "my pipeline")), st.text(max_size=8))
+_ROOTS = st.sampled_from((".", "samples", "/abs/path with space", "C:\\work"))
+_MODULES = st.sampled_from(("", "quickstart", "pkg.main"))
+_PARAM_SUFFIXES = st.sampled_from(("", "_lr", "[0]", ".x"))
+_NODE_PREFIX = st.sampled_from(_NODE_PREFIXES)
+_NODE_SUFFIX = st.sampled_from(_NODE_SUFFIXES)
+_OPS = st.sampled_from(OPS)
+_TARGETS = st.sampled_from(("quickstart:train", "pkg.data:load", "m:Cls.method", "m:f.<locals>.g", "odd target",
+                            "m:a:b"))
+_KWARG_NAMES = st.lists(st.sampled_from(("lr", "seed", "x", "data", "None", "odd-key", "ü")), max_size=3,
+                        unique=True)
+_DEP_PICKS = st.lists(st.integers(min_value=0, max_value=2**16), max_size=2)
 
 
+@cache
 def scalars() -> st.SearchStrategy[object]:
     """Python values a `Const` may hold, biased towards the awkward ones."""
     return st.one_of(
@@ -91,19 +107,27 @@ def scalars() -> st.SearchStrategy[object]:
     )
 
 
+@cache
 def constants() -> st.SearchStrategy[Const]:
     return scalars().map(Const)
 
 
-def operands(refs: list[str], *, max_depth: int = 2) -> st.SearchStrategy[Operand]:
-    """Operands using only the value names in `refs` (constants only when it is empty)."""
-    leaves: st.SearchStrategy[Operand] = constants()
-    if refs:
-        leaves = st.one_of(st.sampled_from(refs).map(Ref), st.sampled_from(refs).map(Ref), constants())
+@dataclass(frozen=True)
+class _Hole:
+    """A place for a reference in an operand template, filled by `_bind` with a known value name."""
+
+    index: int
+
+
+@cache
+def _templates(max_depth: int) -> st.SearchStrategy[Any]:
+    # Built once per depth and bound to the names in scope afterwards: hypothesis strategies are
+    # costly to create and validate, and graphs need a different set of names at every node.
+    leaves = st.one_of(st.integers(min_value=0, max_value=2**16).map(_Hole), constants())
     if max_depth <= 0:
         return leaves
 
-    def extend(inner: st.SearchStrategy[Operand]) -> st.SearchStrategy[Operand]:
+    def extend(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
         return st.one_of(
             st.lists(inner, max_size=3).map(lambda items: Seq("list", tuple(items))),
             st.lists(inner, max_size=3).map(lambda items: Seq("tuple", tuple(items))),
@@ -113,6 +137,23 @@ def operands(refs: list[str], *, max_depth: int = 2) -> st.SearchStrategy[Operan
     return st.recursive(leaves, extend, max_leaves=6 * max_depth)
 
 
+def _bind(template: Any, refs: list[str]) -> Operand:
+    if isinstance(template, _Hole):
+        return Ref(refs[template.index % len(refs)]) if refs else Const(template.index)
+    if isinstance(template, Seq):
+        return Seq(template.kind, tuple(_bind(item, refs) for item in template.items))
+    if isinstance(template, Map):
+        return Map(tuple((_bind(k, refs), _bind(v, refs)) for k, v in template.items))
+    return template
+
+
+def operands(refs: list[str], *, max_depth: int = 2) -> st.SearchStrategy[Operand]:
+    """Operands using only the value names in `refs` (constants only when it is empty)."""
+    names = list(refs)
+    return _templates(max_depth).map(lambda template: _bind(template, names))
+
+
+@cache
 def spans(*, valid: bool = True) -> st.SearchStrategy[SourceSpan]:
     """Source spans; with `valid`, line >= 1 (line 0 means "no location")."""
     files = st.one_of(st.sampled_from(_SPAN_FILES), st.text(min_size=1, max_size=10))
@@ -121,6 +162,7 @@ def spans(*, valid: bool = True) -> st.SearchStrategy[SourceSpan]:
     return st.builds(SourceSpan, files, line, small, st.one_of(st.just(0), small), st.one_of(st.just(0), small))
 
 
+@cache
 def task_options() -> st.SearchStrategy[TaskOptions]:
     """Valid options, each field either left at its default or set (often all of them at once)."""
     nonneg = st.floats(min_value=0, max_value=1e6, allow_nan=False, allow_infinity=False)
@@ -149,6 +191,7 @@ def task_options() -> st.SearchStrategy[TaskOptions]:
     return st.one_of(st.just({}), some, every).map(lambda kw: TaskOptions(**kw))
 
 
+@cache
 def json_values(*, max_leaves: int = 8) -> st.SearchStrategy[Any]:
     """JSON values: nested dicts/lists of null, booleans, integers, finite floats and strings."""
     leaves = st.one_of(
@@ -168,12 +211,14 @@ def json_values(*, max_leaves: int = 8) -> st.SearchStrategy[Any]:
     )
 
 
+@cache
 def attrs() -> st.SearchStrategy[dict[str, Any]]:
     """Namespaced attributes with JSON values."""
     keys = st.one_of(st.sampled_from(_ATTR_KEYS), st.text(min_size=1, max_size=8).map(lambda s: "ns." + s))
     return st.dictionaries(keys, json_values(), max_size=3)
 
 
+@cache
 def type_names() -> st.SearchStrategy[str | None]:
     return st.one_of(st.none(), st.sampled_from(_TYPES), st.text(max_size=8))
 
@@ -190,48 +235,46 @@ def _graph(
 ) -> Graph:
     n_params = draw(st.integers(min_value=0, max_value=max_params))
     params = [
-        Param(f"p{j}{draw(st.sampled_from(('', '_lr', '[0]', '.x')))}", draw(operands([], max_depth=1)),
-              draw(type_names()), draw(spans()))
+        Param(f"p{j}{draw(_PARAM_SUFFIXES)}", _bind(draw(_templates(1)), []), draw(type_names()), draw(spans()))
         for j in range(n_params)
     ]
     graph = Graph(
-        draw(st.one_of(st.sampled_from(("quickstart", "train-pipeline", "my pipeline")), st.text(max_size=8))),
-        root=draw(st.sampled_from((".", "samples", "/abs/path with space", "C:\\work"))),
-        module=draw(st.sampled_from(("", "quickstart", "pkg.main"))),
+        draw(_GRAPH_NAMES),
+        root=draw(_ROOTS),
+        module=draw(_MODULES),
         params=params,
-        modules=draw(st.dictionaries(_MODULE_NAMES, st.sampled_from(("quickstart.py", "pkg/data.py", "ü.py")),
-                                     max_size=3)),
+        modules=draw(_MODULE_MAPS),
         span=draw(spans()),
         attrs=draw(attrs()),
     )
     values = [p.name for p in params]
+    templates = _templates(max_depth)
+    args = st.lists(templates, max_size=max_args)
     n_nodes = draw(st.integers(min_value=min_nodes, max_value=max_nodes))
+    n_outputs = st.integers(min_value=1, max_value=max_outputs)
     for i in range(n_nodes):
-        name = f"{draw(st.sampled_from(_NODE_PREFIXES))}{i}{draw(st.sampled_from(_NODE_SUFFIXES))}"
-        count = draw(st.integers(min_value=1, max_value=max_outputs))
+        name = f"{draw(_NODE_PREFIX)}{i}{draw(_NODE_SUFFIX)}"
+        count = draw(n_outputs)
         outputs = tuple(output_name(name, k, count) for k in range(count))
         names_before = [node.name for node in graph]
-        kw_names = draw(st.lists(st.sampled_from(("lr", "seed", "x", "data", "None", "odd-key", "ü")),
-                                 max_size=3, unique=True))
+        deps = [names_before[k % len(names_before)] for k in draw(_DEP_PICKS)] if names_before else []
         node = Node(
             name,
-            draw(st.sampled_from(OPS)),
-            draw(st.sampled_from(("quickstart:train", "pkg.data:load", "m:Cls.method", "m:f.<locals>.g",
-                                  "odd target", "m:a:b"))),
-            args=tuple(draw(st.lists(operands(values, max_depth=max_depth), max_size=max_args))),
-            kwargs=tuple((k, draw(operands(values, max_depth=max_depth))) for k in kw_names),
+            draw(_OPS),
+            draw(_TARGETS),
+            args=tuple(_bind(t, values) for t in draw(args)),
+            kwargs=tuple((k, _bind(draw(templates), values)) for k in draw(_KWARG_NAMES)),
             outputs=outputs,
             types=tuple(draw(type_names()) for _ in outputs),
             options=draw(task_options()),
             span=draw(spans()),
-            deps=tuple(draw(st.lists(st.sampled_from(names_before), max_size=2, unique=True)))
-            if names_before else (),
+            deps=tuple(dict.fromkeys(deps)),
             attrs=draw(attrs()),
         )
         graph.add_node(node)
         values.extend(outputs)
     if draw(st.booleans()):
-        graph.returns = draw(operands(values, max_depth=max_depth))
+        graph.returns = _bind(draw(templates), values)
     return graph
 
 

@@ -461,6 +461,8 @@ def test_loads_rejects_non_json_and_nan_attrs() -> None:
     with pytest.raises(IRFormatError, match="NaN and infinite floats"):
         dumps(g)
     assert parse_graph(print_graph(g)).attrs["x.y"] != parse_graph(print_graph(g)).attrs["x.y"]  # NaN
+    with pytest.raises(IRFormatError, match="string keys"):
+        dumps(Graph("g", attrs={"x.y": {1: "a", "b": 2}}))
 
 
 def test_graph_to_json_matches_loads_input() -> None:
