@@ -102,6 +102,14 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     emit_loader(w, graph, out_path, aliases)
     w.line()
     w.line()
+    w.line("# the task calls run() makes, in order, as (target, task): names the events of --run-dir")
+    w.line("CALLS = (")
+    with w.indent():
+        for target, task in _calls(graph, order):
+            w.line(f"({target!r}, {task!r}),")
+    w.line(")")
+    w.line()
+    w.line()
     w.line("def run(modules: dict[str, object]) -> object:")
     with w.indent():
         w.line('"""Run every task and return the pipeline\'s result."""')
@@ -119,6 +127,16 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     return w.text()
 
 
+def _calls(graph: Graph, order: list[str]) -> list[tuple[str, str]]:
+    calls = []
+    for name in order:
+        node = graph.node(name)
+        for task in _members(node) if node.op == "fused" else [node]:
+            if task.op == "task":
+                calls.append((task.target, task.name))
+    return calls
+
+
 def _emit_main(w: CodeWriter, graph: Graph) -> None:
     w.line("def main(argv: list[str] | None = None) -> int:")
     with w.indent():
@@ -127,8 +145,20 @@ def _emit_main(w: CodeWriter, graph: Graph) -> None:
         w.line('                    help="write the pipeline\'s return value to PATH (pickle)")')
         w.line('parser.add_argument("--source-root", type=Path, default=SOURCE_ROOT, metavar="DIR",')
         w.line('                    help="directory of the pipeline\'s source files (default: %(default)s)")')
+        w.line('parser.add_argument("--run-dir", type=Path, metavar="DIR",')
+        w.line('                    help="record an event log of the run in DIR (needs dagc installed)")')
         w.line("args = parser.parse_args(argv)")
-        w.line("result = run(load_modules(args.source_root))")
+        w.line("modules = load_modules(args.source_root)")
+        w.line("if args.run_dir is not None:")
+        with w.indent():
+            w.line("from dagc.runtime.instrument import Recorder")
+            w.line()
+            w.line("with Recorder(args.run_dir, PIPELINE, CALLS) as recorder:")
+            with w.indent():
+                w.line("result = recorder.finish(run(recorder.instrument(modules)))")
+        w.line("else:")
+        with w.indent():
+            w.line("result = run(modules)")
         w.line("if args.result is not None:")
         with w.indent():
             w.line("args.result.parent.mkdir(parents=True, exist_ok=True)")

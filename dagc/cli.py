@@ -55,6 +55,12 @@ def _add_cluster(p: argparse.ArgumentParser) -> None:
     g.add_argument("--link-latency", metavar="T", help="latency of every link, e.g. 20us")
 
 
+def _add_profile(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--profile", metavar="RUN_DIR",
+                   help="use the task durations and output sizes measured in this run directory's event log "
+                   "instead of the annotations")
+
+
 def _add_format(p: argparse.ArgumentParser) -> None:
     p.add_argument("--diagnostics-format", "--format-diagnostics", dest="diag_format", choices=("text", "json"),
                    default="text", help="how to print errors and warnings (default: text)")
@@ -111,11 +117,15 @@ def _compile(args: argparse.Namespace, *, passes: str | None = None, backend: st
         time_passes=getattr(args, "time_passes", False),
         stream=sys.stderr,
         details=True,
+        profile=getattr(args, "profile", None),
     )
 
 
 def _report(args: argparse.Namespace, compilation: Any) -> None:
-    _print_diagnostics(args, compilation.warnings, compilation.sources)
+    from dagc.console import verbosity
+
+    if verbosity() >= 0:  # -q: errors only
+        _print_diagnostics(args, compilation.warnings, compilation.sources)
     if getattr(args, "remarks", False):
         for remark in compilation.remarks:
             sys.stderr.write(f"remark[{remark.pass_name}]: {remark.message}\n")
@@ -215,13 +225,18 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
 
 def cmd_viz(args: argparse.Namespace) -> int:
-    from dagc.backends.graphviz import RenderError, render, to_dot
+    from dagc.backends.graphviz import FocusError, RenderError, render, to_dot
 
     out = Path(args.output)
     passes = _passes_until(args, args.after) if args.after is not None else args.passes
     compilation = _compile(args, passes=passes)
     _report(args, compilation)
-    dot = to_dot(compilation.graph)
+    collapse = {"auto": "auto", "yes": True, "no": False}[args.collapse]
+    try:
+        dot = to_dot(compilation.graph, cluster=_cluster(args), collapse=collapse, focus=args.focus,
+                     depth=args.depth)
+    except FocusError as exc:
+        raise UsageError(f"--focus: {exc}") from None
     try:
         render(dot, out)
     except RenderError as exc:
@@ -229,7 +244,74 @@ def cmd_viz(args: argparse.Namespace) -> int:
         fallback.write_text(dot, encoding="utf-8")
         sys.stderr.write(f"error: {exc}\nwrote the DOT source to {fallback} instead\n")
         return EXIT_ERRORS
-    sys.stderr.write(f"wrote {out}\n")
+    from dagc.console import note
+
+    note("wrote %s", out)
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from dagc.console import note
+    from dagc.profile import ProfileError, load_run
+    from dagc.report import build_report, find_run_graph
+
+    try:
+        run = load_run(args.run_dir, args.run)
+    except (ProfileError, OSError) as exc:
+        raise UsageError(f"{args.run_dir}: {exc}") from None
+    graph, cluster = None, None
+    if args.ir is not None:
+        args.input = args.ir
+        cluster = _cluster(args)
+        compilation = _compile(args)
+        _report(args, compilation)
+        graph = compilation.graph
+    else:
+        graph = find_run_graph(run.run_dir)
+        if graph is not None and (args.cluster or args.link_bandwidth or args.link_latency):
+            cluster = _cluster(args)
+    out = Path(args.output) if args.output else run.run_dir / "report.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    from dagc.cost import CostModel
+
+    out.write_text(build_report(run, graph, cluster, CostModel(backend=args.backend)), encoding="utf-8")
+    note("wrote %s (run %s, %d tasks%s)", out, run.run_id, len(run.tasks),
+         "" if graph is not None else "; no IR: give --ir SCRIPT|IR.json for the graph and estimates")
+    return EXIT_OK
+
+
+def cmd_timeline(args: argparse.Namespace) -> int:
+    from dagc.backends import timeline
+    from dagc.backends.graphviz import RenderError
+    from dagc.console import note
+
+    charts = []
+    graph, cluster = None, None
+    if args.input is not None:
+        cluster = _cluster(args)
+        compilation = _compile(args)
+        _report(args, compilation)
+        graph = compilation.graph
+    if args.run_dir is not None:
+        from dagc.profile import ProfileError, load_run
+
+        try:
+            charts.append(timeline.measured(load_run(args.run_dir), graph))
+        except (ProfileError, OSError) as exc:
+            raise UsageError(f"--run-dir {args.run_dir}: {exc}") from None
+    if graph is not None:
+        try:
+            charts.append(timeline.estimated(graph, cluster))
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    if not charts:
+        raise UsageError("give a SCRIPT|IR.json (the estimated schedule), --run-dir RUN_DIR (a run), or both")
+    try:
+        timeline.render(charts, Path(args.output))
+    except RenderError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_ERRORS
+    note("wrote %s", args.output)
     return EXIT_OK
 
 
@@ -268,6 +350,12 @@ def _write_or_print(text: str, output: str | None) -> None:
 
 
 # ---- parser ---------------------------------------------------------------------------------------
+def _add_verbosity(p: argparse.ArgumentParser, default: Any) -> None:
+    p.add_argument("-v", "--verbose", action="count", default=default,
+                   help="say more: what each step did and took (-vv: debugging detail)")
+    p.add_argument("-q", "--quiet", action="count", default=default, help="errors only")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from dagc.backends import BACKENDS
 
@@ -277,6 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
         "and emits IR, local/Ray/torch.distributed programs and graph pictures.",
     )
     parser.add_argument("--version", action="version", version=f"dagc {__version__}")
+    _add_verbosity(parser, 0)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("compile", help="write IR (JSON and text), a program and a picture to a directory",
@@ -287,6 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="local", choices=sorted(BACKENDS), help="program to emit (default: local)")
     _add_passes(p)
     _add_cluster(p)
+    _add_profile(p)
     _add_format(p)
     p.set_defaults(func=cmd_compile)
 
@@ -304,6 +394,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     _add_passes(p)
     _add_cluster(p)
+    _add_profile(p)
     _add_format(p)
     p.set_defaults(func=cmd_ir)
 
@@ -314,6 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     _add_passes(p)
     _add_cluster(p)
+    _add_profile(p)
     _add_format(p)
     p.set_defaults(func=cmd_emit)
 
@@ -322,8 +414,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input(p)
     p.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.svg, FILE.png, FILE.pdf or FILE.dot")
     p.add_argument("--after", metavar="PASS", help="draw the graph as it is after this pass")
+    p.add_argument("--focus", metavar="TASK", help="draw only TASK and the tasks within --depth edges of it")
+    p.add_argument("--depth", type=int, default=2, metavar="N", help="edges around --focus TASK (default: 2)")
+    p.add_argument("--collapse", choices=("auto", "yes", "no"), default="auto",
+                   help="draw the instances of an unrolled loop (train[0], train[1], …) on one device as one box "
+                   "(default: auto, when the graph has more than 60 tasks)")
     _add_passes(p)
     _add_cluster(p)
+    _add_profile(p)
     _add_format(p)
     p.set_defaults(func=cmd_viz)
 
@@ -336,8 +434,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("program_args", nargs=argparse.REMAINDER, help="arguments after -- go to the program")
     _add_passes(p)
     _add_cluster(p)
+    _add_profile(p)
     _add_format(p)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("report", help="write an HTML report of a run (graph, timelines, tasks, failures)",
+                       description="Write one self-contained HTML page about a run: the partitioned graph, the "
+                       "measured timeline beside the estimated one, a sortable task table and the failures.")
+    p.add_argument("run_dir", metavar="RUN_DIR", help="the run directory (it holds events.jsonl)")
+    p.add_argument("-o", "--output", metavar="FILE", help="the page to write (default: RUN_DIR/report.html)")
+    p.add_argument("--ir", metavar="SCRIPT|IR.json", help="the compiled pipeline, for the graph and the estimates "
+                   "(default: RUN_DIR/ir.json or RUN_DIR/*.ir.json when present)")
+    p.add_argument("--run", metavar="ID", help="which run of the event log (default: the latest)")
+    p.add_argument("--pipeline", metavar="NAME", help="which @dagc.pipeline of --ir to compile")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="as for compile")
+    p.add_argument("--backend", default="local", choices=sorted(BACKENDS), help="backend of the run (cost model)")
+    _add_passes(p)
+    _add_cluster(p)
+    _add_profile(p)
+    _add_format(p)
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("timeline", help="draw the estimated schedule and/or a run as a Gantt chart",
+                       description="Draw a Gantt chart (svg, png or pdf): the estimated schedule of a script "
+                       "(needs --cluster), a run's measured timeline (--run-dir), or both on one time axis.")
+    p.add_argument("input", nargs="?", metavar="SCRIPT|IR.json", help="the pipeline, for the estimated schedule")
+    p.add_argument("-o", "--output", required=True, metavar="FILE", help="FILE.svg, FILE.png or FILE.pdf")
+    p.add_argument("--run-dir", metavar="RUN_DIR", help="also draw this run's measured timeline")
+    p.add_argument("--pipeline", metavar="NAME", help="which @dagc.pipeline to compile when the file has several")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="as for compile")
+    _add_passes(p)
+    _add_cluster(p)
+    _add_profile(p)
+    _add_format(p)
+    p.set_defaults(func=cmd_timeline)
 
     try:
         from dagc.plan import add_plan_arguments, run_plan_command
@@ -348,13 +478,20 @@ def build_parser() -> argparse.ArgumentParser:
                            description="Partition and schedule a script, a saved IR, STG task graphs (.stg) or "
                            "WfCommons workflows (.json) on a cluster, and print the plan.")
         add_plan_arguments(p)
+        if not any("--profile" in a.option_strings for a in p._actions):
+            _add_profile(p)
         p.set_defaults(func=run_plan_command)
+    for command in sub.choices.values():  # -v / -q also after the command
+        _add_verbosity(command, argparse.SUPPRESS)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    from dagc.console import setup_logging
+
+    setup_logging(getattr(args, "verbose", 0) or 0, getattr(args, "quiet", 0) or 0)
     if getattr(args, "program_args", None) and args.program_args[:1] == ["--"]:
         args.program_args = args.program_args[1:]
     try:

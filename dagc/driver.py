@@ -102,16 +102,32 @@ def compile_file(
     time_passes: bool = False,
     stream: TextIO | None = None,
     details: bool = False,
+    profile: str | Path | None = None,
 ) -> Any:
     """Compile `path` and run `passes` (default: `default_pipeline(cluster)`).
 
     Returns the Graph, or the whole `Compilation` when `details=True`. Raises `CompileError` with
-    every diagnostic when the input has errors.
+    every diagnostic when the input has errors. `profile`: a run directory whose measured task
+    durations and output sizes replace the annotations (see `dagc.profile`).
     """
+    from dagc.console import logger, status
+
     sink = DiagnosticSink()
-    graph, sources = load_input(path, pipeline_name=pipeline_name, params=params, sink=sink)
+    with status(lambda: f"reading {path}"):
+        graph, sources = load_input(path, pipeline_name=pipeline_name, params=params, sink=sink)
     if graph is None or sink.has_errors:
         raise CompileError(sink.sorted())
+    logger.info("read pipeline `%s` from %s: %d tasks", graph.name, path, len(graph))
+    if profile is not None:
+        from dagc.profile import ProfileError, apply_profile, load_run
+
+        try:
+            measured = apply_profile(graph, load_run(profile))
+        except (ProfileError, OSError) as exc:
+            sink.error("DAGC007", f"cannot use the profile {profile}: {exc}", None,
+                       hint="give the run directory of a finished run (it holds events.jsonl)")
+            raise CompileError(sink.sorted()) from None
+        logger.info("profile %s: measured costs for %d of %d tasks", profile, len(measured), len(graph))
     spec = passes if passes is not None else default_pipeline(cluster)
     try:
         pipeline = parse_pipeline(spec)
@@ -124,9 +140,14 @@ def compile_file(
     manager = PassManager(pipeline, print_after=print_after, print_after_all=print_after_all,
                           time_passes=time_passes, stream=stream)
     try:
-        manager.run(ctx, graph)
+        with status(lambda: f"compiling `{graph.name}` ({len(graph)} tasks): pass "
+                    f"{min(len(manager.timings) + 1, len(pipeline))}/{len(pipeline)} "
+                    f"{pipeline[min(len(manager.timings), len(pipeline) - 1)].name if pipeline else ''}"):
+            manager.run(ctx, graph)
     except CompileError as exc:
         raise CompileError([*sink.sorted(), *[d for d in exc.diagnostics if d not in sink.diagnostics]]) from None
+    for name, seconds in manager.timings:
+        logger.info("pass %-10s %8.1f ms", name, seconds * 1000)
     compilation = Compilation(graph, sources, [d for d in sink.sorted() if not d.is_error], ctx.remarks,
                               manager.timings, spec)
     return compilation if details else graph

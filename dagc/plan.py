@@ -65,7 +65,8 @@ def run_plan_command(args: argparse.Namespace) -> int:
         sys.stderr.write(render_text([Diagnostic("DAGC301", Severity.ERROR, exc.message, hint=exc.hint)]))
         return 2
     return run_plan(args.files, cluster, args.algo, args.json, sys.stdout,
-                    seed=getattr(args, "seed", 0), budget=getattr(args, "budget", DEFAULT_BUDGET))
+                    seed=getattr(args, "seed", 0), budget=getattr(args, "budget", DEFAULT_BUDGET),
+                    profile=getattr(args, "profile", None))
 
 
 @dataclass
@@ -83,6 +84,7 @@ class PlanResult:
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
     defaults: dict[str, list[str]] = field(default_factory=lambda: {"cost": [], "out_size": []})
+    profiled: str | None = None  # which costs came from a profile (dagc.profile.describe_profile)
     errors: list[Diagnostic] = field(default_factory=list)
 
     @property
@@ -101,6 +103,8 @@ class PlanResult:
             cut_edges=self.cut_edges, cut_bytes=self.cut_bytes, valid=self.valid, problems=self.problems,
             seconds=round(self.seconds, 6), defaults=self.defaults,
         )
+        if self.profiled:
+            out["profile"] = self.profiled
         return out
 
 
@@ -115,7 +119,8 @@ def _problem_from_task_graph(tg: TaskGraph, cluster: Cluster) -> Problem:
     )
 
 
-def _load(path: str, cluster: Cluster, cost: CostModel) -> tuple[Problem, dict[str, list[str]]]:
+def _load(path: str, cluster: Cluster, cost: CostModel, profile: str | None = None,
+          result: PlanResult | None = None) -> tuple[Problem, dict[str, list[str]]]:
     """The file as a scheduling problem, with the tasks that used default estimates."""
     none: dict[str, list[str]] = {"cost": [], "out_size": []}
     if path.endswith(".stg"):
@@ -132,7 +137,7 @@ def _load(path: str, cluster: Cluster, cost: CostModel) -> tuple[Problem, dict[s
     elif path.endswith(".py"):
         from dagc.driver import compile_file
 
-        graph = compile_file(path, passes="verify,dce,cse")
+        graph = compile_file(path, passes="verify,dce,cse", profile=profile)
     else:
         raise CompileError([Diagnostic(
             "DAGC006", Severity.ERROR, f"cannot plan {path!r}: unknown kind of file",
@@ -141,16 +146,24 @@ def _load(path: str, cluster: Cluster, cost: CostModel) -> tuple[Problem, dict[s
     from dagc.passes.base import PassContext
     from dagc.passes.partition import build_problem
 
+    if profile is not None and not graph.attrs.get("profile.run"):
+        from dagc.profile import apply_profile, load_run
+
+        apply_profile(graph, load_run(profile))
+    if result is not None:
+        from dagc.profile import describe_profile
+
+        result.profiled = describe_profile(graph)
     p = build_problem(PassContext(cluster=cluster, cost_model=cost), graph)
     return p, cost.defaulted(graph)
 
 
 def plan_file(path: str, cluster: Cluster, algo: str = "dagc", *, seed: int = 0,
-              budget: float = DEFAULT_BUDGET, cost: CostModel | None = None) -> PlanResult:
+              budget: float = DEFAULT_BUDGET, cost: CostModel | None = None, profile: str | None = None) -> PlanResult:
     cost = cost or CostModel()
     result = PlanResult(file=path, devices=cluster.n_devices, algo=algo)
     try:
-        p, result.defaults = _load(path, cluster, cost)
+        p, result.defaults = _load(path, cluster, cost, profile, result)
     except CompileError as exc:
         result.errors = exc.diagnostics
         return result
@@ -174,9 +187,9 @@ def plan_file(path: str, cluster: Cluster, algo: str = "dagc", *, seed: int = 0,
 
 
 def run_plan(files: list[str], cluster: Cluster, algo: str, as_json: bool, out: TextIO, *,
-             seed: int = 0, budget: float = DEFAULT_BUDGET) -> int:
+             seed: int = 0, budget: float = DEFAULT_BUDGET, profile: str | None = None) -> int:
     """Plan every file; print a table (or JSON). Returns 0 when every file got a valid plan."""
-    results = [plan_file(f, cluster, algo, seed=seed, budget=budget) for f in files]
+    results = [plan_file(f, cluster, algo, seed=seed, budget=budget, profile=profile) for f in files]
     if as_json:
         out.write(json.dumps([r.to_json() for r in results], indent=1) + "\n")
     else:
@@ -218,6 +231,8 @@ def _table(results: list[PlanResult], cluster: Cluster, algo: str) -> str:
         if len(results) == 1 and r.utilization:
             lines.append("utilization per device: " + ", ".join(
                 f"{d}: {100 * u:.0f}%" for d, u in enumerate(r.utilization)))
+        if r.profiled:
+            lines.append(f"note: {r.file}: {r.profiled}")
         if r.defaults["cost"]:
             lines.append(f"note: {r.file}: {len(r.defaults['cost'])} task(s) give no cost or flops and are "
                          f"assumed to take {format_duration(CostModel().default_cost)}: "

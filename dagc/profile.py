@@ -1,0 +1,258 @@
+"""Measured runs: read a run directory's event log, and compile with its measurements (`--profile`).
+
+`load_run(RUN_DIR)` summarises one run of the event log (by default the latest run that started
+a task): per task its start and end, duration, output bytes, attempts, failures with tracebacks,
+and where it ran. `apply_profile(graph, run)` puts the measured durations and output sizes in place
+of the annotations before the passes run:
+
+- a node whose name the run measured gets `options.cost` = its measured duration (`flops` is
+  cleared) and, when the run recorded the size of its stored outputs, `options.out_size` = that
+  size; the annotations it had are kept in `attrs["profile.annotated"]`, and `attrs` gets
+  `profile.duration` / `profile.bytes`;
+- a fused group measured as a whole is split over its members in proportion to their annotated
+  costs; members measured one by one are summed into their group;
+- the graph gets `attrs["profile.run"]` (the run's id) and `attrs["profile.dir"]`.
+
+Durations of a task that ran several times (retries) are those of its last successful attempt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dagc.ir.core import Graph, Node
+
+__all__ = ["TaskRecord", "RunRecord", "ProfileError", "load_run", "apply_profile", "profiled_tasks"]
+
+
+class ProfileError(ValueError):
+    """A run directory or its event log could not be used; the message says why."""
+
+
+@dataclass
+class TaskRecord:
+    """One task of a run, as its events describe it (times in seconds since the run started)."""
+
+    name: str
+    start: float | None = None
+    end: float | None = None
+    duration: float | None = None
+    bytes: int | None = None
+    attempts: int = 0
+    status: str = "pending"  # ok | failed | skipped | running | pending
+    failures: list[dict[str, Any]] = field(default_factory=list)  # {error, traceback, attempt, start, end}
+    device: Any = None
+    host: str | None = None
+    pid: int | None = None
+    rank: Any = None
+    node: Any = None
+
+    @property
+    def lane(self) -> str:
+        """Where it ran, for a timeline lane: its device, else its host and process."""
+        if self.device is not None:
+            return f"device {self.device}"
+        if self.rank is not None:
+            return f"rank {self.rank}"
+        if self.host or self.pid:
+            return f"{self.host or '?'} pid {self.pid}"
+        return "run"
+
+
+@dataclass
+class RunRecord:
+    """One run: its id, pipeline, duration, tasks (in order of first start) and run-level failure."""
+
+    run_dir: Path
+    run_id: str
+    pipeline: str | None = None
+    start_ts: float = 0.0
+    duration: float | None = None
+    status: str = "running"  # ok | failed | running
+    error: str | None = None
+    tasks: dict[str, TaskRecord] = field(default_factory=dict)
+
+    @property
+    def makespan(self) -> float:
+        """Seconds from the first task's start to the last task's end."""
+        starts = [t.start for t in self.tasks.values() if t.start is not None]
+        ends = [t.end for t in self.tasks.values() if t.end is not None]
+        return max(ends) - min(starts) if starts and ends else 0.0
+
+    @property
+    def failures(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(t.name, f) for t in self.tasks.values() for f in t.failures]
+
+
+def _events_path(run_dir: Path) -> Path:
+    if run_dir.is_file() and run_dir.suffix == ".jsonl":
+        return run_dir
+    path = run_dir / "events.jsonl"
+    if not path.is_file():
+        raise ProfileError(f"{run_dir} has no event log (events.jsonl); give the run directory of a run "
+                           "(emitted programs write it with --run-dir)")
+    return path
+
+
+def load_run(run_dir: str | Path, run: str | None = None) -> RunRecord:
+    """The run `run` (default: the latest one that ran a task) of `run_dir`'s event log."""
+    from dagc.runtime.events import read_events
+
+    root = Path(run_dir)
+    events = read_events(_events_path(root))
+    if not events:
+        raise ProfileError(f"the event log of {run_dir} is empty")
+    runs: list[str] = []
+    for e in events:
+        if e.get("run") not in runs:
+            runs.append(e.get("run"))
+    if run is None:
+        ran = [r for r in runs if any(e.get("run") == r and e.get("event") in ("end", "failure") for e in events)]
+        if not ran:
+            raise ProfileError(f"no run in {run_dir} finished a task")
+        run = ran[-1]
+    elif run not in runs:
+        raise ProfileError(f"no run {run!r} in {run_dir} (runs: {', '.join(map(str, runs))})")
+    mine = [e for e in events if e.get("run") == run]
+    origin = min(float(e.get("ts", 0.0)) for e in mine)
+    record = RunRecord(root if root.is_dir() else root.parent, str(run), start_ts=origin)
+    for e in mine:
+        kind = e.get("event")
+        ts = float(e.get("ts", origin)) - origin
+        if kind == "run_start":
+            record.pipeline = e.get("pipeline")
+            continue
+        if kind == "run_end":
+            record.status = "ok"
+            record.duration = e.get("duration", ts)
+            continue
+        if kind == "run_failed":
+            record.status = "failed"
+            record.error = e.get("error")
+            record.duration = ts
+            continue
+        name = e.get("task")
+        if not isinstance(name, str):
+            continue
+        task = record.tasks.setdefault(name, TaskRecord(name))
+        for key in ("device", "host", "pid", "rank", "node"):
+            if e.get(key) is not None:
+                setattr(task, key, e[key])
+        if kind == "start":
+            task.attempts = max(task.attempts, int(e.get("attempt", 1) or 1))
+            task.start = ts
+            task.end = None
+            task.status = "running"
+        elif kind == "end":
+            duration = float(e.get("duration") or 0.0)
+            task.end = ts
+            task.start = task.start if task.start is not None else ts - duration
+            task.duration = duration
+            task.bytes = e.get("bytes") if isinstance(e.get("bytes"), int) else task.bytes
+            task.status = "ok"
+        elif kind == "failure":
+            duration = float(e.get("duration") or 0.0)
+            start = task.start if task.start is not None else ts - duration
+            task.failures.append({"error": e.get("error", ""), "traceback": e.get("traceback", ""),
+                                  "attempt": task.attempts or 1, "start": start, "end": ts})
+            task.end = ts
+            task.start = start
+            task.status = "failed"
+        elif kind == "skip":
+            task.status = "skipped"
+            task.start = task.end = ts
+    if record.duration is None and record.status == "running":
+        record.duration = max((t.end or 0.0 for t in record.tasks.values()), default=0.0)
+    meta = record.run_dir / "run.json"
+    if record.pipeline is None and meta.is_file():
+        try:
+            record.pipeline = json.loads(meta.read_text(encoding="utf-8")).get("pipeline")
+        except ValueError:
+            pass
+    return record
+
+
+def profiled_tasks(graph: Graph) -> list[str]:
+    """Names of the nodes whose costs came from a profile, in program order."""
+    return [n.name for n in graph if "profile.duration" in n.attrs]
+
+
+def _measure(node: Node, duration: float, nbytes: int | None) -> None:
+    opts = node.options
+    node.attrs["profile.annotated"] = {"cost": opts.cost, "flops": opts.flops, "out_size": opts.out_size}
+    node.attrs["profile.duration"] = round(duration, 6)
+    changes: dict[str, Any] = {"cost": max(0.0, float(duration)), "flops": None}
+    if nbytes is not None:
+        node.attrs["profile.bytes"] = int(nbytes)
+        changes["out_size"] = int(nbytes)
+    node.options = dataclasses.replace(opts, **changes)
+
+
+def apply_profile(graph: Graph, run: RunRecord) -> list[str]:
+    """Use `run`'s measurements as `graph`'s costs (see the module docstring); returns the names
+    of the nodes that got a measured cost, in program order."""
+    from dagc.ir.serialize import node_from_json, node_to_json
+
+    measured = {name: t for name, t in run.tasks.items() if t.status == "ok" and t.duration is not None}
+    for node in graph:
+        if node.op == "transfer":
+            continue
+        record = measured.get(node.name)
+        if record is not None:
+            _measure(node, record.duration or 0.0, record.bytes)
+            continue
+        if node.op == "fused" and node.attrs.get("fuse.members"):
+            members = [node_from_json(m) for m in node.attrs["fuse.members"]]
+            got = [measured.get(m.name) for m in members]
+            if all(g is not None for g in got):
+                sizes = [g.bytes for g in got if g is not None and g.bytes is not None]
+                _measure(node, sum(g.duration or 0.0 for g in got if g is not None), max(sizes) if sizes else None)
+                for member, g in zip(members, got):
+                    if g is not None:
+                        _measure(member, g.duration or 0.0, g.bytes)
+                node.attrs["fuse.members"] = [node_to_json(m) for m in members]
+    # a group measured as a whole, now compiled unfused: split it over its members
+    for name, record in measured.items():
+        if name in graph or not name.startswith("fused."):
+            continue
+        # the group's first member gives it its name (`fused.FIRST`)
+        first = name[len("fused."):]
+        if first not in graph or "profile.duration" in graph.node(first).attrs:
+            continue
+        chain = [first]
+        while True:
+            succ = graph.successors(chain[-1])
+            if len(succ) != 1 or len(graph.predecessors(succ[0])) != 1 or succ[0] in measured:
+                break
+            chain.append(succ[0])
+        weights = [graph.node(n).options.cost or 1.0 for n in chain]
+        total = sum(weights) or 1.0
+        for n, w in zip(chain, weights):
+            _measure(graph.node(n), (record.duration or 0.0) * w / total, record.bytes if n == chain[-1] else None)
+    names = profiled_tasks(graph)
+    if names:
+        graph.attrs["profile.run"] = run.run_id
+        graph.attrs["profile.dir"] = str(run.run_dir)
+    return names
+
+
+def describe_profile(graph: Graph) -> str | None:
+    """One line saying which costs came from a profile (None when none did)."""
+    names = profiled_tasks(graph)
+    if not names:
+        return None
+    rest = [n.name for n in graph if n.op not in ("transfer", "glue") and n.name not in set(names)]
+    text = (f"costs of {len(names)} task(s) measured in run {graph.attrs.get('profile.run')} "
+            f"({graph.attrs.get('profile.dir')}): {', '.join(names)}")
+    if rest:
+        text += f"; from annotations: {', '.join(rest)}"
+    return text
+
+
+def finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x)
