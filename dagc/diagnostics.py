@@ -48,6 +48,7 @@ CODES: dict[str, str] = {
     "DAGC004": "unknown or ambiguous pipeline name",
     "DAGC005": "bad compile-time parameter",
     "DAGC006": "input file kind not recognised",
+    "DAGC007": "profile (run directory) cannot be used",
     "DAGC101": "undefined name",
     "DAGC102": "value used before it is produced",
     "DAGC103": "unknown keyword argument to a task",
