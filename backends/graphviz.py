@@ -674,13 +674,14 @@ def render(dot_source: str, out: Path) -> Path:
     return out
 
 
-def pipe(dot_source: str, fmt: str, engine: str = "dot", neato_no_op: int | None = None) -> bytes:
-    """The picture in format `fmt`, drawn by Graphviz's `engine`."""
+def pipe(dot_source: str, fmt: str, engine: str = "dot", neato_no_op: int | None = None,
+         quiet: bool = False) -> bytes:
+    """The picture in format `fmt`, drawn by Graphviz's `engine` (`quiet`: drop its warnings)."""
     try:
         if fmt == "png":
             # a sharper picture (the default is 72 dpi)
             dot_source = dot_source.replace("{", "{\n\tgraph [dpi=110]", 1)
-        return graphviz.Source(dot_source, engine=engine).pipe(format=fmt, neato_no_op=neato_no_op)
+        return graphviz.Source(dot_source, engine=engine).pipe(format=fmt, neato_no_op=neato_no_op, quiet=quiet)
     except graphviz.ExecutableNotFound:
         raise RenderError(
             "Graphviz's `dot` program is not installed, so the picture cannot be rendered; "

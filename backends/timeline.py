@@ -201,15 +201,21 @@ _CHART_GAP = 34
 _TOP = 30
 
 
+_TIME_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
+
+
 def _ticks(end: float, count: int = 8) -> list[float]:
     if end <= 0:
         return [0.0]
     raw = end / count
-    step = 10 ** math.floor(math.log10(raw))
-    for m in (1, 2, 2.5, 5, 10):
-        if raw <= m * step:
-            step *= m
-            break
+    if 1 <= raw <= _TIME_STEPS[-1]:
+        step = float(next(t for t in _TIME_STEPS if t >= raw))  # whole seconds, minutes, hours
+    else:
+        step = 10 ** math.floor(math.log10(raw))
+        for m in (1, 2, 2.5, 5, 10):
+            if raw <= m * step:
+                step *= m
+                break
     ticks, t = [], 0.0
     while t <= end * 1.0001:
         ticks.append(round(t, 12))
@@ -221,17 +227,21 @@ def _shapes(charts: list[Chart], width: int) -> tuple[list[tuple[Any, ...]], int
     """Primitive shapes of the charts stacked vertically: ("rect", x, y, w, h, fill, stroke, dash,
     tooltip, label), ("line", x1, y1, x2, y2, colour, width, dash), ("text", x, y, text, size, anchor,
     bold, colour). Returns the shapes and the total height."""
-    end = max((c.end for c in charts), default=0.0) or 1.0
+    ends = [c.end for c in charts]
+    # one time axis for all, unless their lengths differ so much that one would be a sliver
+    shared = max(ends, default=0.0) <= 4 * min(ends, default=0.0)
     plot_w = width - _LABEL_W - 20
-    scale = plot_w / end
-    ticks = _ticks(end)
     shapes: list[tuple[Any, ...]] = []
     y = 10
     for chart in charts:
+        end = (max(ends) if shared else chart.end) or 1.0
+        scale = plot_w / end
+        ticks = _ticks(end)
         has_strip = {b.lane for b in chart.bars if b.kind == "transfer"}
         shapes.append(("text", 10, y + 14, chart.title, 13, "start", True, "#222222"))
-        if chart.note:
-            shapes.append(("text", width - 10, y + 14, chart.note, 11, "end", False, "#555555"))
+        note = chart.note + ("" if shared or len(charts) == 1 else " (own time axis)")
+        if note:
+            shapes.append(("text", width - 10, y + 14, note, 11, "end", False, "#555555"))
         y += _TOP
         top = y
         lane_y: dict[str, int] = {}
@@ -365,7 +375,7 @@ def to_pinned_dot(charts: list[Chart], width: int = 960) -> str:
             lines.append(f'\t{a} -> {b} [color="{colour}" penwidth={width_}]')
         else:
             _, x, y, text, size, anchor, bold, colour = s
-            tw = len(text) * size * 0.58
+            tw = len(text) * size * (0.68 if bold else 0.6)
             cx = x + tw / 2 if anchor == "start" else x - tw / 2 if anchor == "end" else x
             font = ' fontname="Helvetica-Bold"' if bold else ""
             lines.append(f'\tt{k} [shape=plaintext fontsize={size} fontcolor="{colour}"{font} width={tw / 72:.4f} '
@@ -383,5 +393,5 @@ def render(charts: list[Chart], out: Path, width: int = 960) -> Path:
     if fmt == "svg":
         out.write_text(to_svg(charts, width), encoding="utf-8")
         return out
-    out.write_bytes(pipe(to_pinned_dot(charts, width), fmt, engine="neato", neato_no_op=2))
+    out.write_bytes(pipe(to_pinned_dot(charts, width), fmt, engine="neato", neato_no_op=2, quiet=True))
     return out

@@ -55,10 +55,12 @@ class TaskRecord:
     @property
     def lane(self) -> str:
         """Where it ran, for a timeline lane: its device, else its host and process."""
-        if self.device is not None:
+        if isinstance(self.device, int) and not isinstance(self.device, bool):
             return f"device {self.device}"
         if self.rank is not None:
             return f"rank {self.rank}"
+        if self.device is not None:
+            return f"device {self.device}"
         if self.host or self.pid:
             return f"{self.host or '?'} pid {self.pid}"
         return "run"

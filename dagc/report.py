@@ -131,7 +131,7 @@ def build_report(run: RunRecord, graph: Graph | None = None, cluster: Any = None
             ("measured makespan", esc(_seconds(run.makespan))),
             ("run duration", esc(_seconds(run.duration)))]
     if isinstance(estimate, (int, float)):
-        ratio = f" (measured / estimated = {run.makespan / estimate:.2f})" if estimate > 0 else ""
+        ratio = f" (measured / estimated = {run.makespan / estimate:.3g})" if estimate > 0 else ""
         rows.append(("estimated makespan", esc(_seconds(float(estimate))) + ratio))
     if graph is not None and graph.attrs.get("profile.run"):
         rows.append(("costs from", f"profile of run {esc(str(graph.attrs['profile.run']))}"))
