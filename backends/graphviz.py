@@ -411,6 +411,9 @@ def to_dot(
 
     def add_node(sub: graphviz.Digraph, node: Node, colour: str | None) -> None:
         critical = node.name in crit_nodes
+        if node.op in _REGION_BODIES:
+            add_region(sub, node, colour, critical)
+            return
         if node.op == "fused" and node.name in member_nodes:
             members = member_nodes[node.name]
             with sub.subgraph(name=f"cluster_fused_{_safe(node.name)}") as box:
@@ -433,6 +436,37 @@ def to_dot(
             return
         sub.node(_node_id(node.name), label=_label(node, cost_model, cluster),
                  tooltip=_tooltip(node, cost_model, cluster, critical), **attrs)
+
+    def add_region(sub: graphviz.Digraph, node: Node, colour: str | None, critical: bool) -> None:
+        """A `cond` or `loop` region: a dashed box holding its bodies; edges meet at its head node."""
+        with sub.subgraph(name=f"cluster_region_{_safe(node.name)}") as box:
+            box.attr(label=f"{node.op} {node.name}", style="dashed,rounded", color=CRITICAL_COLOUR if critical
+                     else "#555555", fontsize="10", fontcolor="#555555")
+            head = _node_style(node, colour, critical)
+            head.update(shape="diamond" if node.op == "cond" else "hexagon", style="filled,dashed", fontsize="9")
+            box.node(_node_id(node.name), label=_region_head(node), tooltip=_tooltip(node, cost_model, cluster,
+                                                                                        critical), **head)
+            for key in _REGION_BODIES[node.op]:
+                body = _body_nodes(node, key)
+                if not body:
+                    continue
+                with box.subgraph(name=f"cluster_region_{_safe(node.name)}_{_safe(key)}") as part:
+                    part.attr(label=key.rpartition(".")[2], style="dashed,rounded", color="#999999",
+                              fontsize="9", fontcolor="#777777")
+                    made: dict[str, str] = {}
+                    for member in body:
+                        mid = f"region.{node.name}.{key}.{member.name}"
+                        part.node(mid, label=_label(member, cost_model, None), fontsize="10",
+                                  tooltip=_tooltip(member, cost_model, None) + f"\nin {node.op} {node.name}",
+                                  **_node_style(member, colour, False))
+                        for value in member.input_values():
+                            if value in made:
+                                part.edge(made[value], mid)
+                        for value in member.outputs:
+                            made[value] = mid
+                # declared in the region's box, not the body's, so the head stays outside the body
+                box.edge(_node_id(node.name), f"region.{node.name}.{key}.{body[0].name}", style="dotted",
+                         arrowhead="none")
 
     def add_group(sub: graphviz.Digraph, key: tuple[str, tuple[int, ...]], members: list[Node],
                   colour: str | None) -> None:
@@ -565,6 +599,33 @@ def to_dot(
         dot.node("legend", label=_legend(graph, nodes, cluster, collapse and bool(groups), bool(member_nodes)),
                  shape="plaintext", style="", margin="0")
     return dot.source
+
+
+_REGION_BODIES = {"cond": ("region.then", "region.else"), "loop": ("region.body",)}
+
+
+def _body_nodes(node: Node, key: str) -> list[Node]:
+    from dagc.ir.serialize import node_from_json
+
+    out = []
+    for item in node.attrs.get(key) or []:
+        try:
+            out.append(node_from_json(item))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def _region_head(node: Node) -> str:
+    if node.op == "cond":
+        from dagc.ir.printer import format_operand
+
+        pred = format_operand(node.args[0]) if node.args else "?"
+        return f"<<B>if</B> {html.escape(pred)}>"
+    trips = node.attrs.get("region.iter")
+    items = next((v for v in trips.values() if isinstance(v, list)), None) if isinstance(trips, dict) else None
+    count = len(items) if items is not None else None
+    return f"<<B>loop</B>{f' ≤ {count} trips' if count is not None else ''}>"
 
 
 def _subtitle(graph: Graph, nodes: list[Node], cluster: Any, visible: set[str] | None, focus: str | None) -> str:
