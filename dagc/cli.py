@@ -157,7 +157,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     compilation = _compile(args, passes="verify")
     _report(args, compilation)
     graph = compilation.graph
-    if args.diag_format == "text":
+    from dagc.console import verbosity
+
+    if args.diag_format == "text" and verbosity() >= 0:
         sys.stderr.write(f"{args.input}: ok — pipeline `{graph.name}`, {len(graph)} tasks, "
                          f"{len(compilation.warnings)} warning(s)\n")
     return EXIT_OK
@@ -185,13 +187,17 @@ def cmd_compile(args: argparse.Namespace) -> int:
     write(out / f"{stem}.ir.txt", print_graph(graph), "IR (text)")
     program = out / f"{stem}_{args.backend}.py"
     write(program, emit(graph, args.backend, program), f"{args.backend} program")
-    dot = to_dot(graph)
+    dot = to_dot(graph, cluster=_cluster(args))
     write(out / f"{stem}.dot", dot, "graph (DOT)")
     try:
         render(dot, out / f"{stem}.svg")
         written.append((out / f"{stem}.svg", "graph (SVG)"))
     except RenderError as exc:
         sys.stderr.write(f"note: {exc}\n")
+    from dagc.console import verbosity
+
+    if verbosity() < 0:
+        return EXIT_OK
     width = max(len(str(p)) for p, _ in written)
     print(f"compiled pipeline `{graph.name}` ({len(graph)} tasks) from {args.input} "
           f"[passes: {compilation.passes}]")
@@ -219,7 +225,9 @@ def cmd_emit(args: argparse.Namespace) -> int:
     _report(args, compilation)
     out = Path(args.output) if args.output else None
     _write_or_print(emit(compilation.graph, args.backend, out), args.output)
-    if out is not None:
+    from dagc.console import verbosity
+
+    if out is not None and verbosity() >= 0:
         sys.stderr.write(f"wrote {out} ({args.backend} program for pipeline `{compilation.graph.name}`)\n")
     return EXIT_OK
 
