@@ -237,10 +237,19 @@ def apply_profile(graph: Graph, run: RunRecord) -> list[str]:
         for n, w in zip(chain, weights):
             _measure(graph.node(n), (record.duration or 0.0) * w / total, record.bytes if n == chain[-1] else None)
     names = profiled_tasks(graph)
+    from dagc.console import logger
+
+    unused = sorted(set(measured) - {n.name for n in graph} - {m for n in graph for m in _member_names(n)})
+    if unused:
+        logger.debug("profile %s: measured tasks not in the graph: %s", run.run_dir, ", ".join(unused))
     if names:
         graph.attrs["profile.run"] = run.run_id
         graph.attrs["profile.dir"] = str(run.run_dir)
     return names
+
+
+def _member_names(node: Node) -> list[str]:
+    return [m.get("name", "") for m in node.attrs.get("fuse.members", []) if isinstance(m, dict)]
 
 
 def describe_profile(graph: Graph) -> str | None:
