@@ -26,6 +26,15 @@ BACKENDS: dict[str, Callable[[Graph, Path | None], str]] = {"local": _local}
 BACKENDS["torch"] = _torch
 
 
+def _ray(graph: Graph, out: Path | None) -> str:
+    from dagc.backends.ray import emit_ray
+
+    return emit_ray(graph, out)
+
+
+BACKENDS["ray"] = _ray
+
+
 def emit(graph: Graph, backend: str, out: Path | None = None) -> str:
     """Source text of the program `backend` emits for `graph` (to be written at `out`, if known)."""
     try:

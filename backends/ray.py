@@ -1,0 +1,651 @@
+"""Ray backend: one Ray program per pipeline, for an embedded local Ray or a Ray cluster.
+
+Each task (or fused group) becomes a `@ray.remote` function whose resources and retries come from
+its annotations; results travel between tasks as ObjectRefs, never through the driver, and
+`transfer` nodes are no-ops (the object store moves data). A placed graph (`partition.device`)
+reserves one placement-group bundle per device, each pinned to the Ray node that stands for the
+device's node, and every task runs in its device's bundle. Multi-rank tasks run as a gang of
+actors joined by a torch process group. Every task's outputs are stored in a run directory by
+input fingerprint (dagc.runtime.store), so `--resume` skips what already finished.
+
+The program depends on Ray, the user's modules and `dagc.runtime`, never on the compiler.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from dagc.backends.emitter import CodeWriter, Names, render_operand
+from dagc.backends.local import _members, _module_aliases, emit_loader, emit_prologue, emit_task_lines
+from dagc.ir.core import Graph, Node
+from dagc.ir.serialize import operand_to_json
+
+from dagc.runtime.store import fingerprint, output_fingerprint, value_fingerprint
+
+__all__ = ["emit_ray", "placement_devices", "task_demand", "task_fingerprints"]
+
+_RESERVED = {
+    "ray", "placement_group", "remove_placement_group", "PlacementGroupSchedulingStrategy",
+    "EventLog", "Progress", "RunStore", "new_run_id", "use_context", "traceback", "socket",
+    "Job", "Driver", "Placement", "Rank", "Stored", "TaskFailed", "PlacementError", "connect",
+    "local_resources", "DEVICES", "FINGERPRINTS", "DEMANDS", "PLACEMENT_TIMEOUT", "driver",
+    "load_stored", "job", "body",
+}
+
+
+# ---- what the emitter computes --------------------------------------------------------------------
+def task_demand(node: Node) -> dict[str, float]:
+    """Ray resources one process of `node` needs: CPU, GPU, memory and custom resources."""
+    opts = node.options
+    demand: dict[str, float] = {"CPU": float(opts.cpus)}
+    if opts.gpus:
+        demand["GPU"] = float(opts.gpus)
+    if opts.memory:
+        demand["memory"] = float(opts.memory)
+    for key, amount in opts.resources:
+        demand[key] = float(amount)
+    return demand
+
+
+def _device_list(value: Any) -> list[int]:
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [int(v) for v in value]
+    return [int(value)]
+
+
+def _cluster_nodes(graph: Graph, n_devices: int, cluster: Any = None) -> list[int]:
+    """The cluster node of each device: from `cluster` (a dagc.cluster.Cluster), else the cluster the
+    graph records in `graph.attrs["cluster"]` (a spec such as "2x4", or {"devices": [{"node": n}, …]}),
+    else one node holding every device."""
+    recorded = cluster if cluster is not None else graph.attrs.get("cluster")
+    if isinstance(recorded, str):
+        from dagc.cluster import parse_cluster_spec
+
+        recorded = parse_cluster_spec(recorded)
+    if isinstance(recorded, dict):
+        nodes = [int(d.get("node", 0)) for d in recorded.get("devices", [])]
+    elif recorded is not None and hasattr(recorded, "devices"):
+        nodes = [d.node for d in recorded.devices]
+    else:
+        nodes = []
+    if len(nodes) < n_devices:
+        nodes += [nodes[-1] if nodes else 0] * (n_devices - len(nodes))
+    return nodes
+
+
+def placement_devices(graph: Graph, cluster: Any = None) -> list[tuple[int, dict[str, float], list[str]]]:
+    """One entry per device of a placed graph: (cluster node, bundle resources, names of the tasks
+    placed there). A bundle holds the largest demand of any one task on the device, so the tasks of
+    a device run one at a time, as the schedule assumes. Empty when the graph is not placed."""
+    placed = {n.name: _device_list(n.attrs.get("partition.device")) for n in graph if n.op != "transfer"}
+    if not any(placed.values()):
+        return []
+    n_devices = max(max(d) for d in placed.values() if d) + 1
+    nodes = _cluster_nodes(graph, n_devices, cluster)
+    bundles: list[dict[str, float]] = [{} for _ in range(n_devices)]
+    tasks: list[list[str]] = [[] for _ in range(n_devices)]
+    for node in graph:
+        devices = placed.get(node.name) or []
+        if not devices:
+            continue
+        # a multi-rank task takes one device per rank; a single process the first of its devices
+        for device in devices[: max(node.options.ranks, 1)]:
+            for key, amount in task_demand(node).items():
+                bundles[device][key] = max(bundles[device].get(key, 0.0), amount)
+            tasks[device].append(node.name)
+    for bundle in bundles:
+        if not any(bundle.values()):
+            bundle.clear()
+            bundle["CPU"] = 0.01  # Ray needs something in every bundle
+        for key in [k for k, v in bundle.items() if not v]:
+            del bundle[key]
+    return [(nodes[i], bundles[i], tasks[i]) for i in range(n_devices)]
+
+
+def _constants(node: Node) -> str:
+    """What, besides its inputs' fingerprints, determines a node's output: its operands (as JSON),
+    and for a fused group its members' targets and operands."""
+    def operands(n: Node) -> dict[str, Any]:
+        return {"target": n.target, "op": n.op, "args": [operand_to_json(a) for a in n.args],
+                "kwargs": [[k, operand_to_json(v)] for k, v in n.kwargs], "outputs": list(n.outputs)}
+
+    data = operands(node)
+    if node.op == "fused":
+        data["members"] = [operands(m) for m in _members(node)]
+    return json.dumps(data, sort_keys=True)
+
+
+def task_fingerprints(graph: Graph) -> dict[str, str]:
+    """Fingerprint of every node that runs (transfers are skipped: their output is their input)."""
+    value_fp: dict[str, str] = {p.name: value_fingerprint(p.name, repr(p.value)) for p in graph.params}
+    out: dict[str, str] = {}
+    for name in graph.topological_order():
+        node = graph.node(name)
+        inputs = [value_fp.get(v, f"unbound:{v}") for v in node.input_values()]
+        if node.op == "transfer":
+            for value in node.outputs:
+                value_fp[value] = inputs[0] if inputs else fingerprint("transfer", _constants(node))
+            continue
+        fp = fingerprint(node.target or node.op, _constants(node), inputs)
+        out[name] = fp
+        for i, value in enumerate(node.outputs):
+            value_fp[value] = output_fingerprint(fp, i)
+    return out
+
+
+# ---- the program ----------------------------------------------------------------------------------
+def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) -> str:
+    """The Ray program's source text for `graph`. `cluster` (a dagc.cluster.Cluster) says which node
+    each device of the placement is on, when the graph does not record it."""
+    names = Names(_RESERVED)
+    aliases = _module_aliases(graph, names)
+    order = graph.topological_order()
+    devices = placement_devices(graph, cluster)
+    fps = task_fingerprints(graph)
+    functions = {n: names.claim(f"task:{n}", f"{n}_task") for n in order if graph.node(n).op != "transfer"}
+    n_tasks = len(functions)
+    w = CodeWriter()
+    placed = "following the compiler's placement (one placement-group bundle per device)" if devices \
+        else "wherever Ray schedules them (the graph is not placed)"
+    emit_prologue(w, graph, out_path, "ray", (
+        f"Runs the pipeline's {n_tasks} tasks as Ray tasks, {placed}; results travel from task to task\n"
+        "as object refs. Outputs are stored in a run directory, so `--resume RUN_DIR` finishes an\n"
+        "interrupted run. Without --address (or RAY_ADDRESS) a local Ray is started.\n"
+        "Usage: python THIS_FILE [--address ADDR] [--run-dir DIR | --resume RUN_DIR] [--result PATH]"))
+    w.block(_IMPORTS)
+    w.line()
+    emit_loader(w, graph, out_path, aliases)
+    w.line()
+    w.line()
+    _emit_tables(w, graph, devices, fps, order)
+    w.line()
+    w.line()
+    w.block(_SUPPORT)
+    for name in order:
+        node = graph.node(name)
+        if node.op == "transfer":
+            continue
+        w.line()
+        w.line()
+        _emit_task(w, node, functions[name], names, aliases)
+    w.line()
+    w.line()
+    _emit_run(w, graph, order, functions, names, devices)
+    w.line()
+    w.line()
+    w.block(_MAIN)
+    return w.text()
+
+
+def _emit_tables(w: CodeWriter, graph: Graph, devices: list, fps: dict[str, str], order: list[str]) -> None:
+    w.line("# Devices of the plan: the cluster node each is on, the resources its bundle reserves, its tasks.")
+    if devices:
+        w.line("DEVICES = [")
+        with w.indent():
+            for i, (node, bundle, tasks) in enumerate(devices):
+                w.line(f"({node}, {_dict(bundle)}),  # device {i}: {', '.join(tasks) or '(idle)'}")
+        w.line("]")
+    else:
+        w.line("DEVICES: list[tuple[int, dict[str, float]]] = []  # not placed: Ray schedules every task")
+    w.line("# What one process of each task needs (to size a local Ray and to fail fast when nothing fits).")
+    w.line("DEMANDS = {")
+    with w.indent():
+        for name in order:
+            node = graph.node(name)
+            if node.op != "transfer":
+                ranks = f"  # x{node.options.ranks} ranks" if node.options.ranks > 1 else ""
+                w.line(f"{name!r}: {_dict(task_demand(node))},{ranks}")
+    w.line("}")
+    w.line("# Input fingerprints (dagc.runtime.store): equal fingerprint, same output, so --resume reuses it.")
+    w.line("FINGERPRINTS = {")
+    with w.indent():
+        for name, fp in fps.items():
+            w.line(f"{name!r}: {fp!r},")
+    w.line("}")
+    w.line("PLACEMENT_TIMEOUT = 30.0  # seconds to wait for resources before naming what could not be had")
+
+
+def _dict(d: dict[str, float]) -> str:
+    return "{" + ", ".join(f"{k!r}: {int(v) if v == int(v) else v!r}" for k, v in d.items()) + "}"
+
+
+def _ray_options(node: Node) -> str:
+    opts = node.options
+    parts = [f"num_cpus={opts.cpus:g}"]
+    if opts.gpus:
+        parts.append(f"num_gpus={opts.gpus:g}")
+    if opts.memory:
+        parts.append(f"memory={opts.memory}")
+    if opts.resources:
+        parts.append("resources={" + ", ".join(f"{k!r}: {v:g}" for k, v in opts.resources) + "}")
+    parts.append(f"num_returns={node.n_outputs + 1}")
+    parts.append(f"max_retries={opts.retries}")
+    if opts.retries:
+        parts.append("retry_exceptions=True")
+    return ", ".join(parts)
+
+
+def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: dict[str, str]) -> None:
+    inputs = [names[v] for v in node.input_values()]
+    params = ", ".join(["job: Job", *inputs])
+    ranks = node.options.ranks
+    if ranks > 1:
+        w.line(f"def {function}({params}) -> tuple:")
+        what = f"Multi-rank task `{node.name}` ({ranks} ranks; rank 0's value is the result)"
+    else:
+        w.line(f"@ray.remote({_ray_options(node)})")
+        w.line(f"def {function}({params}) -> tuple:")
+        what = f"Fused group `{node.name}`" if node.op == "fused" else f"Task `{node.name}`"
+    with w.indent():
+        members = _members(node) if node.op == "fused" else [node]
+        targets = ", ".join(m.target for m in members if m.op == "task")
+        w.line(f'"""{what}: {targets}  ({node.span})."""' if targets else f'"""{what}  ({node.span})."""')
+        modules = sorted({m.module for m in members if m.op == "task"})
+        for module in modules:
+            alias = aliases[module]
+            w.line(f"import {module}" if alias == module else f"import {module} as {alias}")
+        if modules:
+            w.line()
+        if node.op == "task":
+            args = ", ".join(
+                [render_operand(a, names) for a in node.args]
+                + [f"{k}={render_operand(v, names)}" for k, v in node.kwargs])
+            w.line(f"return job.run(lambda: {aliases[node.module]}.{node.function}({args}))")
+            return
+        w.line("def body() -> object:")
+        with w.indent():
+            emit_task_lines(w, node, names, aliases)
+            outs = [names[o] for o in node.outputs]
+            w.line(f"return {outs[0]}" if len(outs) == 1 else f"return {', '.join(outs)}")
+        w.line()
+        w.line("return job.run(body)")
+
+
+def _emit_run(w: CodeWriter, graph: Graph, order: list[str], functions: dict[str, str], names: Names,
+              devices: list) -> None:
+    w.line("def run(driver: Driver) -> object:")
+    with w.indent():
+        w.line('"""Submit every task in a topological order, wait for all of them, return the result."""')
+        for param in graph.params:
+            w.line(f"{names[param.name]} = {render_operand(param.value, names)}  # parameter")
+        for name in order:
+            node = graph.node(name)
+            targets = ", ".join(names[o] for o in node.outputs)
+            if node.op == "transfer":
+                w.line(f"{targets} = {render_operand(node.args[0], names)}  "
+                       f"# transfer {node.name}: the object store moves the data")
+                continue
+            inputs = [names[v] for v in node.input_values()]
+            extra = []
+            placed = _device_list(node.attrs.get("partition.device")) if devices else []
+            if placed:
+                extra.append(f"device={placed[0] if len(placed) == 1 else placed}")
+            if node.n_outputs > 1:
+                extra.append(f"outputs={node.n_outputs}")
+            if node.options.ranks > 1:
+                extra.append(f"ranks={node.options.ranks}")
+            call = ", ".join([functions[name], repr(name), *inputs, *extra])
+            submit = "submit_gang" if node.options.ranks > 1 else "submit"
+            w.line(f"{targets} = driver.{submit}({call})")
+        w.line("driver.wait()")
+        returns = sorted(set(graph.output_values()), key=lambda v: graph.output_values().index(v))
+        fetched = [names[v] for v in returns]
+        if fetched:
+            lhs = ", ".join(fetched) + ("," if len(fetched) == 1 else "")
+            w.line(f"{lhs} = driver.fetch({', '.join(fetched)})")
+        w.line(f"return {render_operand(graph.returns, names) if graph.returns is not None else 'None'}")
+
+
+_IMPORTS = '''\
+import argparse
+import importlib
+import os
+import pickle
+import socket
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import ray
+from ray.util.placement_group import placement_group, remove_placement_group
+from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+from dagc.runtime import EventLog, Progress, RunStore, new_run_id, use_context
+'''
+
+_SUPPORT = '''\
+class TaskFailed(Exception):
+    """A task failed after its retries; the message names it."""
+
+
+class PlacementError(Exception):
+    """The resources a task or the placement needs cannot be had; the message says which."""
+
+
+class Job:
+    """What a running task knows about its run: where its outputs go and where it logs events."""
+
+    def __init__(self, run_dir: str, run_id: str, task: str, fingerprint: str, device: object = None,
+                 outputs: int = 1) -> None:
+        self.run_dir, self.run_id, self.task, self.fingerprint = run_dir, run_id, task, fingerprint
+        self.device, self.outputs = device, outputs
+        self.rank, self.world_size, self.group = 0, 1, None
+
+    def run(self, body) -> tuple:
+        """Run the task's body; store its outputs and log it. Returns (*outputs, info)."""
+        store = RunStore(self.run_dir)
+        log = EventLog(store.events_path, self.run_id)
+        where = {"node": ray.get_runtime_context().get_node_id(), "device": self.device,
+                 "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}
+        if self.world_size > 1:
+            where["rank"] = self.rank
+        attempt = store.next_attempt(self.run_id, f"{self.task}.rank{self.rank}") if self.world_size > 1 \\
+            else store.next_attempt(self.run_id, self.task)
+        log.start(self.task, attempt, **where)
+        start = time.perf_counter()
+        try:
+            if self.world_size > 1 or "torch" in sys.modules:
+                with use_context(rank=self.rank, world_size=self.world_size, group=self.group,
+                                 device=self.torch_device(), task=self.task, run_dir=Path(self.run_dir),
+                                 attempt=attempt - 1):
+                    value = body()
+            else:
+                value = body()
+            nbytes = store.save(self.task, self.fingerprint, value) if self.rank == 0 else None
+        except BaseException as exc:
+            log.failure(self.task, time.perf_counter() - start, exc, traceback.format_exc(), **where)
+            raise
+        log.end(self.task, time.perf_counter() - start, nbytes, **where)
+        info = {"task": self.task, "bytes": nbytes, **where}
+        return (*value, info) if self.outputs > 1 else (value, info)
+
+    def torch_device(self) -> str:
+        import torch
+
+        gpus = ray.get_gpu_ids()
+        return "cuda:0" if gpus and torch.cuda.is_available() else "cpu"
+
+
+@ray.remote(num_cpus=0)
+def load_stored(run_dir: str, task: str, fingerprint: str, outputs: int) -> object:
+    """The stored outputs of a task that finished in an earlier run (read where they are needed)."""
+    value = RunStore(run_dir).load(task, fingerprint)
+    return value[0] if outputs == 1 else value
+
+
+@ray.remote(num_cpus=0)
+class Rank:
+    """One process of a multi-rank task: joins the task's torch process group and runs the body."""
+
+    def address(self) -> str:
+        with socket.socket() as s:
+            s.bind(("", 0))
+            return f"tcp://{ray.util.get_node_ip_address()}:{s.getsockname()[1]}"
+
+    def run(self, function, job: Job, rank: int, world_size: int, address: str, *args: object) -> tuple:
+        import torch
+        import torch.distributed as dist
+
+        backend = "nccl" if torch.cuda.is_available() and ray.get_gpu_ids() else "gloo"
+        dist.init_process_group(backend, init_method=address, rank=rank, world_size=world_size)
+        job.rank, job.world_size, job.group = rank, world_size, dist.group.WORLD
+        try:
+            return function(job, *args)
+        finally:
+            dist.destroy_process_group()
+
+
+class Stored:
+    """An output found in the run directory: loaded only if a task that runs reads it."""
+
+    def __init__(self, task: str, index: int, outputs: int) -> None:
+        self.task, self.index, self.outputs = task, index, outputs
+
+
+class Placement:
+    """One placement group: a bundle per device of the plan, each pinned to the Ray node chosen to
+    stand for the device's cluster node. Fails within PLACEMENT_TIMEOUT, never hangs."""
+
+    def __init__(self, devices: list[tuple[int, dict[str, float]]], timeout: float) -> None:
+        self.nodes = self.choose_nodes(devices)
+        selectors = [{"ray.io/node-id": self.nodes[node]} for node, _ in devices]
+        self.group = placement_group([bundle for _, bundle in devices], strategy="PACK",
+                                     bundle_label_selector=selectors)
+        ready, _ = ray.wait([self.group.ready()], timeout=timeout)
+        if not ready:
+            remove_placement_group(self.group)
+            raise PlacementError(f"could not reserve the plan's devices within {timeout:g}s: "
+                                 + "; ".join(f"device {i} (node {n}) needs {b}" for i, (n, b) in enumerate(devices)))
+
+    @staticmethod
+    def choose_nodes(devices: list[tuple[int, dict[str, float]]]) -> dict[int, str]:
+        """Map each cluster node of the plan to a live Ray node that can hold its devices' bundles:
+        distinct Ray nodes while there are enough, the head node first."""
+        alive = sorted((n for n in ray.nodes() if n["Alive"]),
+                       key=lambda n: ("node:__internal_head__" not in n["Resources"], n["NodeID"]))
+        free = {n["NodeID"]: dict(n["Resources"]) for n in alive}
+        chosen: dict[int, str] = {}
+        for node in sorted({node for node, _ in devices}):
+            need: dict[str, float] = {}
+            for owner, bundle in devices:
+                if owner == node:
+                    for key, amount in bundle.items():
+                        need[key] = need.get(key, 0.0) + amount
+            fits = [i for i, n in free.items() if all(n.get(k, 0.0) >= v - 1e-9 for k, v in need.items())]
+            fresh = [i for i in fits if i not in chosen.values()]
+            if not fits:
+                tasks = ", ".join(str(i) for i, (owner, _) in enumerate(devices) if owner == node)
+                raise PlacementError(f"no Ray node can hold node {node} of the plan (devices {tasks}), "
+                                     f"which needs {need}; the cluster has "
+                                     + "; ".join(f"{i[:8]}: {r}" for i, r in free.items()))
+            pick = (fresh or fits)[0]
+            chosen[node] = pick
+            for key, amount in need.items():
+                free[pick][key] = free[pick].get(key, 0.0) - amount
+        return chosen
+
+    def strategy(self, device: int) -> PlacementGroupSchedulingStrategy:
+        return PlacementGroupSchedulingStrategy(self.group, placement_group_bundle_index=device)
+
+
+class Driver:
+    """Submits tasks, skips those a resumed run already finished, and waits with a progress bar."""
+
+    def __init__(self, store: RunStore, log: EventLog, resume: bool, placement: Placement | None) -> None:
+        self.store, self.log, self.resume, self.placement = store, log, resume, placement
+        self.run_dir = str(store.root.resolve())
+        self.pending: dict[ray.ObjectRef, str] = {}
+        self.loaded: dict[str, list[ray.ObjectRef]] = {}
+        self.progress = Progress(len(FINGERPRINTS))
+
+    def check(self, task: str, ranks: int = 1) -> None:
+        """Fail now, naming the task, when no live Ray node has what one of its processes needs."""
+        need = DEMANDS[task]
+        nodes = [n["Resources"] for n in ray.nodes() if n["Alive"]]
+        if not any(all(r.get(k, 0.0) >= v for k, v in need.items()) for r in nodes):
+            have = "; ".join(str({k: v for k, v in r.items() if not k.startswith("node:")}) for r in nodes)
+            raise PlacementError(f"task `{task}` needs {need}{f' per rank ({ranks} ranks)' if ranks > 1 else ''},"
+                                 f" but no node of the Ray cluster has it (nodes: {have})")
+
+    def stored(self, task: str, outputs: int) -> object:
+        """Placeholders for the outputs of a task finished in an earlier run, or None."""
+        fingerprint = FINGERPRINTS[task]
+        if not (self.resume and self.store.has(task, fingerprint)):
+            return None
+        self.log.skip(task, fingerprint)
+        self.progress.advance(name=task)
+        values = tuple(Stored(task, i, outputs) for i in range(outputs))
+        return values if outputs > 1 else values[0]
+
+    def resolve(self, value: object) -> object:
+        """An argument as a task receives it: stored outputs are loaded on a worker first."""
+        if not isinstance(value, Stored):
+            return value
+        if value.task not in self.loaded:
+            refs = load_stored.options(num_returns=value.outputs).remote(
+                self.run_dir, value.task, FINGERPRINTS[value.task], value.outputs)
+            self.loaded[value.task] = refs if value.outputs > 1 else [refs]
+        return self.loaded[value.task][value.index]
+
+    def job(self, task: str, device: object, outputs: int) -> Job:
+        return Job(self.run_dir, self.log.run_id, task, FINGERPRINTS[task], device, outputs)
+
+    def submit(self, function, task: str, *args: object, device: int | None = None, outputs: int = 1) -> object:
+        """Submit one task (unless a resumed run finished it); returns its output ref(s)."""
+        found = self.stored(task, outputs)
+        if found is not None:
+            return found
+        self.check(task)
+        options = {}
+        if self.placement is not None and device is not None:
+            options["scheduling_strategy"] = self.placement.strategy(device)
+        refs = function.options(**options).remote(self.job(task, device, outputs),
+                                                  *(self.resolve(a) for a in args))
+        self.pending[refs[-1]] = task
+        return refs[0] if outputs == 1 else tuple(refs[:-1])
+
+    def submit_gang(self, function, task: str, *args: object, ranks: int, device: list[int] | None = None,
+                    outputs: int = 1) -> object:
+        """Submit a multi-rank task: `ranks` actors, one per device, in one process group."""
+        found = self.stored(task, outputs)
+        if found is not None:
+            return found
+        self.check(task, ranks)
+        need = dict(DEMANDS[task])
+        options = {"num_cpus": need.pop("CPU", 1.0), "num_gpus": need.pop("GPU", 0.0)}
+        if "memory" in need:
+            options["memory"] = need.pop("memory")
+        options["resources"] = need
+        actors = []
+        for rank in range(ranks):
+            if self.placement is not None and device is not None:
+                options["scheduling_strategy"] = self.placement.strategy(device[rank])
+            actors.append(Rank.options(**options).remote())
+        address = ray.get(actors[0].address.remote(), timeout=PLACEMENT_TIMEOUT * 4)
+        values = [self.resolve(a) for a in args]
+        job = self.job(task, device, outputs)
+        results = [actor.run.options(num_returns=outputs + 1).remote(function, job, rank, ranks, address, *values)
+                   for rank, actor in enumerate(actors)]
+        for refs in results:
+            self.pending[refs[-1]] = task
+        self.gangs = [*getattr(self, "gangs", []), actors]
+        return results[0][0] if outputs == 1 else tuple(results[0][:-1])
+
+    def wait(self) -> None:
+        """Wait for every submitted task; raise TaskFailed, naming the task, on the first failure."""
+        done_ranks: dict[str, int] = {}
+        while self.pending:
+            ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=0.1, fetch_local=False)
+            for ref in ready:
+                task = self.pending.pop(ref)
+                try:
+                    ray.get(ref)
+                except Exception as exc:
+                    raise TaskFailed(f"task `{task}` failed: {exc}") from exc
+                done_ranks[task] = done_ranks.get(task, 0) + 1
+                if task not in self.pending.values():
+                    self.progress.advance(name=task)
+        self.progress.close()
+        for actors in getattr(self, "gangs", []):
+            for actor in actors:
+                ray.kill(actor)
+
+    def fetch(self, *values: object) -> tuple:
+        """The pipeline's result values, brought to the driver."""
+        out = []
+        for value in values:
+            if isinstance(value, Stored):
+                stored = self.store.load(value.task, FINGERPRINTS[value.task])
+                out.append(stored if value.outputs == 1 else stored[value.index])
+            else:
+                out.append(ray.get(value))
+        return tuple(out)
+
+
+def local_resources() -> dict[str, object]:
+    """Size a local Ray for the plan: enough CPUs, GPUs (fake ones on a CPU-only machine) and custom
+    resources for every device's bundle and every task."""
+    total: dict[str, float] = {}
+    for _, bundle in DEVICES:
+        for key, amount in bundle.items():
+            total[key] = total.get(key, 0.0) + amount
+    for need in DEMANDS.values():
+        for key, amount in need.items():
+            total[key] = max(total.get(key, 0.0), amount)
+    cpus = max(os.cpu_count() or 1, int(-(-total.pop("CPU", 1.0) // 1)))
+    gpus = int(-(-total.pop("GPU", 0.0) // 1))
+    total.pop("memory", None)
+    return {"num_cpus": cpus, "num_gpus": gpus, "resources": total}
+
+
+def connect(address: str | None, source_root: Path) -> None:
+    """Connect to the Ray cluster at `address`, or start a local one sized for the plan. Workers find the
+    pipeline's modules through PYTHONPATH."""
+    paths = [str((source_root / entry).resolve()) for entry in SEARCH_PATHS]
+    for path in reversed(paths):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    inherited = os.environ.get("PYTHONPATH")
+    runtime_env = {"env_vars": {"PYTHONPATH": os.pathsep.join([*paths, *([inherited] if inherited else [])])}}
+    if address:
+        ray.init(address=address, runtime_env=runtime_env, log_to_driver=True)
+    else:
+        ray.init(runtime_env=runtime_env, include_dashboard=False, **local_resources())
+'''
+
+_MAIN = '''\
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=f"Run pipeline {PIPELINE!r} on Ray.")
+    parser.add_argument("--address", default=os.environ.get("RAY_ADDRESS"), metavar="ADDR",
+                        help="Ray cluster to connect to (default: $RAY_ADDRESS, else start a local Ray)")
+    parser.add_argument("--run-dir", type=Path, metavar="DIR",
+                        help="directory for task outputs and the event log (default: dagc-runs/PIPELINE-RUN_ID)")
+    parser.add_argument("--resume", type=Path, metavar="RUN_DIR",
+                        help="finish an earlier run: reuse its stored outputs, run only what did not finish")
+    parser.add_argument("--result", type=Path, metavar="PATH",
+                        help="write the pipeline's return value to PATH (pickle)")
+    parser.add_argument("--source-root", type=Path, default=SOURCE_ROOT, metavar="DIR",
+                        help="directory of the pipeline's source files (default: %(default)s)")
+    args = parser.parse_args(argv)
+    if args.resume and args.run_dir:
+        parser.error("--resume RUN_DIR already names the run directory; drop --run-dir")
+    run_id = new_run_id()
+    if args.resume:
+        try:
+            store = RunStore.open(args.resume)
+        except (OSError, ValueError) as exc:
+            parser.error(f"--resume: {exc}")
+    else:
+        store = RunStore(args.run_dir or Path("dagc-runs") / f"{PIPELINE}-{run_id}", PIPELINE)
+    log = EventLog(store.events_path, run_id)
+    print(f"run {run_id}: run directory {store.root}", file=sys.stderr)
+    connect(args.address, args.source_root)
+    start = time.perf_counter()
+    try:
+        placement = Placement(DEVICES, PLACEMENT_TIMEOUT) if DEVICES else None
+        log.write("run_start", pipeline=PIPELINE, tasks=len(FINGERPRINTS), resume=bool(args.resume),
+                  run_dir=str(store.root), nodes=placement.nodes if placement else None)
+        result = run(Driver(store, log, bool(args.resume), placement))
+    except (TaskFailed, PlacementError) as exc:
+        log.write("run_failed", error=str(exc))
+        print(f"error: {exc}", file=sys.stderr)
+        print(f"finish the run with: --resume {store.root}", file=sys.stderr)
+        return 1
+    nbytes = store.save_result(result)
+    log.write("run_end", duration=round(time.perf_counter() - start, 6), bytes=nbytes)
+    if args.result is not None:
+        args.result.parent.mkdir(parents=True, exist_ok=True)
+        args.result.write_bytes(pickle.dumps(result))
+    else:
+        print(repr(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
