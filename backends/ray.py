@@ -374,8 +374,7 @@ class Job:
 @ray.remote(num_cpus=0)
 def load_stored(run_dir: str, task: str, fingerprint: str, outputs: int) -> object:
     """The stored outputs of a task that finished in an earlier run (read where they are needed)."""
-    value = RunStore(run_dir).load(task, fingerprint)
-    return value[0] if outputs == 1 else value
+    return RunStore(run_dir).load(task, fingerprint)
 
 
 @ray.remote(num_cpus=0)

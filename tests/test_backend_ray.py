@@ -1,0 +1,287 @@
+"""The Ray backend's programs on a real Ray: results, retries, resume, placement, gangs.
+
+One simulated two-node Ray cluster (`ray.cluster_utils.Cluster`, 2 CPUs and 2 fake GPUs per node)
+serves the whole module; each emitted program runs as a subprocess connected to it with --address.
+"""
+
+from __future__ import annotations
+
+import pickle
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from dagc.backends import emit
+from dagc.backends.ray import emit_ray
+
+from dagc.cluster import parse_cluster_spec
+from dagc.driver import compile_file
+from dagc.runtime import read_events
+from tests.conftest import SAMPLES
+from tests.test_backend_local import _plain_result, _ruff_clean
+
+pytestmark = pytest.mark.slow
+
+MB = 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    from ray.cluster_utils import Cluster
+
+    c = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 2, "num_gpus": 2, "include_dashboard": False, "object_store_memory": 80 * MB})
+    c.add_node(num_cpus=2, num_gpus=2, object_store_memory=80 * MB)
+    c.wait_for_nodes()
+    yield c
+    c.shutdown()
+
+
+def _write(tmp: Path, graph, name: str = "prog_ray.py", text: str | None = None) -> Path:
+    program = tmp / "prog" / name
+    program.parent.mkdir(parents=True, exist_ok=True)
+    program.write_text(text if text is not None else emit(graph, "ray", program))
+    return program
+
+
+def _run(program: Path, cluster, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(program), "--address", cluster.address, *args],
+                          capture_output=True, text=True, timeout=timeout, cwd=program.parent)
+
+
+def _ran(run_dir: Path, run: str | None = None) -> set[str]:
+    return {e["task"] for e in read_events(run_dir / "events.jsonl", event="end", run=run)}
+
+
+def test_quickstart_ray_equals_plain_run(tmp_path: Path, cluster) -> None:
+    graph = compile_file(SAMPLES / "quickstart.py")
+    program = _write(tmp_path, graph)
+    _ruff_clean(program)
+    helped = subprocess.run([sys.executable, str(program), "--help"], capture_output=True, text=True, check=True)
+    for option in ("--address", "--resume", "--result", "--run-dir", "--source-root"):
+        assert option in helped.stdout
+    proc = _run(program, cluster, "--run-dir", str(tmp_path / "run"), "--result", str(tmp_path / "ray.pkl"))
+    assert proc.returncode == 0, proc.stderr
+    result = pickle.loads((tmp_path / "ray.pkl").read_bytes())
+    assert result == _plain_result(SAMPLES / "quickstart.py", "quickstart", tmp_path)
+    assert _ran(tmp_path / "run") == {n.name for n in graph}
+    ends = read_events(tmp_path / "run" / "events.jsonl", event="end")
+    assert all(e["bytes"] > 0 and e["duration"] >= 0 and e["node"] for e in ends)
+
+
+def test_killed_worker_is_retried(tmp_path: Path, cluster, write_project) -> None:
+    root = write_project({"m.py": """
+        import os
+
+        import dagc
+
+        @dagc.task
+        def inc(x: int) -> int:
+            return x + 1
+
+        @dagc.task(retries=1)
+        def fragile(x: int, marker: str) -> int:
+            if not os.path.exists(marker):
+                open(marker, "w").close()
+                os._exit(1)  # the worker process dies mid-task
+            return x * 2
+
+        @dagc.pipeline
+        def p(marker: str = "unset"):
+            return inc(fragile(inc(1), marker))
+    """})
+    graph = compile_file(root / "m.py", params={"marker": str(tmp_path / "marker")})
+    program = _write(tmp_path, graph)
+    proc = _run(program, cluster, "--run-dir", str(tmp_path / "run"), "--result", str(tmp_path / "r.pkl"))
+    assert proc.returncode == 0, proc.stderr
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == 5
+    retries = read_events(tmp_path / "run" / "events.jsonl", event="retry")
+    assert [(e["task"], e["attempt"]) for e in retries] == [("fragile", 2)]
+
+
+RESUME_PROJECT = {"chain.py": """
+    import time
+
+    import dagc
+
+    @dagc.task
+    def step(x: int, k: int) -> int:
+        return x * 3 + k
+
+    @dagc.task
+    def slow(x: int, seconds: float) -> int:
+        time.sleep(seconds)
+        return x + 100
+
+    @dagc.pipeline
+    def chain(seconds: float = 0.0):
+        a = step(1, 1)
+        side = step(a, 2)
+        b = slow(a, seconds)
+        c = step(b, 3)
+        return step(c, side)
+"""}
+
+
+def test_killed_driver_resumes_only_unfinished_tasks(tmp_path: Path, cluster, write_project) -> None:
+    root = write_project(RESUME_PROJECT)
+    graph = compile_file(root / "chain.py", params={"seconds": 6.0})
+    program = _write(tmp_path, graph)
+    run_dir = tmp_path / "run"
+    driver = subprocess.Popen([sys.executable, str(program), "--address", cluster.address, "--run-dir",
+                               str(run_dir)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              cwd=program.parent)
+    deadline = time.monotonic() + 120
+    while "slow" not in {e["task"] for e in read_events(run_dir / "events.jsonl", event="start")}:
+        assert driver.poll() is None and time.monotonic() < deadline, "the program never started `slow`"
+        time.sleep(0.2)
+    driver.send_signal(signal.SIGKILL)
+    driver.wait()
+    finished = _ran(run_dir)
+    assert "step" in finished and "step.3" not in finished
+    proc = _run(program, cluster, "--resume", str(run_dir), "--result", str(tmp_path / "resumed.pkl"))
+    assert proc.returncode == 0, proc.stderr
+    (second,) = {e["run"] for e in read_events(run_dir / "events.jsonl", event="run_start", run=None)
+                 if e.get("resume")}
+    assert _ran(run_dir, second) == {n.name for n in graph} - finished
+    assert {e["task"] for e in read_events(run_dir / "events.jsonl", event="skip", run=second)} == finished
+    expected = ((((1 * 3 + 1) + 100) * 3 + 3) * 3 + ((1 * 3 + 1) * 3 + 2))
+    assert pickle.loads((tmp_path / "resumed.pkl").read_bytes()) == expected
+
+
+def test_placement_on_two_nodes_follows_partition(tmp_path: Path, cluster, write_project) -> None:
+    root = write_project({"fan.py": """
+        import dagc
+
+        @dagc.task(cost="2s", out_size="1KiB")
+        def work(i: int) -> int:
+            return i * i
+
+        @dagc.task(cost="1s", out_size="1KiB")
+        def total(parts: list) -> int:
+            return sum(parts)
+
+        @dagc.pipeline
+        def fan():
+            return total([work(0), work(1), work(2), work(3)])
+    """})
+    spec = parse_cluster_spec("2x2")
+    graph = compile_file(root / "fan.py", passes="verify,dce,cse,partition", cluster=spec)
+    graph.attrs["cluster"] = "2x2"
+    device = {n.name: n.attrs["partition.device"] for n in graph}
+    assert {spec.devices[d].node for d in device.values()} == {0, 1}, device
+    program = _write(tmp_path, graph)
+    _ruff_clean(program)
+    proc = _run(program, cluster, "--run-dir", str(tmp_path / "run"), "--result", str(tmp_path / "r.pkl"))
+    assert proc.returncode == 0, proc.stderr
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == 14
+    events = read_events(tmp_path / "run" / "events.jsonl")
+    (start,) = [e for e in events if e["event"] == "run_start"]
+    nodes = {int(k): v for k, v in start["nodes"].items()}
+    assert len(set(nodes.values())) == 2
+    ends = {e["task"]: e for e in events if e["event"] == "end"}
+    for task, dev in device.items():
+        assert ends[task]["node"] == nodes[spec.devices[dev].node], task
+        assert ends[task]["device"] == dev
+
+
+def test_infeasible_request_fails_fast(tmp_path: Path, cluster, write_project) -> None:
+    root = write_project({"big.py": """
+        import dagc
+
+        @dagc.task(resources={"tpu": 1})
+        def needs_tpu(x: int) -> int:
+            return x
+
+        @dagc.task(gpus=3)
+        def needs_3_gpus(x: int) -> int:
+            return x
+
+        @dagc.pipeline
+        def tpu():
+            return needs_tpu(1)
+
+        @dagc.pipeline
+        def gpus():
+            return needs_3_gpus(1)
+    """})
+    started = time.monotonic()
+    proc = _run(_write(tmp_path, compile_file(root / "big.py", pipeline_name="tpu"), "tpu.py"), cluster,
+                "--run-dir", str(tmp_path / "r1"), timeout=90)
+    assert proc.returncode == 1
+    assert "task `needs_tpu` needs {'CPU': 1, 'tpu': 1}" in proc.stderr, proc.stderr
+    # placed on a device whose node (2 GPUs each) cannot hold it: refused before anything runs
+    graph = compile_file(root / "big.py", pipeline_name="gpus")
+    graph.node("needs_3_gpus").attrs["partition.device"] = 0
+    proc = _run(_write(tmp_path, graph, "gpus.py"), cluster, "--run-dir", str(tmp_path / "r2"), timeout=90)
+    assert proc.returncode == 1
+    assert "no Ray node can hold node 0 of the plan" in proc.stderr and "'GPU': 3" in proc.stderr, proc.stderr
+    assert time.monotonic() - started < 80
+    assert not read_events(tmp_path / "r2" / "events.jsonl", event="start")
+
+
+def test_two_rank_gloo_task_matches_single_process(tmp_path: Path, cluster, write_project) -> None:
+    root = write_project({"ddp.py": """
+        import torch
+        import torch.distributed as dist
+
+        import dagc
+
+        @dagc.task
+        def make(n: int):
+            g = torch.Generator().manual_seed(0)
+            x = torch.randn(n, 4, generator=g)
+            y = x @ torch.tensor([1.0, -2.0, 0.5, 3.0]) + 0.1 * torch.randn(n, generator=g)
+            return x, y
+
+        @dagc.task(ranks=2, gpus=1)
+        def fit(x, y, steps: int) -> list:
+            ctx = dagc.context()
+            torch.manual_seed(0)
+            model = torch.nn.Linear(4, 1)
+            if ctx.distributed:
+                model = torch.nn.parallel.DistributedDataParallel(model, process_group=ctx.group)
+            lo, hi = ctx.rank * len(x) // ctx.world_size, (ctx.rank + 1) * len(x) // ctx.world_size
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            losses = []
+            for _ in range(steps):
+                opt.zero_grad()
+                loss = ((model(x[lo:hi]).squeeze(1) - y[lo:hi]) ** 2).mean()
+                loss.backward()
+                opt.step()
+                value = loss.detach().clone()
+                if ctx.distributed:
+                    dist.all_reduce(value, group=ctx.group)
+                    value /= ctx.world_size
+                losses.append(value.item())
+            return {"losses": losses, "world_size": ctx.world_size}
+
+        @dagc.pipeline
+        def ddp(n: int = 64, steps: int = 8):
+            x, y = make(n)
+            return fit(x, y, steps)
+    """})
+    graph = compile_file(root / "ddp.py")
+    assert graph.node("fit").options.ranks == 2
+    program = _write(tmp_path, graph)
+    _ruff_clean(program)
+    proc = _run(program, cluster, "--run-dir", str(tmp_path / "run"), "--result", str(tmp_path / "r.pkl"))
+    assert proc.returncode == 0, proc.stderr
+    ranked = pickle.loads((tmp_path / "r.pkl").read_bytes())
+    single = _plain_result(root / "ddp.py", "ddp", tmp_path)
+    assert ranked["world_size"] == 2 and single["world_size"] == 1
+    assert ranked["losses"] == pytest.approx(single["losses"], abs=1e-5)
+    assert single["losses"][-1] < single["losses"][0]
+    starts = read_events(tmp_path / "run" / "events.jsonl", event="start")
+    assert sorted(e.get("rank") for e in starts if e["task"] == "fit") == [0, 1]
+
+
+def test_emit_ray_is_deterministic_and_records_placement() -> None:
+    graph = compile_file(SAMPLES / "quickstart.py", passes="verify,dce,cse,partition",
+                         cluster=parse_cluster_spec("2x2"))
+    first = emit_ray(graph, None, cluster=parse_cluster_spec("2x2"))
+    assert first == emit_ray(graph, None, cluster=parse_cluster_spec("2x2"))
+    assert "DEVICES = [" in first and "device=" in first
