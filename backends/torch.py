@@ -57,7 +57,7 @@ def static_tensor(type_text: str | None) -> tuple[str, tuple[int, ...]] | None:
     """`"Tensor[float32, 1024, 64]"` → `("float32", (1024, 64))`; None when shape/dtype are not static."""
     if not type_text:
         return None
-    match = _STATIC.match(type_text.strip())
+    match = _STATIC.match(type_text.strip().strip("'\""))
     if not match or match.group(1) not in _DTYPE_NAMES:
         return None
     dims = tuple(int(d) for d in re.findall(r"\d+", match.group(2)))
@@ -192,7 +192,7 @@ def _emit_rank(w: CodeWriter, graph: Graph, plan: CommPlan, rank: int, ops: list
             elif op.kind == "recv":
                 w.line(f"{names[op.out]} = rt.recv({op.tag})  # %{op.out} from rank {op.peer}")  # type: ignore[index]
             elif op.kind == "alias":
-                w.line(f"{names[op.out]} = {names[op.value]}")  # type: ignore[index]
+                w.line(f"{names[op.out]} = {names[op.value]}  # %{op.out}: already here as %{op.value}")  # type: ignore[index]
         if rank == 0:
             w.line(f"return {render_operand(graph.returns, names) if graph.returns is not None else 'None'}")
         else:
@@ -245,10 +245,11 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
                      int(node.options.retries))
             w.line(f"{step.node!r}: {entry!r},")
     w.line("}")
-    w.line("# tag: (value, value on the receiver, source rank, destination rank, static tensor or None)")
+    w.line("# tag: (value, value on the receiver, source rank, destination rank, static tensor or None);")
+    w.line("# a tag whose source and destination are the same rank is a local alias, not a message")
     w.line("MOVES = {")
     with w.indent():
-        for step in plan.moves:
+        for step in plan.all_moves:
             entry = (step.value, step.out, step.src, step.dst, static_tensor(types.get(step.value or "")))
             w.line(f"{step.tag}: {entry!r},")
     w.line("}")

@@ -154,7 +154,7 @@ class CommPlan:
                         out[r].append(Op("coll", step.node, group=step.ranks))
             elif step.src == step.dst:
                 assert step.src is not None
-                out[step.src].append(Op("alias", step.node, step.value, step.out))
+                out[step.src].append(Op("alias", step.node, step.value, step.out, tag=step.tag))
             else:
                 assert step.src is not None and step.dst is not None
                 out[step.src].append(Op("send", step.node, step.value, step.out, step.dst, step.tag))
@@ -163,7 +163,13 @@ class CommPlan:
 
     @property
     def moves(self) -> list[Step]:
+        """The point-to-point messages (moves between two ranks)."""
         return [s for s in self.steps if s.kind == "move" and s.src != s.dst]
+
+    @property
+    def all_moves(self) -> list[Step]:
+        """Messages and local aliases (a value already on the rank under another name)."""
+        return [s for s in self.steps if s.kind == "move"]
 
 
 def _priority_order(graph: Graph) -> list[str]:
@@ -216,16 +222,32 @@ def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
     def have(value: str, rank: int) -> bool:
         return value in params or rank in holders.get(value, ())
 
+    origin: dict[str, str] = {}  # a transfer's output -> the value it copies
+    copies: dict[tuple[str, int], str] = {}  # (original value, rank) -> a name it has there
+
+    def root(value: str) -> str:
+        while value in origin:
+            value = origin[value]
+        return value
+
     def move(node: str, value: str, out: str, src: int, dst: int) -> None:
         nonlocal tag
         steps.append(Step("move", node, value=value, out=out, src=src, dst=dst, tag=tag))
         tag += 1
+        original = root(value)
+        if out != original and out not in origin:
+            origin[out] = original
+        copies.setdefault((root(out), dst), out)
         holders.setdefault(out, [])
         if dst not in holders[out]:
             holders[out].append(dst)
 
     def fetch(node: str, value: str, rank: int) -> None:
         if have(value, rank):
+            return
+        local = copies.get((root(value), rank))
+        if local is not None:  # already here under another name: no second message
+            move(node, local, value, rank, rank)
             return
         sources = holders.get(value)
         if not sources:
@@ -254,6 +276,7 @@ def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
         steps.append(Step("run", name, ranks=home[name]))
         for value in node.outputs:
             holders[value] = [home[name][0]]
+            copies[(value, home[name][0])] = value
     returns = tuple(dict.fromkeys(graph.output_values()))
     for value in returns:
         fetch("<return>", value, 0)

@@ -1,0 +1,250 @@
+"""The torch.distributed backend: emitted programs run on gloo ranks and compute the plain result.
+
+Programs are launched in-process with `elastic_launch(start_method="fork")` (about 0.3 s a launch)
+rather than through a torchrun subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import pickle
+import runpy
+import socket
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from dagc.backends import emit  # noqa: E402
+from dagc.backends.torch import REQUIRED_PASSES, CommunicationError, build_plan, static_tensor  # noqa: E402
+
+from dagc.cluster import parse_cluster_spec  # noqa: E402
+from dagc.driver import compile_file  # noqa: E402
+from dagc.runtime.events import read_events  # noqa: E402
+from tests.conftest import SAMPLES  # noqa: E402
+
+PASSES = REQUIRED_PASSES
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _entry(program: str, argv: list[str]) -> None:
+    namespace = runpy.run_path(program, run_name="dagc_program")
+    code = namespace["main"](argv)
+    if code:
+        raise SystemExit(code)
+
+
+def launch(program: Path, nproc: int, argv: list[str], *, max_restarts: int = 0, nnodes: int = 1,
+           port: int | None = None, run_id: str | None = None, is_host: bool | None = None) -> None:
+    """Run `program` on `nproc` local ranks (one elastic agent), as torchrun would."""
+    from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+    configs = {} if is_host is None else {"is_host": is_host}
+    config = LaunchConfig(
+        min_nodes=nnodes, max_nodes=nnodes, nproc_per_node=nproc, run_id=run_id or uuid.uuid4().hex,
+        rdzv_backend="c10d", rdzv_endpoint=f"127.0.0.1:{port or _free_port()}", rdzv_configs=configs,
+        max_restarts=max_restarts, monitor_interval=0.05, start_method="fork",
+    )
+    elastic_launch(config, _entry)(str(program), argv)
+
+
+def _emit(path: Path, out: Path, ranks: int, **params: object) -> Path:
+    graph = compile_file(path, passes=PASSES, cluster=parse_cluster_spec(str(ranks)), backend="torch",
+                         params=params)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(emit(graph, "torch", out))
+    return out
+
+
+def _ruff_clean(path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.fixture(scope="module")
+def quickstart_plain(tmp_path_factory: pytest.TempPathFactory) -> object:
+    out = tmp_path_factory.mktemp("plain") / "plain.pkl"
+    code = (
+        "import pickle, runpy, sys\n"
+        f"sys.path.insert(0, {str(SAMPLES)!r})\n"
+        f"ns = runpy.run_path({str(SAMPLES / 'quickstart.py')!r}, run_name='plain')\n"
+        f"pickle.dump(ns['quickstart'](), open({str(out)!r}, 'wb'))\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+    return pickle.loads(out.read_bytes())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_quickstart_equals_plain_run(tmp_path: Path, ranks: int, quickstart_plain: object) -> None:
+    program = _emit(SAMPLES / "quickstart.py", tmp_path / f"quickstart_torch{ranks}.py", ranks)
+    _ruff_clean(program)
+    result = tmp_path / "result.pkl"
+    run_dir = tmp_path / "run"
+    launch(program, ranks, ["--result", str(result), "--run-dir", str(run_dir)])
+    assert pickle.loads(result.read_bytes()) == quickstart_plain
+    events = read_events(run_dir / "events.jsonl")
+    ended = {e["task"] for e in events if e["event"] == "end"}
+    assert ended == {"make_data", "split", "standardize", "fourier_features", "concat", "train", "evaluate",
+                     "report"}
+    assert [e["event"] for e in events][0] == "run_start" and events[-1]["event"] == "run_end"
+    assert {e["pid"] for e in events if e["event"] == "end"} and len({e["rank"] for e in events
+                                                                      if e["event"] == "end"}) >= 2
+
+
+PROJECT = {
+    "proj.py": '''
+        import os
+        from pathlib import Path
+
+        import torch
+
+        import dagc
+
+
+        @dagc.task(cost="1s", out_size="1MiB")
+        def make(n: int, seed: int) -> torch.Tensor:
+            return torch.arange(n, dtype=torch.float32) * seed
+
+
+        @dagc.task(cost="1s")
+        def static(n: int) -> "Tensor[float32, 64]":
+            return torch.ones(64) * n
+
+
+        @dagc.task(cost="2s")
+        def crunch(x: torch.Tensor, k: int) -> torch.Tensor:
+            marker = os.environ.get("DAGC_TEST_CRASH")
+            if marker and k == 2 and not Path(marker).exists():
+                Path(marker).write_text("crashed once")
+                os._exit(3)           # this rank dies in the middle of the task
+            return x * k + 1
+
+
+        @dagc.task(cost="1s")
+        def stats(a: torch.Tensor, b: torch.Tensor, s) -> dict:
+            return {"sum": float(a.sum() + b.sum() + s.sum()), "shape": list(a.shape), "tag": "ok"}
+
+
+        @dagc.task(cost="1s", ranks=2)
+        def allreduce(x: torch.Tensor) -> float:
+            ctx = dagc.context()
+            t = x.sum().reshape(1) * (ctx.rank + 1)
+            if ctx.group is not None:
+                torch.distributed.all_reduce(t, group=ctx.group)
+            return float(t.item()) if ctx.is_main else None
+
+
+        @dagc.pipeline
+        def p(n: int = 1000):
+            x = make(n, seed=3)
+            s = static(n)
+            a = crunch(x, k=2)
+            b = crunch(x, k=5)
+            st = stats(a, b, s)
+            r = allreduce(a)
+            return st, r
+    ''',
+}
+
+
+def _plain_project(root: Path) -> object:
+    sys.path.insert(0, str(root))
+    try:
+        namespace = runpy.run_path(str(root / "proj.py"), run_name="plain_proj")
+        value = namespace["p"]()
+    finally:
+        sys.path.remove(str(root))
+    return value
+
+
+@pytest.mark.slow
+def test_crash_restart_skips_completed_tasks(tmp_path: Path, write_project, monkeypatch) -> None:
+    root = write_project(PROJECT)
+    expected_st = _plain_project(root)[0]
+    program = _emit(root / "proj.py", tmp_path / "out" / "proj_torch.py", 2)
+    _ruff_clean(program)
+    marker = tmp_path / "crashed"
+    monkeypatch.setenv("DAGC_TEST_CRASH", str(marker))
+    result, run_dir = tmp_path / "r.pkl", tmp_path / "run"
+    launch(program, 2, ["--result", str(result), "--run-dir", str(run_dir)], max_restarts=2)
+    assert marker.exists()  # the crash happened
+    st, reduced = pickle.loads(result.read_bytes())
+    assert st == expected_st
+    assert reduced == pytest.approx(3 * float((torch.arange(1000, dtype=torch.float32) * 3 * 2 + 1).sum()))
+    events = read_events(run_dir / "events.jsonl")
+    runs = list(dict.fromkeys(e["run"] for e in events))
+    assert len(runs) == 2  # the first attempt, then the restart
+    first_done = {e["task"] for e in events if e["run"] == runs[0] and e["event"] == "end"}
+    second_ran = {e["task"] for e in events if e["run"] == runs[1] and e["event"] == "start"}
+    skipped = {e["task"] for e in events if e["run"] == runs[1] and e["event"] == "skip"}
+    assert "make" in first_done and not (first_done & second_ran)
+    assert first_done <= skipped
+    assert events[-1]["event"] == "run_end"
+
+
+def _node(program: str, port: int, run_id: str, is_host: bool, argv: list[str]) -> None:
+    launch(Path(program), 1, argv, nnodes=2, port=port, run_id=run_id, is_host=is_host)
+
+
+@pytest.mark.slow
+def test_two_nodes_with_c10d_rendezvous(tmp_path: Path, write_project) -> None:
+    root = write_project(PROJECT)
+    expected = _plain_project(root)
+    program = _emit(root / "proj.py", tmp_path / "out" / "proj_torch.py", 2)
+    port, run_id = _free_port(), uuid.uuid4().hex
+    result = tmp_path / "r.pkl"
+    ctx = multiprocessing.get_context("fork")
+    agents = [ctx.Process(target=_node, args=(str(program), port, run_id, i == 0, ["--result", str(result)]))
+              for i in range(2)]
+    for agent in agents:
+        agent.start()
+    for agent in agents:
+        agent.join(timeout=120)
+    assert [a.exitcode for a in agents] == [0, 0]
+    st, reduced = pickle.loads(result.read_bytes())
+    assert st == expected[0]
+    assert reduced == pytest.approx(3 * expected[1])  # ranks 1 and 2 of the group: (1 + 2) × the plain value
+
+
+def test_static_tensor_types() -> None:
+    assert static_tensor("Tensor[float32, 1024, 64]") == ("float32", (1024, 64))
+    assert static_tensor("torch.Tensor[long, 3]") == ("int64", (3,))
+    assert static_tensor("torch.Tensor") is None
+    assert static_tensor("Tensor[banana, 3]") is None
+    assert static_tensor("'Tensor[float32, 64]'") == ("float32", (64,))
+
+
+def test_emitted_plan_is_checked(tmp_path: Path, write_project) -> None:
+    root = write_project(PROJECT)
+    graph = compile_file(root / "proj.py", passes=PASSES, cluster=parse_cluster_spec("3"), backend="torch")
+    plan = build_plan(graph)
+    assert graph.attrs["commcheck.messages"] == len(plan.moves)
+    allreduce = [s for s in plan.steps if s.node == "allreduce" and s.kind == "run"][0]
+    assert len(allreduce.ranks) == 2
+    # both ranks of the multi-rank task receive its input
+    assert {s.dst for s in plan.moves if s.out in ("crunch", "crunch@1", "crunch@2")} | {
+        plan.home["crunch"][0]} >= set(allreduce.ranks)
+
+
+def test_program_help_lists_options(tmp_path: Path) -> None:
+    program = _emit(SAMPLES / "quickstart.py", tmp_path / "q.py", 2)
+    out = subprocess.run([sys.executable, str(program), "--help"], capture_output=True, text=True, check=True)
+    for option in ("--result", "--run-dir", "--timeout", "--nproc", "--max-restarts"):
+        assert option in out.stdout
+
+
+def test_communication_error_is_a_diagnostic() -> None:
+    assert issubclass(CommunicationError, ValueError)
+    assert json.dumps(PASSES)
