@@ -439,7 +439,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="local", choices=sorted(BACKENDS), help="engine (default: local)")
     p.add_argument("--result", metavar="PATH", help="write the pipeline's return value to PATH (pickle)")
     p.add_argument("--keep", metavar="FILE", help="keep the emitted program at FILE")
-    p.add_argument("program_args", nargs=argparse.REMAINDER, help="arguments after -- go to the program")
+    p.set_defaults(program_args=[])  # what follows `--` on the command line goes to the program
     _add_passes(p)
     _add_cluster(p)
     _add_profile(p)
@@ -496,12 +496,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    program_args: list[str] = []
+    if "run" in argv and "--" in argv[argv.index("run"):]:  # `dagc run … -- PROGRAM ARGS`
+        cut = argv.index("--", argv.index("run"))
+        argv, program_args = argv[:cut], argv[cut + 1:]
     args = parser.parse_args(argv)
+    if args.command == "run":
+        args.program_args = program_args
     from dagc.console import setup_logging
 
     setup_logging(getattr(args, "verbose", 0) or 0, getattr(args, "quiet", 0) or 0)
-    if getattr(args, "program_args", None) and args.program_args[:1] == ["--"]:
-        args.program_args = args.program_args[1:]
     try:
         return int(args.func(args) or 0)
     except CompileError as exc:
