@@ -43,10 +43,148 @@ def emit_task_lines(w: CodeWriter, node: Node, names: Names, module_alias: dict[
 
         w.line(f"{names[node.outputs[0]]} = {glue_source(node, names)}  # {node.span}")
         return
+    if node.op == "cond":
+        _emit_cond(w, node, names, module_alias)
+        return
+    if node.op == "loop":
+        _emit_loop(w, node, names, module_alias)
+        return
     function = f"{module_alias[node.module]}.{node.function}"
-    targets = ", ".join(names[o] for o in node.outputs)
     w.line(f"# {node.name}  ({node.span})")
+    used = getattr(names, "used_values", None)
+    if used is not None and not any(o in used for o in node.outputs):
+        w.line(call_source(node, function, names))  # result unused (ordered by file or `after` edges)
+        return
+    targets = ", ".join(names[o] for o in node.outputs)
     w.line(f"{targets} = {call_source(node, function, names)}")
+
+
+def _body(node: Node, key: str) -> list[Node]:
+    from dagc.ir.serialize import node_from_json
+
+    return [node_from_json(m) for m in node.attrs.get(key) or []]
+
+
+def _operands(node: Node, key: str) -> list:
+    from dagc.ir.serialize import operand_from_json
+
+    return [operand_from_json(o) for o in node.attrs.get(key) or []]
+
+
+def _assign_line(w: CodeWriter, targets: list[str], operands: list, names: Names) -> None:
+    pairs = [(t, render_operand(o, names)) for t, o in zip(targets, operands)]
+    pairs = [(t, v) for t, v in pairs if t != v]
+    if pairs:
+        w.line(f"{', '.join(t for t, _ in pairs)} = {', '.join(v for _, v in pairs)}")
+
+
+def used_values(graph: Graph) -> set[str]:
+    """Every value name read anywhere: by a node, inside a region or fused group, or returned."""
+    from dagc.ir.types import iter_refs
+
+    used: set[str] = set(graph.output_values())
+
+    def visit(nodes: list[Node]) -> None:
+        for n in nodes:
+            used.update(n.input_values())
+            if n.op == "fused":
+                visit(_members(n))
+            for key in ("region.then", "region.else", "region.body"):
+                if n.op in ("cond", "loop"):
+                    visit(_body(n, key))
+            if n.op in ("cond", "loop"):
+                for key in ("region.then.yield", "region.else.yield", "region.yield"):
+                    for o in _operands(n, key):
+                        used.update(iter_refs(o))
+                brk = n.attrs.get("region.break")
+                if n.op == "loop" and brk:
+                    from dagc.ir.serialize import operand_from_json
+
+                    for o in [brk["cond"], *brk["yield"]]:
+                        used.update(iter_refs(operand_from_json(o)))
+
+    visit(graph.nodes)
+    return used
+
+
+def _output_targets(node: Node, names: Names) -> list[str]:
+    """Identifiers for a region's outputs; `_` for outputs nothing reads (keeps the program lint-clean)."""
+    used = getattr(names, "used_values", None)
+    return [names[o] if used is None or o in used else "_" for o in node.outputs]
+
+
+def _emit_cond(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, str]) -> None:
+    """A `cond` region: `if pred:` then-body, else-body, each assigning the region's outputs."""
+    pred = render_operand(node.args[0], names)
+    outputs = _output_targets(node, names)
+    w.line(f"# {node.name}  ({node.span})")
+    w.line(f"if {pred}:")
+    for label in ("then", "else"):
+        if label == "else":
+            w.line("else:")
+        with w.indent():
+            for inner in _body(node, f"region.{label}"):
+                emit_task_lines(w, inner, names, module_alias)
+            yields = _operands(node, f"region.{label}.yield")
+            if yields and any(o != "_" for o in outputs):
+                kept = [(t, y) for t, y in zip(outputs, yields) if t != "_"]
+                _assign_line(w, [t for t, _ in kept], [y for _, y in kept], names)
+            elif outputs[0] != "_":
+                w.line(f"{outputs[0]} = None")
+            else:
+                w.line("pass")
+
+
+def _emit_loop(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, str]) -> None:
+    """A `loop` region: at most len(iter) trips of the body, leaving early when the break value is true."""
+    from dagc.ir.serialize import operand_from_json
+
+    carried_ir = list(node.attrs.get("region.carried") or [])
+    used = getattr(names, "used_values", None)
+    # a carried value nothing reads (inside the body or after the loop) need not be carried
+    keep = [k for k, c in enumerate(carried_ir)
+            if used is None or k == 0 or c in used or node.outputs[k] in used]
+    carried = [names[carried_ir[k]] for k in keep]
+    inits = [node.args[k] for k in keep]
+    body = _body(node, "region.body")
+    brk = node.attrs.get("region.break")
+    at = brk["at"] if brk else len(body)
+    w.line(f"# {node.name}: at most {len(operand_from_json(node.attrs['region.iter']).items)} trips  ({node.span})")
+    _assign_line(w, carried, inits, names)
+    index = carried[0] if carried else "_"
+    w.line(f"for {index} in {render_operand(operand_from_json(node.attrs['region.iter']), names)}:")
+    with w.indent():
+        for inner in body[:at]:
+            emit_task_lines(w, inner, names, module_alias)
+        if brk:
+            w.line(f"if {render_operand(operand_from_json(brk['cond']), names)}:")
+            with w.indent():
+                _assign_line(w, carried, [operand_from_json(brk["yield"][k]) for k in keep], names)
+                w.line("break")
+        for inner in body[at:]:
+            emit_task_lines(w, inner, names, module_alias)
+        yields = _operands(node, "region.yield")
+        _assign_line(w, carried, [yields[k] for k in keep], names)
+    outputs = [_output_targets(node, names)[k] for k in keep] if carried_ir else _output_targets(node, names)
+    kept = [(o, c) for o, c in zip(outputs, carried) if o != "_"]
+    if kept:
+        w.line(f"{', '.join(o for o, _ in kept)} = {', '.join(c for _, c in kept)}")
+    elif not carried and outputs[0] != "_":
+        w.line(f"{outputs[0]} = None")
+
+
+def _task_modules(nodes: list[Node]) -> set[str]:
+    """Modules of every task, looking inside fused groups and regions."""
+    out: set[str] = set()
+    for n in nodes:
+        if n.op == "task" and n.module:
+            out.add(n.module)
+        elif n.op == "fused":
+            out |= _task_modules(_members(n))
+        elif n.op in ("cond", "loop"):
+            for key in ("region.then", "region.else", "region.body"):
+                out |= _task_modules(_body(n, key))
+    return out
 
 
 def emit_prologue(w: CodeWriter, graph: Graph, out_path: Path | None, backend: str, summary: str) -> None:
@@ -61,8 +199,7 @@ def emit_prologue(w: CodeWriter, graph: Graph, out_path: Path | None, backend: s
 
 
 def _module_aliases(graph: Graph, names: Names) -> dict[str, str]:
-    modules = sorted({n.module for n in graph if n.op == "task"}
-                     | {m.module for n in graph if n.op == "fused" for m in _members(n)})
+    modules = sorted(_task_modules(graph.nodes))
     return {m: names.claim(f"module:{m}", m.replace(".", "_")) for m in modules if m}
 
 
@@ -88,6 +225,7 @@ def emit_loader(w: CodeWriter, graph: Graph, out_path: Path | None, aliases: dic
 def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     """The local program's source text for `graph`."""
     names = Names()
+    names.used_values = used_values(graph)  # type: ignore[attr-defined]
     aliases = _module_aliases(graph, names)
     order = graph.topological_order()
     w = CodeWriter()
@@ -116,7 +254,8 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
         for module, alias in aliases.items():
             w.line(f"{alias} = modules[{module!r}]")
         for param in graph.params:
-            w.line(f"{names[param.name]} = {render_operand(param.value, names)}  # parameter")
+            if param.name in names.used_values:  # type: ignore[attr-defined]
+                w.line(f"{names[param.name]} = {render_operand(param.value, names)}  # parameter")
         for name in order:
             emit_task_lines(w, graph.node(name), names, aliases)
         returns = render_operand(graph.returns, names) if graph.returns is not None else "None"

@@ -13,7 +13,7 @@ from typing import Any, TypeVar, overload
 
 from dagc import units
 
-__all__ = ["task", "pipeline", "TASK_OPTIONS", "OptionSpec", "PIPELINE_OPTIONS"]
+__all__ = ["task", "pipeline", "after", "TASK_OPTIONS", "OptionSpec", "PIPELINE_OPTIONS"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -95,3 +95,12 @@ def pipeline(fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
         return func
 
     return decorate
+
+
+T = TypeVar("T")
+
+
+def after(value: T, /, *prerequisites: Any) -> T:
+    """Call-site ordering: `m = dagc.after(train(data), prepared)` runs `train` after the task that
+    produced `prepared`, without passing it. Returns `value` unchanged when run as plain Python."""
+    return value

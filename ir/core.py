@@ -18,12 +18,27 @@ import networkx as nx
 from .location import SourceSpan
 from .types import Operand, TaskOptions, iter_refs
 
-__all__ = ["Node", "Param", "Graph", "OPS", "output_name"]
+__all__ = ["Node", "Param", "Graph", "OPS", "REGION_OPS", "ALL_OPS", "REGION_BODIES", "output_name",
+           "region_bodies"]
 
 # Node kinds. `task` calls a user function; `fused` runs its members (attrs["fuse.members"]) in order;
 # `transfer` moves a value between devices (inserted by the comm pass); `glue` evaluates a small
 # expression on task results where its inputs are.
 OPS = ("task", "fused", "transfer", "glue")
+# Region kinds (docs/ir.md): `cond` runs one of two bodies on a run-time predicate; `loop` runs its
+# body at most len(iter) times, leaving early on a run-time value. Bodies are lists of node JSON in
+# attrs, so a pass that does not look inside treats a region as one node.
+REGION_OPS = ("cond", "loop")
+ALL_OPS = OPS + REGION_OPS
+REGION_BODIES: dict[str, tuple[str, ...]] = {"cond": ("region.then", "region.else"), "loop": ("region.body",)}
+
+
+def region_bodies(node: Node) -> dict[str, list[Node]]:
+    """The bodies of a region node as Nodes (`{"region.then": [...], ...}`); {} for other ops."""
+    from .serialize import node_from_json
+
+    return {key: [node_from_json(item) for item in node.attrs.get(key) or []]
+            for key in REGION_BODIES.get(node.op, ())}
 
 
 def output_name(node_name: str, index: int, count: int) -> str:

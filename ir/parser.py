@@ -11,6 +11,9 @@ optional, `{x}` repeats, `|` separates choices, quoted text is literal):
                     ["{" option {"," option} "}"] ["[" key "=" JSON {"," key "=" JSON} "]"]
                     ["after" "(" name {"," name} ")"] [span]
               | "return" operand
+              region                                   (after a `cond` or `loop` node, indented deeper)
+    region   := ("then:" block "else:" block) | ("body over" operand ":" block)      (cond | loop)
+    block    := {node | "break if" operand "yield" [operands]} "yield" [operands]   (each indented deeper)
     outputs  := "()" | "%" name [":" type] {"," "%" name [":" type]}
     args     := operand {"," operand} {"," IDENT "=" operand}  |  IDENT "=" operand {"," ...}
     operand  := "%" name | INT | FLOAT | STRING | "None" | "True" | "False" | "inf" | "-inf" | "nan"
@@ -41,7 +44,7 @@ from dagc import units
 from .core import Graph, Node, Param
 from .location import SourceSpan
 from .printer import ATTR_KEY_RE, DURATION_RE, IDENT_RE, NAME_RE, SIZE_RE, TARGET_RE, scan_type
-from .serialize import make_node, no_gc
+from .serialize import make_node, no_gc, node_to_json, operand_to_json
 from .types import Const, Map, Operand, Ref, Seq, TaskOptions, operand_to_python
 
 __all__ = ["IRParseError", "parse_graph", "parse_operand"]
@@ -526,6 +529,103 @@ def _parse_node(cursor: _Line) -> Node:
     )
 
 
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _operand_list(cursor: _Line) -> list[Operand]:
+    items: list[Operand] = []
+    cursor.ws()
+    if cursor.at_end():
+        return items
+    while True:
+        items.append(cursor.operand())
+        cursor.ws()
+        if cursor.peek() == ",":
+            cursor.pos += 1
+            cursor.ws()
+            continue
+        cursor.done()
+        return items
+
+
+_REGION_HEADERS = {"cond": ("then", "else"), "loop": ("body",)}
+
+
+def _parse_region(lines: list[tuple[int, str]], i: int, node: Node, base: int) -> int:
+    """Read the blocks of region `node` (whose line is indented `base`) starting at lines[i]; fill its
+    region attributes; return the index of the first line after the region."""
+    for header in _REGION_HEADERS[node.op]:
+        if i >= len(lines):
+            number = lines[-1][0] + 1
+            raise IRParseError(f"expected '{header}:' for region {node.name!r}", number, 1)
+        number, line = lines[i]
+        indent = _indent(line)
+        over: Operand | None = None
+        if indent > base and header == "body" and line.strip(" \t").startswith("body over "):
+            cursor = _Line(line.rstrip(" \t"), number, indent + len("body over "))
+            cursor.ws()
+            over = cursor.operand()
+            cursor.ws()
+            cursor.expect(":", "':' after the loop's items")
+            cursor.done()
+        elif indent <= base or line.strip(" \t") != f"{header}:":
+            what = "body over [items]:" if header == "body" else f"{header}:"
+            raise IRParseError(f"expected '{what}' (indented under region {node.name!r})", number, indent + 1)
+        i += 1
+        items: list[dict[str, Any]] = []
+        yields: list[Operand] | None = None
+        brk: dict[str, Any] | None = None
+        while i < len(lines) and _indent(lines[i][1]) > indent:
+            number, line = lines[i]
+            cursor = _Line(line, number)
+            cursor.ws()
+            if yields is not None:
+                raise cursor.error("'yield' ends a block: nothing may follow it")
+            start = cursor.pos
+            if line.startswith("yield", start) and not _WORD_CHAR.match(line, start + 5):
+                cursor.pos += 5
+                yields = _operand_list(cursor)
+                i += 1
+                continue
+            if line.startswith("break", start) and not _WORD_CHAR.match(line, start + 5):
+                if node.op != "loop" or brk is not None:
+                    raise cursor.error("'break if' is allowed once, in the body of a loop")
+                cursor.pos += 5
+                cursor.ws()
+                cursor.expect("if", "'if' after 'break'")
+                cursor.ws()
+                cond = cursor.operand()
+                cursor.ws()
+                cursor.expect("yield", "'yield' after the break condition")
+                brk = {"at": len(items), "cond": operand_to_json(cond),
+                       "yield": [operand_to_json(o) for o in _operand_list(cursor)]}
+                i += 1
+                continue
+            inner = _parse_node(cursor)
+            i += 1
+            if inner.op in _REGION_HEADERS and i < len(lines) and _indent(lines[i][1]) > _indent(line):
+                i = _parse_region(lines, i, inner, _indent(line))
+            items.append(node_to_json(inner))
+        if yields is None:
+            raise IRParseError(f"block '{header}:' of region {node.name!r} does not end with 'yield'", number,
+                               indent + 1)
+        keys = {"then": ("region.then", "region.then.yield"), "else": ("region.else", "region.else.yield"),
+                "body": ("region.body", "region.yield")}[header]
+        for key in (*keys, *(("region.break",) if header == "body" else ())):
+            if key in node.attrs:
+                raise IRParseError(f"region {node.name!r} gives {key!r} both inline and as a block", number, 1)
+        node.attrs[keys[0]] = items
+        node.attrs[keys[1]] = [operand_to_json(o) for o in yields]
+        if header == "body":
+            node.attrs["region.break"] = brk
+            if over is not None:
+                if "region.iter" in node.attrs:
+                    raise IRParseError(f"region {node.name!r} gives 'region.iter' twice", number, 1)
+                node.attrs["region.iter"] = operand_to_json(over)
+    return i
+
+
 def _parse_param(cursor: _Line) -> Param:
     cursor.ws()
     cursor.expect("%", "'%' before the parameter name")
@@ -601,7 +701,10 @@ def _parse_graph(text: str) -> Graph:
     graph.span = cursor.span_or_end()
 
     seen: set[str] = set()
-    for number, line in lines[2:]:
+    i = 2
+    while i < len(lines):
+        number, line = lines[i]
+        i += 1
         cursor = _Line(line, number)
         cursor.ws()
         ch = cursor.peek()
@@ -610,6 +713,8 @@ def _parse_graph(text: str) -> Graph:
             node = _parse_node(cursor)
             if node.name in graph:
                 raise cursor.error(f"duplicate node name {node.name!r}", start)
+            if node.op in _REGION_HEADERS and i < len(lines) and _indent(lines[i][1]) > _indent(line):
+                i = _parse_region(lines, i, node, _indent(line))
             graph.add_node(node)
             continue
         start = cursor.pos

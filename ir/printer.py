@@ -11,6 +11,15 @@
       %train = task @quickstart:train(%make_data#0, [%a, 3], lr=0.1) {gpus=1} [partition.device=3] after(prep)  # …
       return {'loss': %train}
 
+Region nodes (`cond`, `loop`; docs/ir.md) print their bodies as indented blocks under their line:
+
+      %cond = cond: cond @if(%compare, %m)  # train.py:20:5-22:20
+        then:
+          %cond.then.deploy = task @train:deploy(%m)  # train.py:21:9
+          yield %cond.then.deploy
+        else:
+          yield None
+
 The text loses nothing: `parse_graph` (ir/parser.py) reads it back to an equal graph, and the
 grammar is documented there. Names print bare when they only use letters, digits and `_ . # @ -`
 (with balanced `[...]`, as in `train[3]`), else as quoted strings; constants print as Python
@@ -214,8 +223,92 @@ def format_attrs(attrs: dict[str, object]) -> str:
     )
 
 
+REGION_KEYS: dict[str, tuple[str, ...]] = {
+    "cond": ("region.then", "region.then.yield", "region.else", "region.else.yield"),
+    "loop": ("region.body", "region.yield", "region.break", "region.iter"),
+}
+
+
+def _canonical_operands(items: object) -> bool:
+    from .serialize import operand_from_json, operand_to_json
+
+    return isinstance(items, list) and all(
+        json.dumps(operand_to_json(operand_from_json(o)), sort_keys=True) == json.dumps(o, sort_keys=True)
+        for o in items
+    )
+
+
+def _canonical_nodes(items: object) -> bool:
+    from .serialize import node_from_json, node_to_json
+
+    return isinstance(items, list) and all(
+        json.dumps(node_to_json(node_from_json(n)), sort_keys=True) == json.dumps(n, sort_keys=True)
+        and (n.get("op") not in REGION_KEYS or region_form(node_from_json(n)))
+        for n in items
+    )
+
+
+def region_form(node: Node) -> bool:
+    """True when `node`'s region attributes are printed as nested blocks (they are well formed and
+    canonical, so that reading the blocks back gives exactly the same attributes)."""
+    keys = REGION_KEYS.get(node.op)
+    if keys is None or not all(k in node.attrs for k in keys):
+        return False
+    a = node.attrs
+    try:
+        if node.op == "cond":
+            return (_canonical_nodes(a["region.then"]) and _canonical_nodes(a["region.else"])
+                    and _canonical_operands(a["region.then.yield"]) and _canonical_operands(a["region.else.yield"]))
+        brk = a["region.break"]
+        body = a["region.body"]
+        if brk is not None and not (
+            isinstance(brk, dict) and set(brk) == {"at", "cond", "yield"} and type(brk["at"]) is int
+            and isinstance(body, list) and 0 <= brk["at"] <= len(body)
+            and _canonical_operands([brk["cond"]]) and _canonical_operands(brk["yield"])
+        ):
+            return False
+        return (_canonical_nodes(body) and _canonical_operands(a["region.yield"])
+                and _canonical_operands([a["region.iter"]]))
+    except Exception:  # malformed attributes print inline, as any other attributes
+        return False
+
+
+def _print_region(node: Node, indent: str, lines: list[str]) -> None:
+    from .serialize import node_from_json, operand_from_json
+
+    def yield_line(ops: list[object], head: str = "yield") -> str:
+        items = ", ".join(format_operand(operand_from_json(o)) for o in ops)
+        return f"{head} {items}" if items else head
+
+    def body(items: list[dict], at: int | None, brk: dict | None) -> None:
+        for position, item in enumerate(items):
+            if at == position and brk is not None:
+                lines.append(indent + "    " + yield_line(brk["yield"], f"break if "
+                                                           f"{format_operand(operand_from_json(brk['cond']))} yield"))
+            inner = node_from_json(item)
+            lines.append(indent + "    " + print_node(inner))
+            if region_form(inner):
+                _print_region(inner, indent + "    ", lines)
+        if brk is not None and at == len(items):
+            lines.append(indent + "    " + yield_line(brk["yield"], f"break if "
+                                                       f"{format_operand(operand_from_json(brk['cond']))} yield"))
+
+    a = node.attrs
+    if node.op == "cond":
+        for label in ("then", "else"):
+            lines.append(f"{indent}  {label}:")
+            body(a[f"region.{label}"], None, None)
+            lines.append(indent + "    " + yield_line(a[f"region.{label}.yield"]))
+    else:
+        brk = a["region.break"]
+        lines.append(f"{indent}  body over {format_operand(operand_from_json(a['region.iter']))}:")
+        body(a["region.body"], brk["at"] if brk else None, brk)
+        lines.append(indent + "    " + yield_line(a["region.yield"]))
+
+
 def print_node(node: Node) -> str:
-    """One node as its line of text, without indentation."""
+    """One node as its line of text, without indentation (a region's bodies follow on their own lines,
+    see `print_graph`)."""
     types = node.types
     outs = []
     for i, value in enumerate(node.outputs):
@@ -234,8 +327,11 @@ def print_node(node: Node) -> str:
     options = format_options(node.options)
     if options:
         parts.append(" " + options)
-    if node.attrs:
-        parts.append(" [" + format_attrs(node.attrs) + "]")
+    attrs = node.attrs
+    if attrs and node.op in REGION_KEYS and region_form(node):
+        attrs = {k: v for k, v in attrs.items() if k not in REGION_KEYS[node.op]}
+    if attrs:
+        parts.append(" [" + format_attrs(attrs) + "]")
     if node.deps:
         parts.append(" after(" + ", ".join([format_name(d) for d in node.deps]) + ")")
     parts.append("  # ")
@@ -266,6 +362,8 @@ def print_graph(graph: Graph) -> str:
         lines.append("  " + _print_param(param))
     for node in graph:
         lines.append("  " + print_node(node))
+        if node.op in REGION_KEYS and region_form(node):
+            _print_region(node, "  ", lines)
     if graph.returns is not None:
         lines.append("  return " + format_operand(graph.returns))
     lines.append("")

@@ -12,6 +12,10 @@
              not a topological order (a node placed before a value or node it depends on)
     DAGC206  a node has no source location (span line 0)
 
+Region nodes (`cond`, `loop`; docs/ir.md) are checked inside too: their bodies must be well formed,
+every value a body reads must be one of the region's operands, one of its block arguments or an
+earlier output of the same body, and names defined inside must not clash with any other value.
+
 Every diagnostic is an error placed at the node's span. `verify` never raises on a bad graph.
 """
 
@@ -21,7 +25,7 @@ from collections.abc import Iterator
 
 from dagc.diagnostics import Diagnostic, Note, Severity
 
-from .core import OPS, Graph, Node
+from .core import ALL_OPS, REGION_OPS, Graph, Node
 from .location import SourceSpan
 from .types import Const, Map, Operand, Ref, Seq, TaskOptions
 
@@ -163,9 +167,9 @@ def verify(graph: Graph) -> list[Diagnostic]:
         if name in names_seen:
             _error(out, "DAGC205", f"two nodes are named `{name}`", span)
         names_seen.add(name)
-        if node.op not in OPS:
+        if node.op not in ALL_OPS:
             _error(out, "DAGC205", f"node `{name}` has unknown op {node.op!r}", span,
-                   hint=f"ops are: {', '.join(OPS)}")
+                   hint=f"ops are: {', '.join(ALL_OPS)}")
         elif node.op == "task" and not node.target:
             _error(out, "DAGC205", f"task `{name}` has no target", span,
                    hint="a task's target names its function as module:qualname")
@@ -248,6 +252,12 @@ def verify(graph: Graph) -> list[Diagnostic]:
         for problem in bad:
             _error(out, "DAGC205", f"the graph's return value is malformed: {problem}", graph.span)
 
+    # ---- regions -------------------------------------------------------------------------------------
+    defined: set[str] = set(producer) | param_names
+    for node in nodes:
+        if node.op in REGION_OPS:
+            _check_region(node, defined, set(index), out)
+
     # ---- acyclicity and program order --------------------------------------------------------------
     cycle = _find_cycle(preds)
     if cycle is not None:
@@ -266,3 +276,165 @@ def verify(graph: Graph) -> list[Diagnostic]:
                    "program order", _span(nodes[i]),
                    hint="nodes are kept in a topological order; use Graph.reorder(graph.topological_order())")
     return out
+
+
+# ---- regions -----------------------------------------------------------------------------------------
+def _json_operand(data: object, what: str, problems: list[str]) -> Operand | None:
+    from .serialize import IRFormatError, operand_from_json
+
+    try:
+        return operand_from_json(data)
+    except IRFormatError as exc:
+        problems.append(f"{what}: {exc}")
+        return None
+
+
+def _json_body(data: object, what: str, problems: list[str]) -> list[Node] | None:
+    from .serialize import IRFormatError, node_from_json
+
+    if not isinstance(data, list):
+        problems.append(f"{what} must be a list of nodes")
+        return None
+    body = []
+    for k, item in enumerate(data):
+        try:
+            body.append(node_from_json(item))
+        except IRFormatError as exc:
+            problems.append(f"{what}[{k}]: {exc}")
+            return None
+    return body
+
+
+def _check_region(node: Node, defined: set[str], outer_nodes: set[str], out: list[Diagnostic]) -> None:
+    """Structure and scoping of one region node; `defined` collects every value name seen so far."""
+    span = _span(node)
+    attrs = node.attrs if isinstance(node.attrs, dict) else {}
+    problems: list[str] = []
+    captured: set[str] = set()
+    for operand in node.args:
+        captured.update(_refs(operand, []))
+    n_out = len(node.outputs)
+    single = node.outputs == (node.name,)
+
+    def yields(key: str, count_ok: bool = True) -> list[Operand] | None:
+        data = attrs.get(key)
+        if not isinstance(data, list):
+            problems.append(f"`{key}` must be a list of operands")
+            return None
+        ops = [_json_operand(item, f"`{key}`", problems) for item in data]
+        if any(o is None for o in ops):
+            return None
+        if count_ok and len(ops) != n_out and not (not ops and single):
+            problems.append(f"`{key}` has {len(ops)} values for {n_out} outputs")
+        return ops  # type: ignore[return-value]
+
+    bodies: list[tuple[str, list[Node], set[str], list[Operand], int | None, list[Operand]]] = []
+    if node.op == "cond":
+        if not node.args:
+            problems.append("a cond node's first operand is its predicate")
+        for label in ("then", "else"):
+            body = _json_body(attrs.get(f"region.{label}"), f"`region.{label}`", problems)
+            ys = yields(f"region.{label}.yield")
+            if body is not None and ys is not None:
+                bodies.append((label, body, set(), ys, None, []))
+    else:
+        carried = attrs.get("region.carried")
+        if not isinstance(carried, list) or not all(isinstance(c, str) for c in carried):
+            problems.append("`region.carried` must be a list of value names")
+            carried = []
+        if len(node.args) < len(carried):
+            problems.append(f"a loop with {len(carried)} carried values needs as many initial operands")
+        if len(carried) != n_out and not (not carried and single):
+            problems.append(f"a loop with {len(carried)} carried values has {n_out} outputs")
+        iter_ = _json_operand(attrs.get("region.iter"), "`region.iter`", problems)
+        if iter_ is not None:
+            if not isinstance(iter_, Seq):
+                problems.append("`region.iter` must be a list or tuple operand")
+            captured_iter = set(_refs(iter_, []))
+            missing = captured_iter - captured
+            if missing:
+                problems.append(f"`region.iter` uses `%{sorted(missing)[0]}`, which is not an operand of the loop")
+        body = _json_body(attrs.get("region.body"), "`region.body`", problems)
+        ys = yields("region.yield", count_ok=False)
+        if ys is not None and len(ys) != len(carried):
+            problems.append(f"`region.yield` has {len(ys)} values for {len(carried)} carried values")
+        brk = attrs.get("region.break")
+        at: int | None = None
+        brk_ops: list[Operand] = []
+        if brk is not None:
+            if not (isinstance(brk, dict) and set(brk) == {"at", "cond", "yield"} and type(brk["at"]) is int):
+                problems.append("`region.break` must be null or {at, cond, yield}")
+            else:
+                at = brk["at"]
+                if body is not None and not 0 <= at <= len(body):
+                    problems.append(f"`region.break.at` = {at} is outside the body")
+                cond = _json_operand(brk["cond"], "`region.break.cond`", problems)
+                bys = [_json_operand(o, "`region.break.yield`", problems) for o in brk["yield"]] \
+                    if isinstance(brk["yield"], list) else []
+                if not isinstance(brk["yield"], list) or len(bys) != len(carried):
+                    problems.append("`region.break.yield` needs one value per carried value")
+                brk_ops = [o for o in [cond, *bys] if o is not None]
+        if body is not None and ys is not None:
+            bodies.append(("body", body, set(carried), ys, at, brk_ops))
+    for problem in problems:
+        _error(out, "DAGC205", f"region `{node.name}`: {problem}", span)
+    if problems:
+        return
+    for value in [v for _, _, args, _, _, _ in bodies for v in args]:
+        if value in defined:
+            _error(out, "DAGC203", f"block argument `%{value}` of region `{node.name}` clashes with another value",
+                   span)
+        defined.add(value)
+    for label, body, block_args, ys, at, brk_ops in bodies:
+        visible = captured | block_args
+        inner_nodes: set[str] = set()
+        for position, inner in enumerate(body):
+            if at is not None and position == at:
+                _check_uses(node, label, brk_ops, visible, out, "its early exit")
+            ispan = _span(inner) or span
+            if inner.op not in ALL_OPS:
+                _error(out, "DAGC205", f"node `{inner.name}` in region `{node.name}` has unknown op {inner.op!r}",
+                       ispan)
+            elif inner.op == "task" and not inner.target:
+                _error(out, "DAGC205", f"task `{inner.name}` has no target", ispan)
+            if not inner.outputs or len(inner.types) != len(inner.outputs):
+                _error(out, "DAGC205", f"node `{inner.name}` in region `{node.name}` has malformed outputs", ispan)
+            for problem in inner.options.problems():
+                _error(out, "DAGC204", f"task `{inner.name}`: {problem}", ispan)
+            if ispan is None or ispan.line <= 0:
+                _error(out, "DAGC206", f"node `{inner.name}` has no source location", ispan,
+                       hint=_MISSING_SPAN_HINT)
+            bad: list[str] = []
+            for operand in _operands(inner, bad):
+                for value in _refs(operand, bad):
+                    if value not in visible:
+                        _error(out, "DAGC202", f"`{inner.name}` in region `{node.name}` uses `%{value}`, which is "
+                               "neither an operand of the region nor produced earlier in its body", ispan,
+                               hint="a region lists every outer value its body reads among its operands")
+            for problem in bad:
+                _error(out, "DAGC205", f"node `{inner.name}` has a malformed operand: {problem}", ispan)
+            for dep in inner.deps:
+                if dep not in inner_nodes and (dep not in outer_nodes or dep not in node.deps):
+                    _error(out, "DAGC202", f"`{inner.name}` in region `{node.name}` must run after `{dep}`, which "
+                           "is neither earlier in its body nor a dependency of the region", ispan)
+            if inner.op in REGION_OPS:
+                _check_region(inner, defined, outer_nodes | inner_nodes, out)
+            inner_nodes.add(inner.name)
+            for value in inner.outputs:
+                if value in defined:
+                    _error(out, "DAGC203", f"value `%{value}` in region `{node.name}` has more than one producer",
+                           ispan, hint="names inside regions are unique in the whole graph")
+                defined.add(value)
+                visible.add(value)
+        if at is not None and at == len(body):
+            _check_uses(node, label, brk_ops, visible, out, "its early exit")
+        _check_uses(node, label, ys, visible, out, f"its {label} result")
+
+
+def _check_uses(node: Node, label: str, operands: list[Operand], visible: set[str], out: list[Diagnostic],
+                what: str) -> None:
+    for operand in operands:
+        for value in _refs(operand, []):
+            if value not in visible:
+                _error(out, "DAGC202", f"region `{node.name}` uses `%{value}` in {what}, which is not visible there",
+                       _span(node))

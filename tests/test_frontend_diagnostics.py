@@ -45,8 +45,10 @@ CASES = [
      "DAGC107", 16),
     ("call of non-task", "@dagc.pipeline\ndef p():\n    x = helper(3)\n    return load('a')\n", "DAGC111", 15),
     ("task outside pipeline", "data = load('x')\n", "DAGC110", 13),
-    ("arithmetic on task result", "@dagc.pipeline\ndef p():\n    d = load('a')\n    return train(d + d)\n",
-     "DAGC109", 16),
+    ("method call on task result", "@dagc.pipeline\ndef p():\n    d = load('a')\n    return train(d.copy())\n",
+     "DAGC107", 16),
+    ("lambda on task result", "@dagc.pipeline\ndef p():\n    d = load('a')\n    return train((lambda: d)())\n",
+     "DAGC111", 16),
     ("try statement", "@dagc.pipeline\ndef p():\n    try:\n        d = load('a')\n    except Exception:\n"
      "        d = None\n    return d\n", "DAGC108", 15),
     ("global statement", "@dagc.pipeline\ndef p():\n    global G\n    return load('a')\n", "DAGC108", 15),

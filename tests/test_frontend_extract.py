@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dagc.frontend import compile_source
 from dagc.ir.types import Const, Ref, Seq
+
+from dagc.frontend import compile_source
 from tests.conftest import SAMPLES
 
 

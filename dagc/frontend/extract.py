@@ -4,11 +4,24 @@ The body is walked statement by statement. Names are bound to symbolic values: a
 (an IR operand referring to task outputs or parameters), a compile-time constant, or a callable
 (task, pipeline, module). Task calls become IR nodes; nested pipeline calls are inlined with
 hierarchical names. Nothing is executed.
+
+Control flow:
+  * `for` loops and comprehensions over compile-time iterables are unrolled; nodes made in
+    iteration k get the suffix `[k]` (`train[3]`, `shard[2].tokenize`).
+  * `if` on a compile-time value is folded; `if` on a task result becomes a `cond` region node.
+  * a `for` loop over a compile-time iterable that leaves early (`if <task result>: break`)
+    becomes a `loop` region node whose trip count is at most the iterable's length.
+  * arithmetic, comparisons, indexing, attribute access and f-strings on task results become
+    `glue` nodes.
+Region bodies are stored as IR JSON in the region node's attributes (see docs/ir.md).
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
+import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +35,7 @@ from dagc.frontend.modules import (
     PipelineDef,
     Project,
     TaskDef,
+    static_option_value,
 )
 from dagc.frontend.source import name_span
 from dagc.frontend.static import (
@@ -31,15 +45,29 @@ from dagc.frontend.static import (
     StaticRange,
     eval_static,
     is_literal_value,
+    iterate_static,
 )
+from dagc.frontend.typecheck import compatible, describe_mismatch, item_type
 from dagc.ir.core import Graph, Node, Param, output_name
+from dagc.ir.location import SourceSpan
 from dagc.ir.types import Const, Map, Operand, Ref, Seq, iter_refs, operand_from_python
 
-__all__ = ["extract_pipeline", "Extractor"]
+__all__ = ["extract_pipeline", "Extractor", "MAX_UNROLL"]
+
+MAX_UNROLL = 2_000_000  # loop iterations unrolled per pipeline, all loops together
+MAX_WHILE = 100_000  # iterations of one `while` loop on a compile-time condition
 
 
 class ExtractError(Exception):
     """Abandons the current statement after its diagnostic was reported."""
+
+
+class _Break(Exception):
+    """A `break` reached while unrolling a loop."""
+
+
+class _Continue(Exception):
+    """A `continue` reached while unrolling a loop."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +105,13 @@ class ModuleValue:
 
 
 @dataclass(frozen=True)
+class DagcFunction:
+    """A function of the dagc module used inside a pipeline body (`dagc.after`)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
 class External:
     """Something from a library or an opaque module-level name: usable only inside tasks."""
 
@@ -87,6 +122,18 @@ Value = Any  # Dyn | Static | ParamValue | Callee | ModuleValue | External | tup
 
 
 @dataclass
+class LoopContext:
+    """The region loop whose body is being interpreted (None while unrolling)."""
+
+    name: str
+    carried: list[str]
+    break_at: int | None = None
+    break_cond: Operand | None = None
+    break_yield: list[Operand] | None = None
+    block: list[Node] = field(default_factory=list)
+
+
+@dataclass
 class Scope:
     """One pipeline body being interpreted (the entry pipeline, or an inlined one)."""
 
@@ -94,6 +141,10 @@ class Scope:
     prefix: str
     env: dict[str, Value] = field(default_factory=dict)
     assigned_later: set[str] = field(default_factory=set)
+    suffix: str = ""
+    inlined: str = ""  # hierarchical name of the inlined pipeline ("" for the entry pipeline)
+    loop: LoopContext | None = None
+    unrolling: int = 0  # depth of unrolled loops around the current statement
 
 
 def _to_operand(value: Value) -> Operand:
@@ -116,6 +167,14 @@ def _is_runtime(value: Value) -> bool:
     return False
 
 
+def _is_task_result(value: Value) -> bool:
+    if isinstance(value, Dyn):
+        return True
+    if isinstance(value, tuple):
+        return any(_is_task_result(v) for v in value)
+    return False
+
+
 def _assigned_names(body: list[ast.stmt]) -> set[str]:
     names: set[str] = set()
     for stmt in body:
@@ -123,6 +182,42 @@ def _assigned_names(body: list[ast.stmt]) -> set[str]:
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 names.add(node.id)
     return names
+
+
+def _ordered_stores(body: list[ast.stmt]) -> list[str]:
+    out: dict[str, None] = {}
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                out.setdefault(node.id, None)
+    return list(out)
+
+
+def _loop_level_breaks(body: list[ast.stmt]) -> list[tuple[ast.stmt, list[ast.expr]]]:
+    """`break`/`continue` statements of this loop (not of nested loops), with the `if` tests above them."""
+    found: list[tuple[ast.stmt, list[ast.expr]]] = []
+
+    def visit(stmts: list[ast.stmt], tests: list[ast.expr]) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, (ast.Break, ast.Continue)):
+                found.append((stmt, tests))
+            elif isinstance(stmt, ast.If):
+                visit(stmt.body, [*tests, stmt.test])
+                visit(stmt.orelse, [*tests, stmt.test])
+            elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+                visit(stmt.body, tests)
+            elif isinstance(stmt, ast.Try):
+                visit(stmt.body, tests)
+                for handler in stmt.handlers:
+                    visit(handler.body, tests)
+                visit(stmt.orelse, tests)
+                visit(stmt.finalbody, tests)
+
+    visit(body, [])
+    return found
+
+
+_FILE_PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
 class Extractor:
@@ -133,8 +228,19 @@ class Extractor:
         self.sink = sink
         self.graph: Graph | None = None
         self._name_counts: dict[str, int] = {}
+        self._used: set[str] = set()
         self._stack: list[PipelineDef] = []
         self._nodes_by_task: dict[str, list[str]] = {}
+        self._blocks: list[list[Node]] = []  # open region bodies, innermost last
+        self._owner: dict[str, str] = {}  # node inside a closed region -> the region node
+        self._producer: dict[str, str] = {}  # value -> node that produces it
+        self._types: dict[str, tuple[str, SourceSpan | None]] = {}  # value -> (declared type, where)
+        self._writers: dict[str, tuple[str, SourceSpan]] = {}
+        self._reads: list[tuple[str, str, SourceSpan]] = []
+        self._extra_deps: list[str] = []
+        self._budget = MAX_UNROLL
+        self._budget_reported = False
+        self._modules_used: set[str] = set()
 
     # ---- entry ------------------------------------------------------------------------------------
     def extract(self, pipeline: PipelineDef, overrides: dict[str, Any]) -> Graph:
@@ -167,7 +273,13 @@ class Extractor:
             if not (is_literal_value(value) or isinstance(value, StaticRange)):
                 self.sink.error("DAGC005", f"value of parameter `{param.name}` is not a literal", span)
                 continue
-            graph.params.append(Param(param.name, operand_from_python(value), param.annotation, span))
+            try:
+                operand = operand_from_python(value)
+            except TypeError:
+                self.sink.error("DAGC005", f"value of parameter `{param.name}` is not a literal", span)
+                continue
+            graph.params.append(Param(param.name, operand, param.annotation, span))
+            self._used.add(param.name)
             scope.env[param.name] = ParamValue(param.name, value)
         unknown = sorted(set(overrides) - {p.name for p in pipeline.sig.params})
         for name in unknown:
@@ -177,13 +289,20 @@ class Extractor:
         self._stack.append(pipeline)
         result = self._run_body(scope, info, pipeline.node.body)
         self._stack.pop()
-        graph.returns = _to_operand(result) if result is not None else Const(None)
+        try:
+            graph.returns = _to_operand(result) if result is not None else Const(None)
+        except TypeError:
+            self.sink.error("DAGC109", f"pipeline `{pipeline.name}` returns something that is not a value",
+                            name_span(info.source, pipeline.node),
+                            hint="return task results, parameters or literals")
+            graph.returns = Const(None)
+        self._check_reads()
         graph.modules = dict(sorted((m, f) for m, f in self.project.files.items() if self._module_used(m)))
         return graph
 
     def _module_used(self, module: str) -> bool:
         assert self.graph is not None
-        return module == self.graph.module or any(n.module == module for n in self.graph)
+        return module == self.graph.module or module in self._modules_used
 
     # ---- statements -------------------------------------------------------------------------------
     def _run_body(self, scope: Scope, info: ModuleInfo, body: list[ast.stmt]) -> Value | None:
@@ -207,6 +326,8 @@ class Extractor:
                 for target in _stored_names(stmt):
                     scope.env[target] = POISON
                 continue
+            except (_Break, _Continue):
+                self.sink.error("DAGC117", "`break`/`continue` outside a loop", info.source.span(stmt))
         if not saw_return:
             self.sink.warning("DAGC115", f"pipeline `{scope.pipeline.name}` returns nothing",
                               name_span(info.source, scope.pipeline.node),
@@ -214,10 +335,28 @@ class Extractor:
                               "by `dce` unless marked side_effects=True")
         return returned
 
+    def _run_block(self, stmts: list[ast.stmt], scope: Scope, info: ModuleInfo) -> None:
+        """Statements nested in a loop or branch. `_Break`/`_Continue` propagate to the unroller."""
+        for stmt in stmts:
+            try:
+                if isinstance(stmt, ast.Return):
+                    self.sink.error("DAGC117", "`return` inside a loop or branch is not supported in a pipeline",
+                                    info.source.span(stmt),
+                                    hint="assign the result to a name and return it at the end of the pipeline")
+                    raise ExtractError
+                self._statement(stmt, scope, info, is_docstring=False)
+            except ExtractError:
+                for target in _stored_names(stmt):
+                    scope.env[target] = POISON
+
     def _statement(self, stmt: ast.stmt, scope: Scope, info: ModuleInfo, *, is_docstring: bool) -> None:
         span = info.source.span(stmt)
         if isinstance(stmt, ast.Expr):
             if is_docstring and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+                return
+            if isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
+                return  # a string used as a comment
+            if self._append(stmt.value, scope, info):
                 return
             self._eval(stmt.value, scope, info)
             return
@@ -235,8 +374,36 @@ class Extractor:
                 return
             self._assign(stmt.target, self._eval(stmt.value, scope, info), scope, info)
             return
+        if isinstance(stmt, ast.AugAssign) and isinstance(stmt.target, ast.Name):
+            load = ast.Name(stmt.target.id, ast.Load())
+            expr = ast.BinOp(load, stmt.op, stmt.value)
+            ast.copy_location(load, stmt.target)
+            ast.copy_location(expr, stmt)
+            self._assign(stmt.target, self._eval(expr, scope, info), scope, info)
+            return
         if isinstance(stmt, ast.Pass):
             return
+        if isinstance(stmt, ast.For):
+            self._for(stmt, scope, info)
+            return
+        if isinstance(stmt, ast.While):
+            self._while(stmt, scope, info)
+            return
+        if isinstance(stmt, ast.If):
+            self._if(stmt, scope, info)
+            return
+        if isinstance(stmt, ast.Break):
+            if scope.unrolling:
+                raise _Break
+            self.sink.error("DAGC117", "`break` is supported only as `if <condition>: break` directly in a "
+                            "loop body", span, hint="write the early exit as `if <condition>: break`")
+            raise ExtractError
+        if isinstance(stmt, ast.Continue):
+            if scope.unrolling and scope.loop is None:
+                raise _Continue
+            self.sink.error("DAGC117", "`continue` on a task result is not supported in a pipeline loop", span,
+                            hint="put the rest of the loop body under `if not <condition>:` instead")
+            raise ExtractError
         construct = _STATEMENT_NAMES.get(type(stmt), type(stmt).__name__)
         self.sink.error("DAGC108", f"{construct} is not supported in a pipeline body", span,
                         hint=_STATEMENT_HINTS.get(type(stmt), "move this logic into a @dagc.task"))
@@ -259,6 +426,22 @@ class Extractor:
             for elt, item in zip(target.elts, items):
                 self._assign(elt, item, scope, info)
             return
+        if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+                and _known_container(scope.env.get(target.value.id)) is not None
+                and not self._needs_glue(target.slice, scope, info)):
+            # `scores[name] = evaluate(m)` on a list or dict built in the pipeline: rebind the name
+            kind, items = _known_container(scope.env[target.value.id])  # type: ignore[misc]
+            key = self._static(target.slice, scope, info)
+            if kind == "dict":
+                pairs = dict(items)
+                pairs[Static(key)] = value
+                scope.env[target.value.id] = self._mapping(list(pairs.items()), target, info)
+                return
+            if isinstance(key, int) and not isinstance(key, bool) and -len(items) <= key < len(items):
+                items = list(items)
+                items[key] = value
+                scope.env[target.value.id] = self._sequence(items, kind == "list", target, info)
+                return
         self.sink.error("DAGC109", "assigning into an attribute or item mutates a value; pipelines "
                         "are dataflow and cannot", info.source.span(target),
                         hint="have a task return the updated value and bind it to a new name")
@@ -283,6 +466,481 @@ class Extractor:
             raise ExtractError
         return items
 
+    def _append(self, call: ast.expr, scope: Scope, info: ModuleInfo) -> bool:
+        """`xs.append(v)` / `xs.extend(vs)` on a list built in the pipeline rebinds `xs`."""
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and call.func.attr in ("append", "extend") and isinstance(call.func.value, ast.Name)
+                and len(call.args) == 1 and not call.keywords):
+            return False
+        name = call.func.value.id
+        known = _known_container(scope.env.get(name))
+        if known is None or known[0] != "list":
+            return False
+        value = self._eval(call.args[0], scope, info)
+        if call.func.attr == "append":
+            items = [*known[1], value]
+        else:
+            more = _known_container(value)
+            if more is None or more[0] == "dict":
+                self.sink.error("DAGC109", "`.extend()` needs a list whose length is known at compile time",
+                                info.source.span(call.args[0]), hint="append the items one by one")
+                raise ExtractError
+            items = [*known[1], *more[1]]
+        scope.env[name] = self._sequence(items, True, call, info)
+        return True
+
+    # ---- loops ------------------------------------------------------------------------------------
+    def _iter_values(self, expr: ast.expr, scope: Scope, info: ModuleInfo, what: str) -> list[Value] | None:
+        """Items of a list/tuple/dict whose length is known at compile time even though its items are
+        task results (`for m in models`, `enumerate(models)`, `zip(models, CONFIGS)`), else None."""
+        if isinstance(expr, ast.Name) and _is_task_result(scope.env.get(expr.id)):
+            value = scope.env[expr.id]
+            if isinstance(value, tuple):
+                return list(value)
+            operand = value.operand
+            if isinstance(operand, Seq):
+                return [_value_of(i) for i in operand.items]
+            if isinstance(operand, Map):
+                return [_value_of(k) for k, _ in operand.items]
+            return None
+        if (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute) and not expr.args
+                and expr.func.attr in ("items", "keys", "values") and isinstance(expr.func.value, ast.Name)):
+            value = scope.env.get(expr.func.value.id)
+            if isinstance(value, Dyn) and isinstance(value.operand, Map):
+                pairs = [(_value_of(k), _value_of(v)) for k, v in value.operand.items]
+                if expr.func.attr == "items":
+                    return [tuple(p) for p in pairs]
+                return [p[0] if expr.func.attr == "keys" else p[1] for p in pairs]
+            return None
+        if (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in ("enumerate", "zip")
+                and expr.func.id not in scope.env and not expr.keywords
+                and self.project.lookup(info, expr.func.id) is None and expr.args
+                and not any(isinstance(a, ast.Starred) for a in expr.args)
+                and self._needs_glue(expr, scope, info)):
+            if expr.func.id == "enumerate":
+                items = self._loop_items(expr.args[0], scope, info, what)
+                start = self._static(expr.args[1], scope, info) if len(expr.args) > 1 else 0
+                if len(expr.args) > 2 or not isinstance(start, int):
+                    return None
+                return [(Static(start + k), v) for k, v in enumerate(items)]
+            columns = [self._loop_items(a, scope, info, what) for a in expr.args]
+            return [tuple(row) for row in zip(*columns)]
+        return None
+
+    def _loop_items(self, expr: ast.expr, scope: Scope, info: ModuleInfo, what: str) -> list[Value]:
+        found = self._iter_values(expr, scope, info, what)
+        if found is not None:
+            return found
+        return [Static(v) for v in self._static_items(expr, scope, info, what)]
+
+    def _static_items(self, expr: ast.expr, scope: Scope, info: ModuleInfo, what: str) -> list[Any]:
+        if self._needs_glue(expr, scope, info):
+            self.sink.error("DAGC116", f"{what} iterates over a task result, which is not known at compile time",
+                            info.source.span(expr),
+                            hint="iterate over a range, a literal list/dict, a module constant or a pipeline "
+                            "parameter (or a list of task results built in the pipeline); to process every "
+                            "item of one task result, do it inside a task")
+            raise ExtractError
+        value = self._static(expr, scope, info)
+        try:
+            return iterate_static(expr, value)
+        except NotStatic as exc:
+            self.sink.error("DAGC116", f"{what} cannot iterate over this value at compile time: {exc.reason}",
+                            info.source.span(expr),
+                            hint="iterate over a range, a literal list/tuple/dict, enumerate() or zip() of them")
+            raise ExtractError from None
+
+    def _spend(self, span: SourceSpan) -> bool:
+        self._budget -= 1
+        if self._budget >= 0:
+            return True
+        if not self._budget_reported:
+            self._budget_reported = True
+            self.sink.error("DAGC119", f"loops unroll to more than {MAX_UNROLL} iterations", span,
+                            hint="use fewer iterations, or move the loop inside a task")
+        return False
+
+    def _for(self, stmt: ast.For, scope: Scope, info: ModuleInfo) -> None:
+        span = info.source.span(stmt)
+        if stmt.orelse:
+            self.sink.error("DAGC117", "`for ... else` is not supported in a pipeline", span,
+                            hint="use a flag, or restructure the loop")
+            raise ExtractError
+        items = self._loop_items(stmt.iter, scope, info, "this `for` loop")
+        exits = _loop_level_breaks(stmt.body)
+        if exits and self._exits_are_dynamic(exits, stmt, scope, info):
+            self._loop_region(stmt, items, scope, info)
+            return
+        self._unroll(stmt, stmt.target, items, stmt.body, scope, info)
+
+    def _exits_are_dynamic(self, exits: list[tuple[ast.stmt, list[ast.expr]]], stmt: ast.For,
+                           scope: Scope, info: ModuleInfo) -> bool:
+        """A `break` depends on run-time values when a test above it reads a task result or a name the
+        loop body assigns (other than the loop variable)."""
+        assigned = _assigned_names(stmt.body) - _assigned_names([ast.Expr(stmt.target)])
+        for _, tests in exits:
+            for test in tests:
+                for node in ast.walk(test):
+                    if isinstance(node, ast.Name) and (
+                        node.id in assigned or _is_task_result(scope.env.get(node.id))
+                    ):
+                        return True
+                    if isinstance(node, ast.Call) and self._is_task_callee(node.func, scope, info):
+                        return True
+        return False
+
+    def _unroll(self, stmt: ast.stmt, target: ast.expr, items: list[Value], body: list[ast.stmt],
+                scope: Scope, info: ModuleInfo) -> None:
+        span = info.source.span(stmt)
+        outer_suffix = scope.suffix
+        scope.unrolling += 1
+        saved_loop, scope.loop = scope.loop, None
+        try:
+            for k, item in enumerate(items):
+                if not self._spend(span):
+                    break
+                errors = len(self.sink.diagnostics)
+                scope.suffix = f"{outer_suffix}[{k}]"
+                self._assign(target, item, scope, info)
+                try:
+                    self._run_block(body, scope, info)
+                except _Continue:
+                    pass
+                except _Break:
+                    break
+                if len(self.sink.diagnostics) > errors and self.sink.has_errors:
+                    break  # report a mistake once, not once per iteration
+        finally:
+            scope.suffix = outer_suffix
+            scope.unrolling -= 1
+            scope.loop = saved_loop
+
+    def _while(self, stmt: ast.While, scope: Scope, info: ModuleInfo) -> None:
+        span = info.source.span(stmt)
+        if stmt.orelse:
+            self.sink.error("DAGC117", "`while ... else` is not supported in a pipeline", span,
+                            hint="use a flag, or restructure the loop")
+            raise ExtractError
+        outer_suffix = scope.suffix
+        scope.unrolling += 1
+        saved_loop, scope.loop = scope.loop, None
+        try:
+            k = 0
+            while True:
+                if self._needs_glue(stmt.test, scope, info):
+                    self.sink.error(
+                        "DAGC117", "`while` on a task result has no bound on its number of iterations",
+                        info.source.span(stmt.test),
+                        hint="write a bounded loop that exits early: "
+                        "`for step in range(MAX_STEPS): ...; if <condition>: break`")
+                    raise ExtractError
+                if not self._static(stmt.test, scope, info):
+                    break
+                if k >= MAX_WHILE:
+                    self.sink.error("DAGC119", f"this `while` loop did not end within {MAX_WHILE} iterations "
+                                    "at compile time", span, hint="bound it with `for _ in range(N)`")
+                    raise ExtractError
+                if not self._spend(span):
+                    break
+                errors = len(self.sink.diagnostics)
+                scope.suffix = f"{outer_suffix}[{k}]"
+                k += 1
+                try:
+                    self._run_block(stmt.body, scope, info)
+                except _Continue:
+                    pass
+                except _Break:
+                    break
+                if len(self.sink.diagnostics) > errors and self.sink.has_errors:
+                    break
+        finally:
+            scope.suffix = outer_suffix
+            scope.unrolling -= 1
+            scope.loop = saved_loop
+
+    def _loop_region(self, stmt: ast.For, items: list[Value], scope: Scope, info: ModuleInfo) -> None:
+        """`for x in STATIC: ...; if <task result>: break` → one `loop` node (see docs/ir.md)."""
+        span = info.source.span(stmt)
+        if not isinstance(stmt.target, ast.Name):
+            self.sink.error("DAGC117", "a loop that exits early on a task result needs a single loop variable",
+                            info.source.span(stmt.target),
+                            hint="write `for i in ...:` and index inside the body")
+            raise ExtractError
+        for node, _tests in _loop_level_breaks(stmt.body):
+            if isinstance(node, ast.Continue):
+                self.sink.error("DAGC117", "`continue` on a task result is not supported in a pipeline loop",
+                                info.source.span(node),
+                                hint="put the rest of the loop body under `if not <condition>:` instead")
+                raise ExtractError
+        try:
+            iter_operand = Seq("list", tuple(_to_operand(v) for v in items))
+        except TypeError:
+            self.sink.error("DAGC116", "the items of a loop that exits early must be literals",
+                            info.source.span(stmt.iter))
+            raise ExtractError from None
+        name = self._node_name(scope.prefix + "loop" + scope.suffix)
+        index_var = stmt.target.id
+        carried = [n for n in _ordered_stores(stmt.body) if n != index_var]
+        carried = [index_var, *carried]
+        inits: list[Operand] = []
+        block_args: list[str] = []
+        for var in carried:
+            current = scope.env.get(var)
+            if var == index_var or current is None or current is POISON:
+                inits.append(Const(None))
+            else:
+                try:
+                    inits.append(_to_operand(current))
+                except TypeError:
+                    self.sink.error("DAGC118", f"`{var}` is reassigned in a loop but holds something that is not "
+                                    "a value", span, hint="bind loop variables to task results or literals")
+                    raise ExtractError from None
+            arg = self._reserve(f"{name}@{var}")
+            block_args.append(arg)
+        saved_env = dict(scope.env)
+        for var, arg in zip(carried, block_args):
+            scope.env[var] = Dyn(Ref(arg))
+        context = LoopContext(name, carried)
+        saved = (scope.prefix, scope.suffix, scope.loop, scope.unrolling)
+        scope.prefix, scope.suffix, scope.loop, scope.unrolling = name + ".", "", context, 0
+        self._blocks.append(context.block)
+        errors = len(self.sink.diagnostics)
+        try:
+            self._run_block(stmt.body, scope, info)
+            yields = [self._yield_operand(scope.env.get(var), var, span) for var in carried]
+        finally:
+            self._blocks.pop()
+            scope.prefix, scope.suffix, scope.loop, scope.unrolling = saved
+        if len(self.sink.diagnostics) > errors and self.sink.has_errors:
+            scope.env.clear()
+            scope.env.update(saved_env)
+            for var in carried:
+                scope.env[var] = POISON
+            raise ExtractError
+        body = context.block
+        attrs: dict[str, Any] = {
+            "region.body": [_node_json(n) for n in body],
+            "region.carried": block_args,
+            "region.iter": _operand_json(iter_operand),
+            "region.yield": [_operand_json(y) for y in yields],
+            "region.break": None if context.break_at is None else {
+                "at": context.break_at,
+                "cond": _operand_json(context.break_cond),
+                "yield": [_operand_json(y) for y in context.break_yield or []],
+            },
+        }
+        extra = [iter_operand, *yields, *(context.break_yield or [])]
+        if context.break_cond is not None:
+            extra.append(context.break_cond)
+        captures, deps = self._captures(body, set(block_args), extra)
+        outputs = tuple(output_name(name, i, len(carried)) for i in range(len(carried)))
+        node = Node(name, "loop", "for", (*inits, *[Ref(c) for c in captures]), (), outputs,
+                    (None,) * len(outputs), self._region_options(body), span, tuple(deps), attrs)
+        self._close_region(node, body)
+        scope.env.clear()
+        scope.env.update(saved_env)
+        for var, out in zip(carried, outputs):
+            scope.env[var] = Dyn(Ref(out))
+
+    def _yield_operand(self, value: Value, var: str, span: SourceSpan) -> Operand:
+        if value is None:
+            return Const(None)
+        if value is POISON:
+            raise ExtractError
+        try:
+            return _to_operand(value)
+        except TypeError:
+            self.sink.error("DAGC118", f"`{var}` is bound to something that is not a value inside a loop or "
+                            "branch on a task result", span,
+                            hint="bind names in loops and branches to task results or literals only")
+            raise ExtractError from None
+
+    # ---- branches -----------------------------------------------------------------------------------
+    def _if(self, stmt: ast.If, scope: Scope, info: ModuleInfo) -> None:
+        # `if <cond>: break` directly in the body of a region loop
+        if (scope.loop is not None and not scope.unrolling and len(stmt.body) == 1
+                and isinstance(stmt.body[0], ast.Break) and not stmt.orelse
+                and self._blocks and self._blocks[-1] is scope.loop.block):
+            self._loop_break(stmt, scope, info)
+            return
+        if not self._needs_glue(stmt.test, scope, info):
+            taken = stmt.body if self._static(stmt.test, scope, info) else stmt.orelse
+            self._run_block(taken, scope, info)
+            return
+        self._cond_region(stmt, scope, info)
+
+    def _loop_break(self, stmt: ast.If, scope: Scope, info: ModuleInfo) -> None:
+        loop = scope.loop
+        assert loop is not None
+        if loop.break_at is not None:
+            self.sink.error("DAGC117", "a pipeline loop may exit early at one place only",
+                            info.source.span(stmt), hint="combine the conditions: `if a or b: break`")
+            raise ExtractError
+        value = self._eval(stmt.test, scope, info)
+        cond = _to_operand(value) if not isinstance(value, Static) else Const(bool(value.value))
+        loop.break_at = len(loop.block)
+        loop.break_cond = cond
+        loop.break_yield = [self._yield_operand(scope.env.get(var), var, info.source.span(stmt))
+                            for var in loop.carried]
+
+    def _cond_region(self, stmt: ast.If, scope: Scope, info: ModuleInfo) -> None:
+        span = info.source.span(stmt)
+        for node, _tests in _loop_level_breaks(stmt.body + stmt.orelse):
+            self.sink.error("DAGC117", "`break`/`continue` inside a branch on a task result is not supported",
+                            info.source.span(node),
+                            hint="exit a loop with `if <condition>: break` directly in the loop body")
+            raise ExtractError
+        test = self._eval(stmt.test, scope, info)
+        pred = _to_operand(test)
+        name = self._node_name(scope.prefix + "cond" + scope.suffix)
+        before = dict(scope.env)
+        saved = (scope.prefix, scope.suffix, scope.loop, scope.unrolling)
+        branches: list[tuple[list[Node], dict[str, Value]]] = []
+        errors = len(self.sink.diagnostics)
+        try:
+            for label, stmts in (("then", stmt.body), ("else", stmt.orelse)):
+                block: list[Node] = []
+                scope.env.clear()
+                scope.env.update(before)
+                scope.prefix, scope.suffix, scope.loop, scope.unrolling = f"{name}.{label}.", "", None, 0
+                self._blocks.append(block)
+                try:
+                    self._run_block(stmts, scope, info)
+                finally:
+                    self._blocks.pop()
+                branches.append((block, dict(scope.env)))
+        finally:
+            scope.prefix, scope.suffix, scope.loop, scope.unrolling = saved
+        scope.env.clear()
+        scope.env.update(before)
+        (then_block, then_env), (else_block, else_env) = branches
+        changed: list[str] = []
+        for env in (then_env, else_env):
+            for var, value in env.items():
+                if (var not in before or before[var] != value) and var not in changed:
+                    changed.append(var)
+        merged: list[str] = []
+        then_yield: list[Operand] = []
+        else_yield: list[Operand] = []
+        failed = len(self.sink.diagnostics) > errors and self.sink.has_errors
+        for var in changed:
+            a, b = then_env.get(var), else_env.get(var)
+            if a is POISON or b is POISON:
+                scope.env[var] = POISON
+                continue
+            if isinstance(a, Static) and isinstance(b, Static) and a == b:
+                scope.env[var] = a
+                continue
+            try:
+                then_yield.append(self._yield_operand(a, var, span))
+                else_yield.append(self._yield_operand(b, var, span))
+            except ExtractError:
+                scope.env[var] = POISON
+                failed = True
+                continue
+            merged.append(var)
+        if failed:
+            for var in merged:
+                scope.env[var] = POISON
+            raise ExtractError
+        attrs: dict[str, Any] = {
+            "region.then": [_node_json(n) for n in then_block],
+            "region.then.yield": [_operand_json(y) for y in then_yield],
+            "region.else": [_node_json(n) for n in else_block],
+            "region.else.yield": [_operand_json(y) for y in else_yield],
+        }
+        captures, deps = self._captures(then_block + else_block, set(), then_yield + else_yield)
+        outputs = tuple(output_name(name, i, len(merged)) for i in range(len(merged))) or (name,)
+        types = tuple(_same(self._types.get(_ref_name(a), (None,))[0], self._types.get(_ref_name(b), (None,))[0])
+                      for a, b in zip(then_yield, else_yield)) or (None,)
+        captured = [c for c in captures if not (isinstance(pred, Ref) and pred.name == c)]
+        node = Node(name, "cond", "if", (pred, *[Ref(c) for c in captured]), (), outputs, types,
+                    self._region_options(then_block + else_block), span, tuple(deps), attrs)
+        self._close_region(node, then_block + else_block)
+        for var, out, t in zip(merged, outputs, types):
+            scope.env[var] = Dyn(Ref(out))
+            if t is not None:
+                self._types[out] = (t, None)
+
+    # ---- regions: shared ---------------------------------------------------------------------------
+    def _captures(self, body: list[Node], defined: set[str], extra: list[Operand],
+                  ) -> tuple[list[str], list[str]]:
+        """Outer values and outer nodes that a region body uses (in first-use order)."""
+        inner_values = set(defined)
+        inner_nodes: set[str] = set()
+        for node in body:
+            inner_values.update(node.outputs)
+            inner_nodes.add(node.name)
+            inner_values.update(node.attrs.get("region.carried", ()))
+            inner_values.update(_region_defined(node))
+            inner_nodes.update(_region_node_names(node))
+        uses: dict[str, None] = {}
+        deps: dict[str, None] = {}
+        for node in body:
+            for v in node.input_values():
+                if v not in inner_values:
+                    uses.setdefault(v, None)
+            for d in node.deps:
+                if d not in inner_nodes:
+                    deps.setdefault(d, None)
+        for operand in extra:
+            for v in iter_refs(operand):
+                if v not in inner_values:
+                    uses.setdefault(v, None)
+        return list(uses), list(deps)
+
+    def _region_options(self, body: list[Node]) -> Any:
+        from dagc.ir.types import TaskOptions
+
+        if any(n.options.side_effects for n in body):
+            return TaskOptions(side_effects=True)
+        return TaskOptions()
+
+    def _close_region(self, node: Node, body: list[Node]) -> None:
+        for inner in body:
+            self._owner[inner.name] = node.name
+        for value in node.outputs:
+            self._producer[value] = node.name
+        self._add_node(node)
+
+    # ---- nodes ----------------------------------------------------------------------------------------
+    def _reserve(self, name: str) -> str:
+        base, count = name, 0
+        while name in self._used:
+            count += 1
+            name = f"{base}.{count}"
+        self._used.add(name)
+        return name
+
+    def _node_name(self, base: str) -> str:
+        count = self._name_counts.get(base, 0)
+        name = base if count == 0 else f"{base}.{count}"
+        while name in self._used:
+            count += 1
+            name = f"{base}.{count}"
+        self._name_counts[base] = count + 1
+        self._used.add(name)
+        return name
+
+    def graph_has_param(self, name: str) -> bool:
+        assert self.graph is not None
+        return any(p.name == name for p in self.graph.params)
+
+    def _add_node(self, node: Node) -> None:
+        self._used.update(node.outputs)
+        for value in node.outputs:
+            self._producer.setdefault(value, node.name)
+        if self._blocks:
+            self._blocks[-1].append(node)
+        else:
+            assert self.graph is not None
+            self.graph.add_node(node)
+
+    def _visible(self, node_name: str) -> str:
+        while node_name in self._owner:
+            node_name = self._owner[node_name]
+        return node_name
+
     # ---- expressions ------------------------------------------------------------------------------
     def _eval(self, expr: ast.expr, scope: Scope, info: ModuleInfo, *, n_outputs: int = 1) -> Value:
         if isinstance(expr, ast.Call):
@@ -299,13 +957,7 @@ class Extractor:
                                     hint="list the items explicitly")
                     raise ExtractError
                 items.append(self._eval(elt, scope, info))
-            if any(_is_runtime(v) for v in items):
-                kind = "list" if isinstance(expr, ast.List) else "tuple"
-                return Dyn(Seq(kind, tuple(_to_operand(v) for v in items)))
-            values = [v.value for v in items if isinstance(v, Static)]
-            if len(values) != len(items):
-                self._not_a_value(expr, info)
-            return Static(values if isinstance(expr, ast.List) else tuple(values))
+            return self._sequence(items, isinstance(expr, ast.List), expr, info)
         if isinstance(expr, ast.Dict):
             pairs = []
             for key, val in zip(expr.keys, expr.values):
@@ -314,11 +966,115 @@ class Extractor:
                                     hint="list the entries explicitly")
                     raise ExtractError
                 pairs.append((self._eval(key, scope, info), self._eval(val, scope, info)))
-            if any(_is_runtime(k) or _is_runtime(v) for k, v in pairs):
-                return Dyn(Map(tuple((_to_operand(k), _to_operand(v)) for k, v in pairs)))
-            return Static({k.value: v.value for k, v in pairs})
+            return self._mapping(pairs, expr, info)
+        if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.DictComp)):
+            return self._comprehension(expr, scope, info)
+        if isinstance(expr, _GLUE_EXPRS) and self._needs_glue(expr, scope, info):
+            if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+                joined = self._concat(expr, scope, info)
+                if joined is not None:
+                    return joined
+            return self._glue(expr, scope, info)
         # anything else must be a compile-time expression (arithmetic on constants, f-strings, …)
         return Static(self._static(expr, scope, info))
+
+    def _concat(self, expr: ast.BinOp, scope: Scope, info: ModuleInfo) -> Value | None:
+        """`xs + [y]` where both sides are lists (or both tuples) of known length: no glue needed."""
+        def known(e: ast.expr) -> tuple[str, list[Value]] | None:
+            if isinstance(e, (ast.List, ast.Tuple)) and not any(isinstance(x, ast.Starred) for x in e.elts):
+                return ("list" if isinstance(e, ast.List) else "tuple", [])
+            if isinstance(e, ast.Name):
+                found = _known_container(scope.env.get(e.id))
+                return found if found is not None and found[0] != "dict" else None
+            if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
+                return known(e.left) and known(e.right)
+            return None
+
+        left, right = known(expr.left), known(expr.right)
+        if left is None or right is None or left[0] != right[0]:
+            return None
+        a = _known_container(self._eval(expr.left, scope, info))
+        b = _known_container(self._eval(expr.right, scope, info))
+        if a is None or b is None or a[0] != b[0]:
+            return None
+        return self._sequence([*a[1], *b[1]], a[0] == "list", expr, info)
+
+    def _sequence(self, items: list[Value], is_list: bool, expr: ast.expr, info: ModuleInfo) -> Value:
+        if any(_is_runtime(v) for v in items):
+            try:
+                return Dyn(Seq("list" if is_list else "tuple", tuple(_to_operand(v) for v in items)))
+            except TypeError:
+                self._not_a_value(expr, info)
+        values = [v.value for v in items if isinstance(v, Static)]
+        if len(values) != len(items):
+            self._not_a_value(expr, info)
+        return Static(values if is_list else tuple(values))
+
+    def _mapping(self, pairs: list[tuple[Value, Value]], expr: ast.expr, info: ModuleInfo) -> Value:
+        if any(_is_runtime(k) or _is_runtime(v) for k, v in pairs):
+            try:
+                return Dyn(Map(tuple((_to_operand(k), _to_operand(v)) for k, v in pairs)))
+            except TypeError:
+                self._not_a_value(expr, info)
+        if not all(isinstance(k, Static) and isinstance(v, Static) for k, v in pairs):
+            self._not_a_value(expr, info)
+        try:
+            return Static({k.value: v.value for k, v in pairs})
+        except TypeError:
+            self._not_a_value(expr, info)
+            raise
+
+    def _comprehension(self, expr: ast.ListComp | ast.GeneratorExp | ast.DictComp, scope: Scope,
+                       info: ModuleInfo) -> Value:
+        results: list[Value] = []
+        pairs: list[tuple[Value, Value]] = []
+        targets = _assigned_names([ast.Expr(g.target) for g in expr.generators])
+        saved = {t: scope.env[t] for t in targets if t in scope.env}
+        outer_suffix = scope.suffix
+        span = info.source.span(expr)
+
+        def generate(level: int, suffix: str) -> None:
+            if level == len(expr.generators):
+                scope.suffix = suffix
+                if isinstance(expr, ast.DictComp):
+                    pairs.append((self._eval(expr.key, scope, info), self._eval(expr.value, scope, info)))
+                else:
+                    results.append(self._eval(expr.elt, scope, info))
+                return
+            gen = expr.generators[level]
+            if gen.is_async:
+                self.sink.error("DAGC109", "`async for` is not supported in a pipeline", info.source.span(gen.iter))
+                raise ExtractError
+            items = self._loop_items(gen.iter, scope, info, "this comprehension")
+            for k, item in enumerate(items):
+                if not self._spend(span):
+                    raise ExtractError
+                self._assign(gen.target, item, scope, info)
+                keep = True
+                for cond in gen.ifs:
+                    if self._needs_glue(cond, scope, info):
+                        self.sink.error("DAGC116", "a comprehension cannot filter on a task result",
+                                        info.source.span(cond),
+                                        hint="filter on compile-time values, or filter inside a task")
+                        raise ExtractError
+                    if not self._static(cond, scope, info):
+                        keep = False
+                        break
+                if keep:
+                    generate(level + 1, f"{suffix}[{k}]")
+
+        try:
+            generate(0, outer_suffix)
+        finally:
+            scope.suffix = outer_suffix
+            for t in targets:
+                if t in saved:
+                    scope.env[t] = saved[t]
+                else:
+                    scope.env.pop(t, None)
+        if isinstance(expr, ast.DictComp):
+            return self._mapping(pairs, expr, info)
+        return self._sequence(results, True, expr, info)
 
     def _not_a_value(self, expr: ast.expr, info: ModuleInfo) -> None:
         self.sink.error("DAGC109", "this is not a value a task can receive", info.source.span(expr),
@@ -336,6 +1092,10 @@ class Extractor:
             self.sink.error("DAGC102", f"`{name}` is used before it is produced", info.source.span(expr),
                             hint=f"move the statement that assigns `{name}` above this use")
             raise ExtractError
+        if name in info.dagc_modules:
+            return ModuleValue("dagc", info)
+        if info.dagc_names.get(name) == "after":
+            return DagcFunction("after")
         symbol = self.project.lookup(info, name)
         if symbol is None:
             if name in ("True", "False", "None"):
@@ -373,7 +1133,7 @@ class Extractor:
             return External(f"{symbol.kind} `{name}`")
         return External(f"`{name}`")
 
-    def _static(self, expr: ast.expr, scope: Scope, info: ModuleInfo) -> Any:
+    def _static_lookup(self, scope: Scope, info: ModuleInfo):  # type: ignore[no-untyped-def]
         def lookup(node: ast.Name) -> Any:
             if node.id in scope.env:
                 value = scope.env[node.id]
@@ -395,8 +1155,11 @@ class Extractor:
                 raise _Undefined(node)
             raise NotStatic(node, f"`{node.id}` is not known at compile time")
 
+        return lookup
+
+    def _static(self, expr: ast.expr, scope: Scope, info: ModuleInfo) -> Any:
         try:
-            return eval_static(expr, lookup)
+            return eval_static(expr, self._static_lookup(scope, info))
         except _Poisoned:
             pass
         except _UsedBefore as exc:
@@ -419,7 +1182,137 @@ class Extractor:
                             info.source.span(exc.node),
                             hint="pipeline bodies may use task calls, literals, constants and parameters; "
                             "do other computation inside a task")
+        except RecursionError:
+            self.sink.error("DAGC109", "expression nested too deeply", info.source.span(expr),
+                            hint="split it into several statements")
         raise ExtractError
+
+    # ---- glue -------------------------------------------------------------------------------------
+    def _is_task_callee(self, func: ast.expr, scope: Scope, info: ModuleInfo) -> bool:
+        if isinstance(func, ast.Name):
+            if func.id in scope.env:
+                return isinstance(scope.env[func.id], Callee)
+            symbol = self.project.lookup(info, func.id)
+            return isinstance(symbol, (TaskDef, PipelineDef))
+        if isinstance(func, ast.Attribute):
+            parts = []
+            node: ast.expr = func
+            while isinstance(node, ast.Attribute):
+                parts.append(node.attr)
+                node = node.value
+            if isinstance(node, ast.Name) and node.id not in scope.env:
+                symbol = self.project.lookup(info, node.id)
+                if isinstance(symbol, ImportedModule) and self.project.is_user_module(symbol.module):
+                    return True
+        return False
+
+    def _needs_glue(self, expr: ast.expr, scope: Scope, info: ModuleInfo) -> bool:
+        """True when `expr` reads a task result (a name bound to one, or a task call inside it)."""
+        stack: list[ast.AST] = [expr]
+        local: set[str] = set()
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.Name):
+                if node.id not in local and _is_task_result(scope.env.get(node.id)):
+                    return True
+            elif isinstance(node, ast.Call) and self._is_task_callee(node.func, scope, info):
+                return True
+            elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+                for gen in node.generators:
+                    local |= _assigned_names([ast.Expr(gen.target)])
+            elif isinstance(node, ast.Lambda):
+                local |= {a.arg for a in node.args.args}
+            stack.extend(ast.iter_child_nodes(node))
+        return False
+
+    def _glue(self, expr: ast.expr, scope: Scope, info: ModuleInfo) -> Value:
+        args: list[Operand] = []
+
+        def placeholder(operand: Operand) -> ast.expr:
+            if operand in args:
+                return ast.Name(f"_{args.index(operand)}", ast.Load())
+            args.append(operand)
+            return ast.Name(f"_{len(args) - 1}", ast.Load())
+
+        def conv(e: ast.expr) -> ast.expr:
+            if not self._needs_glue(e, scope, info):
+                if isinstance(e, ast.Slice):
+                    return ast.Slice(*(conv(p) if p is not None else None for p in (e.lower, e.upper, e.step)))
+                value = self._static(e, scope, info)
+                if isinstance(value, (bool, int, str)) or value is None or (
+                        isinstance(value, float) and value == value and abs(value) != float("inf")):
+                    return ast.Constant(value)
+                try:
+                    return placeholder(operand_from_python(value))
+                except TypeError:
+                    self._not_a_value(e, info)
+                    raise
+            if isinstance(e, ast.Name):
+                value = self._name(e, scope, info)
+                try:
+                    return placeholder(_to_operand(value))
+                except TypeError:
+                    self._not_a_value(e, info)
+                    raise
+            if isinstance(e, ast.Call):
+                value = self._eval(e, scope, info)
+                return placeholder(_to_operand(value))
+            if isinstance(e, ast.BinOp):
+                return ast.BinOp(conv(e.left), e.op, conv(e.right))
+            if isinstance(e, ast.UnaryOp):
+                return ast.UnaryOp(e.op, conv(e.operand))
+            if isinstance(e, ast.BoolOp):
+                return ast.BoolOp(e.op, [conv(v) for v in e.values])
+            if isinstance(e, ast.Compare):
+                return ast.Compare(conv(e.left), e.ops, [conv(c) for c in e.comparators])
+            if isinstance(e, ast.IfExp):
+                return ast.IfExp(conv(e.test), conv(e.body), conv(e.orelse))
+            if isinstance(e, ast.Subscript):
+                return ast.Subscript(conv(e.value), conv(e.slice), ast.Load())
+            if isinstance(e, ast.Slice):
+                return ast.Slice(*(conv(p) if p is not None else None for p in (e.lower, e.upper, e.step)))
+            if isinstance(e, ast.Attribute):
+                if e.attr.startswith("__"):
+                    self.sink.error("DAGC109", f"dunder attribute `.{e.attr}` of a task result is not supported",
+                                    info.source.span(e), hint="read it inside a task")
+                    raise ExtractError
+                return ast.Attribute(conv(e.value), e.attr, ast.Load())
+            if isinstance(e, ast.JoinedStr):
+                return ast.JoinedStr([conv(v) for v in e.values])
+            if isinstance(e, ast.FormattedValue):
+                spec = None
+                if e.format_spec is not None:
+                    if self._needs_glue(e.format_spec, scope, info):
+                        spec = conv(e.format_spec)
+                    else:
+                        spec = ast.JoinedStr([ast.Constant(str(self._static(e.format_spec, scope, info)))])
+                return ast.FormattedValue(conv(e.value), e.conversion, spec)
+            if isinstance(e, (ast.Tuple, ast.List)):
+                if any(isinstance(x, ast.Starred) for x in e.elts):
+                    self._not_a_value(e, info)
+                return type(e)([conv(x) for x in e.elts], ast.Load())
+            if isinstance(e, ast.Dict):
+                if any(k is None for k in e.keys):
+                    self._not_a_value(e, info)
+                return ast.Dict([conv(k) for k in e.keys if k is not None], [conv(v) for v in e.values])
+            self.sink.error("DAGC109", f"{_describe(e)} on a task result is not supported in a pipeline body",
+                            info.source.span(e),
+                            hint="pipeline bodies support arithmetic, comparisons, indexing, attribute access "
+                            "and f-strings on task results; do anything else inside a task")
+            raise ExtractError
+
+        new = conv(expr)
+        if isinstance(new, ast.Name) and new.id == "_0" and len(args) == 1:
+            return Dyn(args[0]) if any(True for _ in iter_refs(args[0])) else Static(_const_value(args[0]))
+        text = ast.unparse(ast.fix_missing_locations(new))
+        base = _GLUE_NAMES.get(type(expr), "glue")
+        if isinstance(expr, ast.BinOp):
+            base = _BINOP_NAMES.get(type(expr.op), "arith")
+        name = self._node_name(scope.prefix + base + scope.suffix)
+        node = Node(name, "glue", text, tuple(args), (), (name,), (None,), span=info.source.span(expr),
+                    deps=tuple(self._take_extra_deps()))
+        self._add_node(node)
+        return Dyn(Ref(name))
 
     # ---- calls ------------------------------------------------------------------------------------
     def _callee(self, func: ast.expr, scope: Scope, info: ModuleInfo) -> Value:
@@ -427,6 +1320,10 @@ class Extractor:
             return self._name(func, scope, info)
         if isinstance(func, ast.Attribute):
             base = self._callee(func.value, scope, info)
+            if isinstance(base, ModuleValue) and base.module == "dagc":
+                if func.attr == "after":
+                    return DagcFunction("after")
+                return External(f"`dagc.{func.attr}`")
             if isinstance(base, ModuleValue):
                 symbol = self.project.lookup(base.info, func.attr)
                 if symbol is None:
@@ -438,9 +1335,7 @@ class Extractor:
                     raise ExtractError
                 return self._symbol_value(symbol, func.attr, base.info)
             if _is_runtime(base):
-                return External(f"method `.{func.attr}` of a task result")
-            if isinstance(base, External):
-                return External(f"`{ast.unparse(func)}`")
+                return External(f"method `.{func.attr}()` of a task result")
             return External(f"`{ast.unparse(func)}`")
         return External(f"`{ast.unparse(func)}`")
 
@@ -450,34 +1345,70 @@ class Extractor:
             return self._task_call(call, callee.symbol, scope, info, n_outputs)
         if isinstance(callee, Callee) and isinstance(callee.symbol, PipelineDef):
             return self._inline_pipeline(call, callee.symbol, scope, info)
+        if isinstance(callee, DagcFunction):
+            return self._after_call(call, scope, info, n_outputs)
         # not a task: it may still be a compile-time builtin on constants (range, len, …)
         args = [self._eval(a.value if isinstance(a, ast.Starred) else a, scope, info) for a in call.args]
         kwargs = [self._eval(k.value, scope, info) for k in call.keywords]
-        runtime = [v for v in args + kwargs if _is_runtime(v)]
+        runtime = [v for v in args + kwargs if _is_task_result(v)]
         what = callee.description if isinstance(callee, External) else f"`{ast.unparse(call.func)}`"
-        if runtime:
+        if runtime or (isinstance(call.func, ast.Attribute) and self._needs_glue(call.func.value, scope, info)):
             self.sink.error("DAGC107", f"{what} is not a task, but receives a task result",
                             info.source.span(call),
                             hint="only tasks can run on task results: decorate the function with @dagc.task, "
                             "or call it inside a task")
             raise ExtractError
-        if isinstance(call.func, ast.Name) and isinstance(callee, External) and call.func.id in STATIC_BUILTINS:
-            return Static(self._static(call, scope, info))
+        if isinstance(callee, External):
+            try:
+                return Static(eval_static(call, self._static_lookup(scope, info)))
+            except (NotStatic, _RuntimeUse, RecursionError):
+                pass
+            except _Poisoned:
+                raise ExtractError from None
         self.sink.error("DAGC111", f"{what} is not a task; a pipeline body can only call tasks and pipelines",
                         info.source.span(call),
                         hint="decorate it with @dagc.task to make it a step of the graph, or call it inside a task")
         raise ExtractError
 
+    def _after_call(self, call: ast.Call, scope: Scope, info: ModuleInfo, n_outputs: int) -> Value:
+        """`dagc.after(task_call(...), *prerequisites)`: run the call after the prerequisites' tasks."""
+        if not call.args or call.keywords or not isinstance(call.args[0], ast.Call) or any(
+                isinstance(a, ast.Starred) for a in call.args):
+            self.sink.error("DAGC128", "dagc.after takes a task call and then the results it must wait for",
+                            info.source.span(call), hint="write `x = dagc.after(train(data), prepared, downloaded)`")
+            raise ExtractError
+        deps: list[str] = []
+        for arg in call.args[1:]:
+            value = self._eval(arg, scope, info)
+            refs = list(iter_refs(_to_operand(value))) if _is_runtime(value) else []
+            producers = [self._producer[r] for r in refs if r in self._producer]
+            if not producers:
+                self.sink.error("DAGC128", "a prerequisite of dagc.after must be a task result",
+                                info.source.span(arg), hint="pass the result of the task that must finish first")
+                raise ExtractError
+            deps.extend(self._visible(p) for p in producers)
+        self._extra_deps = list(dict.fromkeys(deps))
+        try:
+            return self._eval(call.args[0], scope, info, n_outputs=n_outputs)
+        finally:
+            self._extra_deps = []
+
+    def _take_extra_deps(self) -> list[str]:
+        deps, self._extra_deps = self._extra_deps, []
+        return deps
+
     def _bind(self, call: ast.Call, task: TaskDef, scope: Scope, info: ModuleInfo,
-              ) -> tuple[list[Operand], list[tuple[str, Operand]]]:
+              ) -> tuple[list[Operand], list[tuple[str, Operand]], dict[str, Operand]]:
         sig = task.sig
         positional = [p for p in sig.params if p.kind in ("positional_only", "positional")]
         var_pos = any(p.kind == "var_positional" for p in sig.params)
         var_kw = any(p.kind == "var_keyword" for p in sig.params)
         keywordable = {p.name for p in sig.params if p.kind in ("positional", "keyword_only")}
+        by_name = {p.name: p for p in sig.params}
         bound: set[str] = set()
         args: list[Operand] = []
         kwargs: list[tuple[str, Operand]] = []
+        named: dict[str, Operand] = {}
         failed = False
         for index, arg in enumerate(call.args):
             if isinstance(arg, ast.Starred):
@@ -492,14 +1423,21 @@ class Extractor:
                                 notes=[Note(f"`{task.name}` is defined here", name_span(task.source, task.node))])
                 failed = True
                 continue
-            if index < len(positional):
-                bound.add(positional[index].name)
+            param = positional[index] if index < len(positional) else None
+            if param is not None:
+                bound.add(param.name)
             try:
-                args.append(_to_operand(self._eval(arg, scope, info)))
+                operand = _to_operand(self._eval(arg, scope, info))
             except ExtractError:
                 failed = True
+                continue
             except TypeError:
                 self._not_a_value(arg, info)
+                raise
+            args.append(operand)
+            if param is not None:
+                named[param.name] = operand
+                self._check_type(operand, param, task, arg, info)
         for kw in call.keywords:
             if kw.arg is None:
                 self.sink.error("DAGC109", "`**kwargs` in a task call is not supported", info.source.span(kw),
@@ -524,11 +1462,17 @@ class Extractor:
                 continue
             bound.add(kw.arg)
             try:
-                kwargs.append((kw.arg, _to_operand(self._eval(kw.value, scope, info))))
+                operand = _to_operand(self._eval(kw.value, scope, info))
             except ExtractError:
                 failed = True
+                continue
             except TypeError:
                 self._not_a_value(kw.value, info)
+                raise
+            kwargs.append((kw.arg, operand))
+            named[kw.arg] = operand
+            if kw.arg in by_name:
+                self._check_type(operand, by_name[kw.arg], task, kw.value, info)
         missing = [p.name for p in sig.params
                    if p.kind in ("positional_only", "positional", "keyword_only")
                    and p.default is None and p.name not in bound]
@@ -541,39 +1485,138 @@ class Extractor:
             failed = True
         if failed:
             raise ExtractError
-        return args, kwargs
+        return args, kwargs, named
 
-    def _node_name(self, base: str) -> str:
-        count = self._name_counts.get(base, 0)
-        self._name_counts[base] = count + 1
-        name = base if count == 0 else f"{base}.{count}"
-        assert self.graph is not None
-        while name in self.graph or self.graph_has_param(name):
-            count += 1
-            self._name_counts[base] = count + 1
-            name = f"{base}.{count}"
-        return name
+    def _check_type(self, operand: Operand, param: Any, task: TaskDef, arg: ast.expr, info: ModuleInfo) -> None:
+        expected = param.annotation
+        if expected is None:
+            return
+        checks: list[tuple[str, str]] = []
+        if isinstance(operand, Ref) and operand.name in self._types:
+            checks.append((operand.name, expected))
+        elif isinstance(operand, Seq) and operand.kind == "list":
+            inner = item_type(expected)
+            if inner is not None:
+                checks.extend((item.name, inner) for item in operand.items
+                              if isinstance(item, Ref) and item.name in self._types)
+        for value, want in checks:
+            produced, where = self._types[value]
+            if compatible(produced, want):
+                continue
+            ann = param.node.annotation
+            notes = []
+            if where is not None:
+                notes.append(Note(f"`%{value}` is declared `{produced}` here", where))
+            notes.append(Note(f"parameter `{param.name}` of `{task.name}` is declared `{expected}` here",
+                              task.source.span(ann) if ann is not None else name_span(task.source, task.node)))
+            self.sink.error("DAGC140", f"type mismatch: argument `{param.name}` of task `{task.name}` receives "
+                            f"`{produced}`, but expects `{expected}`", info.source.span(arg),
+                            hint=f"{describe_mismatch(produced, want)}; fix one of the annotations, "
+                            "or convert the value in a task", notes=notes)
+            return
 
-    def graph_has_param(self, name: str) -> bool:
+    def _resolve_paths(self, templates: tuple[str, ...], task: TaskDef, named: dict[str, Operand],
+                       call: ast.Call, info: ModuleInfo, option: str) -> tuple[str, ...] | None:
+        out: list[str] = []
         assert self.graph is not None
-        return any(p.name == name for p in self.graph.params)
+        for template in templates:
+            def sub(match: re.Match[str], template: str = template) -> str:
+                key = match.group(1)
+                operand = named.get(key)
+                if operand is None:
+                    param = next((p for p in task.sig.params if p.name == key), None)
+                    if param is None or param.default is None:
+                        raise _PathError(f"`{{{key}}}` in {option}={template!r} names no parameter of "
+                                         f"`{task.name}` with a value")
+                    owner = self.project.module(task.module)
+                    try:
+                        value = static_option_value(param.default, owner, self.project) if owner else None
+                    except NotStatic:
+                        raise _PathError(f"the default of `{key}` is not a constant") from None
+                    return str(value)
+                if isinstance(operand, Const):
+                    return str(operand.value)
+                if isinstance(operand, Ref) and self.graph.is_param(operand.name):
+                    const = self.graph.param(operand.name).value
+                    if isinstance(const, Const):
+                        return str(const.value)
+                raise _PathError(f"`{{{key}}}` in {option}={template!r} is bound to a value known only at run "
+                                 "time")
+
+            try:
+                path = _FILE_PLACEHOLDER.sub(sub, template)
+            except _PathError as exc:
+                self.sink.error("DAGC125", f"cannot resolve the path of task `{task.name}`: {exc}",
+                                info.source.span(call),
+                                hint="paths are literal strings, or `{name}` placeholders for parameters of the "
+                                "task that receive literals or pipeline parameters")
+                return None
+            out.append(os.path.normpath(path))
+        return tuple(out)
 
     def _task_call(self, call: ast.Call, task: TaskDef, scope: Scope, info: ModuleInfo, n_outputs: int) -> Value:
-        args, kwargs = self._bind(call, task, scope, info)
-        assert self.graph is not None
-        name = self._node_name(scope.prefix + task.name)
+        extra = self._take_extra_deps()
+        args, kwargs, named = self._bind(call, task, scope, info)
+        name = self._node_name(scope.prefix + task.name + scope.suffix)
+        span = info.source.span(call)
         outputs = tuple(output_name(name, i, n_outputs) for i in range(n_outputs))
         types = _split_types(task.returns, n_outputs)
-        deps = tuple(dep for after in task.after for dep in self._nodes_by_task.get(after, ()))
-        node = Node(name, "task", task.target, tuple(args), tuple(kwargs), outputs, types, task.options,
-                    info.source.span(call), deps)
-        if scope.prefix:
-            node.attrs["frontend.scope"] = scope.prefix.rstrip(".")
-        self.graph.add_node(node)
+        deps: dict[str, None] = {}
+        for after in task.after:
+            for dep in self._nodes_by_task.get(after, ()):
+                deps.setdefault(self._visible(dep), None)
+        for dep in extra:
+            deps.setdefault(dep, None)
+        options = task.options
+        if options.reads or options.writes:
+            reads = self._resolve_paths(options.reads, task, named, call, info, "reads")
+            writes = self._resolve_paths(options.writes, task, named, call, info, "writes")
+            if reads is None or writes is None:
+                raise ExtractError
+            options = dataclasses.replace(options, reads=reads, writes=writes)
+            for path in reads:
+                writer = self._writers.get(path)
+                if writer is not None:
+                    deps.setdefault(self._visible(writer[0]), None)
+                else:
+                    self._reads.append((path, name, span))
+            for path in writes:
+                if path in self._writers:
+                    first, where = self._writers[path]
+                    self.sink.error("DAGC126", f"`{path}` is written by two tasks: `{first}` and `{name}`",
+                                    span, notes=[Note(f"`{first}` writes it here", where)],
+                                    hint="give each task its own output path")
+                    continue
+                self._writers[path] = (name, span)
+        node = Node(name, "task", task.target, tuple(args), tuple(kwargs), outputs, types, options,
+                    span, tuple(deps))
+        if scope.inlined:
+            node.attrs["frontend.scope"] = scope.inlined
+        self._add_node(node)
+        self._modules_used.add(task.module)
         self._nodes_by_task.setdefault(task.name, []).append(name)
+        if task.returns is not None:
+            where = task.source.span(task.node.returns) if task.node.returns is not None else None
+            for value, t in zip(outputs, types):
+                if t is not None:
+                    self._types[value] = (t, where)
         if n_outputs == 1:
             return Dyn(Ref(outputs[0]))
         return tuple(Dyn(Ref(o)) for o in outputs)
+
+    def _check_reads(self) -> None:
+        produced_dirs = {os.path.dirname(p) for p in self._writers}
+        for path, reader, span in self._reads:
+            writer = self._writers.get(path)
+            if writer is not None:
+                self.sink.error("DAGC127", f"task `{reader}` reads `{path}` before `{writer[0]}` writes it",
+                                span, notes=[Note(f"`{writer[0]}` writes it here", writer[1])],
+                                hint="call the writing task first")
+            elif os.path.dirname(path) in produced_dirs:
+                close = sorted(p for p in self._writers if os.path.dirname(p) == os.path.dirname(path))
+                self.sink.error("DAGC127", f"task `{reader}` reads `{path}`, which no task writes",
+                                span, hint=f"the pipeline writes into this directory: {', '.join(close[:5])}; "
+                                "declare the writer with writes=[...] or fix the path")
 
     def _inline_pipeline(self, call: ast.Call, pipeline: PipelineDef, scope: Scope, info: ModuleInfo) -> Value:
         if pipeline in self._stack:
@@ -582,7 +1625,8 @@ class Extractor:
                             hint="pipelines are inlined at compile time and cannot recurse; use a static loop",
                             notes=[Note(f"`{p.name}` is defined here", name_span(p.source, p.node)) for p in self._stack])
             raise ExtractError
-        inner = Scope(pipeline, prefix=self._node_name(scope.prefix + pipeline.name) + ".")
+        inner_name = self._node_name(scope.prefix + pipeline.name + scope.suffix)
+        inner = Scope(pipeline, prefix=inner_name + ".", inlined=inner_name)
         params = pipeline.sig.params
         positional = [p for p in params if p.kind in ("positional_only", "positional")]
         if len(call.args) > len(positional):
@@ -616,6 +1660,10 @@ class Extractor:
         return result if result is not None else Static(None)
 
 
+class _PathError(Exception):
+    pass
+
+
 class _RuntimeUse(Exception):
     def __init__(self, node: ast.Name) -> None:
         self.node = node
@@ -646,6 +1694,87 @@ def _const_value(operand: Operand) -> Any:
     return operand_to_python(operand)
 
 
+def _node_json(node: Node) -> dict[str, Any]:
+    from dagc.ir.serialize import node_to_json
+
+    return node_to_json(node)
+
+
+def _operand_json(operand: Operand | None) -> Any:
+    from dagc.ir.serialize import operand_to_json
+
+    return None if operand is None else operand_to_json(operand)
+
+
+def _value_of(operand: Operand) -> Value:
+    return Dyn(operand) if any(True for _ in iter_refs(operand)) else Static(_const_value(operand))
+
+
+def _known_container(value: Value) -> tuple[str, list[Value]] | None:
+    """("list"|"tuple"|"dict", items) for a container whose length is known at compile time (dict items
+    are (key, value) pairs of Values); None otherwise."""
+    if isinstance(value, Static):
+        if isinstance(value.value, list):
+            return "list", [Static(v) for v in value.value]
+        if isinstance(value.value, tuple):
+            return "tuple", [Static(v) for v in value.value]
+        if isinstance(value.value, dict):
+            return "dict", [(Static(k), Static(v)) for k, v in value.value.items()]
+        return None
+    if isinstance(value, tuple):
+        return "tuple", list(value)
+    if isinstance(value, Dyn):
+        op = value.operand
+        if isinstance(op, Seq):
+            return op.kind, [_value_of(i) for i in op.items]
+        if isinstance(op, Map):
+            return "dict", [(_value_of(k), _value_of(v)) for k, v in op.items]
+    return None
+
+
+def _ref_name(operand: Operand) -> str:
+    return operand.name if isinstance(operand, Ref) else ""
+
+
+def _same(a: str | None, b: str | None) -> str | None:
+    return a if a == b else None
+
+
+def _region_defined(node: Node) -> set[str]:
+    """Every value defined inside a region node's bodies (recursively), block arguments included."""
+    out: set[str] = set()
+    for key in ("region.body", "region.then", "region.else"):
+        for inner in node.attrs.get(key, ()) or ():
+            out.update(inner.get("outputs", ()))
+            out.update((inner.get("attrs") or {}).get("region.carried", ()) or ())
+            out.update(_region_defined_json(inner))
+    return out
+
+
+def _region_defined_json(data: dict[str, Any]) -> set[str]:
+    out: set[str] = set()
+    attrs = data.get("attrs") or {}
+    for key in ("region.body", "region.then", "region.else"):
+        for inner in attrs.get(key, ()) or ():
+            out.update(inner.get("outputs", ()))
+            out.update((inner.get("attrs") or {}).get("region.carried", ()) or ())
+            out.update(_region_defined_json(inner))
+    return out
+
+
+def _region_node_names(node: Node) -> set[str]:
+    out: set[str] = set()
+
+    def visit(attrs: dict[str, Any]) -> None:
+        for key in ("region.body", "region.then", "region.else"):
+            for inner in attrs.get(key, ()) or ():
+                out.add(inner.get("name"))
+                visit(inner.get("attrs") or {})
+
+    visit(node.attrs)
+    return out
+
+
 def _split_types(returns: str | None, n_outputs: int) -> tuple[str | None, ...]:
     if n_outputs == 1:
         return (returns,)
@@ -659,6 +1788,25 @@ def _split_types(returns: str | None, n_outputs: int) -> tuple[str | None, ...]:
             if len(elts) == n_outputs and not any(isinstance(e, ast.Constant) and e.value is Ellipsis for e in elts):
                 return tuple(ast.unparse(e) for e in elts)
     return (None,) * n_outputs
+
+
+_GLUE_EXPRS = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Subscript, ast.Attribute, ast.JoinedStr,
+               ast.IfExp, ast.Set, ast.SetComp, ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom,
+               ast.Starred)
+_GLUE_NAMES = {
+    ast.UnaryOp: "unary",
+    ast.BoolOp: "boolop",
+    ast.Compare: "compare",
+    ast.Subscript: "getitem",
+    ast.Attribute: "getattr",
+    ast.JoinedStr: "format",
+    ast.IfExp: "select",
+}
+_BINOP_NAMES = {
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
+    ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "matmul", ast.BitAnd: "and", ast.BitOr: "or",
+    ast.BitXor: "xor", ast.LShift: "lshift", ast.RShift: "rshift",
+}
 
 
 def _describe(expr: ast.AST) -> str:
@@ -704,7 +1852,7 @@ _STATEMENT_NAMES = {
     ast.FunctionDef: "a nested function",
     ast.AsyncFunctionDef: "a nested function",
     ast.ClassDef: "a class definition",
-    ast.AugAssign: "augmented assignment",
+    ast.AugAssign: "augmented assignment to an attribute or item",
     ast.Assert: "`assert`",
 }
 _STATEMENT_HINTS = {
@@ -715,6 +1863,10 @@ _STATEMENT_HINTS = {
     ast.AugAssign: "bind the new value to a name: `x = add(x, 1)` with a task `add`",
     ast.Import: "import at module level",
     ast.ImportFrom: "import at module level",
+    ast.Raise: "raise inside a task; a pipeline body only wires tasks together",
+    ast.Delete: "just stop using the name",
+    ast.Assert: "check the condition inside a task",
+    ast.AsyncFor: "use a plain `for` over a compile-time iterable",
 }
 
 

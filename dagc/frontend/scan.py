@@ -47,7 +47,7 @@ def decorator_kind(info: ModuleInfo, expr: ast.expr) -> tuple[str, ast.Call | No
     """("task"|"pipeline", call-or-None) when `expr` is a dagc decorator, however it was imported."""
     call = expr if isinstance(expr, ast.Call) else None
     target = expr.func if call is not None else expr
-    if isinstance(target, ast.Name) and target.id in info.dagc_names:
+    if isinstance(target, ast.Name) and info.dagc_names.get(target.id) in ("task", "pipeline"):
         return info.dagc_names[target.id], call
     if (
         isinstance(target, ast.Attribute)
@@ -77,7 +77,7 @@ def _record_import(project: Project, info: ModuleInfo, stmt: ast.Import | ast.Im
         return
     if module == "dagc":
         for alias in stmt.names:
-            if alias.name in ("task", "pipeline"):
+            if alias.name in ("task", "pipeline", "after"):
                 info.dagc_names[alias.asname or alias.name] = alias.name
         return
     if stmt.level > 0 and project.module(module) is None and not any(

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import ast
 import operator
+import re
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["NotStatic", "StaticRange", "eval_static", "MAX_STATIC_ITEMS", "is_literal_value"]
+__all__ = ["NotStatic", "StaticRange", "eval_static", "MAX_STATIC_ITEMS", "is_literal_value", "iterate_static"]
 
 MAX_STATIC_ITEMS = 1_000_000
 
@@ -210,6 +211,8 @@ def eval_static(node: ast.expr, lookup: Callable[[ast.Name], Any]) -> Any:
             elif isinstance(value_node, ast.FormattedValue):
                 value = eval_static(value_node.value, lookup)
                 spec = eval_static(value_node.format_spec, lookup) if value_node.format_spec else ""
+                if any(len(digits) > 5 for digits in re.findall(r"\d+", str(spec))):
+                    raise NotStatic(value_node, "format width too large to evaluate at compile time")
                 conv = {-1: None, 115: str, 114: repr, 97: ascii}[value_node.conversion]
                 if conv is not None:
                     value = conv(value)
@@ -220,7 +223,49 @@ def eval_static(node: ast.expr, lookup: Callable[[ast.Name], Any]) -> Any:
         return "".join(pieces)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         return _eval_builtin_call(node, lookup)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        return _eval_method_call(node, lookup)
     raise NotStatic(node, f"{type(node).__name__} is not a compile-time constant")
+
+
+def iterate_static(node: ast.AST, value: Any) -> list[Any]:
+    """The items of a compile-time iterable (a range, list, tuple, string or dict's keys)."""
+    return _iterate(node, value)
+
+
+# Pure methods of literal values that may be called at compile time: (type, name) -> arity bounds.
+_METHODS: dict[tuple[type, str], tuple[int, int]] = {
+    (dict, "items"): (0, 0), (dict, "keys"): (0, 0), (dict, "values"): (0, 0), (dict, "get"): (1, 2),
+    (str, "join"): (1, 1), (str, "upper"): (0, 0), (str, "lower"): (0, 0),
+    (str, "strip"): (0, 1), (str, "split"): (0, 2), (str, "startswith"): (1, 1),
+    (str, "endswith"): (1, 1), (list, "index"): (1, 1), (list, "count"): (1, 1), (tuple, "index"): (1, 1),
+    (tuple, "count"): (1, 1),
+}
+
+
+def _eval_method_call(node: ast.Call, lookup: Callable[[ast.Name], Any]) -> Any:
+    assert isinstance(node.func, ast.Attribute)
+    base = eval_static(node.func.value, lookup)
+    name = node.func.attr
+    bounds = _METHODS.get((type(base), name))
+    if bounds is None or node.keywords:
+        raise NotStatic(node, f"method `.{name}()` cannot be evaluated at compile time")
+    args = [eval_static(a, lookup) for a in node.args]
+    if not bounds[0] <= len(args) <= bounds[1]:
+        raise NotStatic(node, f"wrong number of arguments to `.{name}()`")
+    if name == "join":
+        args = [_iterate(node, args[0])]
+        if sum(len(x) if isinstance(x, str) else 1 for x in args[0]) * max(len(base), 1) > MAX_STATIC_ITEMS:
+            raise NotStatic(node, "string too large to build at compile time")
+    try:
+        result = getattr(base, name)(*args)
+    except Exception as exc:
+        raise NotStatic(node, f"cannot evaluate .{name}(): {type(exc).__name__}: {exc}") from None
+    if name in ("items", "keys", "values"):
+        return [tuple(i) if isinstance(i, tuple) else i for i in result]
+    if isinstance(result, str) and len(result) > MAX_STATIC_ITEMS:
+        raise NotStatic(node, "string too large to build at compile time")
+    return result
 
 
 def _iterate(node: ast.AST, value: Any) -> list[Any]:
