@@ -144,6 +144,10 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     names = Names(_RESERVED)
     aliases = _module_aliases(graph, names)
     order = graph.topological_order()
+    if all("schedule.start" in graph.node(n).attrs for n in order):
+        # submit in the schedule's order, so that each device's queue runs its tasks in that order
+        rank = {n: i for i, n in enumerate(order)}
+        order.sort(key=lambda n: (float(graph.node(n).attrs["schedule.start"]), rank[n]))
     devices = placement_devices(graph, cluster)
     fps = task_fingerprints(graph)
     functions = {n: names.claim(f"task:{n}", f"{n}_task") for n in order if graph.node(n).op != "transfer"}
@@ -448,6 +452,9 @@ class Placement:
                 free[pick][key] = free[pick].get(key, 0.0) - amount
         return chosen
 
+    def release(self) -> None:
+        remove_placement_group(self.group)
+
     def strategy(self, device: int) -> PlacementGroupSchedulingStrategy:
         return PlacementGroupSchedulingStrategy(self.group, placement_group_bundle_index=device)
 
@@ -591,6 +598,8 @@ def connect(address: str | None, source_root: Path) -> None:
             sys.path.insert(0, path)
     inherited = os.environ.get("PYTHONPATH")
     runtime_env = {"env_vars": {"PYTHONPATH": os.pathsep.join([*paths, *([inherited] if inherited else [])])}}
+    if ray.is_initialized():  # main() called from a process that is already a Ray driver
+        return
     if address:
         ray.init(address=address, runtime_env=runtime_env, log_to_driver=True)
     else:
@@ -625,6 +634,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"run {run_id}: run directory {store.root}", file=sys.stderr)
     connect(args.address, args.source_root)
     start = time.perf_counter()
+    placement = None
     try:
         placement = Placement(DEVICES, PLACEMENT_TIMEOUT) if DEVICES else None
         log.write("run_start", pipeline=PIPELINE, tasks=len(FINGERPRINTS), resume=bool(args.resume),
@@ -633,8 +643,12 @@ def main(argv: list[str] | None = None) -> int:
     except (TaskFailed, PlacementError) as exc:
         log.write("run_failed", error=str(exc))
         print(f"error: {exc}", file=sys.stderr)
-        print(f"finish the run with: --resume {store.root}", file=sys.stderr)
+        if isinstance(exc, TaskFailed):
+            print(f"finish the run with: --resume {store.root}", file=sys.stderr)
         return 1
+    finally:
+        if placement is not None:
+            placement.release()
     nbytes = store.save_result(result)
     log.write("run_end", duration=round(time.perf_counter() - start, 6), bytes=nbytes)
     if args.result is not None:
