@@ -100,8 +100,10 @@ def cast_half(updated: dict) -> dict:
 
 
 @dagc.task(cost="500ms")
-def summarize(loss: float, layers: list[dict], x: torch.Tensor, y: torch.Tensor) -> dict:
-    """Loss before and after the step (fp16 forward with the new weights), per-layer figures."""
+def summarize(loss: float, layers: list[dict], input_grad: torch.Tensor, loss_scale: float, x: torch.Tensor,
+              y: torch.Tensor) -> dict:
+    """Loss before and after the step (fp16 forward with the new weights), per-layer figures, and the
+    size of the loss's gradient w.r.t. the input (unscaled)."""
     h = x.half()
     for j, layer in enumerate(layers):
         h = h @ layer["half"]["w"].t() + layer["half"]["b"]
@@ -111,6 +113,7 @@ def summarize(loss: float, layers: list[dict], x: torch.Tensor, y: torch.Tensor)
     return {
         "loss": loss,
         "loss_after": round(after, 5),
+        "input_grad_norm": round(input_grad.float().norm().item() / loss_scale, 5),
         "grad_norms": [layer["grad_norm"] for layer in layers],
         "skipped": [layer["skipped"] for layer in layers],
         "weight_sums": [round(layer["half"]["w"].float().abs().sum().item(), 3) for layer in layers],
@@ -133,7 +136,7 @@ def mixed_precision_step(batch: int = 256, lr: float = 0.5, loss_scale: float = 
         grad, grads = backward(tapes[i], grad)
         updated = update(master, i, grads, lr, loss_scale)
         layers = [cast_half(updated)] + layers
-    return summarize(loss, layers, x, y)
+    return summarize(loss, layers, grad, loss_scale, x, y)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,150 @@
+"""Every sample compiles, and every backend's emitted program computes what the plain run computes.
+
+The plain run (`pipeline()` called as ordinary Python, in a fresh interpreter) is computed once per
+sample per module and compared with the result of the local program, the Ray program (one
+simulated Ray cluster for the module, programs connected to it as subprocesses) and the
+torch.distributed program (gloo ranks launched in-process), for every backend registered in
+`BACKENDS`. The quickstart's own cross-backend tests live with each backend's tests.
+"""
+
+from __future__ import annotations
+
+import pickle
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from dagc.backends import BACKENDS, emit
+
+from dagc.cluster import parse_cluster_spec
+from dagc.driver import compile_file
+from tests.conftest import SAMPLES
+from tests.test_backend_local import _plain_result, _ruff_clean
+
+ALL_SAMPLES = sorted(p.stem for p in SAMPLES.glob("*.py") if not p.name.startswith("_"))
+# The quickstart is compared on every backend by tests/test_backend_{local,ray,torch}.py.
+SAMPLES_HERE = [s for s in ALL_SAMPLES if s != "quickstart"]
+# Parameters a sample needs for a run (both runs); `{out}` becomes a directory of that run's own.
+PARAMS: dict[str, dict[str, object]] = {"file_pipeline": {"out_dir": "{out}/files"}}
+MB = 1024 * 1024
+
+
+def _params(sample: str, out: Path) -> dict[str, object]:
+    return {k: v.replace("{out}", str(out)) if isinstance(v, str) else v
+            for k, v in PARAMS.get(sample, {}).items()}
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory):
+    """`plain(sample)`: the plain run's result (cached for the module)."""
+    cache: dict[str, object] = {}
+
+    def get(sample: str) -> object:
+        if sample not in cache:
+            tmp = tmp_path_factory.mktemp(f"plain_{sample}")
+            graph = compile_file(SAMPLES / f"{sample}.py", params=_params(sample, tmp / "compile"))
+            cache[sample] = _plain_result(SAMPLES / f"{sample}.py", graph.name, tmp, **_params(sample, tmp))
+        return cache[sample]
+
+    return get
+
+
+@pytest.mark.parametrize("sample", ALL_SAMPLES)
+def test_sample_compiles_cleanly(sample: str) -> None:
+    compilation = compile_file(SAMPLES / f"{sample}.py", details=True, params=_params(sample, Path("/tmp/x")))
+    assert len(compilation.graph) > 0
+    assert not compilation.warnings, [d.message for d in compilation.warnings]
+
+
+@pytest.mark.parametrize("sample", SAMPLES_HERE)
+def test_local_equals_plain_run(tmp_path: Path, sample: str, plain) -> None:
+    params = _params(sample, tmp_path)
+    graph = compile_file(SAMPLES / f"{sample}.py", params=params)
+    program = tmp_path / "prog" / f"{sample}_local.py"
+    program.parent.mkdir()
+    program.write_text(emit(graph, "local", program))
+    _ruff_clean(program)
+    result = tmp_path / "local.pkl"
+    subprocess.run([sys.executable, str(program), "--result", str(result)], check=True, timeout=300)
+    assert pickle.loads(result.read_bytes()) == plain(sample)
+
+
+# ---- Ray ---------------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def ray_cluster():
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 4, "num_gpus": 0, "include_dashboard": False, "object_store_memory": 100 * MB})
+    cluster.wait_for_nodes()
+    yield cluster
+    cluster.shutdown()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif("ray" not in BACKENDS, reason="the Ray backend is not registered")
+@pytest.mark.parametrize("sample", SAMPLES_HERE)
+def test_ray_equals_plain_run(tmp_path: Path, sample: str, plain, ray_cluster) -> None:
+    params = _params(sample, tmp_path)
+    graph = compile_file(SAMPLES / f"{sample}.py", params=params)
+    program = tmp_path / "prog" / f"{sample}_ray.py"
+    program.parent.mkdir()
+    program.write_text(emit(graph, "ray", program))
+    _ruff_clean(program)
+    result = tmp_path / "ray.pkl"
+    proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--result", str(result),
+                           "--run-dir", str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=300, cwd=program.parent)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert pickle.loads(result.read_bytes()) == plain(sample)
+
+
+# ---- torch.distributed -------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.skipif("torch" not in BACKENDS, reason="the torch backend is not registered")
+@pytest.mark.parametrize("sample", SAMPLES_HERE)
+def test_torch_equals_plain_run(tmp_path: Path, sample: str, plain) -> None:
+    from dagc.backends.torch import REQUIRED_PASSES
+
+    from tests.test_backend_torch import launch
+
+    params = _params(sample, tmp_path)
+    graph = compile_file(SAMPLES / f"{sample}.py", passes=REQUIRED_PASSES, cluster=parse_cluster_spec("2"),
+                         backend="torch", params=params)
+    program = tmp_path / "prog" / f"{sample}_torch.py"
+    program.parent.mkdir()
+    program.write_text(emit(graph, "torch", program))
+    _ruff_clean(program)
+    ranks = int(re.search(r"^RANKS = (\d+)$", program.read_text(), re.M).group(1))
+    result = tmp_path / "torch.pkl"
+    launch(program, ranks, ["--result", str(result)])
+    assert pickle.loads(result.read_bytes()) == plain(sample)
+
+
+# ---- what the samples are for ------------------------------------------------------------------------
+def _overlap(a, b) -> bool:
+    return a.attrs["schedule.start"] < b.attrs["schedule.finish"] and b.attrs["schedule.start"] < a.attrs[
+        "schedule.finish"]
+
+
+def test_mixed_precision_updates_run_in_parallel() -> None:
+    """`dagc plan samples/mixed_precision_step.py --cluster 4`: per-layer master-weight updates overlap."""
+    graph = compile_file(SAMPLES / "mixed_precision_step.py", cluster=parse_cluster_spec("4"))
+    updates = [n for n in graph if n.name.startswith("update[")]
+    assert len(updates) == 4
+    # each update depends on its own layer's gradient only, never on another update
+    for node in updates:
+        assert not any(dep.startswith(("update[", "cast_half[")) for dep in graph.ancestors(node.name))
+    pairs = [(a, b) for i, a in enumerate(updates) for b in updates[i + 1:] if _overlap(a, b)]
+    assert pairs, "no two updates overlap in the schedule"
+    assert all(a.attrs["partition.device"] != b.attrs["partition.device"] for a, b in pairs)
+
+
+def test_gpt_pretrain_fans_out_and_trains_on_two_ranks() -> None:
+    graph = compile_file(SAMPLES / "gpt_pretrain.py", params={"n_shards": 3})
+    names = [n.name for n in graph]
+    assert [n for n in names if n.startswith("tokenize[")] == ["tokenize[0]", "tokenize[1]", "tokenize[2]"]
+    assert graph.node("train").options.ranks == 2
+    assert set(graph.predecessors("pack")) >= {"tokenize[0]", "tokenize[1]", "tokenize[2]"}
