@@ -59,9 +59,10 @@ def _device_list(value: Any) -> list[int]:
 
 def _cluster_nodes(graph: Graph, n_devices: int, cluster: Any = None) -> list[int]:
     """The cluster node of each device: from `cluster` (a dagc.cluster.Cluster), else the cluster the
-    graph records in `graph.attrs["cluster"]` (a spec such as "2x4", or {"devices": [{"node": n}, …]}),
+    partition pass records in `graph.attrs["partition.cluster"]` ({"devices": [{"node": n}, …]}, or a
+    spec such as "2x4" under `graph.attrs["cluster"]`),
     else one node holding every device."""
-    recorded = cluster if cluster is not None else graph.attrs.get("cluster")
+    recorded = cluster if cluster is not None else graph.attrs.get("partition.cluster", graph.attrs.get("cluster"))
     if isinstance(recorded, str):
         from dagc.cluster import parse_cluster_spec
 

@@ -100,4 +100,17 @@ class Partition(Pass):
         for node, devs in zip(graph.nodes, s.devices):
             node.attrs["partition.device"] = device_attr(devs)
         graph.attrs["partition.algo"] = self.algo
+        graph.attrs["partition.cluster"] = cluster_record(ctx.cluster)
         remember(ctx, graph, p, s)
+
+
+def cluster_record(cluster: Cluster | None) -> dict[str, object]:
+    """The devices a placement refers to, recorded in the IR so that backends can map devices to
+    machines without the cluster file: `{"devices": [{"node", "kind", "gpus", "memory", "speed"}]}`."""
+    cluster = cluster or Cluster.local()
+    return {
+        "devices": [
+            {"node": d.node, "kind": d.kind, "gpus": d.gpus, "memory": d.memory, "speed": d.speed}
+            for d in cluster.devices
+        ]
+    }
