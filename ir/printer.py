@@ -243,7 +243,6 @@ def _canonical_nodes(items: object) -> bool:
 
     return isinstance(items, list) and all(
         json.dumps(node_to_json(node_from_json(n)), sort_keys=True) == json.dumps(n, sort_keys=True)
-        and (n.get("op") not in REGION_KEYS or region_form(node_from_json(n)))
         for n in items
     )
 

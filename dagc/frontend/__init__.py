@@ -69,5 +69,19 @@ def compile_source(
                        name_span(info.source, pipelines[1].node),
                        hint=f"pass --pipeline NAME, one of: {', '.join(info.pipelines)}")
         if chosen is not None:
-            graph = extract_pipeline(project, chosen, sink, params)
+            try:
+                graph = extract_pipeline(project, chosen, sink, params)
+            except RecursionError:
+                graph = None
+                sink.error("DAGC001", f"{project.entry_display}: pipeline `{chosen.name}` is nested too deeply "
+                           "to compile", name_span(info.source, chosen.node),
+                           hint="flatten the deepest expression or block")
+            except Exception:  # a bug in dagc: say so, with the traceback, instead of crashing
+                import traceback
+
+                graph = None
+                sink.error("DAGC900", "internal compiler error while extracting pipeline "
+                           f"`{chosen.name}`; this is a bug in dagc",
+                           name_span(info.source, chosen.node),
+                           hint="please report it with this input\n" + traceback.format_exc())
     return FrontendResult(graph, sink, dict(project.sources))

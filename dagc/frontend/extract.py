@@ -56,6 +56,7 @@ __all__ = ["extract_pipeline", "Extractor", "MAX_UNROLL"]
 
 MAX_UNROLL = 2_000_000  # loop iterations unrolled per pipeline, all loops together
 MAX_WHILE = 100_000  # iterations of one `while` loop on a compile-time condition
+MAX_REGION_DEPTH = 12  # regions inside regions (emitted programs nest one block per level)
 
 
 class ExtractError(Exception):
@@ -240,6 +241,7 @@ class Extractor:
         self._extra_deps: list[str] = []
         self._budget = MAX_UNROLL
         self._budget_reported = False
+        self._factor = 1  # product of the lengths of the loops being unrolled
         self._modules_used: set[str] = set()
 
     # ---- entry ------------------------------------------------------------------------------------
@@ -592,6 +594,18 @@ class Extractor:
     def _unroll(self, stmt: ast.stmt, target: ast.expr, items: list[Value], body: list[ast.stmt],
                 scope: Scope, info: ModuleInfo) -> None:
         span = info.source.span(stmt)
+        if self._factor * len(items) > MAX_UNROLL:
+            self._budget = -1
+            self._spend(span)
+            raise ExtractError
+        self._factor *= max(len(items), 1)
+        try:
+            self._unroll_items(target, items, body, scope, info, span)
+        finally:
+            self._factor //= max(len(items), 1)
+
+    def _unroll_items(self, target: ast.expr, items: list[Value], body: list[ast.stmt], scope: Scope,
+                      info: ModuleInfo, span: SourceSpan) -> None:
         outer_suffix = scope.suffix
         scope.unrolling += 1
         saved_loop, scope.loop = scope.loop, None
@@ -672,6 +686,7 @@ class Extractor:
                                 info.source.span(node),
                                 hint="put the rest of the loop body under `if not <condition>:` instead")
                 raise ExtractError
+        self._check_depth(span)
         try:
             iter_operand = Seq("list", tuple(_to_operand(v) for v in items))
         except TypeError:
@@ -742,6 +757,13 @@ class Extractor:
         for var, out in zip(carried, outputs):
             scope.env[var] = Dyn(Ref(out))
 
+    def _check_depth(self, span: SourceSpan) -> None:
+        if len(self._blocks) >= MAX_REGION_DEPTH:
+            self.sink.error("DAGC117", f"branches and loops on task results are nested more than "
+                            f"{MAX_REGION_DEPTH} deep", span,
+                            hint="move the innermost logic into a task, or combine conditions with `and`")
+            raise ExtractError
+
     def _yield_operand(self, value: Value, var: str, span: SourceSpan) -> Operand:
         if value is None:
             return Const(None)
@@ -790,6 +812,7 @@ class Extractor:
                             info.source.span(node),
                             hint="exit a loop with `if <condition>: break` directly in the loop body")
             raise ExtractError
+        self._check_depth(span)
         test = self._eval(stmt.test, scope, info)
         pred = _to_operand(test)
         name = self._node_name(scope.prefix + "cond" + scope.suffix)
@@ -1172,10 +1195,11 @@ class Extractor:
                             hint=self._suggest(name, scope, info))
         except _RuntimeUse as exc:
             self.sink.error(
-                "DAGC109",
-                f"{_describe(expr)} on a task result is not supported in a pipeline body",
-                info.source.span(expr),
-                hint=f"compute it inside a task that receives `{exc.node.id}`",  # type: ignore[attr-defined]
+                "DAGC114",
+                f"`{exc.node.id}` is a task result, but {_describe(expr)} here must be known at compile time",  # type: ignore[attr-defined]
+                info.source.span(exc.node),
+                hint="use a literal, a module constant or a pipeline parameter here; values known only at run "
+                "time can be passed to tasks",
             )
         except NotStatic as exc:
             self.sink.error("DAGC109", f"{_describe(exc.node)} is not supported here: {exc.reason}",
