@@ -92,6 +92,24 @@ def loop_pattern(name: str) -> str | None:
     return pattern if pattern != name else None
 
 
+def cluster_of_graph(graph: Graph, cluster: Any = None) -> Any:
+    """`cluster`, else the cluster that `partition` recorded in the graph (`partition.cluster`), else None."""
+    if cluster is not None:
+        return cluster
+    record = graph.attrs.get("partition.cluster")
+    if not isinstance(record, dict) or not isinstance(record.get("devices"), list) or not record["devices"]:
+        return None
+    from dagc.cluster import Cluster, Device
+
+    try:
+        devices = tuple(Device(i, int(d["node"]), kind=str(d.get("kind", "gpu")), memory=d.get("memory"),
+                               speed=float(d.get("speed", 1.0)), gpus=int(d.get("gpus", 1)))
+                        for i, d in enumerate(record["devices"]))
+        return Cluster(devices)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
 def _devices(node: Node) -> tuple[int, ...]:
     device = node.attrs.get("partition.device")
     if isinstance(device, bool):
@@ -314,6 +332,7 @@ def to_dot(
         from dagc.cost import CostModel
 
         cost_model = CostModel()
+    cluster = cluster_of_graph(graph, cluster)
     visible = focus_nodes(graph, focus, depth) if focus is not None else None
     nodes = [n for n in graph if visible is None or n.name in visible]
     if collapse == "auto":

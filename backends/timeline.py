@@ -103,6 +103,9 @@ def estimated(graph: Graph, cluster: Any = None, cost_model: Any = None) -> Char
         from dagc.cost import CostModel
 
         cost_model = CostModel()
+    from dagc.backends.graphviz import cluster_of_graph
+
+    cluster = cluster_of_graph(graph, cluster)
     scheduled = [n for n in graph if "schedule.start" in n.attrs and n.op != "transfer"]
     if not scheduled:
         raise ValueError(f"pipeline `{graph.name}` has no schedule: compile it with --cluster "

@@ -239,3 +239,13 @@ def test_cond_and_loop_regions_are_dashed_boxes() -> None:
     assert '"region.loop.region.body.loop.step" -> "region.loop.region.body.loop.check"' in dot
     assert '"task.data" -> "task.loop"' in dot and '"task.loop" -> "task.pick"' in dot
     assert b"</svg>" in pipe(dot, "svg")
+
+
+def test_saved_ir_remembers_its_cluster(tmp_path: Path) -> None:
+    ir = tmp_path / "q.ir.json"
+    assert run_dagc("ir", "samples/quickstart.py", "--cluster", "2x2", "--format", "json", "-o", str(ir)).returncode == 0
+    out = tmp_path / "g.dot"
+    proc = run_dagc("viz", str(ir), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = out.read_text()
+    assert "subgraph cluster_node_1 {" in text and "subgraph cluster_device_3 {" in text
