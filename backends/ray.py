@@ -2,11 +2,21 @@
 
 Each task (or fused group) becomes a `@ray.remote` function whose resources and retries come from
 its annotations; results travel between tasks as ObjectRefs, never through the driver, and
-`transfer` nodes are no-ops (the object store moves data). A placed graph (`partition.device`)
-reserves one placement-group bundle per device, each pinned to the Ray node that stands for the
-device's node, and every task runs in its device's bundle. Multi-rank tasks run as a gang of
-actors joined by a torch process group. Every task's outputs are stored in a run directory by
-input fingerprint (dagc.runtime.store), so `--resume` skips what already finished.
+`transfer` nodes are no-ops (the object store moves data). A `glue` node is a small remote task
+evaluating its expression; a `cond` or `loop` region is one remote task that runs its bodies with
+the local backend's semantics, asking for the largest demand of any task inside it.
+
+A placed graph (`partition.device`) holds every task to its device. Two ways, chosen per program
+(`PLACEMENT`, overridable with `--placement`):
+  * `node` (the default when the devices of each cluster node are interchangeable): hard node
+    affinity to the Ray node that stands for the device's node. A task may use any free one of its
+    node's devices, so a node's devices share its queue, as a Ray program written by hand would.
+  * `bundles` (the default when one node holds different devices): one placement group with a
+    bundle per device, each pinned to its Ray node; every task runs in its device's bundle. The
+    whole plan is reserved before anything runs.
+Multi-rank tasks run as a gang of actors joined by a torch process group. Every task's outputs are
+stored in a run directory by input fingerprint (dagc.runtime.store), so `--resume` skips what
+already finished. docs/ray_backend.md describes running on a cluster.
 
 The program depends on Ray, the user's modules and `dagc.runtime`, never on the compiler.
 """
@@ -17,17 +27,25 @@ import json
 from pathlib import Path
 from typing import Any
 
-from dagc.backends.emitter import CodeWriter, Names, render_operand
-from dagc.backends.local import _members, _module_aliases, emit_loader, emit_prologue, emit_task_lines
-from dagc.ir.core import Graph, Node
+from dagc.backends.emitter import CodeWriter, Names, module_search_paths, render_operand, source_root_expr
+from dagc.backends.local import (
+    _members,
+    _module_aliases,
+    _task_modules,
+    emit_prologue,
+    emit_task_lines,
+    used_values,
+)
+from dagc.ir.core import REGION_OPS, Graph, Node, region_bodies
 from dagc.ir.serialize import operand_to_json
 
 from dagc.runtime.store import fingerprint, output_fingerprint, value_fingerprint
 
-__all__ = ["emit_ray", "placement_devices", "task_demand", "task_fingerprints"]
+__all__ = ["emit_ray", "placement_devices", "placement_mode", "task_demand", "task_fingerprints"]
 
 _RESERVED = {
     "ray", "placement_group", "remove_placement_group", "PlacementGroupSchedulingStrategy",
+    "NodeAffinitySchedulingStrategy", "PLACEMENT", "PLACEMENTS",
     "EventLog", "Progress", "RunStore", "new_run_id", "use_context", "traceback", "socket",
     "Job", "Driver", "Placement", "Rank", "Stored", "TaskFailed", "PlacementError", "connect",
     "local_resources", "DEVICES", "FINGERPRINTS", "DEMANDS", "PLACEMENT_TIMEOUT", "driver",
@@ -36,17 +54,37 @@ _RESERVED = {
 
 
 # ---- what the emitter computes --------------------------------------------------------------------
+def _inner(node: Node) -> list[Node]:
+    """The nodes a fused group or a region runs, recursively (empty for other nodes)."""
+    if node.op == "fused":
+        found = _members(node)
+    elif node.op in REGION_OPS:
+        found = [n for body in region_bodies(node).values() for n in body]
+    else:
+        return []
+    return [m for n in found for m in (n, *_inner(n))]
+
+
 def task_demand(node: Node) -> dict[str, float]:
-    """Ray resources one process of `node` needs: CPU, GPU, memory and custom resources."""
-    opts = node.options
-    demand: dict[str, float] = {"CPU": float(opts.cpus)}
-    if opts.gpus:
-        demand["GPU"] = float(opts.gpus)
-    if opts.memory:
-        demand["memory"] = float(opts.memory)
-    for key, amount in opts.resources:
-        demand[key] = float(amount)
-    return demand
+    """Ray resources one process of `node` needs: CPU, GPU, memory and custom resources. A region
+    (or fused group) runs its tasks one after another in one process, so it needs the largest
+    demand of any of them."""
+    demand: dict[str, float] = {}
+    for n in (node, *_inner(node)):
+        if n.op == "transfer":
+            continue
+        opts = n.options
+        mine = {"CPU": float(opts.cpus), "GPU": float(opts.gpus), "memory": float(opts.memory or 0)}
+        mine.update((key, float(amount)) for key, amount in opts.resources)
+        for key, amount in mine.items():
+            demand[key] = max(demand.get(key, 0.0), amount)
+    return {k: v for k, v in demand.items() if v or k == "CPU"}
+
+
+def _retries(node: Node) -> int:
+    """Retries of a node; a region (or fused group) is retried as a whole as often as its most
+    retried task."""
+    return max([node.options.retries, *(n.options.retries for n in _inner(node))])
 
 
 def _device_list(value: Any) -> list[int]:
@@ -76,6 +114,42 @@ def _cluster_nodes(graph: Graph, n_devices: int, cluster: Any = None) -> list[in
     if len(nodes) < n_devices:
         nodes += [nodes[-1] if nodes else 0] * (n_devices - len(nodes))
     return nodes
+
+
+def _device_records(graph: Graph, n_devices: int, cluster: Any = None) -> list[dict[str, Any]]:
+    """What the cluster model says of each device (node, kind, gpus, memory, speed), as dicts."""
+    recorded = cluster if cluster is not None else graph.attrs.get("partition.cluster", graph.attrs.get("cluster"))
+    if isinstance(recorded, str):
+        from dagc.cluster import parse_cluster_spec
+
+        recorded = parse_cluster_spec(recorded)
+    if isinstance(recorded, dict):
+        records = [dict(d) for d in recorded.get("devices", [])]
+    elif recorded is not None and hasattr(recorded, "devices"):
+        records = [{k: getattr(d, k, None) for k in ("node", "kind", "gpus", "memory", "speed")}
+                   for d in recorded.devices]
+    else:
+        records = []
+    nodes = _cluster_nodes(graph, n_devices, cluster)
+    records += [{} for _ in range(n_devices - len(records))]
+    for record, node in zip(records, nodes):
+        record["node"] = node
+    return records[:n_devices]
+
+
+def placement_mode(graph: Graph, cluster: Any = None) -> str | None:
+    """How the program holds tasks to their devices: "node" (node affinity) when the devices of
+    each cluster node are interchangeable (same kind, GPUs, memory and speed), else "bundles" (one
+    placement-group bundle per device). None when the graph is not placed."""
+    devices = placement_devices(graph, cluster)
+    if not devices:
+        return None
+    records = _device_records(graph, len(devices), cluster)
+    by_node: dict[int, set[tuple[Any, ...]]] = {}
+    for record in records:
+        key = tuple(record.get(k) for k in ("kind", "gpus", "memory", "speed"))
+        by_node.setdefault(int(record["node"]), set()).add(key)
+    return "node" if all(len(kinds) == 1 for kinds in by_node.values()) else "bundles"
 
 
 def placement_devices(graph: Graph, cluster: Any = None) -> list[tuple[int, dict[str, float], list[str]]]:
@@ -117,7 +191,9 @@ def _constants(node: Node) -> str:
     data = operands(node)
     if node.op == "fused":
         data["members"] = [operands(m) for m in _members(node)]
-    return json.dumps(data, sort_keys=True)
+    if node.op in REGION_OPS:  # the bodies decide the outputs too
+        data["region"] = {k: v for k, v in sorted(node.attrs.items()) if k.startswith("region.")}
+    return json.dumps(data, sort_keys=True, default=str)
 
 
 def task_fingerprints(graph: Graph) -> dict[str, str]:
@@ -143,6 +219,9 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     """The Ray program's source text for `graph`. `cluster` (a dagc.cluster.Cluster) says which node
     each device of the placement is on, when the graph does not record it."""
     names = Names(_RESERVED)
+    used = used_values(graph)
+    # inside a task's function every output of the task is used: the function returns it
+    names.used_values = used | {v for n in graph for v in n.outputs}  # type: ignore[attr-defined]
     aliases = _module_aliases(graph, names)
     order = graph.topological_order()
     if all("schedule.start" in graph.node(n).attrs for n in order):
@@ -150,23 +229,28 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
         rank = {n: i for i, n in enumerate(order)}
         order.sort(key=lambda n: (float(graph.node(n).attrs["schedule.start"]), rank[n]))
     devices = placement_devices(graph, cluster)
+    mode = placement_mode(graph, cluster)
     fps = task_fingerprints(graph)
     functions = {n: names.claim(f"task:{n}", f"{n}_task") for n in order if graph.node(n).op != "transfer"}
     n_tasks = len(functions)
     w = CodeWriter()
-    placed = "following the compiler's placement (one placement-group bundle per device)" if devices \
-        else "wherever Ray schedules them (the graph is not placed)"
+    placed = {"node": "on the nodes of the compiler's placement (node affinity)",
+              "bundles": "following the compiler's placement (one placement-group bundle per device)",
+              None: "wherever Ray schedules them (the graph is not placed)"}[mode]
     emit_prologue(w, graph, out_path, "ray", (
-        f"Runs the pipeline's {n_tasks} tasks as Ray tasks, {placed}; results travel from task to task\n"
-        "as object refs. Outputs are stored in a run directory, so `--resume RUN_DIR` finishes an\n"
-        "interrupted run. Without --address (or RAY_ADDRESS) a local Ray is started.\n"
-        "Usage: python THIS_FILE [--address ADDR] [--run-dir DIR | --resume RUN_DIR] [--result PATH]"))
+        f"Runs the pipeline's {n_tasks} tasks as Ray tasks, {placed};\n"
+        "results travel from task to task as object refs. Outputs are stored in a run directory, so\n"
+        "`--resume RUN_DIR` finishes an interrupted run. Without --address (or RAY_ADDRESS) a local\n"
+        "Ray is started.\n"
+        "Usage: python THIS_FILE [--address ADDR] [--placement node|bundles] [--run-dir DIR | --resume RUN_DIR]\n"
+        "                        [--result PATH]"))
     w.block(_IMPORTS)
     w.line()
-    emit_loader(w, graph, out_path, aliases)
+    w.line(f"PIPELINE = {graph.name!r}")
+    w.line(f"SOURCE_ROOT = {source_root_expr(graph, out_path)}")
+    w.line(f"SEARCH_PATHS = {tuple(module_search_paths(graph))!r}  # where workers import the pipeline's modules")
     w.line()
-    w.line()
-    _emit_tables(w, graph, devices, fps, order)
+    _emit_tables(w, graph, devices, mode, fps, order)
     w.line()
     w.line()
     w.block(_SUPPORT)
@@ -179,15 +263,16 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
         _emit_task(w, node, functions[name], names, aliases)
     w.line()
     w.line()
-    _emit_run(w, graph, order, functions, names, devices)
+    _emit_run(w, graph, order, functions, names, devices, used)
     w.line()
     w.line()
     w.block(_MAIN)
     return w.text()
 
 
-def _emit_tables(w: CodeWriter, graph: Graph, devices: list, fps: dict[str, str], order: list[str]) -> None:
-    w.line("# Devices of the plan: the cluster node each is on, the resources its bundle reserves, its tasks.")
+def _emit_tables(w: CodeWriter, graph: Graph, devices: list, mode: str | None, fps: dict[str, str],
+                 order: list[str]) -> None:
+    w.line("# Devices of the plan: the cluster node each is on, the resources it needs (its bundle), its tasks.")
     if devices:
         w.line("DEVICES = [")
         with w.indent():
@@ -212,6 +297,10 @@ def _emit_tables(w: CodeWriter, graph: Graph, devices: list, fps: dict[str, str]
             w.line(f"{name!r}: {fp!r},")
     w.line("}")
     w.line("PLACEMENT_TIMEOUT = 30.0  # seconds to wait for resources before naming what could not be had")
+    w.line("# How tasks are held to their devices: node affinity (a node's devices are interchangeable and")
+    w.line("# share its queue) or a placement group with one bundle per device (None: not placed).")
+    w.line("PLACEMENTS = (\"node\", \"bundles\")")
+    w.line(f"PLACEMENT = {mode!r}")
 
 
 def _dict(d: dict[str, float]) -> str:
@@ -219,17 +308,18 @@ def _dict(d: dict[str, float]) -> str:
 
 
 def _ray_options(node: Node) -> str:
-    opts = node.options
-    parts = [f"num_cpus={opts.cpus:g}"]
-    if opts.gpus:
-        parts.append(f"num_gpus={opts.gpus:g}")
-    if opts.memory:
-        parts.append(f"memory={opts.memory}")
-    if opts.resources:
-        parts.append("resources={" + ", ".join(f"{k!r}: {v:g}" for k, v in opts.resources) + "}")
+    demand = dict(task_demand(node))
+    parts = [f"num_cpus={demand.pop('CPU', 1.0):g}"]
+    if "GPU" in demand:
+        parts.append(f"num_gpus={demand.pop('GPU'):g}")
+    if "memory" in demand:
+        parts.append(f"memory={int(demand.pop('memory'))}")
+    if demand:
+        parts.append("resources={" + ", ".join(f"{k!r}: {v:g}" for k, v in demand.items()) + "}")
     parts.append(f"num_returns={node.n_outputs + 1}")
-    parts.append(f"max_retries={opts.retries}")
-    if opts.retries:
+    retries = _retries(node)
+    parts.append(f"max_retries={retries}")
+    if retries:
         parts.append("retry_exceptions=True")
     return ", ".join(parts)
 
@@ -244,12 +334,13 @@ def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: 
     else:
         w.line(f"@ray.remote({_ray_options(node)})")
         w.line(f"def {function}({params}) -> tuple:")
-        what = f"Fused group `{node.name}`" if node.op == "fused" else f"Task `{node.name}`"
+        what = {"fused": "Fused group", "glue": "Glue", "cond": "Conditional region",
+                "loop": "Loop region"}.get(node.op, "Task") + f" `{node.name}`"
     with w.indent():
         members = _members(node) if node.op == "fused" else [node]
         targets = ", ".join(m.target for m in members if m.op == "task")
         w.line(f'"""{what}: {targets}  ({node.span})."""' if targets else f'"""{what}  ({node.span})."""')
-        modules = sorted({m.module for m in members if m.op == "task"})
+        modules = sorted(_task_modules([node]))
         for module in modules:
             alias = aliases[module]
             w.line(f"import {module}" if alias == module else f"import {module} as {alias}")
@@ -271,18 +362,22 @@ def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: 
 
 
 def _emit_run(w: CodeWriter, graph: Graph, order: list[str], functions: dict[str, str], names: Names,
-              devices: list) -> None:
+              devices: list, used: set[str]) -> None:
     w.line("def run(driver: Driver) -> object:")
     with w.indent():
-        w.line('"""Submit every task in a topological order, wait for all of them, return the result."""')
+        w.line('"""Submit every task, all up front (in the schedule\'s order when there is one), wait for all')
+        w.line('of them, return the result."""')
         for param in graph.params:
-            w.line(f"{names[param.name]} = {render_operand(param.value, names)}  # parameter")
+            if param.name in used:
+                w.line(f"{names[param.name]} = {render_operand(param.value, names)}  # parameter")
         for name in order:
             node = graph.node(name)
-            targets = ", ".join(names[o] for o in node.outputs)
+            bound = [names[o] if o in used else "_" for o in node.outputs]
+            targets = "" if all(b == "_" for b in bound) else ", ".join(bound) + " = "
             if node.op == "transfer":
-                w.line(f"{targets} = {render_operand(node.args[0], names)}  "
-                       f"# transfer {node.name}: the object store moves the data")
+                if targets:
+                    w.line(f"{targets}{render_operand(node.args[0], names)}  "
+                           f"# transfer {node.name}: the object store moves the data")
                 continue
             inputs = [names[v] for v in node.input_values()]
             extra = []
@@ -295,7 +390,7 @@ def _emit_run(w: CodeWriter, graph: Graph, order: list[str], functions: dict[str
                 extra.append(f"ranks={node.options.ranks}")
             call = ", ".join([functions[name], repr(name), *inputs, *extra])
             submit = "submit_gang" if node.options.ranks > 1 else "submit"
-            w.line(f"{targets} = driver.{submit}({call})")
+            w.line(f"{targets}driver.{submit}({call})")
         w.line("driver.wait()")
         returns = sorted(set(graph.output_values()), key=lambda v: graph.output_values().index(v))
         fetched = [names[v] for v in returns]
@@ -307,7 +402,6 @@ def _emit_run(w: CodeWriter, graph: Graph, order: list[str], functions: dict[str
 
 _IMPORTS = '''\
 import argparse
-import importlib
 import os
 import pickle
 import socket
@@ -318,7 +412,10 @@ from pathlib import Path
 
 import ray
 from ray.util.placement_group import placement_group, remove_placement_group
-from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+from ray.util.scheduling_strategies import (
+    NodeAffinitySchedulingStrategy,
+    PlacementGroupSchedulingStrategy,
+)
 
 from dagc.runtime import EventLog, Progress, RunStore, new_run_id, use_context
 '''
@@ -412,11 +509,17 @@ class Stored:
 
 
 class Placement:
-    """One placement group: a bundle per device of the plan, each pinned to the Ray node chosen to
-    stand for the device's cluster node. Fails within PLACEMENT_TIMEOUT, never hangs."""
+    """Holds every task to its device. "node": hard node affinity to the Ray node chosen to stand for
+    the device's cluster node (its devices are interchangeable, so a task may take any free one).
+    "bundles": one placement group, a bundle per device pinned to that Ray node; a task runs in its
+    device's bundle. Fails within PLACEMENT_TIMEOUT, never hangs."""
 
-    def __init__(self, devices: list[tuple[int, dict[str, float]]], timeout: float) -> None:
+    def __init__(self, devices: list[tuple[int, dict[str, float]]], mode: str, timeout: float) -> None:
+        self.devices, self.mode, self.group = devices, mode, None
         self.nodes = self.choose_nodes(devices)
+        if mode != "bundles":
+            return
+        self.await_free(devices, min(timeout, 2.0))
         selectors = [{"ray.io/node-id": self.nodes[node]} for node, _ in devices]
         self.group = placement_group([bundle for _, bundle in devices], strategy="PACK",
                                      bundle_label_selector=selectors)
@@ -425,6 +528,22 @@ class Placement:
             remove_placement_group(self.group)
             raise PlacementError(f"could not reserve the plan's devices within {timeout:g}s: "
                                  + "; ".join(f"device {i} (node {n}) needs {b}" for i, (n, b) in enumerate(devices)))
+
+    @staticmethod
+    def await_free(devices: list[tuple[int, dict[str, float]]], limit: float) -> None:
+        """Wait, at most `limit` seconds, until the cluster has the bundles' resources free. The
+        resources of a group removed a moment ago (an earlier run's) take about 0.1 s to come back;
+        a group asked for before that waits for Ray's next retry, about a second later."""
+        need: dict[str, float] = {}
+        for _, bundle in devices:
+            for key, amount in bundle.items():
+                need[key] = need.get(key, 0.0) + amount
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            free = ray.available_resources()
+            if all(free.get(key, 0.0) >= amount - 1e-9 for key, amount in need.items()):
+                return
+            time.sleep(0.01)
 
     @staticmethod
     def choose_nodes(devices: list[tuple[int, dict[str, float]]]) -> dict[int, str]:
@@ -454,9 +573,14 @@ class Placement:
         return chosen
 
     def release(self) -> None:
-        remove_placement_group(self.group)
+        """Give the placement group back (asynchronously: Ray returns its resources shortly after)."""
+        if self.group is not None:
+            remove_placement_group(self.group)
+            self.group = None
 
-    def strategy(self, device: int) -> PlacementGroupSchedulingStrategy:
+    def strategy(self, device: int) -> NodeAffinitySchedulingStrategy | PlacementGroupSchedulingStrategy:
+        if self.group is None:
+            return NodeAffinitySchedulingStrategy(self.nodes[self.devices[device][0]], soft=False)
         return PlacementGroupSchedulingStrategy(self.group, placement_group_bundle_index=device)
 
 
@@ -469,11 +593,14 @@ class Driver:
         self.pending: dict[ray.ObjectRef, str] = {}
         self.loaded: dict[str, list[ray.ObjectRef]] = {}
         self.progress = Progress(len(FINGERPRINTS))
+        self.nodes: list[dict[str, float]] | None = None
 
     def check(self, task: str, ranks: int = 1) -> None:
         """Fail now, naming the task, when no live Ray node has what one of its processes needs."""
         need = DEMANDS[task]
-        nodes = [n["Resources"] for n in ray.nodes() if n["Alive"]]
+        if self.nodes is None:  # asked once per run: the cluster's nodes, not what they have free
+            self.nodes = [n["Resources"] for n in ray.nodes() if n["Alive"]]
+        nodes = self.nodes
         if not any(all(r.get(k, 0.0) >= v for k, v in need.items()) for r in nodes):
             have = "; ".join(str({k: v for k, v in r.items() if not k.startswith("node:")}) for r in nodes)
             raise PlacementError(f"task `{task}` needs {need}{f' per rank ({ranks} ranks)' if ranks > 1 else ''},"
@@ -603,8 +730,8 @@ def connect(address: str | None, source_root: Path) -> None:
         return
     if address:
         ray.init(address=address, runtime_env=runtime_env, log_to_driver=True)
-    else:
-        ray.init(runtime_env=runtime_env, include_dashboard=False, **local_resources())
+    else:  # "local": a Ray of our own, even when another one runs on this machine
+        ray.init(address="local", runtime_env=runtime_env, include_dashboard=False, **local_resources())
 '''
 
 _MAIN = '''\
@@ -612,6 +739,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=f"Run pipeline {PIPELINE!r} on Ray.")
     parser.add_argument("--address", default=os.environ.get("RAY_ADDRESS"), metavar="ADDR",
                         help="Ray cluster to connect to (default: $RAY_ADDRESS, else start a local Ray)")
+    parser.add_argument("--placement", choices=PLACEMENTS, default=PLACEMENT,
+                        help="hold tasks to their devices by node affinity or by one placement-group bundle "
+                             "per device (default: %(default)s)")
     parser.add_argument("--run-dir", type=Path, metavar="DIR",
                         help="directory for task outputs and the event log (default: dagc-runs/PIPELINE-RUN_ID)")
     parser.add_argument("--resume", type=Path, metavar="RUN_DIR",
@@ -637,9 +767,10 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     placement = None
     try:
-        placement = Placement(DEVICES, PLACEMENT_TIMEOUT) if DEVICES else None
+        placement = Placement(DEVICES, args.placement, PLACEMENT_TIMEOUT) if DEVICES else None
         log.write("run_start", pipeline=PIPELINE, tasks=len(FINGERPRINTS), resume=bool(args.resume),
-                  run_dir=str(store.root), nodes=placement.nodes if placement else None)
+                  run_dir=str(store.root), nodes=placement.nodes if placement else None,
+                  placement=placement.mode if placement else None)
         result = run(Driver(store, log, bool(args.resume), placement))
     except (TaskFailed, PlacementError) as exc:
         log.write("run_failed", error=str(exc))

@@ -3,14 +3,20 @@
 1. Fine-grained: 1,000 tasks of ~5 µs each (10 independent chains of 100 steps, then a sum), emitted
    unfused and after the `fuse` pass. Target: fused at least 10x faster.
 2. Coarse: 50 tasks of 100 ms (`time.sleep`, so that a 2-core machine still runs branches in
-   parallel) in 5 layers of 10 parallel branches, each task reading two tasks of the layer before;
-   placed on 4 devices by `partition` and ordered by `schedule`. The emitted program's wall time
-   against a hand-written Ray program for the same graph (target: within 10%) and against the
-   compiler's makespan estimate (target: within 15%).
+   parallel) in 5 layers of 10 parallel branches, each task reading two tasks of the layer before.
+   Compiled twice: placed on 4 devices by `partition` and ordered by `schedule`, and not placed.
+   The placed program runs with its default placement (node affinity: the 4 devices are
+   interchangeable devices of one node) and with `--placement bundles` (a placement group with one
+   bundle per device, reserved and released inside the program's wall time). Each against a
+   hand-written Ray program for the same graph (target: within 10%) and against the compiler's
+   makespan estimate (target: within 15%).
 
-Every program runs in this process, connected to one local Ray (4 logical CPUs), after a warm-up
-run, so all see warm workers; each figure is the median of the repetitions. The emitted programs
-keep their checkpoints and event logs (that cost is part of what is measured).
+Every program runs in this process, connected to one local Ray of its own (4 logical CPUs, started
+with `address="local"`, so never another Ray running on the machine). Each program runs once to
+warm the workers up; then, `reps` times, every program runs once, in rotating order, each after the
+cluster has settled (all CPUs free again: an earlier run's leases and placement group returned), so
+that all see the same conditions. Each figure is the median of its repetitions. The emitted
+programs keep their checkpoints and event logs (that cost is part of what is measured).
 Run: `python -m benchmarks.ray_overhead [--quick]`.
 """
 
@@ -84,30 +90,71 @@ def _load(path: Path, name: str):
     return module
 
 
-def _time_emitted(module, tmp: Path, reps: int) -> tuple[float, object]:
-    times, result = [], None
-    for i in range(reps + 1):  # the first run warms the workers up
-        out = tmp / f"{module.__name__}-{i}.pkl"
-        start = time.perf_counter()
-        code = module.main(["--run-dir", str(tmp / "runs" / f"{module.__name__}-{i}"), "--result", str(out)])
-        elapsed = time.perf_counter() - start
-        assert code == 0, f"{module.__name__} failed"
-        if i:
-            times.append(elapsed)
+def _settle(cpus: float, limit: float = 3.0) -> None:
+    """Wait until every CPU of the local Ray is free again (leases and placement groups returned)."""
+    import ray
+
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline and ray.available_resources().get("CPU", 0.0) < cpus - 1e-9:
+        time.sleep(0.01)
+
+
+class _Program:
+    """One program to time: an emitted one (its `main`, with arguments) or a hand-written `run()`."""
+
+    def __init__(self, module, tmp: Path, *args: str, hand: bool = False) -> None:
+        self.module, self.tmp, self.args, self.hand = module, tmp, list(args), hand
+        self.times: list[float] = []
+        self.result: object = None
+        self.runs = 0
+
+    def once(self) -> float:
         import pickle
 
-        result = pickle.loads(out.read_bytes())
-    return statistics.median(times), result
-
-
-def _time_hand(module, reps: int) -> tuple[float, object]:
-    times, result = [], None
-    for i in range(reps + 1):
+        self.runs += 1
+        if self.hand:
+            start = time.perf_counter()
+            self.result = self.module.run()
+            return time.perf_counter() - start
+        tag = f"{self.module.__name__}{''.join(self.args)}-{self.runs}".replace("-", "_")
+        out = self.tmp / f"{tag}.pkl"
+        argv = [*self.args, "--run-dir", str(self.tmp / "runs" / tag), "--result", str(out)]
         start = time.perf_counter()
-        result = module.run()
-        if i:
-            times.append(time.perf_counter() - start)
-    return statistics.median(times), result
+        code = self.module.main(argv)
+        elapsed = time.perf_counter() - start
+        assert code == 0, f"{self.module.__name__} {self.args} failed"
+        self.result = pickle.loads(out.read_bytes())
+        return elapsed
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
+
+
+def _measure(programs: dict[str, _Program], reps: int, cpus: float) -> None:
+    """Warm every program up once, then run each `reps` times, interleaved in rotating order."""
+    names = list(programs)
+    for name in names:
+        _settle(cpus)
+        programs[name].once()
+    for rep in range(reps):
+        for name in names[rep % len(names):] + names[: rep % len(names)]:
+            _settle(cpus)
+            programs[name].times.append(programs[name].once())
+
+
+def _placement_group_costs(module, reps: int, cpus: float) -> tuple[float, float]:
+    """Median seconds to reserve the plan's placement group (ready) and to release it."""
+    reserve, release = [], []
+    for _ in range(reps):
+        _settle(cpus)
+        start = time.perf_counter()
+        placement = module.Placement(module.DEVICES, "bundles", module.PLACEMENT_TIMEOUT)
+        reserve.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        placement.release()
+        release.append(time.perf_counter() - start)
+    return statistics.median(reserve), statistics.median(release)
 
 
 def run(quick: bool = False) -> str:
@@ -118,64 +165,88 @@ def run(quick: bool = False) -> str:
     from dagc.cluster import parse_cluster_spec
     from dagc.driver import compile_file
 
-    reps = 1 if quick else 3
+    reps = 3 if quick else 7
     tmp = Path(tempfile.mkdtemp(prefix="dagc-ray-bench-"))
     (tmp / "fine.py").write_text(_fine_source())
     (tmp / "coarse.py").write_text(_coarse_source())
     (tmp / "coarse_hand.py").write_text(HANDWRITTEN)
-    programs: dict[str, str] = {}
+    texts: dict[str, str] = {}
     unfused = compile_file(tmp / "fine.py", passes="verify,dce,cse", backend="ray")
     fused = compile_file(tmp / "fine.py", passes="verify,dce,cse,fuse", backend="ray")
-    programs["fine_unfused"] = emit_ray(unfused, tmp / "fine_unfused.py")
-    programs["fine_fused"] = emit_ray(fused, tmp / "fine_fused.py")
+    texts["fine_unfused"] = emit_ray(unfused, tmp / "fine_unfused.py")
+    texts["fine_fused"] = emit_ray(fused, tmp / "fine_fused.py")
     cluster = parse_cluster_spec(str(DEVICES))
     coarse = compile_file(tmp / "coarse.py", passes="verify,dce,cse,partition,schedule", cluster=cluster,
                           backend="ray")
-    programs["coarse_emitted"] = emit_ray(coarse, tmp / "coarse_emitted.py", cluster=cluster)
+    texts["coarse_placed"] = emit_ray(coarse, tmp / "coarse_placed.py", cluster=cluster)
     free = compile_file(tmp / "coarse.py", passes="verify,dce,cse", backend="ray")
-    programs["coarse_free"] = emit_ray(free, tmp / "coarse_free.py")
-    for name, text in programs.items():
+    texts["coarse_free"] = emit_ray(free, tmp / "coarse_free.py")
+    for name, text in texts.items():
         (tmp / f"{name}.py").write_text(text)
     estimate = float(coarse.attrs["schedule.makespan"])
 
-    ray.init(num_cpus=DEVICES, num_gpus=0, include_dashboard=False, log_to_driver=False,
+    ray.init(address="local", num_cpus=DEVICES, num_gpus=0, include_dashboard=False, log_to_driver=False,
              object_store_memory=200 * 2**20, runtime_env={"env_vars": {"PYTHONPATH": str(tmp)}})
     sys.path.insert(0, str(tmp))
     cwd = os.getcwd()
     os.chdir(tmp)
     try:
-        t_unfused, r_unfused = _time_emitted(_load(tmp / "fine_unfused.py", "fine_unfused"), tmp, reps)
-        t_fused, r_fused = _time_emitted(_load(tmp / "fine_fused.py", "fine_fused"), tmp, reps)
-        t_emitted, r_emitted = _time_emitted(_load(tmp / "coarse_emitted.py", "coarse_emitted"), tmp, reps)
-        t_free, _ = _time_emitted(_load(tmp / "coarse_free.py", "coarse_free"), tmp, reps)
-        t_hand, r_hand = _time_hand(_load(tmp / "coarse_hand.py", "coarse_hand"), reps)
+        fine = {"unfused": _Program(_load(tmp / "fine_unfused.py", "fine_unfused"), tmp),
+                "fused": _Program(_load(tmp / "fine_fused.py", "fine_fused"), tmp)}
+        _measure(fine, reps, DEVICES)
+        placed = _load(tmp / "coarse_placed.py", "coarse_placed")
+        mode = placed.PLACEMENT
+        coarse_runs = {"hand": _Program(_load(tmp / "coarse_hand.py", "coarse_hand"), tmp, hand=True),
+                       "placed": _Program(placed, tmp),
+                       "bundles": _Program(placed, tmp, "--placement", "bundles"),
+                       "free": _Program(_load(tmp / "coarse_free.py", "coarse_free"), tmp)}
+        _measure(coarse_runs, reps, DEVICES)
+        pg_reserve, pg_release = _placement_group_costs(placed, max(reps, 5), DEVICES)
     finally:
         os.chdir(cwd)
         ray.shutdown()
-    assert r_unfused == r_fused and r_emitted == r_hand, "programs disagree"
+    assert fine["unfused"].result == fine["fused"].result, "fused and unfused programs disagree"
+    assert len({repr(p.result) for p in coarse_runs.values()}) == 1, "coarse programs disagree"
+    t_unfused, t_fused = fine["unfused"].median, fine["fused"].median
     speedup = t_unfused / t_fused
-    vs_hand = t_emitted / t_hand - 1
-    vs_estimate = t_emitted / estimate - 1
-    n_fused = len(fused)
+    t_hand = coarse_runs["hand"].median
+
+    def met(ok: bool) -> str:
+        return "(met)" if ok else "(missed)"
+
+    def row(label: str, key: str) -> str:
+        t = coarse_runs[key].median
+        vs_hand, vs_est = t / t_hand - 1, t / estimate - 1
+        return (f"| {label} | {t:.3f} s | {vs_hand:+.1%} {met(vs_hand <= 0.10)} | "
+                f"{vs_est:+.1%} {met(abs(vs_est) <= 0.15)} |")
+
+    spread = "; ".join(f"{k} {min(p.times):.3f}–{max(p.times):.3f} s" for k, p in coarse_runs.items())
     return "\n".join([
         "## Ray backend overhead",
         "",
-        f"One local Ray with {DEVICES} logical CPUs on a {os.cpu_count()}-core machine; median of {reps} "
-        "run(s) after a warm-up; emitted programs keep checkpoints and an event log.",
+        f"One local Ray with {DEVICES} logical CPUs on a {os.cpu_count()}-core machine; every program warmed "
+        f"up once, then run {reps} times interleaved (rotating order, each after the cluster settled); "
+        "medians. Emitted programs keep checkpoints and an event log.",
         "",
-        "| case | measured | target |",
+        "| fine-grained | measured | target |",
         "|---|---|---|",
-        f"| fine-grained, {CHAINS * STEPS + 1} tasks unfused | {t_unfused:.3f} s | |",
-        f"| fine-grained after `fuse` ({n_fused} tasks) | {t_fused:.3f} s | |",
-        f"| speed-up from fusion | **{speedup:.1f}x** | >= 10x {'(met)' if speedup >= 10 else '(missed)'} |",
-        f"| coarse, {LAYERS * WIDTH} x {TASK_SECONDS * 1e3:g} ms, emitted (placed on {DEVICES} devices) "
-        f"| {t_emitted:.3f} s | |",
-        f"| coarse, emitted without placement (Ray schedules) | {t_free:.3f} s ({t_free / t_hand - 1:+.1%}) | |",
-        f"| coarse, hand-written Ray | {t_hand:.3f} s | |",
-        f"| emitted vs hand-written | {vs_hand:+.1%} | within 10% {'(met)' if abs(vs_hand) <= 0.10 else '(missed)'} |",
-        f"| compiler's makespan estimate | {estimate:.3f} s | |",
-        f"| emitted vs estimate | {vs_estimate:+.1%} | within 15% "
-        f"{'(met)' if abs(vs_estimate) <= 0.15 else '(missed)'} |",
+        f"| {CHAINS * STEPS + 1} tasks, unfused | {t_unfused:.3f} s | |",
+        f"| after `fuse` ({len(fused)} tasks) | {t_fused:.3f} s | |",
+        f"| speed-up from fusion | **{speedup:.1f}x** | >= 10x {met(speedup >= 10)} |",
+        "",
+        f"Coarse: {LAYERS * WIDTH} tasks of {TASK_SECONDS * 1e3:g} ms, {WIDTH} parallel branches, "
+        f"{DEVICES} devices. Hand-written Ray: **{t_hand:.3f} s**; compiler's makespan estimate: "
+        f"**{estimate:.3f} s**.",
+        "",
+        "| emitted program | wall time | vs hand-written (target within 10%) | vs estimate (target within 15%) |",
+        "|---|---|---|---|",
+        row(f"placed, default placement (`{mode}`)", "placed"),
+        row("placed, `--placement bundles` (placement group, one bundle per device)", "bundles"),
+        row("not placed (Ray schedules)", "free"),
+        "",
+        f"Placement group of the {DEVICES} bundles on a settled cluster: reserved (ready) in "
+        f"{pg_reserve * 1e3:.1f} ms, released in {pg_release * 1e3:.1f} ms (medians). Spread of the coarse "
+        f"runs: {spread}.",
         "",
     ])
 

@@ -152,7 +152,8 @@ def test_killed_driver_resumes_only_unfinished_tasks(tmp_path: Path, cluster, wr
     assert pickle.loads((tmp_path / "resumed.pkl").read_bytes()) == expected
 
 
-def test_placement_on_two_nodes_follows_partition(tmp_path: Path, cluster, write_project) -> None:
+@pytest.mark.parametrize("placement", ["node", "bundles"])
+def test_placement_on_two_nodes_follows_partition(tmp_path: Path, cluster, write_project, placement: str) -> None:
     root = write_project({"fan.py": """
         import dagc
 
@@ -175,11 +176,14 @@ def test_placement_on_two_nodes_follows_partition(tmp_path: Path, cluster, write
     assert {spec.devices[d].node for d in device.values()} == {0, 1}, device
     program = _write(tmp_path, graph)
     _ruff_clean(program)
-    proc = _run(program, cluster, "--run-dir", str(tmp_path / "run"), "--result", str(tmp_path / "r.pkl"))
+    assert "PLACEMENT = 'node'" in program.read_text()  # the devices of each node are interchangeable
+    proc = _run(program, cluster, "--placement", placement, "--run-dir", str(tmp_path / "run"),
+                "--result", str(tmp_path / "r.pkl"))
     assert proc.returncode == 0, proc.stderr
     assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == 14
     events = read_events(tmp_path / "run" / "events.jsonl")
     (start,) = [e for e in events if e["event"] == "run_start"]
+    assert start["placement"] == placement
     nodes = {int(k): v for k, v in start["nodes"].items()}
     assert len(set(nodes.values())) == 2
     ends = {e["task"]: e for e in events if e["event"] == "end"}
@@ -285,3 +289,67 @@ def test_emit_ray_is_deterministic_and_records_placement() -> None:
     first = emit_ray(graph, None, cluster=parse_cluster_spec("2x2"))
     assert first == emit_ray(graph, None, cluster=parse_cluster_spec("2x2"))
     assert "DEVICES = [" in first and "device=" in first
+
+
+# ---- regions and glue ------------------------------------------------------------------------------
+@pytest.mark.parametrize("sample", ["early_stopping", "hparam_sweep"])
+def test_region_sample_placed_on_two_nodes_equals_plain_run(tmp_path: Path, cluster, sample: str) -> None:
+    """A `loop` region (early stopping) and a `cond` region on a glue predicate (the sweep), placed on
+    two nodes: each region runs as one task on its device's node and computes what plain Python does."""
+    spec = parse_cluster_spec("2x2")
+    graph = compile_file(SAMPLES / f"{sample}.py", passes="verify,dce,cse,partition,schedule", cluster=spec)
+    regions = {n.name: n.op for n in graph if n.op in ("cond", "loop", "glue")}
+    assert regions and ({"loop"} <= set(regions.values()) if sample == "early_stopping"
+                        else {"cond", "glue"} <= set(regions.values())), regions
+    program = _write(tmp_path, graph, f"{sample}_ray.py")
+    _ruff_clean(program)
+    proc = _run(program, cluster, "--run-dir", str(tmp_path / "run"), "--result", str(tmp_path / "r.pkl"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == _plain_result(SAMPLES / f"{sample}.py", graph.name,
+                                                                           tmp_path)
+    events = read_events(tmp_path / "run" / "events.jsonl")
+    (start,) = [e for e in events if e["event"] == "run_start"]
+    nodes = {int(k): v for k, v in start["nodes"].items()}
+    ends = {e["task"]: e for e in events if e["event"] == "end"}
+    assert set(ends) == {n.name for n in graph}
+    for node in graph:
+        assert ends[node.name]["node"] == nodes[spec.devices[node.attrs["partition.device"]].node], node.name
+
+
+def test_region_asks_for_what_its_body_needs(tmp_path: Path, write_project) -> None:
+    """A region runs as one Ray task: it asks for the largest demand of the tasks inside it, is retried
+    as often as its most retried task, and its program is lint-clean without unused names."""
+    root = write_project({"r.py": """
+        import dagc
+
+        @dagc.task
+        def score(x: int) -> float:
+            return x / 10
+
+        @dagc.task(gpus=1, retries=2)
+        def refine(x: int) -> int:
+            return x + 1
+
+        @dagc.task
+        def report(x: int) -> int:
+            return x
+
+        @dagc.pipeline
+        def r(x: int = 7, unused: int = 3):
+            s = score(x)
+            if s > 0.5:
+                y = refine(x)
+            else:
+                y = x
+            return report(y)
+    """})
+    graph = compile_file(root / "r.py")
+    (cond,) = [n for n in graph if n.op == "cond"]
+    text = emit_ray(graph, tmp_path / "prog" / "r_ray.py")
+    program = _write(tmp_path, graph, "r_ray.py", text)
+    _ruff_clean(program)
+    assert f"{cond.name!r}: {{'CPU': 1, 'GPU': 1}}," in text
+    assert "num_gpus=1" in text and "max_retries=2, retry_exceptions=True" in text
+    assert "load_modules" not in text and "importlib" not in text and "unused = 3" not in text
+    helped = subprocess.run([sys.executable, str(program), "--help"], capture_output=True, text=True, check=True)
+    assert "--placement" in helped.stdout
