@@ -134,6 +134,13 @@ def _edge_note(graph_nodes: list[Node], src: int, dst: int, params: set[str],
 
 def verify(graph: Graph) -> list[Diagnostic]:
     """All invariant violations of `graph`, in program order (empty when the graph is valid)."""
+    from .serialize import no_gc
+
+    with no_gc():  # linear work on acyclic objects; collections triggered meanwhile only cost time
+        return _verify(graph)
+
+
+def _verify(graph: Graph) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     items = list(graph._nodes.items())
     nodes = [node for _, node in items]

@@ -177,12 +177,55 @@ def _is_task_result(value: Value) -> bool:
 
 
 def _assigned_names(body: list[ast.stmt]) -> set[str]:
+    """Names a block binds (assignment and loop targets, in nested blocks too). Only statements and
+    targets are walked, not every expression: this runs once over bodies of 100k statements."""
     names: set[str] = set()
-    for stmt in body:
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Assign):
+            stack.extend(node.targets)
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            stack.append(node.target)
+        elif isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Store):
                 names.add(node.id)
+        elif isinstance(node, (ast.Tuple, ast.List)):
+            stack.extend(node.elts)
+        elif isinstance(node, ast.Starred):
+            stack.append(node.value)
+        elif isinstance(node, ast.Expr):
+            if not isinstance(node.value, (ast.Call, ast.Constant, ast.Name)):
+                stack.extend(n for n in ast.walk(node.value) if isinstance(n, ast.NamedExpr))
+        elif isinstance(node, ast.NamedExpr):
+            stack.append(node.target)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            stack.append(node.target)
+            stack.extend(node.body)
+            stack.extend(node.orelse)
+        elif isinstance(node, (ast.While, ast.If)):
+            stack.extend(node.body)
+            stack.extend(node.orelse)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            stack.extend(item.optional_vars for item in node.items if item.optional_vars is not None)
+            stack.extend(node.body)
+        elif isinstance(node, ast.Try):
+            stack.extend(node.body)
+            stack.extend(node.orelse)
+            stack.extend(node.finalbody)
+            for handler in node.handlers:
+                if handler.name:
+                    names.add(handler.name)
+                stack.extend(handler.body)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
     return names
+
+
+def _target_names(target: ast.expr) -> set[str]:
+    return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
 
 
 def _ordered_stores(body: list[ast.stmt]) -> list[str]:
@@ -242,6 +285,8 @@ class Extractor:
         self._budget = MAX_UNROLL
         self._budget_reported = False
         self._factor = 1  # product of the lengths of the loops being unrolled
+        self._shapes: dict[int, tuple[Any, ...]] = {}  # per task signature: binding tables
+        self._return_spans: dict[int, SourceSpan | None] = {}
         self._modules_used: set[str] = set()
 
     # ---- entry ------------------------------------------------------------------------------------
@@ -352,7 +397,6 @@ class Extractor:
                     scope.env[target] = POISON
 
     def _statement(self, stmt: ast.stmt, scope: Scope, info: ModuleInfo, *, is_docstring: bool) -> None:
-        span = info.source.span(stmt)
         if isinstance(stmt, ast.Expr):
             if is_docstring and isinstance(stmt.value, ast.Constant) and isinstance(stmt.value.value, str):
                 return
@@ -385,6 +429,7 @@ class Extractor:
             return
         if isinstance(stmt, ast.Pass):
             return
+        span = info.source.span(stmt)
         if isinstance(stmt, ast.For):
             self._for(stmt, scope, info)
             return
@@ -579,7 +624,7 @@ class Extractor:
                            scope: Scope, info: ModuleInfo) -> bool:
         """A `break` depends on run-time values when a test above it reads a task result or a name the
         loop body assigns (other than the loop variable)."""
-        assigned = _assigned_names(stmt.body) - _assigned_names([ast.Expr(stmt.target)])
+        assigned = _assigned_names(stmt.body) - _target_names(stmt.target)
         for _, tests in exits:
             for test in tests:
                 for node in ast.walk(test):
@@ -1051,7 +1096,7 @@ class Extractor:
                        info: ModuleInfo) -> Value:
         results: list[Value] = []
         pairs: list[tuple[Value, Value]] = []
-        targets = _assigned_names([ast.Expr(g.target) for g in expr.generators])
+        targets = set().union(*(_target_names(g.target) for g in expr.generators))
         saved = {t: scope.env[t] for t in targets if t in scope.env}
         outer_suffix = scope.suffix
         span = info.source.span(expr)
@@ -1243,7 +1288,7 @@ class Extractor:
                 return True
             elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
                 for gen in node.generators:
-                    local |= _assigned_names([ast.Expr(gen.target)])
+                    local |= _target_names(gen.target)
             elif isinstance(node, ast.Lambda):
                 local |= {a.arg for a in node.args.args}
             stack.extend(ast.iter_child_nodes(node))
@@ -1424,11 +1469,18 @@ class Extractor:
     def _bind(self, call: ast.Call, task: TaskDef, scope: Scope, info: ModuleInfo,
               ) -> tuple[list[Operand], list[tuple[str, Operand]], dict[str, Operand]]:
         sig = task.sig
-        positional = [p for p in sig.params if p.kind in ("positional_only", "positional")]
-        var_pos = any(p.kind == "var_positional" for p in sig.params)
-        var_kw = any(p.kind == "var_keyword" for p in sig.params)
-        keywordable = {p.name for p in sig.params if p.kind in ("positional", "keyword_only")}
-        by_name = {p.name: p for p in sig.params}
+        shape = self._shapes.get(id(sig))
+        if shape is None:
+            shape = self._shapes[id(sig)] = (
+                [p for p in sig.params if p.kind in ("positional_only", "positional")],
+                any(p.kind == "var_positional" for p in sig.params),
+                any(p.kind == "var_keyword" for p in sig.params),
+                {p.name for p in sig.params if p.kind in ("positional", "keyword_only")},
+                {p.name: p for p in sig.params},
+                [p for p in sig.params if p.kind in ("positional_only", "positional", "keyword_only")
+                 and p.default is None],
+            )
+        positional, var_pos, var_kw, keywordable, by_name, required = shape
         bound: set[str] = set()
         args: list[Operand] = []
         kwargs: list[tuple[str, Operand]] = []
@@ -1497,9 +1549,7 @@ class Extractor:
             named[kw.arg] = operand
             if kw.arg in by_name:
                 self._check_type(operand, by_name[kw.arg], task, kw.value, info)
-        missing = [p.name for p in sig.params
-                   if p.kind in ("positional_only", "positional", "keyword_only")
-                   and p.default is None and p.name not in bound]
+        missing = [p.name for p in required if p.name not in bound]
         if missing:
             names = ", ".join(f"`{m}`" for m in missing)
             self.sink.error("DAGC104", f"task `{task.name}` is missing argument{'s' if len(missing) > 1 else ''} "
@@ -1620,7 +1670,11 @@ class Extractor:
         self._modules_used.add(task.module)
         self._nodes_by_task.setdefault(task.name, []).append(name)
         if task.returns is not None:
-            where = task.source.span(task.node.returns) if task.node.returns is not None else None
+            key = id(task)
+            if key not in self._return_spans:
+                self._return_spans[key] = (task.source.span(task.node.returns)
+                                           if task.node.returns is not None else None)
+            where = self._return_spans[key]
             for value, t in zip(outputs, types):
                 if t is not None:
                     self._types[value] = (t, where)
