@@ -326,7 +326,7 @@ def _ray_options(node: Node) -> str:
 
 def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: dict[str, str]) -> None:
     inputs = [names[v] for v in node.input_values()]
-    params = ", ".join(["job: Job", *inputs])
+    params = ", ".join(["job: Job", *inputs, "*after: object"])
     ranks = node.options.ranks
     if ranks > 1:
         w.line(f"def {function}({params}) -> tuple:")
@@ -361,6 +361,24 @@ def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: 
         w.line("return job.run(body)")
 
 
+def _after(graph: Graph, node: Node) -> list[str]:
+    """Tasks `node` must run after without reading their outputs (its ordering deps, e.g. a file one
+    writes and the other reads); a transfer stands for the task whose value it moves."""
+    reads = {graph.producer(v).name for v in node.input_values() if graph.producer(v) is not None}
+    out: dict[str, None] = {}
+    todo = list(node.deps)
+    while todo:
+        name = todo.pop(0)
+        if name not in graph:
+            continue
+        dep = graph.node(name)
+        if dep.op == "transfer":
+            todo += [p for p in graph.predecessors(name)]
+        elif name not in reads:
+            out.setdefault(name, None)
+    return list(out)
+
+
 def _emit_run(w: CodeWriter, graph: Graph, order: list[str], functions: dict[str, str], names: Names,
               devices: list, used: set[str]) -> None:
     w.line("def run(driver: Driver) -> object:")
@@ -388,6 +406,9 @@ def _emit_run(w: CodeWriter, graph: Graph, order: list[str], functions: dict[str
                 extra.append(f"outputs={node.n_outputs}")
             if node.options.ranks > 1:
                 extra.append(f"ranks={node.options.ranks}")
+            after = _after(graph, node)
+            if after:
+                extra.append(f"after={tuple(after)!r}")
             call = ", ".join([functions[name], repr(name), *inputs, *extra])
             submit = "submit_gang" if node.options.ranks > 1 else "submit"
             w.line(f"{targets}driver.{submit}({call})")
@@ -591,6 +612,8 @@ class Driver:
         self.store, self.log, self.resume, self.placement = store, log, resume, placement
         self.run_dir = str(store.root.resolve())
         self.pending: dict[ray.ObjectRef, str] = {}
+        self.submitted: dict[str, ray.ObjectRef] = {}  # task -> the ref that says it finished
+        self.last: dict[int, ray.ObjectRef] = {}  # device -> its task submitted last (bundles: run in order)
         self.loaded: dict[str, list[ray.ObjectRef]] = {}
         self.progress = Progress(len(FINGERPRINTS))
         self.nodes: list[dict[str, float]] | None = None
@@ -629,7 +652,17 @@ class Driver:
     def job(self, task: str, device: object, outputs: int) -> Job:
         return Job(self.run_dir, self.log.run_id, task, FINGERPRINTS[task], device, outputs)
 
-    def submit(self, function, task: str, *args: object, device: int | None = None, outputs: int = 1) -> object:
+    def waits(self, after: tuple[str, ...], devices: list[int]) -> list[ray.ObjectRef]:
+        """Refs a task must wait for besides its inputs (passed as trailing arguments, which Ray
+        resolves first): tasks it is ordered after, and with one bundle per device the task
+        submitted before it on its device, so that a device runs its tasks in the schedule's order."""
+        refs = [self.submitted[t] for t in after if t in self.submitted]  # a stored task has finished
+        if self.placement is not None and self.placement.mode == "bundles":
+            refs += [self.last[d] for d in devices if d in self.last]
+        return refs
+
+    def submit(self, function, task: str, *args: object, device: int | None = None, outputs: int = 1,
+               after: tuple[str, ...] = ()) -> object:
         """Submit one task (unless a resumed run finished it); returns its output ref(s)."""
         found = self.stored(task, outputs)
         if found is not None:
@@ -638,13 +671,16 @@ class Driver:
         options = {}
         if self.placement is not None and device is not None:
             options["scheduling_strategy"] = self.placement.strategy(device)
+        devices = [device] if device is not None else []
         refs = function.options(**options).remote(self.job(task, device, outputs),
-                                                  *(self.resolve(a) for a in args))
+                                                  *(self.resolve(a) for a in args), *self.waits(after, devices))
         self.pending[refs[-1]] = task
+        self.submitted[task] = refs[-1]
+        self.last.update((d, refs[-1]) for d in devices)
         return refs[0] if outputs == 1 else tuple(refs[:-1])
 
     def submit_gang(self, function, task: str, *args: object, ranks: int, device: list[int] | None = None,
-                    outputs: int = 1) -> object:
+                    outputs: int = 1, after: tuple[str, ...] = ()) -> object:
         """Submit a multi-rank task: `ranks` actors, one per device, in one process group."""
         found = self.stored(task, outputs)
         if found is not None:
@@ -661,29 +697,35 @@ class Driver:
                 options["scheduling_strategy"] = self.placement.strategy(device[rank])
             actors.append(Rank.options(**options).remote())
         address = ray.get(actors[0].address.remote(), timeout=PLACEMENT_TIMEOUT * 4)
-        values = [self.resolve(a) for a in args]
+        values = [self.resolve(a) for a in args] + self.waits(after, list(device or []))
         job = self.job(task, device, outputs)
         results = [actor.run.options(num_returns=outputs + 1).remote(function, job, rank, ranks, address, *values)
                    for rank, actor in enumerate(actors)]
         for refs in results:
             self.pending[refs[-1]] = task
+        self.submitted[task] = results[0][-1]
+        self.last.update((d, results[0][-1]) for d in device or [])
         self.gangs = [*getattr(self, "gangs", []), actors]
         return results[0][0] if outputs == 1 else tuple(results[0][:-1])
 
     def wait(self) -> None:
         """Wait for every submitted task; raise TaskFailed, naming the task, on the first failure."""
-        done_ranks: dict[str, int] = {}
+        order = {task: i for i, task in enumerate(self.submitted)}
         while self.pending:
             ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=0.1, fetch_local=False)
+            failed: list[tuple[int, str, Exception]] = []
             for ref in ready:
                 task = self.pending.pop(ref)
                 try:
                     ray.get(ref)
-                except Exception as exc:
-                    raise TaskFailed(f"task `{task}` failed: {exc}") from exc
-                done_ranks[task] = done_ranks.get(task, 0) + 1
+                except ray.exceptions.RayError as exc:  # the task, or one it waited for, failed
+                    failed.append((order.get(task, 0), task, exc))
+                    continue
                 if task not in self.pending.values():
                     self.progress.advance(name=task)
+            if failed:  # name the first in submission order: what fails after it may fail because of it
+                _, task, exc = min(failed, key=lambda f: f[0])
+                raise TaskFailed(f"task `{task}` failed: {exc}") from exc
         self.progress.close()
         for actors in getattr(self, "gangs", []):
             for actor in actors:

@@ -353,3 +353,40 @@ def test_region_asks_for_what_its_body_needs(tmp_path: Path, write_project) -> N
     assert "load_modules" not in text and "importlib" not in text and "unused = 3" not in text
     helped = subprocess.run([sys.executable, str(program), "--help"], capture_output=True, text=True, check=True)
     assert "--placement" in helped.stdout
+
+
+def test_ordering_dependencies_are_kept(tmp_path: Path, cluster, write_project) -> None:
+    """Tasks that communicate through a file (declared reads/writes) run in order although no value
+    passes between them; the slow writer is placed on the other node."""
+    root = write_project({"files.py": """
+        import time
+
+        import dagc
+
+        @dagc.task(writes=["{path}"], cost="1s")
+        def write(path: str, text: str) -> None:
+            time.sleep(1.0)
+            with open(path, "w") as f:
+                f.write(text)
+
+        @dagc.task(reads=["{path}"], cost="1s")
+        def read(path: str) -> str:
+            with open(path) as f:
+                return f.read().upper()
+
+        @dagc.pipeline
+        def files(path: str = "unset"):
+            write(path, "hello")
+            return read(path)
+    """})
+    graph = compile_file(root / "files.py", params={"path": str(tmp_path / "msg.txt")})
+    assert graph.node("read").deps == ("write",)
+    graph.node("write").attrs["partition.device"] = 2  # node 1 of 2x2
+    graph.node("read").attrs["partition.device"] = 0
+    graph.attrs["cluster"] = "2x2"
+    program = _write(tmp_path, graph)
+    _ruff_clean(program)
+    assert "after=('write',)" in program.read_text()
+    proc = _run(program, cluster, "--run-dir", str(tmp_path / "run"), "--result", str(tmp_path / "r.pkl"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == "HELLO"
