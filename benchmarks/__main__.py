@@ -142,10 +142,6 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unknown benchmark(s) {', '.join(unknown)}; known: {', '.join(names)}")
     sections: dict[str, str] = {}
     seconds: dict[str, float] = {}
-    if args.only and args.output.exists():  # keep the sections not rerun
-        old = args.output.read_text(encoding="utf-8")
-        sections = {m["name"]: m["body"] for m in _SECTION.finditer(old)}
-        seconds = {m[1]: float(m[2]) for m in re.finditer(r"^\| \[(\w+)\]\(#\w+\) \| ([\d.]+) s \|$", old, re.M)}
     failed = []
     for name in chosen:
         print(f"running {name} ...", file=sys.stderr, flush=True)
@@ -154,8 +150,17 @@ def main(argv: list[str] | None = None) -> int:
         if not ok:
             failed.append(name)
         print(f"  {name}: {took:.0f} s{'' if ok else ' (FAILED)'}", file=sys.stderr, flush=True)
+    if args.only and args.output.exists():  # keep the other sections, as the page has them now
+        old = args.output.read_text(encoding="utf-8")
+        kept = {m["name"]: m["body"] for m in _SECTION.finditer(old)}
+        kept_seconds = {m[1]: float(m[2]) for m in re.finditer(r"^\| \[(\w+)\]\(#\w+\) \| ([\d.]+) s \|$",
+                                                                old, re.M)}
+        sections = {**kept, **sections}
+        seconds = {**kept_seconds, **seconds}
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(render(machine(), args.quick, sections, seconds, names), encoding="utf-8")
+    partial = args.output.with_name(f".{args.output.name}.{os.getpid()}")
+    partial.write_text(render(machine(), args.quick, sections, seconds, names), encoding="utf-8")
+    partial.replace(args.output)
     print(f"wrote {args.output}", file=sys.stderr)
     return 1 if failed else 0
 
