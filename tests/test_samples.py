@@ -32,9 +32,6 @@ MB = 1024 * 1024
 # What a backend does not support yet, by (backend, sample). Not strict: a fix shows up as XPASS,
 # and the entry should then be removed.
 KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("ray", "early_stopping"): "Ray programs of loop regions: module alias unbound in the body, unused outputs",
-    ("ray", "hparam_sweep"): "Ray programs of cond regions: unused outputs and parameters (ruff)",
-    ("ray", "file_pipeline"): "Ray programs: tasks kept only for ordering bind unused names (ruff)",
     ("torch", "early_stopping"): "torch backend: loop regions are not emitted",
     ("torch", "hparam_sweep"): "torch backend: cond regions fail the comm pass",
 }
