@@ -242,7 +242,7 @@ class Runner:
         if "MASTER_ADDR" not in os.environ:  # a single process started without a launcher
             os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
             os.environ.setdefault("MASTER_PORT", str(_free_port()))
-        dist.init_process_group(backend, rank=self.rank, world_size=self.world,
+        dist.init_process_group(backend, store=self._store(), rank=self.rank, world_size=self.world,
                                 timeout=timedelta(seconds=self.timeout))
         for group in sorted({info[0] for info in self.tasks.values() if len(info[0]) > 1}):
             self.groups[group] = dist.new_group(list(group))
@@ -274,6 +274,15 @@ class Runner:
         for name in sorted(done):
             if self.tasks[name][0][0] == self.rank:
                 self._event("skip", name, fingerprint=self.tasks[name][3], rank=self.rank)
+
+    def _store(self) -> Any:
+        """The rendezvous store, with keys private to this attempt: a restarted group must not read
+        the addresses its dead predecessors published (torchelastic's agent store outlives them)."""
+        agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), self.world,
+                              is_master=not agent and self.rank == 0, timeout=timedelta(seconds=self.timeout),
+                              multi_tenant=not agent)
+        return dist.PrefixStore(f"dagc/attempt_{self.attempt}", store)
 
     # ---- events ----------------------------------------------------------------------------------
     def _event(self, event: str, task: str | None = None, **fields: Any) -> None:
@@ -402,3 +411,59 @@ def launch_main(path: str, argv: Sequence[str], nproc: int, max_restarts: int = 
         sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
         return 1
     return 0
+
+
+# ---- pipeline parallelism ------------------------------------------------------------------------------
+def train_pipeline(
+    layers: Sequence[torch.nn.Module],
+    stage_of: Sequence[int],
+    batches: Sequence[tuple[torch.Tensor, torch.Tensor]],
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    *,
+    microbatches: int,
+    make_optimizer: Callable[[Any], torch.optim.Optimizer],
+    schedule: str = "gpipe",
+    group: Any = None,
+    device: torch.device | str = "cpu",
+) -> list[float]:
+    """Train `layers` (in order) split into pipeline stages over the ranks of `group`.
+
+    `stage_of[i]` is the stage of layer i (contiguous, 0 … K-1; the `stages` pass computes it and
+    stores it as `stages.stage`); rank r of the group runs stage r. Each batch `(inputs, targets)`
+    is cut into `microbatches` micro-batches and run with `ScheduleGPipe` or `Schedule1F1B`
+    (`schedule="1f1b"`). Returns the loss of each step (the mean over its micro-batches) on every
+    rank: the last stage computes it and broadcasts it.
+    """
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+
+    rank = dist.get_rank(group)
+    world = dist.get_world_size(group)
+    num_stages = max(stage_of) + 1
+    if num_stages != world or list(stage_of) != sorted(stage_of) or set(stage_of) != set(range(num_stages)):
+        raise ValueError(f"stages {list(stage_of)} must be contiguous, 0…K-1, with K = {world} ranks")
+    device = torch.device(device)
+    module = torch.nn.Sequential(*[layer for layer, s in zip(layers, stage_of) if s == rank]).to(device)
+    stage = PipelineStage(module, rank, num_stages, device, group=group)
+    kinds = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}
+    runner = kinds[schedule.lower()](stage, microbatches, loss_fn=loss_fn)
+    optimizer = make_optimizer(module.parameters())
+    last = dist.get_global_rank(group, num_stages - 1) if group is not None else num_stages - 1
+    losses: list[float] = []
+    for inputs, targets in batches:
+        optimizer.zero_grad()
+        step_losses: list[torch.Tensor] = []
+        if rank == 0 and rank == num_stages - 1:
+            runner.step(inputs.to(device), target=targets.to(device), losses=step_losses)
+        elif rank == 0:
+            runner.step(inputs.to(device))
+        elif rank == num_stages - 1:
+            runner.step(target=targets.to(device), losses=step_losses)
+        else:
+            runner.step()
+        optimizer.step()
+        value = torch.zeros(1, dtype=torch.float64, device=device)
+        if step_losses:
+            value += torch.stack([loss.detach().double() for loss in step_losses]).mean()
+        dist.broadcast(value, last, group=group)
+        losses.append(float(value.item()))
+    return losses
