@@ -90,6 +90,7 @@ CODES: dict[str, str] = {
     "DAGC301": "bad cluster specification",
     "DAGC302": "task does not fit on any device",
     "DAGC303": "bad pass pipeline",
+    "DAGC310": "communication order could deadlock",
     "DAGC900": "internal compiler error",
 }
 

@@ -1294,7 +1294,36 @@ class Extractor:
             stack.extend(ast.iter_child_nodes(node))
         return False
 
+    def _static_subscript(self, expr: ast.expr, scope: Scope, info: ModuleInfo) -> Value | None:
+        """`xs[2]` or `d["k"]` where the container is a literal list/tuple/dict of values built in the
+        pipeline and the index is a compile-time constant: the item itself, so that no glue node (and
+        no false dependency on the other items) is created."""
+        if not isinstance(expr, ast.Subscript) or isinstance(expr.slice, ast.Slice):
+            return None
+        if self._needs_glue(expr.slice, scope, info):
+            return None
+        container = self._eval(expr.value, scope, info)
+        if isinstance(container, tuple):
+            items: list[Value] | None = list(container)
+        elif isinstance(container, Dyn) and isinstance(container.operand, Seq):
+            items = [_value_of(i) for i in container.operand.items]
+        elif isinstance(container, Dyn) and isinstance(container.operand, Map):
+            key = self._static(expr.slice, scope, info)
+            for k, v in container.operand.items:
+                if isinstance(k, Const) and k.value == key and type(k.value) is type(key):
+                    return _value_of(v)
+            return None
+        else:
+            return None
+        index = self._static(expr.slice, scope, info)
+        if isinstance(index, bool) or not isinstance(index, int) or not -len(items) <= index < len(items):
+            return None
+        return items[index]
+
     def _glue(self, expr: ast.expr, scope: Scope, info: ModuleInfo) -> Value:
+        direct = self._static_subscript(expr, scope, info)
+        if direct is not None:
+            return direct
         args: list[Operand] = []
 
         def placeholder(operand: Operand) -> ast.expr:

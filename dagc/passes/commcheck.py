@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from dagc.diagnostics import CODES, Diagnostic, Note, Severity
+from dagc.diagnostics import Diagnostic, Note, Severity
 from dagc.ir.core import Graph, Node
 from dagc.ir.location import SourceSpan
 from dagc.passes.base import Pass, PassContext, register
@@ -53,7 +53,7 @@ __all__ = [
 
 # Diagnostic code for an order that could block (an internal error when the emitter's own order
 # fails: it never should).
-DEADLOCK_CODE = "DAGC310" if "DAGC310" in CODES else "DAGC900"
+DEADLOCK_CODE = "DAGC310"
 
 
 def _device_list(value: object) -> tuple[int, ...] | None:
