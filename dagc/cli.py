@@ -327,7 +327,7 @@ def _passes_until(args: argparse.Namespace, after: str) -> str:
     from dagc.driver import default_pipeline
     from dagc.passes.base import _split_top_level
 
-    items = _split_top_level(args.passes or default_pipeline(_cluster(args)))
+    items = _split_top_level(args.passes or default_pipeline(_cluster(args), getattr(args, "backend", "local")))
     names = [item.partition("{")[0].strip() for item in items]
     if after not in names:
         raise UsageError(f"--after {after}: no such pass in the pipeline ({', '.join(names)})")

@@ -16,8 +16,13 @@ __all__ = ["Compilation", "compile_file", "load_input", "default_pipeline", "fin
 BASE_PIPELINE = "verify,dce,cse"
 
 
-def default_pipeline(cluster: Any) -> str:
-    """`verify,dce,cse`, then placement and scheduling when a cluster is given and the passes exist."""
+def default_pipeline(cluster: Any, backend: str = "local") -> str:
+    """`verify,dce,cse`, then placement and scheduling when a cluster is given; the torch backend
+    always needs its placement, explicit transfers and the communication check."""
+    if backend == "torch":
+        from dagc.backends.torch import REQUIRED_PASSES
+
+        return REQUIRED_PASSES
     if cluster is None:
         return BASE_PIPELINE
     known = registry()
@@ -104,7 +109,7 @@ def compile_file(
     details: bool = False,
     profile: str | Path | None = None,
 ) -> Any:
-    """Compile `path` and run `passes` (default: `default_pipeline(cluster)`).
+    """Compile `path` and run `passes` (default: `default_pipeline(cluster, backend)`).
 
     Returns the Graph, or the whole `Compilation` when `details=True`. Raises `CompileError` with
     every diagnostic when the input has errors. `profile`: a run directory whose measured task
@@ -128,7 +133,7 @@ def compile_file(
                        hint="give the run directory of a finished run (it holds events.jsonl)")
             raise CompileError(sink.sorted()) from None
         logger.info("profile %s: measured costs for %d of %d tasks", profile, len(measured), len(graph))
-    spec = passes if passes is not None else default_pipeline(cluster)
+    spec = passes if passes is not None else default_pipeline(cluster, backend)
     try:
         pipeline = parse_pipeline(spec)
     except PassSpecError as exc:
