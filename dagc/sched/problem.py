@@ -120,6 +120,9 @@ class Problem:
             k = 1
             if g > 0:
                 k = max(math.ceil(g - EPS), self.ranks[i], 1)
+            elif self.ranks[i] > 1:
+                # CPU ranks take one device each where a node has enough, else share the node's devices
+                k = min(self.ranks[i], max(len(v) for v in self.node_devices.values()))
             self.need[i] = k
             mem = self.memory[i]
             elig = tuple(
