@@ -401,14 +401,23 @@ def to_dot(
     def add_items(sub: graphviz.Digraph, items: list[Node], colour: str | None) -> None:
         loops: dict[tuple[str, tuple[int, ...]], list[Node]] = {}
         regions: dict[str, list[Node]] = {}
+        scopes: dict[str, list[Node]] = {}  # inlined pipelines
         for node in items:
             key = group_of.get(node.name)
             if key is not None:
                 loops.setdefault(key, []).append(node)
             elif isinstance(node.attrs.get("region"), str):
                 regions.setdefault(node.attrs["region"], []).append(node)
+            elif isinstance(node.attrs.get("frontend.scope"), str):
+                scopes.setdefault(node.attrs["frontend.scope"], []).append(node)
             else:
                 add_node(sub, node, colour)
+        for scope, members in sorted(scopes.items(), key=lambda kv: _natural(kv[0])):
+            with sub.subgraph(name=f"cluster_pipeline_{_safe(scope)}") as box:
+                box.attr(label=f"pipeline {scope}", style="rounded", color="#8a8a8a", fontsize="10",
+                         fontcolor="#555555", tooltip=f"inlined pipeline {scope}")
+                for node in members:
+                    add_node(box, node, colour)
         for key, members in loops.items():
             if collapse:
                 if key not in emitted_groups:

@@ -175,3 +175,30 @@ def test_decorated_function_still_runs_as_plain_python() -> None:
         return double(double(x))
 
     assert pipe() == 8 and double.__name__ == "double"
+
+
+def test_inlined_pipeline_is_drawn_as_a_cluster(write_project) -> None:
+    from dagc.backends.graphviz import to_dot
+
+    root = write_project({"n.py": """
+        import dagc
+
+        @dagc.task
+        def f(x):
+            return x
+
+        @dagc.pipeline
+        def prep(x):
+            return f(f(x))
+
+        @dagc.pipeline
+        def outer():
+            return f(prep(1))
+    """})
+    dot = to_dot(_ok(root / "n.py", pipeline_name="outer"))
+    # Graphviz merges subgraphs of one name, so the cluster may be written in several blocks
+    blocks = [part[: part.index("}")] for part in dot.split("subgraph cluster_pipeline_prep {")[1:]]
+    cluster = "".join(blocks)
+    assert blocks and "pipeline prep" in cluster
+    assert '"task.prep.f"' in cluster and '"task.prep.f.1"' in cluster
+    assert '"task.f"' not in cluster
