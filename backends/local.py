@@ -55,7 +55,8 @@ def emit_task_lines(w: CodeWriter, node: Node, names: Names, module_alias: dict[
     if used is not None and not any(o in used for o in node.outputs):
         w.line(call_source(node, function, names))  # result unused (ordered by file or `after` edges)
         return
-    targets = ", ".join(names[o] for o in node.outputs)
+    # an output nobody reads is unpacked into `_`, which says so and keeps linters quiet
+    targets = ", ".join(names[o] if used is None or o in used else "_" for o in node.outputs)
     w.line(f"{targets} = {call_source(node, function, names)}")
 
 

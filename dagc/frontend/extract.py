@@ -1298,11 +1298,12 @@ class Extractor:
         """`xs[2]` or `d["k"]` where the container is a literal list/tuple/dict of values built in the
         pipeline and the index is a compile-time constant: the item itself, so that no glue node (and
         no false dependency on the other items) is created."""
-        if not isinstance(expr, ast.Subscript) or isinstance(expr.slice, ast.Slice):
+        # only a named container: evaluating any other expression here would build nodes twice
+        if not isinstance(expr, ast.Subscript) or not isinstance(expr.value, ast.Name):
             return None
-        if self._needs_glue(expr.slice, scope, info):
+        if isinstance(expr.slice, ast.Slice) or self._needs_glue(expr.slice, scope, info):
             return None
-        container = self._eval(expr.value, scope, info)
+        container = self._name(expr.value, scope, info)
         if isinstance(container, tuple):
             items: list[Value] | None = list(container)
         elif isinstance(container, Dyn) and isinstance(container.operand, Seq):
