@@ -21,8 +21,17 @@ import re
 from pathlib import Path
 
 from dagc.backends.emitter import CodeWriter, Names, call_source, render_operand
-from dagc.backends.local import _members, _module_aliases, emit_loader, emit_prologue
-from dagc.ir.core import Graph, Node
+from dagc.backends.glue import glue_source
+from dagc.backends.local import (
+    _members,
+    _module_aliases,
+    _task_modules,
+    emit_loader,
+    emit_prologue,
+    emit_task_lines,
+    used_values,
+)
+from dagc.ir.core import REGION_OPS, Graph, Node
 from dagc.ir.serialize import operand_to_json
 from dagc.ir.types import operand_to_python
 
@@ -86,7 +95,9 @@ def fingerprints(graph: Graph) -> dict[str, str]:
                     "kwargs": [[k, operand_to_json(v)] for k, v in node.kwargs]}
         if node.op == "fused":
             operands["members"] = [[m.target, m.name] for m in _members(node)]
-        target = "fused" if node.op == "fused" else node.target
+        if node.op in REGION_OPS:  # a region's bodies are part of what it computes
+            operands["region"] = {k: v for k, v in sorted(node.attrs.items()) if k.startswith("region.")}
+        target = node.op if node.op in ("fused", *REGION_OPS) else node.target
         fp = fingerprint(target, json.dumps(operands, sort_keys=True), inputs)
         out[name] = fp
         for i, value in enumerate(node.outputs):
@@ -116,27 +127,39 @@ def _used_on(plan: CommPlan, ops: list[Op], rank: int) -> set[str]:
     return used
 
 
-def _task_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str], assign: list[bool]) -> None:
-    """`x = rt.task("name", fn, args...)` for a task, fused group or glue node."""
+def _task_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str], assign: list[bool],
+                used: set[str]) -> None:
+    """`x = rt.task("name", fn, args...)` for a task, glue node, fused group or region.
+
+    A fused group or a `cond`/`loop` region becomes a nested function whose body is the local
+    backend's code for the node (`emit_task_lines`: the reference semantics), run as one task on
+    its rank; its inputs were received before it and its outputs are sent after it like any task's.
+    """
     outputs = [names[o] for o in node.outputs]
     if len(outputs) == 1:
         target = f"{outputs[0]} = " if assign[0] else ""
     else:
         target = ", ".join(o if a else "_" for o, a in zip(outputs, assign)) + " = " if any(assign) else ""
-    if node.op == "fused":
-        members = _members(node)
-        fn = names.claim(f"fused:{node.name}", f"run_{node.name}")
+    if node.op in ("fused", *REGION_OPS):
+        fn = names.claim(f"{node.op}:{node.name}", f"run_{node.name}")
         w.line(f"def {fn}() -> object:")
         with w.indent():
-            w.line(f'"""Fused group `{node.name}`: {", ".join(m.name for m in members)}."""')
-            for member in members:
-                _member_lines(w, member, names, aliases)
-            w.line(f"return {', '.join(outputs) if len(outputs) > 1 else outputs[0]}")
+            if node.op == "fused":
+                what = f"Fused group `{node.name}`: {', '.join(m.name for m in _members(node))}."
+            else:
+                what = f"{'Conditional' if node.op == 'cond' else 'Loop'} region `{node.name}`, as one task."
+            w.line(f'"""{what}"""')
+            # every output is returned, so the body assigns each of them (never `_`)
+            saved = getattr(names, "used_values", None)
+            names.used_values = used | set(node.outputs)  # type: ignore[attr-defined]
+            try:
+                emit_task_lines(w, node, names, aliases)
+            finally:
+                names.used_values = saved  # type: ignore[attr-defined]
+            w.line(f"return {', '.join(outputs)}")
         w.line(f"{target}rt.task({node.name!r}, {fn})  # {node.span}")
         return
     if node.op == "glue":
-        from dagc.backends.glue import glue_source  # type: ignore[import-not-found]
-
         w.line(f"{target}rt.task({node.name!r}, lambda: {glue_source(node, names)})  # {node.span}")
         return
     function = f"{aliases[node.module]}.{node.function}"
@@ -145,28 +168,12 @@ def _task_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str]
     w.line(f"{target}rt.task({node.name!r}, {function}{', ' + inner if inner else ''})  # {node.span}")
 
 
-def _member_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str]) -> None:
-    if node.op == "fused":
-        for member in _members(node):
-            _member_lines(w, member, names, aliases)
-        return
-    if node.op == "glue":
-        from dagc.backends.glue import glue_source  # type: ignore[import-not-found]
-
-        w.line(f"{names[node.outputs[0]]} = {glue_source(node, names)}")
-        return
-    targets = ", ".join(names[o] for o in node.outputs)
-    w.line(f"{targets} = {call_source(node, f'{aliases[node.module]}.{node.function}', names)}  # {node.name}")
-
-
 def _module_uses(node: Node) -> set[str]:
-    if node.op == "fused":
-        return {m for member in _members(node) for m in _module_uses(member)}
-    return {node.module} if node.op == "task" and node.module else set()
+    return _task_modules([node])
 
 
 def _emit_rank(w: CodeWriter, graph: Graph, plan: CommPlan, rank: int, ops: list[Op], names: Names,
-               aliases: dict[str, str]) -> str:
+               aliases: dict[str, str], inner_used: set[str]) -> str:
     fn = f"rank_{rank}"
     used = _used_on(plan, ops, rank)
     w.line(f"def {fn}(rt: Runner, modules: dict[str, object]) -> object:")
@@ -186,7 +193,7 @@ def _emit_rank(w: CodeWriter, graph: Graph, plan: CommPlan, rank: int, ops: list
                 node = graph.node(op.node)
                 owner = plan.home[node.name][0] == rank
                 assign = [owner and o in used for o in node.outputs]
-                _task_lines(w, node, names, aliases, assign)
+                _task_lines(w, node, names, aliases, assign, inner_used)
             elif op.kind == "send":
                 w.line(f"rt.send({names[op.value]}, {op.tag})  # %{op.value} to rank {op.peer}")  # type: ignore[index]
             elif op.kind == "recv":
@@ -256,7 +263,9 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     w.line(f"RETURNS = {plan.returns!r}")
     w.line()
     w.line()
-    functions = [_emit_rank(w, graph, plan, rank, ops, names, aliases) for rank, ops in enumerate(programs)]
+    inner_used = used_values(graph)
+    functions = [_emit_rank(w, graph, plan, rank, ops, names, aliases, inner_used)
+                 for rank, ops in enumerate(programs)]
     w.line(f"PROGRAMS = ({', '.join(functions)}{',' if len(functions) == 1 else ''})")
     w.line()
     w.line()

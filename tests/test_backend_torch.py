@@ -214,6 +214,11 @@ def test_crash_restart_skips_completed_tasks(tmp_path: Path, write_project) -> N
 
 
 def _node(program: str, port: int, run_id: str, is_host: bool, argv: list[str]) -> None:
+    # a forked agent inherits the parent's fork server handle but is not its parent: start its own
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver  # type: ignore[attr-defined]
+    server._forkserver_pid = server._forkserver_address = server._forkserver_alive_fd = None
     launch(Path(program), 1, argv, nnodes=2, port=port, run_id=run_id, is_host=is_host)
 
 
@@ -321,3 +326,43 @@ def test_pipeline_parallel_loss_matches_single_process(tmp_path: Path, schedule:
         expected.append(sum(losses) / 4)
     assert got == pytest.approx(expected, abs=1e-5)
     assert got[-1] < got[0]
+
+
+# ---- regions and glue ----------------------------------------------------------------------------------
+REGION_SAMPLES = {"hparam_sweep": "cond", "early_stopping": "loop"}
+
+
+@pytest.mark.parametrize("sample", sorted(REGION_SAMPLES))
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_region_is_one_step_of_its_rank(tmp_path: Path, sample: str, ranks: int) -> None:
+    """A region runs as one task on its `partition.device`; the values its bodies read from other
+    ranks are received under their transfer names, which the bodies use (comm renames inside)."""
+    graph = compile_file(SAMPLES / f"{sample}.py", passes=PASSES, cluster=parse_cluster_spec(str(ranks)),
+                         backend="torch")
+    region = graph.node(REGION_SAMPLES[sample])
+    plan = build_plan(graph)
+    assert [s.ranks for s in plan.steps if s.node == region.name and s.kind == "run"] == [plan.home[region.name]]
+    from dagc.ir.core import region_bodies
+
+    inner = [n for body in region_bodies(region).values() for n in body]
+    defined = {v for n in inner for v in n.outputs} | set(region.attrs.get("region.carried") or [])
+    reads = {v for n in inner for v in n.input_values()} - defined
+    assert reads and reads <= set(region.input_values())
+    if (sample, ranks) == ("hparam_sweep", 2):  # on rank 1, its bodies read values received from rank 0
+        assert any("@" in v for v in reads)
+    program = tmp_path / f"{sample}.py"
+    program.write_text(emit(graph, "torch", program))
+    _ruff_clean(program)
+    assert f"def run_{region.name}() -> object:" in program.read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sample", sorted(REGION_SAMPLES))
+def test_regions_equal_plain_run_on_four_ranks(tmp_path: Path, sample: str) -> None:
+    from tests.test_backend_local import _plain_result
+
+    expected = _plain_result(SAMPLES / f"{sample}.py", sample, tmp_path)
+    program = _emit(SAMPLES / f"{sample}.py", tmp_path / "prog" / f"{sample}_torch4.py", 4)
+    result = tmp_path / "result.pkl"
+    launch(program, 4, ["--result", str(result)])
+    assert pickle.loads(result.read_bytes()) == expected

@@ -32,8 +32,6 @@ MB = 1024 * 1024
 # What a backend does not support yet, by (backend, sample). Not strict: a fix shows up as XPASS,
 # and the entry should then be removed.
 KNOWN_GAPS: dict[tuple[str, str], str] = {
-    ("torch", "early_stopping"): "torch backend: loop regions are not emitted",
-    ("torch", "hparam_sweep"): "torch backend: cond regions fail the comm pass",
 }
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dagc.ir.core import Graph
+from dagc.ir.core import REGION_BODIES, REGION_OPS, Graph, Node
 from dagc.ir.types import Map, Operand, Ref, Seq
 
 
@@ -19,15 +19,47 @@ def substitute(operand: Operand, mapping: Mapping[str, str]) -> Operand:
     return operand
 
 
+def _substitute_json(data: object, mapping: Mapping[str, str]) -> object:
+    from dagc.ir.serialize import operand_from_json, operand_to_json
+
+    return operand_to_json(substitute(operand_from_json(data), mapping))
+
+
+def _substitute_node(node: Node, mapping: Mapping[str, str]) -> None:
+    """Rewrite `node`'s operands and, for a region, the outer values its bodies read (region bodies
+    name outer values directly: docs/ir.md)."""
+    from dagc.ir.serialize import node_from_json, node_to_json
+
+    node.args = tuple(substitute(a, mapping) for a in node.args)
+    node.kwargs = tuple((k, substitute(v, mapping)) for k, v in node.kwargs)
+    if node.op not in REGION_OPS:
+        return
+    attrs = dict(node.attrs)
+    for key in REGION_BODIES[node.op]:
+        body = []
+        for item in attrs.get(key) or []:
+            inner = node_from_json(item)
+            _substitute_node(inner, mapping)
+            body.append(node_to_json(inner))
+        attrs[key] = body
+    for key in ("region.then.yield", "region.else.yield", "region.yield"):
+        if attrs.get(key):
+            attrs[key] = [_substitute_json(o, mapping) for o in attrs[key]]
+    brk = attrs.get("region.break")
+    if isinstance(brk, dict):
+        attrs["region.break"] = {**brk, "cond": _substitute_json(brk["cond"], mapping),
+                                 "yield": [_substitute_json(o, mapping) for o in brk["yield"]]}
+    node.attrs.update(attrs)
+
+
 def replace_uses(graph: Graph, mapping: Mapping[str, str], only: set[str] | None = None) -> None:
-    """Rewrite value uses in every node (or in `only`) and in the graph's returns."""
+    """Rewrite value uses in every node (or in `only`), inside region bodies, and in the graph's returns."""
     if not mapping:
         return
     for node in graph:
         if only is not None and node.name not in only:
             continue
-        node.args = tuple(substitute(a, mapping) for a in node.args)
-        node.kwargs = tuple((k, substitute(v, mapping)) for k, v in node.kwargs)
+        _substitute_node(node, mapping)
     if only is None and graph.returns is not None:
         graph.returns = substitute(graph.returns, mapping)
     graph.invalidate()
