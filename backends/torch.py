@@ -33,20 +33,24 @@ from dagc.backends.local import (
 )
 from dagc.ir.core import REGION_OPS, Graph, Node
 from dagc.ir.serialize import operand_to_json
-from dagc.ir.types import operand_to_python
+from dagc.ir.types import Ref, Seq, operand_to_python
 
 from dagc.passes.commcheck import (
     CommPlan,
     Op,
     check_plan,
+    node_ranks,
     plan_communication,
     problems_to_diagnostics,
 )
 
-__all__ = ["emit_torch", "REQUIRED_PASSES", "static_tensor", "fingerprints", "CommunicationError"]
+__all__ = ["emit_torch", "REQUIRED_PASSES", "PIPELINE_PASSES", "static_tensor", "fingerprints", "pipeline_steps",
+           "CommunicationError"]
 
 # The pass pipeline `dagc emit/run --backend torch` should run (with a cluster: placement first).
 REQUIRED_PASSES = "verify,dce,cse,partition,schedule,comm,commcheck"
+# For a pipeline-parallel model: `stages` places the layers instead of `partition` (K = 2 here).
+PIPELINE_PASSES = "verify,dce,cse,stages{k=2},comm,commcheck"
 
 _STATIC = re.compile(r"^(?:torch\.)?Tensor\[\s*(\w+)\s*((?:,\s*\d+\s*)*)\]$")
 _DTYPE_NAMES = {"float32", "float64", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool",
@@ -209,6 +213,66 @@ def _emit_rank(w: CodeWriter, graph: Graph, plan: CommPlan, rank: int, ops: list
     return fn
 
 
+_MODULE_TYPE = re.compile(r"^(?:(?:torch\.)?nn\.)?Module$")
+
+
+def _layer_source(graph: Graph, value: str) -> tuple[Node, int] | None:
+    """The task producing `value` (through transfers) and the output's index, if it is a layer:
+    a task with `stages.stage` whose output is annotated `torch.nn.Module`."""
+    node = graph.producer(value)
+    while node is not None and node.op == "transfer" and node.args and isinstance(node.args[0], Ref):
+        value = node.args[0].name
+        node = graph.producer(value)
+    if node is None or node.op != "task" or "stages.stage" not in node.attrs:
+        return None
+    index = node.outputs.index(value)
+    type_text = (node.types[index] or "").strip().strip("'\"")
+    return (node, index) if _MODULE_TYPE.match(type_text) else None
+
+
+def pipeline_steps(graph: Graph) -> dict[str, tuple[tuple[int, ...], tuple[int, ...]]]:
+    """Pipeline-parallel training steps: task → (stage of each layer, ranks of the stages).
+
+    After the `stages` pass, a task that reads a list (or tuple) of layers — outputs of tasks
+    annotated `-> torch.nn.Module` that the pass placed in two or more stages — is a training
+    step over those stages (docs/pipeline_parallel.md): it runs on the ranks of the stages, rank
+    i of its group running stage i, and `dagc.runtime.distributed.train_layers` in its body trains
+    through `PipelineStage`s and a schedule.
+    """
+    if "stages.k" not in graph.attrs:
+        return {}
+    out: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {}
+    for node in graph:
+        if node.op != "task" or node.options.ranks > 1:
+            continue
+        for operand in [*node.args, *(v for _, v in node.kwargs)]:
+            if not (isinstance(operand, Seq) and len(operand.items) >= 2
+                    and all(isinstance(item, Ref) for item in operand.items)):
+                continue
+            sources = [_layer_source(graph, item.name) for item in operand.items]  # type: ignore[union-attr]
+            if any(source is None for source in sources):
+                continue
+            raw = [int(src[0].attrs["stages.stage"]) for src in sources]  # type: ignore[index]
+            if len(set(raw)) < 2:
+                continue
+            if raw != sorted(raw):
+                raise ValueError(f"`{node.name}` reads its layers in an order the stages do not follow: "
+                                 f"stages {raw}; pass the layers in model order")
+            number = {s: i for i, s in enumerate(sorted(set(raw)))}
+            devices: dict[int, int] = {}
+            for src, stage in zip(sources, raw):
+                device = node_ranks(src[0])  # type: ignore[index]
+                devices.setdefault(number[stage], device[0])
+            ranks = tuple(devices[i] for i in range(len(number)))
+            if list(ranks) != sorted(set(ranks)):
+                raise ValueError(f"`{node.name}`: stages {sorted(number)} are on devices {list(ranks)}; "
+                                 "a pipeline needs one device per stage, in stage order (stages{k=K} "
+                                 "with K at most the number of devices)")
+            out[node.name] = (tuple(number[s] for s in raw), ranks)
+            break
+    return out
+
+
 def build_plan(graph: Graph) -> CommPlan:
     """The communication plan of `graph`, checked; raises CommunicationError if it could block."""
     plan = plan_communication(graph)
@@ -220,9 +284,14 @@ def build_plan(graph: Graph) -> CommPlan:
 
 def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     """The torch.distributed program's source text for `graph` (partitioned; see REQUIRED_PASSES)."""
+    steps = pipeline_steps(graph)
+    if steps:  # a training step over staged layers runs on the ranks of its stages
+        graph = graph.copy()
+        for name, (_, ranks) in steps.items():
+            graph.node(name).attrs["partition.device"] = list(ranks)
     plan = build_plan(graph)
     programs = plan.programs()
-    names = Names(reserved={"Runner", "launch_main", "RANKS", "TASKS", "MOVES", "RETURNS", "PROGRAMS", "rt",
+    names = Names(reserved={"Runner", "launch_main", "RANKS", "TASKS", "MOVES", "RETURNS", "STAGES", "PROGRAMS", "rt",
                             "idle", "default_run_dir"} | {f"rank_{r}" for r in range(plan.world)})
     aliases = _module_aliases(graph, names)
     fps = fingerprints(graph)
@@ -261,6 +330,8 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
             w.line(f"{step.tag}: {entry!r},")
     w.line("}")
     w.line(f"RETURNS = {plan.returns!r}")
+    w.line("# pipeline-parallel training step: stage of each layer it reads (rank i of its group runs stage i)")
+    w.line(f"STAGES = {{{', '.join(f'{name!r}: {stages!r}' for name, (stages, _) in sorted(steps.items()))}}}")
     w.line()
     w.line()
     inner_used = used_values(graph)
@@ -306,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
     modules = load_modules(args.source_root)
     runner = Runner(PIPELINE, TASKS, MOVES, RETURNS, RANKS, run_dir=args.run_dir or default_run_dir(),
-                    timeout=args.timeout, backend=args.dist_backend)
+                    timeout=args.timeout, backend=args.dist_backend, stages=STAGES)
     program = PROGRAMS[runner.rank] if runner.rank < len(PROGRAMS) else None
     result = runner.execute(lambda rt: program(rt, modules) if program else None, args.result)
     if runner.rank == 0 and args.result is None:

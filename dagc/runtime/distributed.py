@@ -35,7 +35,9 @@ import socket
 import sys
 import time
 import traceback
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -53,7 +55,7 @@ from dagc.runtime.progress import Progress
 from dagc.runtime.store import RunStore
 
 __all__ = ["Runner", "TaskInfo", "MoveInfo", "plan_steps", "send_value", "recv_value", "DTYPES",
-           "launch_main"]
+           "launch_main", "train_pipeline", "train_layers", "current_stages", "use_stages"]
 
 # TASKS[name] = (ranks, inputs, outputs, fingerprint, retries)
 TaskInfo = tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], str, int]
@@ -200,8 +202,10 @@ class Runner:
         run_dir: Path | None = None,
         timeout: float = 1800.0,
         backend: str | None = None,
+        stages: Mapping[str, Sequence[int]] | None = None,
     ) -> None:
         self.pipeline = pipeline
+        self.stages = {name: tuple(s) for name, s in (stages or {}).items()}
         self.tasks = dict(tasks)
         self.moves = dict(moves)
         self.returns = tuple(returns)
@@ -320,7 +324,7 @@ class Runner:
                 self._event("start", name, attempt=attempt + self.attempt, **where)
             start = time.perf_counter()
             try:
-                with use_context(ctx):
+                with use_context(ctx), use_stages(self.stages.get(name)):
                     value = fn(*args, **kwargs)
             except Exception as exc:
                 duration = time.perf_counter() - start
@@ -467,3 +471,81 @@ def train_pipeline(
         dist.broadcast(value, last, group=group)
         losses.append(float(value.item()))
     return losses
+
+
+# ---- pipeline-parallel training steps ----------------------------------------------------------------
+_STAGES: ContextVar[tuple[int, ...] | None] = ContextVar("dagc_stages", default=None)
+
+
+def current_stages() -> tuple[int, ...] | None:
+    """The stage of each layer of the running pipeline-parallel training step (the `stages` pass's
+    `stages.stage`, renumbered 0 … K-1 in layer order), or None outside one."""
+    return _STAGES.get()
+
+
+@contextmanager
+def use_stages(stages: Sequence[int] | None) -> Iterator[None]:
+    """Run the block as a training step whose layers are split into `stages` (None: not split)."""
+    token = _STAGES.set(tuple(stages) if stages is not None else None)
+    try:
+        yield
+    finally:
+        _STAGES.reset(token)
+
+
+def train_layers(
+    layers: Sequence[torch.nn.Module],
+    batches: Sequence[tuple[torch.Tensor, torch.Tensor]],
+    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    *,
+    microbatches: int,
+    make_optimizer: Callable[[Any], torch.optim.Optimizer],
+    schedule: str = "gpipe",
+) -> list[float]:
+    """Train `layers` (in order) on `batches`; the body of a pipeline-parallel training task.
+
+    Inside an emitted torch.distributed program, where the compiler split the layers into stages
+    (docs/pipeline_parallel.md), this runs `train_pipeline` on the task's ranks and then gathers
+    the trained layers onto rank 0 of the task, so rank 0's `layers` hold every stage's weights.
+    Everywhere else (plain Python, the local and Ray backends) it trains in this process with the
+    same arithmetic: each batch cut into `microbatches` equal micro-batches, `(loss /
+    microbatches).backward()` for each, one optimizer step per batch. Returns each step's loss (the
+    mean over its micro-batches).
+    """
+    from dagc.runtime.context import context
+
+    ctx = context()
+    stages = current_stages()
+    if stages is not None and ctx.world_size > 1:
+        losses = train_pipeline(layers, stages, batches, loss_fn, microbatches=microbatches,
+                                make_optimizer=make_optimizer, schedule=schedule, group=ctx.group,
+                                device=ctx.device)
+        _gather_layers(layers, stages, ctx.group)
+        return losses
+    model = torch.nn.Sequential(*layers)
+    optimizer = make_optimizer(model.parameters())
+    losses = []
+    for inputs, targets in batches:
+        optimizer.zero_grad()
+        step = []
+        for x, y in zip(inputs.tensor_split(microbatches), targets.tensor_split(microbatches)):
+            loss = loss_fn(model(x), y)
+            (loss / microbatches).backward()
+            step.append(loss.detach().double())
+        optimizer.step()
+        losses.append(float(torch.stack(step).mean().item()))
+    return losses
+
+
+def _gather_layers(layers: Sequence[torch.nn.Module], stages: Sequence[int], group: Any) -> None:
+    """Copy each stage's trained weights into rank 0's copies of its layers."""
+    rank = dist.get_rank(group)
+    mine = {i: {k: v.detach().cpu() for k, v in layer.state_dict().items()}
+            for i, (layer, s) in enumerate(zip(layers, stages)) if s == rank}
+    gathered: list[Any] = [None] * dist.get_world_size(group) if rank == 0 else []
+    dst = dist.get_global_rank(group, 0) if group is not None else 0
+    dist.gather_object(mine, gathered if rank == 0 else None, dst=dst, group=group)
+    if rank == 0:
+        for part in gathered:
+            for i, state in (part or {}).items():
+                layers[i].load_state_dict(state)
