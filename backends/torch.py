@@ -7,9 +7,12 @@ is written; an order that could block is a compiler error, never a hung job. The
 
     TASKS   task → (ranks, inputs, outputs, fingerprint, retries)
     MOVES   tag  → (value, value on the receiver, src, dst, static tensor (dtype, shape) or None)
+    STAGES  task → stage of each layer, for pipeline-parallel training steps (see `pipeline_steps`)
     rank_0(rt, modules), rank_1(rt, modules), …   straight-line code, one function per rank
 
 and runs through `dagc.runtime.distributed.Runner` (process group, transfers, checkpoints, events).
+A `cond`/`loop` region, a fused group and a glue node are each one task of their rank; a region's
+body is the local backend's code for it (the reference semantics).
 `python PROGRAM.py` starts torchrun itself with the compiled number of ranks; `torchrun
 --nproc-per-node N PROGRAM.py` (and `--nnodes`, `--max-restarts`) works as usual.
 """
