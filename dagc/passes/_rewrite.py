@@ -26,12 +26,20 @@ def _substitute_json(data: object, mapping: Mapping[str, str]) -> object:
 
 
 def _substitute_node(node: Node, mapping: Mapping[str, str]) -> None:
-    """Rewrite `node`'s operands and, for a region, the outer values its bodies read (region bodies
-    name outer values directly: docs/ir.md)."""
+    """Rewrite `node`'s operands and the outer values read inside it: a region's bodies and a fused
+    group's members name outer values directly (docs/ir.md)."""
     from dagc.ir.serialize import node_from_json, node_to_json
 
     node.args = tuple(substitute(a, mapping) for a in node.args)
     node.kwargs = tuple((k, substitute(v, mapping)) for k, v in node.kwargs)
+    if node.op == "fused":  # members name the group's outer inputs directly, like region bodies
+        members = []
+        for item in node.attrs.get("fuse.members") or []:
+            member = node_from_json(item)
+            _substitute_node(member, mapping)
+            members.append(node_to_json(member))
+        node.attrs["fuse.members"] = members
+        return
     if node.op not in REGION_OPS:
         return
     attrs = dict(node.attrs)
