@@ -16,6 +16,8 @@ import dagc
 N_FEATURES = 8
 SEED = 7
 
+torch.set_num_threads(1)  # tiny model: threads only add overhead, and one thread is deterministic
+
 
 @dagc.task(cost="2s", out_size="200KiB")
 def make_data(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -103,7 +103,8 @@ def test_partitioned_picture_structure(quickstart_2x2) -> None:
     assert CRITICAL_COLOUR in dot and "critical path" in dot and "legend" in dot
     # tooltips: source location, resources, estimated cost, placement
     tip = re.search(r'"task.train" \[.*?tooltip="([^"]*)"', dot, re.S).group(1)
-    assert "samples/quickstart.py:98" in tip and "memory=1GiB" in tip and "estimated 20s" in tip
+    assert f"samples/quickstart.py:{graph.node('train').span.line}:" in tip
+    assert "memory=1GiB" in tip and "estimated 20s" in tip
     assert "placement: device" in tip and "node" in tip
 
 
