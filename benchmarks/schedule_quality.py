@@ -8,7 +8,7 @@
 
     python -m benchmarks.schedule_quality [--quick]
 
-`run(quick)` returns the markdown section. Data: $DAGC_DATA, default ../shared/data from the
+`run(quick)` returns the markdown section. Data: $DAGC_DATA, default benchmarks/data in the
 repository root.
 """
 
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def data_dir() -> Path:
-    return Path(os.environ.get("DAGC_DATA", ROOT / ".." / "shared" / "data")).resolve()
+    return Path(os.environ.get("DAGC_DATA", ROOT / "benchmarks" / "data")).resolve()
 
 
 def _best_known(data: Path) -> dict[tuple[str, int], float]:

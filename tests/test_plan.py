@@ -14,7 +14,7 @@ from dagc.cluster import parse_cluster_spec
 from dagc.plan import add_plan_arguments, run_plan, run_plan_command
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("DAGC_DATA", ROOT / ".." / "shared" / "data"))
+DATA = Path(os.environ.get("DAGC_DATA", ROOT / "benchmarks" / "data"))
 needs_data = pytest.mark.skipif(not (DATA / "stg").is_dir(), reason=f"benchmark data not found at {DATA}")
 
 

@@ -11,7 +11,7 @@ import pytest
 from dagc.sched import dagc_schedule, heft, lower_bound, validate
 from dagc.sched.loaders import ccr, make_problem, read_stg, read_wfcommons, scale_to_ccr
 
-DATA = Path(os.environ.get("DAGC_DATA", Path(__file__).resolve().parents[1] / ".." / "shared" / "data"))
+DATA = Path(os.environ.get("DAGC_DATA", Path(__file__).resolve().parents[1] / "benchmarks" / "data"))
 STG = DATA / "stg" / "50"
 WF = DATA / "wfcommons"
 needs_data = pytest.mark.skipif(not STG.is_dir(), reason=f"benchmark data not found at {DATA}")
