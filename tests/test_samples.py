@@ -115,15 +115,16 @@ def test_ray_equals_plain_run(tmp_path: Path, sample: str, plain, ray_cluster, r
 # ---- torch.distributed -------------------------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.skipif("torch" not in BACKENDS, reason="the torch backend is not registered")
+@pytest.mark.parametrize("devices", ["2", "4"])
 @pytest.mark.parametrize("sample", SAMPLES_HERE)
-def test_torch_equals_plain_run(tmp_path: Path, sample: str, plain, request) -> None:
+def test_torch_equals_plain_run(tmp_path: Path, sample: str, devices: str, plain, request) -> None:
     _known_gap(request, "torch", sample)
     from dagc.backends.torch import REQUIRED_PASSES
 
     from tests.test_backend_torch import launch
 
     params = _params(sample, tmp_path)
-    graph = compile_file(SAMPLES / f"{sample}.py", passes=REQUIRED_PASSES, cluster=parse_cluster_spec("2"),
+    graph = compile_file(SAMPLES / f"{sample}.py", passes=REQUIRED_PASSES, cluster=parse_cluster_spec(devices),
                          backend="torch", params=params)
     program = tmp_path / "prog" / f"{sample}_torch.py"
     program.parent.mkdir()
