@@ -680,6 +680,21 @@ class Extractor:
             self.sink.error("DAGC117", "`while ... else` is not supported in a pipeline", span,
                             hint="use a flag, or restructure the loop")
             raise ExtractError
+        dynamic_exit = bool(_loop_level_breaks(stmt.body)) and self._exits_are_dynamic(
+            _loop_level_breaks(stmt.body), ast.For(ast.Name("_", ast.Store()), ast.List([], ast.Load()),
+                                                   stmt.body, []), scope, info)
+        if dynamic_exit:
+            # one early exit per loop region: the `while` test is that exit
+            self.sink.error("DAGC117", "a `while` loop can exit early on a task result only through its test",
+                            info.source.span(stmt),
+                            hint="move the condition into the test: `while i < MAX and not <condition>: ...; "
+                            "i += 1`, or write `for i in range(MAX): ...; if <condition>: break`")
+            raise ExtractError
+        if self._needs_glue(stmt.test, scope, info):
+            bounded = self._bounded_while(stmt, scope, info)
+            if bounded is not None:
+                self._for(bounded, scope, info)
+                return
         outer_suffix = scope.suffix
         scope.unrolling += 1
         saved_loop, scope.loop = scope.loop, None
@@ -690,8 +705,8 @@ class Extractor:
                     self.sink.error(
                         "DAGC117", "`while` on a task result has no bound on its number of iterations",
                         info.source.span(stmt.test),
-                        hint="write a bounded loop that exits early: "
-                        "`for step in range(MAX_STEPS): ...; if <condition>: break`")
+                        hint="bound it with a counter: `while step < MAX_STEPS and <condition>: ...; step += 1`, "
+                        "or write `for step in range(MAX_STEPS): ...; if <condition>: break`")
                     raise ExtractError
                 if not self._static(stmt.test, scope, info):
                     break
@@ -716,6 +731,54 @@ class Extractor:
             scope.suffix = outer_suffix
             scope.unrolling -= 1
             scope.loop = saved_loop
+
+    def _bounded_while(self, stmt: ast.While, scope: Scope, info: ModuleInfo) -> ast.For | None:
+        """A `while` whose test bounds a counter, `while i < N and <condition>:` (or `i <= N`), and whose
+        body ends with `i += 1`, rewritten as the equivalent bounded `for`:
+
+            for i in range(i0, last + 2):       # one extra trip re-checks the test, as `while` does
+                if not (<the while test>): break
+                <body without the increment>
+
+        so that `i` ends where the `while` would leave it. None when the loop has no such counter."""
+        tests = stmt.test.values if isinstance(stmt.test, ast.BoolOp) and isinstance(stmt.test.op, ast.And) \
+            else [stmt.test]
+        body = stmt.body
+        last_stmt = body[-1] if body else None
+        if not (isinstance(last_stmt, ast.AugAssign) and isinstance(last_stmt.target, ast.Name)
+                and isinstance(last_stmt.op, ast.Add) and isinstance(last_stmt.value, ast.Constant)
+                and last_stmt.value.value == 1 and not isinstance(last_stmt.value.value, bool)):
+            return None
+        counter = last_stmt.target.id
+        if counter in _assigned_names(body[:-1]):
+            return None
+        start = scope.env.get(counter)
+        if not (isinstance(start, Static) and isinstance(start.value, int) and not isinstance(start.value, bool)):
+            return None
+        last: int | None = None
+        for test in tests:
+            if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.left, ast.Name)
+                    and test.left.id == counter and isinstance(test.ops[0], (ast.Lt, ast.LtE))
+                    and not self._needs_glue(test.comparators[0], scope, info)):
+                bound = self._static(test.comparators[0], scope, info)
+                if isinstance(bound, int) and not isinstance(bound, bool):
+                    candidate = bound - 1 if isinstance(test.ops[0], ast.Lt) else bound
+                    last = candidate if last is None else min(last, candidate)
+        if last is None:
+            return None
+        stop = max(last + 2, start.value)
+        check = ast.If(ast.UnaryOp(ast.Not(), stmt.test), [ast.Break()], [])
+        loop = ast.For(
+            target=ast.Name(counter, ast.Store()),
+            iter=ast.Call(ast.Name("range", ast.Load()), [ast.Constant(start.value), ast.Constant(stop)], []),
+            body=[check, *body[:-1]],
+            orelse=[],
+        )
+        for node in (check, check.test, check.body[0], loop.iter, *loop.iter.args, loop.iter.func):
+            ast.copy_location(node, stmt.test)
+        ast.copy_location(loop.target, last_stmt.target)
+        ast.copy_location(loop, stmt)
+        return loop
 
     def _loop_region(self, stmt: ast.For, items: list[Value], scope: Scope, info: ModuleInfo) -> None:
         """`for x in STATIC: ...; if <task result>: break` → one `loop` node (see docs/ir.md)."""
