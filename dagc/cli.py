@@ -80,25 +80,10 @@ def _params(items: list[str]) -> dict[str, Any]:
 
 
 def _cluster(args: argparse.Namespace) -> Any:
-    from dagc.cluster import cluster_from_pyproject, parse_cluster_spec
+    from dagc.cluster import resolve_cluster
 
-    spec = getattr(args, "cluster", None)
-    bandwidth, latency = getattr(args, "link_bandwidth", None), getattr(args, "link_latency", None)
-    if spec is None:
-        from dagc.driver import find_pyproject
-
-        pyproject = find_pyproject(Path(args.input)) if getattr(args, "input", None) else None
-        if pyproject is not None:
-            cluster = cluster_from_pyproject(str(pyproject))
-            if cluster is not None:
-                if bandwidth is not None or latency is not None:
-                    from dagc.cluster import _apply_link_overrides
-
-                    cluster = _apply_link_overrides(cluster, bandwidth, latency)
-                return cluster
-        if bandwidth is None and latency is None:
-            return None
-    return parse_cluster_spec(spec, link_bandwidth=bandwidth, link_latency=latency)
+    return resolve_cluster(getattr(args, "cluster", None), link_bandwidth=getattr(args, "link_bandwidth", None),
+                           link_latency=getattr(args, "link_latency", None), near=getattr(args, "input", None))
 
 
 def _compile(args: argparse.Namespace, *, passes: str | None = None, backend: str = "local") -> Any:
@@ -510,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except CompileError as exc:
-        _print_diagnostics(args, exc.diagnostics, _sources_of(args, exc.diagnostics))
+        _print_diagnostics(args, exc.diagnostics, _read_sources(exc.diagnostics))
         errors = sum(1 for d in exc.diagnostics if d.is_error)
         if getattr(args, "diag_format", "text") == "text":
             sys.stderr.write(f"dagc: {errors} error{'s' if errors != 1 else ''} in {getattr(args, 'input', '')}\n")
@@ -543,9 +528,6 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
         return EXIT_INTERNAL
 
-
-def _sources_of(args: argparse.Namespace, diagnostics: list[Diagnostic]) -> dict[str, str]:
-    return _read_sources(diagnostics)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,9 @@ __all__ = [
     "ClusterError",
     "Device",
     "Link",
+    "apply_link_overrides",
+    "find_pyproject",
+    "resolve_cluster",
     "cluster_from_pyproject",
     "cluster_from_toml",
     "load_cluster_file",
@@ -218,10 +221,10 @@ def parse_cluster_spec(
             cluster = load_cluster_file(os.path.join(base_dir, text))
         else:
             raise ClusterError(f"cannot read cluster {text!r}", hint=f"write {SPEC_FORMS}")
-    return _apply_link_overrides(cluster, link_bandwidth, link_latency)
+    return apply_link_overrides(cluster, link_bandwidth, link_latency)
 
 
-def _apply_link_overrides(cluster: Cluster, bandwidth: Any, latency: Any) -> Cluster:
+def apply_link_overrides(cluster: Cluster, bandwidth: Any, latency: Any) -> Cluster:
     bw = _quantity(bandwidth, parse_bandwidth, "link bandwidth") if bandwidth is not None else None
     lat = _quantity(latency, parse_duration, "link latency") if latency is not None else None
     if bw is not None and bw <= 0:
@@ -378,6 +381,38 @@ def cluster_from_toml(data: dict[str, Any], source: str = "<toml>") -> Cluster:
     return Cluster(tuple(devices), intra=intra, inter=inter, node_names=tuple(names), source=source)
 
 
+def find_pyproject(path: str | os.PathLike[str]) -> str | None:
+    """The nearest pyproject.toml at or above `path`'s directory (the user's project settings)."""
+    here = os.path.dirname(os.path.abspath(path))
+    while True:
+        candidate = os.path.join(here, "pyproject.toml")
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(here)
+        if parent == here:
+            return None
+        here = parent
+
+
+def resolve_cluster(
+    spec: str | None,
+    *,
+    link_bandwidth: str | float | None = None,
+    link_latency: str | float | None = None,
+    near: str | os.PathLike[str] | None = None,
+) -> Cluster | None:
+    """The cluster a command line asks for: `--cluster`/`--link-*` when given, else the `[tool.dagc]`
+    defaults of the pyproject.toml nearest to `near` (the user's script), else None (one local device)."""
+    if spec is None and near is not None:
+        pyproject = find_pyproject(near)
+        cluster = cluster_from_pyproject(pyproject) if pyproject is not None else None
+        if cluster is not None:
+            return apply_link_overrides(cluster, link_bandwidth, link_latency)
+    if spec is None and link_bandwidth is None and link_latency is None:
+        return None
+    return parse_cluster_spec(spec, link_bandwidth=link_bandwidth, link_latency=link_latency)
+
+
 def cluster_from_pyproject(path: str) -> Cluster | None:
     """The `[tool.dagc]` cluster defaults of a pyproject.toml, or None when it sets none.
 
@@ -404,12 +439,12 @@ def cluster_from_pyproject(path: str) -> Cluster | None:
     if spec is None and cfile is None:
         if bw is None and lat is None:
             return None
-        return _apply_link_overrides(Cluster.local(), bw, lat)
+        return apply_link_overrides(Cluster.local(), bw, lat)
     if cfile is not None:
         if not isinstance(cfile, str):
             raise ClusterError("[tool.dagc] cluster-file must be a string path")
         cluster = load_cluster_file(os.path.join(base_dir, cfile))
-        return _apply_link_overrides(cluster, bw, lat)
+        return apply_link_overrides(cluster, bw, lat)
     if isinstance(spec, int) and not isinstance(spec, bool):
         spec = str(spec)
     if not isinstance(spec, str):

@@ -44,11 +44,10 @@ class Compilation:
 
 def find_pyproject(path: Path) -> Path | None:
     """The nearest pyproject.toml at or above `path`'s directory (the user's project settings)."""
-    for directory in [path.resolve().parent, *path.resolve().parents]:
-        candidate = directory / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
-    return None
+    from dagc.cluster import find_pyproject as nearest
+
+    found = nearest(path)
+    return Path(found) if found is not None else None
 
 
 def _is_ir_json(path: Path) -> bool:

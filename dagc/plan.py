@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass, field
@@ -19,9 +18,7 @@ from typing import Any, TextIO
 from dagc.cluster import (
     Cluster,
     ClusterError,
-    _apply_link_overrides,
-    cluster_from_pyproject,
-    parse_cluster_spec,
+    resolve_cluster,
 )
 from dagc.cost import CostModel
 from dagc.diagnostics import CompileError, Diagnostic, Severity, render_text
@@ -48,13 +45,9 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _cluster_from_args(args: argparse.Namespace) -> Cluster:
-    spec = getattr(args, "cluster", None)
-    bw, lat = getattr(args, "link_bandwidth", None), getattr(args, "link_latency", None)
-    if spec is None and os.path.exists("pyproject.toml"):
-        cluster = cluster_from_pyproject("pyproject.toml")
-        if cluster is not None:
-            return _apply_link_overrides(cluster, bw, lat)
-    return parse_cluster_spec(spec, link_bandwidth=bw, link_latency=lat)
+    cluster = resolve_cluster(getattr(args, "cluster", None), link_bandwidth=getattr(args, "link_bandwidth", None),
+                              link_latency=getattr(args, "link_latency", None), near=args.files[0])
+    return cluster if cluster is not None else Cluster.local()
 
 
 def run_plan_command(args: argparse.Namespace) -> int:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -264,6 +263,3 @@ def describe_profile(graph: Graph) -> str | None:
         text += f"; from annotations: {', '.join(rest)}"
     return text
 
-
-def finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and math.isfinite(x)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dagc.diagnostics import CompileError, DiagnosticSink
+from dagc.diagnostics import DiagnosticSink
 from dagc.frontend.extract import extract_pipeline
 from dagc.frontend.modules import PipelineDef, Project
 from dagc.frontend.source import name_span
@@ -22,10 +22,6 @@ class FrontendResult:
         self.sink = sink
         self.sources = sources
 
-    def raise_on_errors(self) -> Graph:
-        if self.sink.has_errors or self.graph is None:
-            raise CompileError(self.sink.sorted())
-        return self.graph
 
 
 def _all_pipelines(project: Project) -> list[PipelineDef]:

@@ -1053,10 +1053,6 @@ class Extractor:
         self._used.add(name)
         return name
 
-    def graph_has_param(self, name: str) -> bool:
-        assert self.graph is not None
-        return any(p.name == name for p in self.graph.params)
-
     def _add_node(self, node: Node) -> None:
         self._used.update(node.outputs)
         for value in node.outputs:

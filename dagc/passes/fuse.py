@@ -149,6 +149,15 @@ class Fuse(Pass):
         if not groups:
             return
         returned = set(graph.output_values())
+        # built once: groups are disjoint, so "read outside the group" does not change as groups fuse
+        read_by: dict[str, set[str]] = {}
+        for _, consumer, value in graph.data_edges():
+            read_by.setdefault(value, set()).add(consumer)
+        ordered_after: dict[str, list[str]] = {}  # node -> nodes that list it in their deps
+        for node in graph:
+            for dep in node.deps:
+                ordered_after.setdefault(dep, []).append(node.name)
+        fused_into: dict[str, str] = {}  # fused member -> its fused node
         for members in groups:
             nodes = [graph.node(n) for n in members]
             inside = set(members)
@@ -166,7 +175,7 @@ class Fuse(Pass):
             types: list[str | None] = []
             for n in nodes:
                 for v, t in zip(n.outputs, n.types):
-                    if v in returned or any(c not in inside for c in graph.consumers(v)):
+                    if v in returned or any(c not in inside for c in read_by.get(v, ())):
                         outputs.append(v)
                         types.append(t)
             if not outputs:
@@ -203,8 +212,11 @@ class Fuse(Pass):
             )
             graph.add_node(fused)
             # ordering deps on a member now point at the fused node
-            for other in graph:
-                if any(d in inside for d in other.deps):
+            for member in members:
+                fused_into[member] = fused.name
+            for user in {fused_into.get(u, u) for m in members for u in ordered_after.get(m, ())}:
+                if user in graph:
+                    other = graph.node(user)
                     other.deps = tuple(dict.fromkeys(fused.name if d in inside else d for d in other.deps))
-            graph.invalidate()
+        graph.invalidate()
         graph.reorder(graph.topological_order())

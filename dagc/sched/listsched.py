@@ -40,25 +40,18 @@ class Timelines:
         k = bisect_right(ends, ready)
         t = ready
         m = len(ends)
-        if m - k > SCAN_LIMIT:  # long timeline: look at SCAN_LIMIT gaps, else append at the end
+        limited = m - k > SCAN_LIMIT  # long timeline: look at SCAN_LIMIT gaps, else append at the end
+        if limited:
             if ends[k + SCAN_LIMIT] <= ready:
                 return ready
-            last = ends[-1]
             m = k + SCAN_LIMIT
-            while k < m:
-                if starts[k] - t >= dur - EPS and starts[k] >= t:
-                    return t
-                if ends[k] > t:
-                    t = ends[k]
-                k += 1
-            return last
         while k < m:
             if starts[k] - t >= dur - EPS and starts[k] >= t:
                 return t
             if ends[k] > t:
                 t = ends[k]
             k += 1
-        return t
+        return ends[-1] if limited else t
 
     def add(self, d: int, start: float, finish: float) -> None:
         starts, ends = self.starts[d], self.ends[d]
