@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import graphviz
-from dagc.ir.core import Graph, Node
 
+from dagc.ir.core import Graph, Node
 from dagc.units import format_duration, format_size
 
 __all__ = [

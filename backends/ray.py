@@ -38,7 +38,6 @@ from dagc.backends.local import (
 )
 from dagc.ir.core import REGION_OPS, Graph, Node, region_bodies
 from dagc.ir.serialize import operand_to_json
-
 from dagc.runtime.store import fingerprint, output_fingerprint, value_fingerprint
 
 __all__ = ["emit_ray", "placement_devices", "placement_mode", "task_demand", "task_fingerprints"]

@@ -31,7 +31,6 @@ from dagc.backends.graphviz import (
     pipe,
 )
 from dagc.ir.core import Graph
-
 from dagc.units import format_size
 
 __all__ = ["Bar", "Chart", "estimated", "measured", "to_svg", "render", "FORMATS"]

@@ -37,7 +37,6 @@ from dagc.backends.local import (
 from dagc.ir.core import REGION_OPS, Graph, Node
 from dagc.ir.serialize import operand_to_json
 from dagc.ir.types import Ref, Seq, operand_to_python
-
 from dagc.passes.commcheck import (
     CommPlan,
     Op,

@@ -54,9 +54,8 @@ def _best(fn, repeats: int) -> float:  # type: ignore[no-untyped-def]
 
 
 def measure(text: str, directory: Path, repeats: int) -> dict[str, float]:
-    from dagc.ir.verifier import verify
-
     from dagc.frontend import compile_source
+    from dagc.ir.verifier import verify
 
     path = directory / "bench.py"
     path.write_text(text, encoding="utf-8")

@@ -161,8 +161,8 @@ def _placement_group_costs(module, reps: int, cpus: float) -> tuple[float, float
 def run(quick: bool = False) -> str:
     """The benchmark as a markdown section (`quick`: fewer repetitions)."""
     import ray
-    from dagc.backends.ray import emit_ray
 
+    from dagc.backends.ray import emit_ray
     from dagc.cluster import parse_cluster_spec
     from dagc.driver import compile_file
 

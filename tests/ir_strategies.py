@@ -22,10 +22,11 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from hypothesis import strategies as st
+
 from dagc.ir.core import OPS, Graph, Node, Param, output_name
 from dagc.ir.location import SourceSpan
 from dagc.ir.types import Const, Map, Operand, Ref, Seq, TaskOptions
-from hypothesis import strategies as st
 
 __all__ = [
     "graphs",

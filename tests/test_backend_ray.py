@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
+
 from dagc.backends import emit
 from dagc.backends.ray import emit_ray
-
 from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
 from dagc.runtime import read_events

@@ -20,6 +20,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from torch.distributed.launcher.api import elastic_launch  # noqa: E402
+
 from dagc.backends import emit  # noqa: E402
 from dagc.backends.torch import (  # noqa: E402
     PIPELINE_PASSES,
@@ -29,8 +31,6 @@ from dagc.backends.torch import (  # noqa: E402
     pipeline_steps,
     static_tensor,
 )
-from torch.distributed.launcher.api import elastic_launch  # noqa: E402
-
 from dagc.cluster import parse_cluster_spec  # noqa: E402
 from dagc.driver import compile_file  # noqa: E402
 from dagc.runtime.events import read_events  # noqa: E402

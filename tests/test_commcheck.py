@@ -8,14 +8,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from dagc.ir.core import Graph, Node, Param
-from dagc.ir.location import SourceSpan
-from dagc.ir.types import Const, Ref, TaskOptions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dagc.cluster import parse_cluster_spec
 from dagc.diagnostics import DiagnosticSink
+from dagc.ir.core import Graph, Node, Param
+from dagc.ir.location import SourceSpan
+from dagc.ir.types import Const, Ref, TaskOptions
 from dagc.passes.base import PassContext, PassManager, parse_pipeline
 from dagc.passes.commcheck import (
     DEADLOCK_CODE,
@@ -194,7 +194,6 @@ def _evaluate(graph: Graph, combine) -> object:
 def test_random_emitted_programs_run(tmp_path: Path, seed: int) -> None:
     pytest.importorskip("torch")
     from dagc.backends import emit
-
     from tests.test_backend_torch import launch
 
     (tmp_path / "randmod.py").write_text(textwrap.dedent(RANDMOD))

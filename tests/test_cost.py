@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from dagc.ir.core import Graph, Node
-from dagc.ir.types import Ref, TaskOptions
 
 from dagc.cluster import Cluster, Device
 from dagc.cost import DEFAULT_COST, DEFAULT_OUT_SIZE, LAUNCH_OVERHEAD, CostModel
+from dagc.ir.core import Graph, Node
+from dagc.ir.types import Ref, TaskOptions
 
 
 def _graph() -> Graph:

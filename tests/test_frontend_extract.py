@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dagc.ir.types import Const, Ref, Seq
-
 from dagc.frontend import compile_source
+from dagc.ir.types import Const, Ref, Seq
 from tests.conftest import SAMPLES
 
 

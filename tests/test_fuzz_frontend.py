@@ -17,13 +17,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from dagc.ir import verify
-from dagc.ir.parser import parse_graph
-from dagc.ir.printer import print_graph
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dagc.frontend import compile_source
+from dagc.ir import verify
+from dagc.ir.parser import parse_graph
+from dagc.ir.printer import print_graph
 from tests.conftest import SAMPLES
 
 SECONDS_PER_INPUT = 20

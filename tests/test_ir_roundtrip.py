@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import dagc.ir as ir
 import jsonschema
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dagc.ir as ir
 from dagc.ir import (
     Const,
     Graph,
@@ -32,9 +35,6 @@ from dagc.ir import (
 from dagc.ir.parser import parse_operand
 from dagc.ir.printer import format_operand, print_node
 from dagc.ir.serialize import graph_from_json, graph_to_json, node_from_json, node_to_json
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from tests.ir_strategies import graphs
 
 REPO = Path(__file__).resolve().parent.parent

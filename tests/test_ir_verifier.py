@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import time
 
-from dagc.ir import Const, Graph, Map, Node, Param, Ref, Seq, SourceSpan, TaskOptions, parse_graph, verify
 from hypothesis import HealthCheck, given, settings
 
 from dagc.diagnostics import Diagnostic, Severity, render_text
+from dagc.ir import Const, Graph, Map, Node, Param, Ref, Seq, SourceSpan, TaskOptions, parse_graph, verify
 from tests.ir_strategies import graphs
 from tests.test_ir_roundtrip import quickstart
 

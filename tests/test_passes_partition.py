@@ -5,15 +5,15 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from dagc.ir.core import Graph, Node
-from dagc.ir.location import SourceSpan
-from dagc.ir.types import Const, Ref, Seq, TaskOptions
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dagc.cluster import Cluster, parse_cluster_spec
 from dagc.cost import CostModel
 from dagc.diagnostics import CompileError
+from dagc.ir.core import Graph, Node
+from dagc.ir.location import SourceSpan
+from dagc.ir.types import Const, Ref, Seq, TaskOptions
 from dagc.passes import PassContext, PassManager, parse_pipeline
 from dagc.passes.stages import split_chain, stage_times
 from dagc.sched import Problem, validate

@@ -7,14 +7,14 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from dagc.backends import emit
+from dagc.frontend import compile_source
 from dagc.ir import verify
 from dagc.ir.parser import parse_graph
 from dagc.ir.printer import print_graph
 from dagc.ir.serialize import dumps, loads
 from dagc.ir.types import Const, Ref, Seq
-
-from dagc.frontend import compile_source
 
 TASKS = """
 import dagc

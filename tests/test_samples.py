@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from dagc.backends import BACKENDS, emit
 
+from dagc.backends import BACKENDS, emit
 from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
 from tests.conftest import SAMPLES
@@ -120,7 +120,6 @@ def test_ray_equals_plain_run(tmp_path: Path, sample: str, plain, ray_cluster, r
 def test_torch_equals_plain_run(tmp_path: Path, sample: str, devices: str, plain, request) -> None:
     _known_gap(request, "torch", sample)
     from dagc.backends.torch import REQUIRED_PASSES
-
     from tests.test_backend_torch import launch
 
     params = _params(sample, tmp_path)

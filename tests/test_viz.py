@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from dagc.backends.graphviz import (
     CRITICAL_COLOUR,
     FocusError,
@@ -17,13 +18,12 @@ from dagc.backends.graphviz import (
     pipe,
     to_dot,
 )
-from dagc.ir.core import Graph, Node, Param
-from dagc.ir.location import SourceSpan
-from dagc.ir.types import Const, Ref, Seq, TaskOptions
-
 from dagc.cluster import parse_cluster_spec
 from dagc.cost import CostModel
 from dagc.driver import compile_file
+from dagc.ir.core import Graph, Node, Param
+from dagc.ir.location import SourceSpan
+from dagc.ir.types import Const, Ref, Seq, TaskOptions
 from dagc.passes.base import PassContext, PassManager, parse_pipeline
 from tests.conftest import REPO, run_dagc
 

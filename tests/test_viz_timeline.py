@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
+
 from dagc.backends import timeline
 from dagc.backends.graphviz import CRITICAL_COLOUR, device_colour
-
 from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
 from dagc.profile import load_run

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from dagc.backends import emit
 
+from dagc.backends import emit
 from dagc.driver import compile_file
 from dagc.frontend import compile_source
 from tests.test_backend_local import _plain_result
