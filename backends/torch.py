@@ -41,6 +41,7 @@ from dagc.passes.commcheck import (
     CommPlan,
     Op,
     check_plan,
+    is_order_token,
     node_ranks,
     plan_communication,
     problems_to_diagnostics,
@@ -200,6 +201,10 @@ def _emit_rank(w: CodeWriter, graph: Graph, plan: CommPlan, rank: int, ops: list
                 owner = plan.home[node.name][0] == rank
                 assign = [owner and o in used for o in node.outputs]
                 _task_lines(w, node, names, aliases, assign, inner_used)
+            elif op.kind == "send" and is_order_token(op.value):
+                w.line(f"rt.send(None, {op.tag})  # `{op.value[:-5]}` has finished: tell rank {op.peer}")  # type: ignore[index]
+            elif op.kind == "recv" and is_order_token(op.out):
+                w.line(f"rt.recv({op.tag})  # wait until `{op.out[:-5]}` has finished on rank {op.peer}")  # type: ignore[index]
             elif op.kind == "send":
                 w.line(f"rt.send({names[op.value]}, {op.tag})  # %{op.value} to rank {op.peer}")  # type: ignore[index]
             elif op.kind == "recv":

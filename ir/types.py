@@ -114,6 +114,8 @@ class TaskOptions:
     resources: tuple[tuple[str, float], ...] = field(default=())
     reads: tuple[str, ...] = ()
     writes: tuple[str, ...] = ()
+    pure: bool = False
+    readonly: tuple[str, ...] = ()
 
     def non_default(self) -> dict[str, object]:
         """Fields whose value differs from the default, in field order (for printing)."""

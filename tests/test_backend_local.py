@@ -71,7 +71,7 @@ def test_cse_and_dce_change_what_runs(tmp_path: Path, write_project) -> None:
 
         CALLS = []
 
-        @dagc.task
+        @dagc.task(pure=True)
         def load(x):
             return x * 2
 
@@ -81,7 +81,7 @@ def test_cse_and_dce_change_what_runs(tmp_path: Path, write_project) -> None:
 
         @dagc.task
         def unused(x):
-            raise RuntimeError("dce must remove this")
+            raise RuntimeError("dce must remove this")  # no effects: only its (unused) result
 
         @dagc.pipeline
         def p():

@@ -37,6 +37,7 @@ from dagc.frontend.modules import (
     TaskDef,
     static_option_value,
 )
+from dagc.frontend.effects import EffectAnalyzer
 from dagc.frontend.source import name_span
 from dagc.frontend.static import (
     BUILTIN,
@@ -49,6 +50,7 @@ from dagc.frontend.static import (
 )
 from dagc.frontend.typecheck import compatible, describe_mismatch, item_type
 from dagc.ir.core import Graph, Node, Param, output_name
+from dagc.ir.effects import order_by_effects
 from dagc.ir.location import SourceSpan
 from dagc.ir.types import Const, Map, Operand, Ref, Seq, iter_refs, operand_from_python
 
@@ -288,6 +290,10 @@ class Extractor:
         self._shapes: dict[int, tuple[Any, ...]] = {}  # per task signature: binding tables
         self._return_spans: dict[int, SourceSpan | None] = {}
         self._modules_used: set[str] = set()
+        self._effects = EffectAnalyzer(project)
+        self._bound_exprs: dict[str, ast.expr] = {}  # parameter -> argument expression, of the last bind
+        self._last_task: Node | None = None  # node of the task call evaluated last
+        self._effect_warned: set[tuple[int, str]] = set()
 
     # ---- entry ------------------------------------------------------------------------------------
     def extract(self, pipeline: PipelineDef, overrides: dict[str, Any]) -> Graph:
@@ -344,6 +350,7 @@ class Extractor:
                             hint="return task results, parameters or literals")
             graph.returns = Const(None)
         self._check_reads()
+        order_by_effects(graph)
         graph.modules = dict(sorted((m, f) for m, f in self.project.files.items() if self._module_used(m)))
         return graph
 
@@ -404,7 +411,9 @@ class Extractor:
                 return  # a string used as a comment
             if self._append(stmt.value, scope, info):
                 return
+            self._last_task = None
             self._eval(stmt.value, scope, info)
+            self._check_discarded(stmt.value, info)
             return
         if isinstance(stmt, ast.Assign):
             if isinstance(stmt.value, ast.Call) and len(stmt.targets) == 1:
@@ -1028,6 +1037,7 @@ class Extractor:
         return TaskOptions()
 
     def _close_region(self, node: Node, body: list[Node]) -> None:
+        _aggregate_effects(node, body)
         for inner in body:
             self._owner[inner.name] = node.name
         for value in node.outputs:
@@ -1570,6 +1580,7 @@ class Extractor:
                  and p.default is None],
             )
         positional, var_pos, var_kw, keywordable, by_name, required = shape
+        self._bound_exprs = {}
         bound: set[str] = set()
         args: list[Operand] = []
         kwargs: list[tuple[str, Operand]] = []
@@ -1602,6 +1613,7 @@ class Extractor:
             args.append(operand)
             if param is not None:
                 named[param.name] = operand
+                self._bound_exprs[param.name] = arg
                 self._check_type(operand, param, task, arg, info)
         for kw in call.keywords:
             if kw.arg is None:
@@ -1636,6 +1648,7 @@ class Extractor:
                 raise
             kwargs.append((kw.arg, operand))
             named[kw.arg] = operand
+            self._bound_exprs[kw.arg] = kw.value
             if kw.arg in by_name:
                 self._check_type(operand, by_name[kw.arg], task, kw.value, info)
         missing = [p.name for p in required if p.name not in bound]
@@ -1753,6 +1766,8 @@ class Extractor:
                 self._writers[path] = (name, span)
         node = Node(name, "task", task.target, tuple(args), tuple(kwargs), outputs, types, options,
                     span, tuple(deps))
+        self._record_effects(node, task, named, scope, info)
+        self._last_task = node
         if scope.inlined:
             node.attrs["frontend.scope"] = scope.inlined
         self._add_node(node)
@@ -1770,6 +1785,143 @@ class Extractor:
         if n_outputs == 1:
             return Dyn(Ref(outputs[0]))
         return tuple(Dyn(Ref(o)) for o in outputs)
+
+    # ---- effects ----------------------------------------------------------------------------------
+    def _record_effects(self, node: Node, task: TaskDef, named: dict[str, Operand], scope: Scope,
+                        info: ModuleInfo) -> None:
+        """Write what the call may do into `node.attrs` (see dagc.ir.effects), after the task's
+        declarations; a list or dict built in the pipeline that the task changes becomes a value."""
+        options = task.options
+        effects = self._effects.of_task(task)
+        self._check_declarations(task, effects)
+        if options.pure:
+            return
+        where = task.source.display
+        if options.side_effects:
+            node.attrs["effects.io"] = "declared side_effects=True"
+        elif effects.world is not None:
+            node.attrs["effects.io"] = f"{effects.world.reason} ({where}:{effects.world.line})"
+        if effects.rng is not None:
+            node.attrs["effects.rng"] = f"{effects.rng.reason} ({where}:{effects.rng.line})"
+            if effects.seeds:
+                node.attrs["effects.seeded"] = True
+            self._warn_rng(task, effects, node)
+        if effects.globals_written:
+            node.attrs["effects.writes"] = sorted(effects.globals_written)
+        if effects.globals_read:
+            node.attrs["effects.reads"] = sorted(effects.globals_read)
+        mutated: dict[str, None] = {}
+        var_pos = next((p.name for p in task.sig.params if p.kind == "var_positional"), None)
+        var_kw = next((p.name for p in task.sig.params if p.kind == "var_keyword"), None)
+        for param in effects.mutates:
+            if param in options.readonly:
+                continue
+            if param in (var_pos, var_kw):  # *args / **kwargs: any argument not bound to a named parameter
+                bound = set(named.values())
+                operands = [o for o in node.operands() if o not in bound]
+            elif param in named:
+                operands = [self._materialize(param, named[param], node, scope, info)]
+            else:
+                continue  # a default value: the task's own object
+            for operand in operands:
+                mutated.update(dict.fromkeys(iter_refs(operand)))
+        if mutated:
+            node.attrs["effects.mutates"] = list(mutated)
+
+    def _check_declarations(self, task: TaskDef, effects: Any) -> None:
+        """`pure=True` and `readonly=[...]` against what the body shows (once per task)."""
+        key = (id(task), "declared")
+        if key in self._effect_warned:
+            return
+        self._effect_warned.add(key)
+        options = task.options
+        display = task.source.display
+
+        def at(evidence: Any) -> SourceSpan:
+            return SourceSpan(display, evidence.line, evidence.col + 1)
+
+        task_span = name_span(task.source, task.node)
+        if options.pure and options.side_effects:
+            self.sink.error("DAGC155", f"task `{task.name}` is declared both pure=True and side_effects=True",
+                            task_span, hint="a pure task has no effects; keep one of the two")
+        params = set(task.sig.names()) | {p.name for p in task.sig.params}
+        for name in options.readonly:
+            if name not in params:
+                self.sink.error("DAGC121", f"readonly names `{name}`, which is not a parameter of `{task.name}`",
+                                task_span, hint=f"parameters: {', '.join(task.sig.names()) or 'none'}")
+            elif name in effects.mutates:
+                evidence = effects.mutates[name]
+                self.sink.warning("DAGC155", f"`{name}` is declared readonly, but `{task.name}` {evidence.reason}",
+                                  at(evidence), hint=f"if this changes `{name}`, remove it from readonly=[...]; "
+                                  "dagc trusts the declaration and may run this task on a copy")
+        if options.pure:
+            found = next(iter(effects.mutates.items()), None)
+            if found is not None:
+                self.sink.warning("DAGC155", f"task `{task.name}` is declared pure=True, but it {found[1].reason} "
+                                  f"(parameter `{found[0]}`)", at(found[1]),
+                                  hint="a pure task may be merged, removed or run on a copy; drop pure=True "
+                                  "(or list the parameters it only reads in readonly=[...])")
+            elif effects.globals_written:
+                name, evidence = next(iter(effects.globals_written.items()))
+                self.sink.warning("DAGC155", f"task `{task.name}` is declared pure=True, but it {evidence.reason}",
+                                  at(evidence), hint="a pure task may be merged or removed; drop pure=True")
+
+    def _materialize(self, param: str, operand: Operand, node: Node, scope: Scope, info: ModuleInfo) -> Operand:
+        """A list or dict bound to a name in the pipeline and changed by a task is one object in plain
+        Python, shared by every later use: make it a value (a glue node) so that it is one here too."""
+        expr = self._bound_exprs.get(param)
+        if isinstance(operand, Ref) or not isinstance(expr, ast.Name) or not isinstance(operand, (Seq, Map)):
+            return operand
+        if isinstance(operand, Seq) and operand.kind == "tuple":
+            return operand  # a tuple cannot change; its items are marked one by one
+        if self._blocks:
+            self.sink.error("DAGC154", f"`{expr.id}` is built in the pipeline and changed in place by "
+                            f"`{node.name}` inside a run-time loop or branch", info.source.span(expr),
+                            hint=f"build `{expr.id}` in a task (e.g. `{expr.id} = new_list()`), or have the task "
+                            "return the new value")
+            raise ExtractError
+        value = scope.env.get(expr.id)
+        name = self._node_name(scope.prefix + expr.id + scope.suffix)
+        glue = Node(name, "glue", "_0", (operand,), (), (name,), ("list" if isinstance(operand, Seq) else "dict",),
+                    span=info.source.span(expr))
+        self._add_node(glue)
+        for key, bound in list(scope.env.items()):
+            if bound is value:
+                scope.env[key] = Dyn(Ref(name))
+        node.args = tuple(Ref(name) if a == operand and a is operand else a for a in node.args)
+        node.kwargs = tuple((k, Ref(name) if v is operand else v) for k, v in node.kwargs)
+        return Ref(name)
+
+    def _warn_rng(self, task: TaskDef, effects: Any, node: Node) -> None:
+        key = (id(task), "rng")
+        if effects.seeds or key in self._effect_warned:
+            return
+        self._effect_warned.add(key)
+        evidence = effects.rng
+        self.sink.warning(
+            "DAGC150", f"task `{task.name}` draws from the global random number generator without seeding it",
+            node.span,
+            notes=[Note(evidence.reason, SourceSpan(task.source.display, evidence.line, evidence.col + 1))],
+            hint="its result depends on the draws made before it in the same process; dagc keeps plain "
+            "Python's order by running every such task in one process, one after another. To make it "
+            "independent and free to run anywhere, seed inside the task (`torch.manual_seed(seed)`) or "
+            "use a generator (`torch.Generator().manual_seed(seed)`, `random.Random(seed)`); "
+            "declare `pure=True` if the draws do not affect the result")
+
+    def _check_discarded(self, call: ast.expr, info: ModuleInfo) -> None:
+        """A task call used as a statement: kept when it has effects (the common case: it updates its
+        arguments), else it computes a value nobody reads, which `dce` removes; say so."""
+        node = self._last_task
+        if node is None or not isinstance(call, ast.Call) or node.span != info.source.span(call):
+            return
+        from dagc.ir.effects import has_effects
+
+        if has_effects(node):
+            return
+        why = "it is declared pure=True" if node.options.pure else "it changes none of its arguments and " \
+              "has no other effect"
+        self.sink.warning("DAGC151", f"the result of `{node.name}` is discarded and {why}: `dce` removes this call",
+                          node.span, hint="use its result, or mark the task side_effects=True to run it anyway")
 
     def _check_reads(self) -> None:
         produced_dirs = {os.path.dirname(p) for p in self._writers}
@@ -1905,6 +2057,37 @@ def _ref_name(operand: Operand) -> str:
 
 def _same(a: str | None, b: str | None) -> str | None:
     return a if a == b else None
+
+
+def _aggregate_effects(node: Node, body: list[Node]) -> None:
+    """A region's effects: those of its bodies, on the values it reads from outside (a value carried
+    into a loop stands for the outer value it starts from)."""
+    from dagc.ir.effects import node_effects
+
+    inner = _region_defined(node) | {o for n in body for o in n.outputs}
+    carried = list(node.attrs.get("region.carried") or ())
+    start = {c: list(iter_refs(node.args[i])) for i, c in enumerate(carried) if i < len(node.args)}
+    mutates: dict[str, None] = {}
+    writes: dict[str, None] = {}
+    reads: dict[str, None] = {}
+    io = rng = None
+    seeded = True
+    for n in body:
+        eff = node_effects(n)
+        seeded = seeded and (eff.seeded or not eff.rng)
+        for value in eff.mutates:
+            for outer in start.get(value, [value]):
+                if outer not in inner:
+                    mutates.setdefault(outer, None)
+        writes.update(dict.fromkeys(eff.writes))
+        reads.update(dict.fromkeys(eff.reads))
+        io = io or eff.io
+        rng = rng or eff.rng
+    for key, value in (("effects.mutates", list(mutates)), ("effects.io", io), ("effects.rng", rng),
+                       ("effects.writes", sorted(writes)), ("effects.reads", sorted(reads)),
+                       ("effects.seeded", bool(rng) and seeded)):
+        if value:
+            node.attrs[key] = value
 
 
 def _region_defined(node: Node) -> set[str]:

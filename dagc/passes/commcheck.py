@@ -49,6 +49,8 @@ __all__ = [
     "check_plan",
     "node_ranks",
     "DEADLOCK_CODE",
+    "order_token",
+    "is_order_token",
 ]
 
 # Diagnostic code for an order that could block (an internal error when the emitter's own order
@@ -268,19 +270,60 @@ def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
             for dst in home[name]:
                 move(name, value, node.outputs[0], src, dst)
             continue
-        inputs[name] = tuple(node.input_values())
+        # an ordering edge from a task on another rank is a message too: an empty one, sent when
+        # that task has finished (the waiting rank reads nothing else of it)
+        tokens = [order_token(dep) for dep in _order_deps(graph, node)
+                  if any(r not in home[dep] for r in home[name])]
+        inputs[name] = (*node.input_values(), *tokens)
         outputs[name] = tuple(node.outputs)
         for rank in home[name]:
             for value in inputs[name]:
+                if is_order_token(value) and rank in home[token_task(value)]:
+                    continue
                 fetch(name, value, rank)
         steps.append(Step("run", name, ranks=home[name]))
         for value in node.outputs:
             holders[value] = [home[name][0]]
             copies[(value, home[name][0])] = value
+        holders[order_token(name)] = [home[name][0]]
     returns = tuple(dict.fromkeys(graph.output_values()))
     for value in returns:
         fetch("<return>", value, 0)
     return CommPlan(n_ranks, steps, home, {n.name: n.span for n in graph}, params, inputs, outputs, returns)
+
+
+_TOKEN = "!done"
+
+
+def order_token(task: str) -> str:
+    """The pseudo-value a task's rank sends to say that the task finished (an ordering edge)."""
+    return f"{task}{_TOKEN}"
+
+
+def is_order_token(value: str | None) -> bool:
+    return value is not None and value.endswith(_TOKEN)
+
+
+def token_task(value: str) -> str:
+    return value[: -len(_TOKEN)]
+
+
+def _order_deps(graph: Graph, node: Node) -> list[str]:
+    """Nodes `node` must follow without reading their outputs (a transfer stands for its source)."""
+    reads = {p.name for v in node.input_values() if (p := graph.producer(v)) is not None}
+    out: dict[str, None] = {}
+    todo = list(node.deps)
+    seen: set[str] = set()
+    while todo:
+        dep = todo.pop(0)
+        if dep in seen or dep not in graph:
+            continue
+        seen.add(dep)
+        if graph.node(dep).op == "transfer":
+            todo.extend(graph.predecessors(dep))
+        elif dep not in reads:
+            out.setdefault(dep, None)
+    return list(out)
 
 
 @dataclass(frozen=True)

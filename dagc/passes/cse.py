@@ -1,4 +1,4 @@
-"""`cse`: merge identical calls of side-effect-free tasks."""
+"""`cse`: merge identical calls of tasks declared `pure=True`."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from dagc.ir.core import Graph
+from dagc.ir.effects import has_effects
 from dagc.passes._rewrite import replace_uses, substitute
 from dagc.passes.base import Pass, PassContext, register
 
@@ -13,8 +14,11 @@ from dagc.passes.base import Pass, PassContext, register
 @register
 @dataclass(frozen=True)
 class CommonSubexpressionElimination(Pass):
-    """Pre: verified graph. Post: no two side-effect-free nodes have the same op, target, operands,
-    options, ordering deps and output count; uses of a removed duplicate read the kept node.
+    """Pre: verified graph. Post: no two nodes of pure tasks (`pure=True`: no effects, the result
+    depends only on the arguments) have the same op, target, operands, options, ordering deps and
+    output count; uses of a removed duplicate read the kept node. Calls of any other task are kept
+    apart: a task without arguments may draw random numbers, read a clock or a file. Each merge is
+    reported as a warning at the call (DAGC153).
 
     Nodes are visited in topological order so that chains of duplicates collapse in one run.
     """
@@ -32,7 +36,7 @@ class CommonSubexpressionElimination(Pass):
                 node.kwargs = tuple((k, substitute(v, mapping)) for k, v in node.kwargs)
             if merged and any(d in merged for d in node.deps):
                 node.deps = tuple(dict.fromkeys(merged.get(d, d) for d in node.deps))
-            if node.options.side_effects or node.op != "task":
+            if node.op != "task" or not node.options.pure or has_effects(node):
                 continue
             key = (node.op, node.target, node.args, node.kwargs, node.options, node.deps, node.n_outputs)
             kept = seen.get(key)
@@ -44,4 +48,6 @@ class CommonSubexpressionElimination(Pass):
             merged[name] = kept
             graph.remove_node(name)
             ctx.remark(self.name, f"merged `{name}` ({node.span}) into identical `{kept}` ({kept_node.span})", name)
+            ctx.sink.warning("DAGC153", f"`{name}` is merged into `{kept}`: same pure task, same arguments",
+                             node.span, hint="drop pure=True from the task to run every call")
         replace_uses(graph, mapping)

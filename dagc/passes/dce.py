@@ -1,4 +1,4 @@
-"""`dce`: remove tasks whose results reach neither a pipeline output nor a side-effecting task."""
+"""`dce`: remove tasks that have no effects and whose results reach nothing that is kept."""
 
 from __future__ import annotations
 
@@ -6,23 +6,30 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from dagc.ir.core import Graph
+from dagc.ir.effects import final_writers, has_effects
 from dagc.passes.base import Pass, PassContext, register
 
 
 @register
 @dataclass(frozen=True)
 class DeadCodeElimination(Pass):
-    """Pre: verified graph. Post: every node is an ancestor-or-self of a returned value's producer
-    or of a node marked `side_effects`; side-effecting nodes are always kept."""
+    """Pre: verified graph. Post: every node is an ancestor-or-self (through data and ordering edges)
+    of a returned value's producer, of the last node to change the state a returned value belongs
+    to, or of a node with effects (dagc.ir.effects: it changes an argument, acts on the world, draws
+    from the global RNG, changes module state); nodes with effects are always kept.
+
+    Each removal is reported as a warning at the call (DAGC152), naming the option that keeps it."""
 
     name: ClassVar[str] = "dce"
 
     def apply(self, ctx: PassContext, graph: Graph) -> None:
-        roots = [n.name for n in graph if n.options.side_effects]
-        for value in graph.output_values():
+        roots = [n.name for n in graph if has_effects(n)]
+        outputs = graph.output_values()
+        for value in outputs:
             producer = graph.producer(value)
             if producer is not None:
                 roots.append(producer.name)
+        roots.extend(final_writers(graph, outputs))
         live: set[str] = set()
         stack = list(roots)
         while stack:
@@ -35,7 +42,11 @@ class DeadCodeElimination(Pass):
             if node.name not in live:
                 graph.remove_node(node.name)
                 ctx.remark(self.name, f"removed `{node.name}` ({node.span}): its result is never used "
-                           "and it is not marked side_effects=True", node.name)
+                           "and it has no effects", node.name)
+                if node.op == "task":
+                    ctx.sink.warning("DAGC152", f"`{node.name}` is removed: its result is never used and it "
+                                     "has no effects", node.span,
+                                     hint="use its result, or mark the task side_effects=True to run it anyway")
         # ordering deps on removed nodes no longer order anything
         for node in graph:
             if any(dep not in graph for dep in node.deps):

@@ -97,11 +97,61 @@ class Partition(Pass):
             )
         p = build_problem(ctx, graph)
         s = schedule(p, self.algo, seed=self.seed, budget=self.budget)
+        if p.D > 1 and pin_state(ctx, graph, p, s):
+            s = schedule(p, self.algo, seed=self.seed, budget=self.budget)
         for node, devs in zip(graph.nodes, s.devices):
             node.attrs["partition.device"] = device_attr(devs)
         graph.attrs["partition.algo"] = self.algo
         graph.attrs["partition.cluster"] = cluster_record(ctx.cluster)
         remember(ctx, graph, p, s)
+
+
+def pin_state(ctx: PassContext, graph: Graph, p: Problem, s: Schedule) -> bool:
+    """Hold every node that touches one piece of state (dagc.ir.effects.state_groups) to one device:
+    the eligible device where the unconstrained schedule `s` put most of their work. Narrows
+    `p.eligible` in place; returns whether anything was pinned. DAGC304 when no device fits them all."""
+    from dagc.ir.effects import state_groups
+
+    groups = state_groups(graph)
+    if not groups:
+        return False
+    index = {name: i for i, name in enumerate(p.names)}
+    diags = []
+    for group in groups:
+        members = [index[n] for n in group.nodes if n in index]
+        multi = [i for i in members if p.need[i] > 1]
+        if multi:
+            node = graph.node(p.names[multi[0]])
+            diags.append(Diagnostic(
+                "DAGC304", Severity.ERROR,
+                f"multi-rank task `{node.name}` touches state shared with other tasks (`{group.name}`: {group.why})",
+                node.span, hint="each rank of a multi-rank task is its own process; pass it what it needs and have "
+                "it return the result (rank 0's value), instead of changing an argument in place"))
+            continue
+        common = set(range(p.D))
+        for i in members:
+            common &= set(p.eligible[i])
+        if not common:
+            node = graph.node(group.nodes[0])
+            diags.append(Diagnostic(
+                "DAGC304", Severity.ERROR,
+                f"no device can run all {len(members)} tasks that share the state `{group.name}` ({group.why})",
+                node.span, hint="tasks that share state run in one process; make their gpus/memory fit one device, "
+                "or stop sharing the object (return a new value instead of changing an argument)"))
+            continue
+        load = {d: 0.0 for d in common}
+        for i in members:
+            for d in s.devices[i]:
+                if d in load:
+                    load[d] += p.dur[i][p.cls_of[d]]
+        device = min(sorted(common), key=lambda d: -load[d])
+        for i in members:
+            p.eligible[i] = (device,)
+        ctx.remark("partition", f"{len(members)} tasks share the state `{group.name}` ({group.why}): all on "
+                   f"device {device}", group.nodes[0])
+    if diags:
+        raise CompileError(diags)
+    return True
 
 
 def cluster_record(cluster: Cluster | None) -> dict[str, object]:

@@ -1,0 +1,298 @@
+"""Effects of IR nodes, and the state they share: the one place passes and backends ask about them.
+
+The frontend records on each node what its task may do besides computing its result
+(docs/ir.md, "Effects and state"):
+  effects.mutates  value names the node may change in place (its arguments, as in plain Python)
+  effects.io       why it may act on the world (prints, writes files, calls code dagc does not know)
+  effects.rng      why it draws from (or seeds) a global random number generator
+  effects.seeded   it seeds that generator itself, so its draws do not depend on earlier tasks
+  effects.writes   module-level names it may change (`module.NAME`)
+  effects.reads    module-level names it reads that some task may change
+A node with none of these (and a task declared `pure=True`) has no effects.
+
+State: values that may share objects form alias classes (a task's non-scalar result may share
+objects with any of its inputs; a node's outputs with the node's inputs). A class that something
+mutates is *state*; the global RNG and each mutated module-level name are state too. Every node
+that touches a piece of state runs in the one process that holds it, in program order: the
+frontend adds the ordering edges (read after write, write after read, write after write), the
+partitioner keeps the touching nodes on one device, and each backend runs them in one process.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .core import Graph, Node
+
+__all__ = ["NodeEffects", "node_effects", "has_effects", "StateGroup", "state_groups", "order_by_effects",
+           "final_writers", "RNG_CELL", "EFFECT_ATTRS"]
+
+RNG_CELL = "rng:global"
+EFFECT_ATTRS = ("effects.mutates", "effects.io", "effects.rng", "effects.writes", "effects.reads")
+_SCALARS = frozenset({"int", "float", "str", "bool", "None", "bytes", "complex"})
+
+
+@dataclass(frozen=True)
+class NodeEffects:
+    mutates: tuple[str, ...] = ()
+    io: str | None = None
+    rng: str | None = None
+    writes: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
+    seeded: bool = False
+
+    @property
+    def any(self) -> bool:
+        # a task that seeds the generator itself matters to later unseeded draws only, which are
+        # ordered after it (and kept) by the state analysis
+        return bool(self.mutates or self.io or (self.rng and not self.seeded) or self.writes)
+
+
+def _members(node: Node) -> list[Node]:
+    if node.op != "fused":
+        return []
+    from .serialize import node_from_json
+
+    return [node_from_json(m) for m in node.attrs.get("fuse.members", [])]
+
+
+def node_effects(node: Node) -> NodeEffects:
+    """The effects a node records (a fused group: the union of its members')."""
+    nodes = [node, *_members(node)]
+    mutates: dict[str, None] = {}
+    writes: dict[str, None] = {}
+    reads: dict[str, None] = {}
+    io = rng = None
+    seeded = True
+    for n in nodes:
+        seeded = seeded and (bool(n.attrs.get("effects.seeded")) or not n.attrs.get("effects.rng"))
+        mutates.update(dict.fromkeys(n.attrs.get("effects.mutates") or ()))
+        writes.update(dict.fromkeys(n.attrs.get("effects.writes") or ()))
+        reads.update(dict.fromkeys(n.attrs.get("effects.reads") or ()))
+        io = io or n.attrs.get("effects.io") or ("declared side_effects=True" if n.options.side_effects else None)
+        rng = rng or n.attrs.get("effects.rng")
+    return NodeEffects(tuple(mutates), io, rng, tuple(writes), tuple(reads), bool(rng) and seeded)
+
+
+def has_effects(node: Node) -> bool:
+    """Whether removing or merging `node` could change what the program computes or does."""
+    return node_effects(node).any
+
+
+def _is_scalar(type_text: str | None) -> bool:
+    if type_text is None:
+        return False
+    text = type_text.replace(" ", "")
+    if text in _SCALARS:
+        return True
+    if text.startswith(("tuple[", "Tuple[")) and text.endswith("]"):
+        inner, depth, parts, start = text[text.index("[") + 1:-1], 0, [], 0
+        for i, ch in enumerate(inner):
+            depth += ch == "["
+            depth -= ch == "]"
+            if ch == "," and depth == 0:
+                parts.append(inner[start:i])
+                start = i + 1
+        parts.append(inner[start:])
+        return all(p == "..." or _is_scalar(p) for p in parts)
+    return "|" in text and all(_is_scalar(p) for p in text.split("|"))
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, x: str) -> str:
+        parent = self.parent.setdefault(x, x)
+        while parent != x:
+            grand = self.parent[parent]
+            self.parent[x] = grand
+            x, parent = parent, grand
+        return x
+
+    def union(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            # keep the smaller name as the root: deterministic whatever the order of unions
+            if rb < ra:
+                ra, rb = rb, ra
+            self.parent[rb] = ra
+
+
+@dataclass
+class StateGroup:
+    """One piece of state and everything that touches it. `name` is its first value in program order
+    (or `rng:global`, `global:module.NAME`); `nodes` in program order; `why` names a mutating node
+    and its reason, for messages."""
+
+    name: str
+    cells: list[str] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    why: str = ""
+
+
+def _cells(node: Node, effects: NodeEffects, rng_shared: bool) -> tuple[list[str], list[str], list[str]]:
+    """(value cells the node reads, non-scalar value cells it produces, implicit cells it touches).
+    The global RNG is shared state only when some task draws from it without seeding it first."""
+    inputs = node.input_values()
+    outputs = [o for o, t in zip(node.outputs, node.types) if not _is_scalar(t)] if node.op != "transfer" else []
+    implicit = [f"global:{name}" for name in (*effects.writes, *effects.reads)]
+    if effects.rng and rng_shared:
+        implicit.append(RNG_CELL)
+    return inputs, outputs, implicit
+
+
+@dataclass
+class _Analysis:
+    cells: _UnionFind
+    stateful: set[str]
+    effects: dict[str, NodeEffects]
+    reasons: dict[str, str]
+    rng_shared: bool
+
+    def touched(self, node: Node) -> list[str]:
+        inputs, outputs, implicit = _cells(node, self.effects[node.name], self.rng_shared)
+        found: dict[str, None] = {}
+        for cell in (*inputs, *outputs, *implicit):
+            root = self.cells.find(cell)
+            if root in self.stateful:
+                found.setdefault(root, None)
+        return list(found)
+
+
+def _analysis(graph: Graph) -> _Analysis:
+    cells = _UnionFind()
+    effects = {n.name: node_effects(n) for n in graph}
+    rng_shared = any(e.rng and not e.seeded for e in effects.values())
+    mutated: set[str] = set()
+    why: dict[str, str] = {}
+    for node in graph:
+        eff = effects[node.name]
+        inputs, outputs, implicit = _cells(node, eff, rng_shared)
+        for out in outputs:
+            cells.find(out)
+            if node.op == "transfer":
+                continue
+            for value in inputs:
+                cells.union(out, value)
+        for value in inputs:
+            cells.find(value)
+        for cell in implicit:
+            cells.find(cell)
+        for value in eff.mutates:
+            mutated.add(value)
+            why.setdefault(value, f"`{node.name}` may change it ({node.span})")
+        if eff.rng and rng_shared:
+            mutated.add(RNG_CELL)
+            why.setdefault(RNG_CELL, f"`{node.name}` {eff.rng} ({node.span})")
+        for name in eff.writes:
+            mutated.add(f"global:{name}")
+            why.setdefault(f"global:{name}", f"`{node.name}` changes `{name}` ({node.span})")
+    stateful = {cells.find(c) for c in mutated}
+    reasons: dict[str, str] = {}
+    for cell, text in sorted(why.items()):
+        reasons.setdefault(cells.find(cell), text)
+    return _Analysis(cells, stateful, effects, reasons, rng_shared)
+
+
+def state_groups(graph: Graph) -> list[StateGroup]:
+    """The pieces of state of `graph` that must each live in one process, merged where one node
+    touches several (it can run in only one process). Deterministic order: by first node."""
+    analysis = _analysis(graph)
+    if not analysis.stateful:
+        return []
+    reasons = analysis.reasons
+    groups = _UnionFind()
+    touching: dict[str, list[str]] = {}
+    for node in graph:
+        if node.op == "transfer":
+            continue
+        roots = analysis.touched(node)
+        for root in roots:
+            groups.union(roots[0], root)
+        if roots:
+            touching[node.name] = roots
+    by_group: dict[str, StateGroup] = {}
+    order: list[str] = []
+    for node in graph:
+        roots = touching.get(node.name)
+        if not roots:
+            continue
+        key = groups.find(roots[0])
+        group = by_group.get(key)
+        if group is None:
+            group = by_group[key] = StateGroup(name="")
+            order.append(key)
+        group.nodes.append(node.name)
+        for root in roots:
+            if root not in group.cells:
+                group.cells.append(root)
+                if not group.why:
+                    group.why = reasons.get(root, "")
+    out = []
+    for key in order:
+        group = by_group[key]
+        group.name = group.cells[0]
+        out.append(group)
+    return out
+
+
+def order_by_effects(graph: Graph) -> int:
+    """Add the ordering edges that keep program order among the nodes touching each piece of state
+    (read after write, write after read, write after write). Returns how many edges it added."""
+    analysis = _analysis(graph)
+    if not analysis.stateful:
+        return 0
+    cells, effects = analysis.cells, analysis.effects
+    last_writer: dict[str, str] = {}
+    readers: dict[str, list[str]] = {}
+    added = 0
+    for node in graph:
+        if node.op == "transfer":
+            continue
+        eff = effects[node.name]
+        roots = analysis.touched(node)
+        if not roots:
+            continue
+        written = {cells.find(v) for v in eff.mutates}
+        written |= {cells.find(f"global:{n}") for n in eff.writes}
+        if eff.rng and analysis.rng_shared:
+            written.add(cells.find(RNG_CELL))
+        needed: dict[str, None] = {}
+        for root in roots:
+            if root in last_writer:
+                needed.setdefault(last_writer[root], None)
+            if root in written:
+                needed.update(dict.fromkeys(readers.get(root, ())))
+        for root in roots:
+            if root in written:
+                last_writer[root] = node.name
+                readers[root] = []
+            else:
+                readers.setdefault(root, []).append(node.name)
+        have = set(node.deps) | set(graph.predecessors(node.name))
+        new = [d for d in needed if d != node.name and d not in have]
+        if new:
+            node.deps = (*node.deps, *new)
+            added += len(new)
+    if added:
+        graph.invalidate()
+    return added
+
+
+def final_writers(graph: Graph, values: Iterable[str]) -> list[str]:
+    """The last node (in program order) to change the state that any of `values` belongs to: reading
+    those values at the end (the pipeline's result) must see that node's changes."""
+    analysis = _analysis(graph)
+    cells = analysis.cells
+    wanted = {cells.find(v) for v in values} & analysis.stateful
+    if not wanted:
+        return []
+    last: dict[str, str] = {}
+    for node in graph:
+        for value in analysis.effects[node.name].mutates:
+            root = cells.find(value)
+            if root in wanted:
+                last[root] = node.name
+    return sorted(set(last.values()))
