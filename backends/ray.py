@@ -14,6 +14,10 @@ A placed graph (`partition.device`) holds every task to its device. Two ways, ch
   * `bundles` (the default when one node holds different devices): one placement group with a
     bundle per device, each pinned to its Ray node; every task runs in its device's bundle. The
     whole plan is reserved before anything runs.
+Tasks that share state (dagc.ir.effects: an object one of them changes in place, a module-level
+name, the global random generator) run in one actor per piece of state, in program order, so they
+change the same objects as in plain Python; the objects stay in the actor, and only values that
+cannot share objects (annotated int, float, str, …) leave it before the end of the run.
 Multi-rank tasks run as a gang of actors joined by a torch process group. Every task's outputs are
 stored in a run directory by input fingerprint (dagc.runtime.store), so `--resume` skips what
 already finished. docs/ray_backend.md describes running on a cluster.
@@ -37,6 +41,7 @@ from dagc.backends.local import (
     used_values,
 )
 from dagc.ir.core import REGION_OPS, Graph, Node, region_bodies
+from dagc.ir.effects import state_cells, state_groups
 from dagc.ir.serialize import operand_to_json
 from dagc.runtime.store import fingerprint, output_fingerprint, value_fingerprint
 
@@ -48,7 +53,7 @@ _RESERVED = {
     "EventLog", "Progress", "RunStore", "new_run_id", "use_context", "traceback", "socket",
     "Job", "Driver", "Placement", "Rank", "Stored", "TaskFailed", "PlacementError", "connect",
     "local_resources", "DEVICES", "FINGERPRINTS", "DEMANDS", "PLACEMENT_TIMEOUT", "driver",
-    "load_stored", "job", "body",
+    "load_stored", "job", "body", "State", "STATE", "STATE_GROUPS", "RETRIES", "HELD",
 }
 
 
@@ -232,6 +237,9 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     fps = task_fingerprints(graph)
     functions = {n: names.claim(f"task:{n}", f"{n}_task") for n in order if graph.node(n).op != "transfer"}
     n_tasks = len(functions)
+    groups = state_groups(graph)
+    state = {task: k for k, group in enumerate(groups) for task in group.nodes}
+    cells = state_cells(graph)
     w = CodeWriter()
     placed = {"node": "on the nodes of the compiler's placement (node affinity)",
               "bundles": "following the compiler's placement (one placement-group bundle per device)",
@@ -250,6 +258,7 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     w.line(f"SEARCH_PATHS = {tuple(module_search_paths(graph))!r}  # where workers import the pipeline's modules")
     w.line()
     _emit_tables(w, graph, devices, mode, fps, order)
+    _emit_state_tables(w, graph, groups, order)
     w.line()
     w.line()
     w.block(_SUPPORT)
@@ -259,10 +268,10 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
             continue
         w.line()
         w.line()
-        _emit_task(w, node, functions[name], names, aliases)
+        _emit_task(w, node, functions[name], names, aliases, in_actor=name in state)
     w.line()
     w.line()
-    _emit_run(w, graph, order, functions, names, devices, used)
+    _emit_run(w, graph, order, functions, names, devices, used, state, cells)
     w.line()
     w.line()
     w.block(_MAIN)
@@ -323,11 +332,42 @@ def _ray_options(node: Node) -> str:
     return ", ".join(parts)
 
 
-def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: dict[str, str]) -> None:
+def _emit_state_tables(w: CodeWriter, graph: Graph, groups: list, order: list[str]) -> None:
+    w.line("# Shared state: each piece lives in one actor that runs every task touching it, in program order")
+    w.line("# (what those tasks need of one process: the largest demand among them).")
+    if not groups:
+        w.line("STATE_GROUPS: list[dict[str, float]] = []")
+        w.line("STATE: dict[str, int] = {}")
+        w.line("RETRIES: dict[str, int] = {}")
+        return
+    w.line("STATE_GROUPS = [")
+    with w.indent():
+        for k, group in enumerate(groups):
+            demand: dict[str, float] = {}
+            for task in group.nodes:
+                for key, amount in task_demand(graph.node(task)).items():
+                    demand[key] = max(demand.get(key, 0.0), amount)
+            w.line(f"{_dict(demand)},  # {k}: `{group.name}`, {len(group.nodes)} task(s)")
+    w.line("]")
+    w.line("STATE = {")
+    with w.indent():
+        for k, group in enumerate(groups):
+            for task in group.nodes:
+                w.line(f"{task!r}: {k},")
+    w.line("}")
+    w.line("RETRIES = {" + ", ".join(f"{t!r}: {_retries(graph.node(t))}" for g in groups for t in g.nodes
+                                    if _retries(graph.node(t))) + "}")
+
+
+def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: dict[str, str],
+               in_actor: bool = False) -> None:
     inputs = [names[v] for v in node.input_values()]
     params = ", ".join(["job: Job", *inputs, "*after: object"])
     ranks = node.options.ranks
-    if ranks > 1:
+    if in_actor:
+        w.line(f"def {function}({params}) -> tuple:")
+        what = f"Task `{node.name}`, run by the actor holding its state"
+    elif ranks > 1:
         w.line(f"def {function}({params}) -> tuple:")
         what = f"Multi-rank task `{node.name}` ({ranks} ranks; rank 0's value is the result)"
     else:
@@ -379,7 +419,7 @@ def _after(graph: Graph, node: Node) -> list[str]:
 
 
 def _emit_run(w: CodeWriter, graph: Graph, order: list[str], functions: dict[str, str], names: Names,
-              devices: list, used: set[str]) -> None:
+              devices: list, used: set[str], state: dict[str, int], cells: set[str]) -> None:
     w.line("def run(driver: Driver) -> object:")
     with w.indent():
         w.line('"""Submit every task, all up front (in the schedule\'s order when there is one), wait for all')
@@ -408,8 +448,12 @@ def _emit_run(w: CodeWriter, graph: Graph, order: list[str], functions: dict[str
             after = _after(graph, node)
             if after:
                 extra.append(f"after={tuple(after)!r}")
+            if name in state:
+                held_in = tuple(v if v in cells else None for v in node.input_values())
+                held_out = tuple(v if v in cells else None for v in node.outputs)
+                extra += [f"held={held_in!r}", f"keep={held_out!r}"]
             call = ", ".join([functions[name], repr(name), *inputs, *extra])
-            submit = "submit_gang" if node.options.ranks > 1 else "submit"
+            submit = "submit_gang" if node.options.ranks > 1 else "submit_state" if name in state else "submit"
             w.line(f"{targets}driver.{submit}({call})")
         w.line("driver.wait()")
         returns = sorted(set(graph.output_values()), key=lambda v: graph.output_values().index(v))
@@ -519,6 +563,49 @@ class Rank:
             return function(job, *args)
         finally:
             dist.destroy_process_group()
+
+
+HELD = "__dagc_held__"  # (HELD, group, value): a value that stays in the actor of its state
+
+
+@ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0)
+class State:
+    """Holds one piece of shared state: runs every task that touches it, one at a time, in the order
+    the driver submits them (Ray keeps one submitter's order), on the objects themselves."""
+
+    def __init__(self, group: int) -> None:
+        self.group = group
+        self.values: dict[str, object] = {}
+
+    def run(self, function, job: Job, held: tuple, keep: tuple, retries: int, *args: object) -> tuple:
+        inputs = [self.resolve(name, arg) for name, arg in zip(held, args)]
+        for attempt in range(retries + 1):
+            try:
+                *values, info = function(job, *inputs, *args[len(held):])
+                break
+            except Exception:
+                if attempt == retries:
+                    raise
+        out = []
+        for name, value in zip(keep, values):
+            if name is None:
+                out.append(value)
+            else:
+                self.values[name] = value
+                out.append((HELD, self.group, name))
+        return (*out, info)
+
+    def resolve(self, name: str | None, arg: object) -> object:
+        """A held value by name; an argument that is state but new here (a parameter, a stored output)
+        becomes held on first sight, so every later task shares the one object."""
+        if isinstance(arg, tuple) and len(arg) == 3 and arg[0] == HELD:
+            return self.values[arg[2]]
+        if name is not None:
+            return self.values.setdefault(name, arg)
+        return arg
+
+    def value(self, name: str) -> object:
+        return self.values[name]
 
 
 class Stored:
@@ -678,6 +765,39 @@ class Driver:
         self.last.update((d, refs[-1]) for d in devices)
         return refs[0] if outputs == 1 else tuple(refs[:-1])
 
+    def state_actor(self, group: int, device: int | None) -> object:
+        """The actor holding state `group`, started on first use (on its device when placed)."""
+        actors = self.__dict__.setdefault("actors", {})
+        if group not in actors:
+            need = dict(STATE_GROUPS[group])
+            need.pop("CPU", None)  # it runs one task at a time: it takes the GPUs they need, no CPU slot
+            need.pop("memory", None)
+            options: dict[str, object] = {"num_gpus": need.pop("GPU", 0.0), "resources": need}
+            if self.placement is not None and device is not None:
+                options["scheduling_strategy"] = self.placement.strategy(device)
+            actors[group] = State.options(**options).remote(group)
+        return actors[group]
+
+    def submit_state(self, function, task: str, *args: object, held: tuple, keep: tuple, device: int | None = None,
+                     outputs: int = 1, after: tuple[str, ...] = ()) -> object:
+        """Submit a task that touches shared state to the actor holding it. A resumed run skips such
+        tasks only when every task of their state finished (the state is rebuilt from the start)."""
+        group = STATE[task]
+        if all(self.resume and self.store.has(t, FINGERPRINTS[t]) for t, g in STATE.items() if g == group):
+            found = self.stored(task, outputs)
+            if found is not None:
+                return found
+        self.check(task)
+        actor = self.state_actor(group, device)
+        devices = [device] if device is not None else []
+        refs = actor.run.options(num_returns=outputs + 1).remote(
+            function, self.job(task, device, outputs), held, keep, RETRIES.get(task, 0),
+            *(self.resolve(a) for a in args), *self.waits(after, devices))
+        self.pending[refs[-1]] = task
+        self.submitted[task] = refs[-1]
+        self.last.update((d, refs[-1]) for d in devices)
+        return refs[0] if outputs == 1 else tuple(refs[:-1])
+
     def submit_gang(self, function, task: str, *args: object, ranks: int, device: list[int] | None = None,
                     outputs: int = 1, after: tuple[str, ...] = ()) -> object:
         """Submit a multi-rank task: `ranks` actors, one per device, in one process group."""
@@ -730,6 +850,10 @@ class Driver:
             for actor in actors:
                 ray.kill(actor)
 
+    def close(self) -> None:
+        for actor in self.__dict__.get("actors", {}).values():
+            ray.kill(actor)
+
     def fetch(self, *values: object) -> tuple:
         """The pipeline's result values, brought to the driver."""
         out = []
@@ -738,7 +862,10 @@ class Driver:
                 stored = self.store.load(value.task, FINGERPRINTS[value.task])
                 out.append(stored if value.outputs == 1 else stored[value.index])
             else:
-                out.append(ray.get(value))
+                got = ray.get(value)
+                if isinstance(got, tuple) and len(got) == 3 and got[0] == HELD:  # its state's final object
+                    got = ray.get(self.__dict__["actors"][got[1]].value.remote(got[2]))
+                out.append(got)
         return tuple(out)
 
 
@@ -812,7 +939,11 @@ def main(argv: list[str] | None = None) -> int:
         log.write("run_start", pipeline=PIPELINE, tasks=len(FINGERPRINTS), resume=bool(args.resume),
                   run_dir=str(store.root), nodes=placement.nodes if placement else None,
                   placement=placement.mode if placement else None)
-        result = run(Driver(store, log, bool(args.resume), placement))
+        driver = Driver(store, log, bool(args.resume), placement)
+        try:
+            result = run(driver)
+        finally:
+            driver.close()
     except (TaskFailed, PlacementError) as exc:
         log.write("run_failed", error=str(exc))
         print(f"error: {exc}", file=sys.stderr)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from .core import Graph, Node
 
-__all__ = ["NodeEffects", "node_effects", "has_effects", "StateGroup", "state_groups", "order_by_effects",
+__all__ = ["NodeEffects", "node_effects", "has_effects", "StateGroup", "state_groups", "state_cells", "order_by_effects",
            "final_writers", "RNG_CELL", "EFFECT_ATTRS"]
 
 RNG_CELL = "rng:global"
@@ -296,3 +296,12 @@ def final_writers(graph: Graph, values: Iterable[str]) -> list[str]:
             if root in wanted:
                 last[root] = node.name
     return sorted(set(last.values()))
+
+
+def state_cells(graph: Graph) -> set[str]:
+    """Value names that belong to a piece of state (they stay in the process holding it)."""
+    analysis = _analysis(graph)
+    if not analysis.stateful:
+        return set()
+    values = {v for n in graph for v in (*n.input_values(), *n.outputs)}
+    return {v for v in values if analysis.cells.find(v) in analysis.stateful}

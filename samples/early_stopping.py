@@ -38,7 +38,7 @@ def _net(model: dict) -> torch.nn.Module:
     return net
 
 
-@dagc.task(cost="500ms", out_size="10KiB")
+@dagc.task(cost="500ms", out_size="10KiB", readonly=["data"])
 def train_epoch(model: dict, data: dict[str, torch.Tensor], epoch: int, lr: float) -> dict:
     torch.manual_seed(SEED + epoch)
     net = _net(model)
@@ -53,7 +53,7 @@ def train_epoch(model: dict, data: dict[str, torch.Tensor], epoch: int, lr: floa
     return {"state": net.state_dict(), "epoch": epoch}
 
 
-@dagc.task(cost="100ms")
+@dagc.task(cost="100ms", pure=True)
 def validate(model: dict, data: dict[str, torch.Tensor]) -> float:
     with torch.no_grad():
         pred = _net(model)(data["val_x"]).squeeze(1)

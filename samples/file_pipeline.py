@@ -50,7 +50,7 @@ def train(data_path: str, model_path: str, epochs: int) -> float:
     return round(loss.item(), 4)
 
 
-@dagc.task(reads=["{model_path}", "{data_path}"], cost="200ms")
+@dagc.task(reads=["{model_path}", "{data_path}"], cost="200ms", pure=True)
 def evaluate(model_path: str, data_path: str) -> float:
     data = torch.load(data_path)
     net = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))

@@ -53,7 +53,7 @@ def make_corpus(n_docs: int, seed: int) -> list[str]:
     return docs
 
 
-@dagc.task(cost="30s", out_size="16KiB")
+@dagc.task(cost="30s", out_size="16KiB", readonly=["corpus"])
 def train_tokenizer(corpus: list[str], vocab_size: int) -> dict:
     """Byte-pair encoding over characters: merge the most frequent adjacent pair until the vocabulary
     has `vocab_size` entries (ties broken by the pair itself, so training is deterministic)."""
@@ -169,7 +169,7 @@ def lm_loss(model: torch.nn.Module, blocks: torch.Tensor) -> torch.Tensor:
 
 
 # ---- training, evaluation, export ----------------------------------------------------------------
-@dagc.task(ranks=RANKS, cost="10m", memory="2GiB", out_size="512KiB", retries=1)
+@dagc.task(ranks=RANKS, cost="10m", memory="2GiB", out_size="512KiB", retries=1, readonly=["data"])
 def train(data: dict[str, torch.Tensor], tokenizer: dict, steps: int, batch: int, lr: float) -> dict:
     """Data-parallel training: the global batch is split into RANKS shards. With RANKS processes each
     rank takes one shard and DDP averages the gradients; in one process, the shards' gradients are
@@ -208,7 +208,7 @@ def train(data: dict[str, torch.Tensor], tokenizer: dict, steps: int, batch: int
     return {"state": model.state_dict(), "losses": losses, "seq_len": seq_len, "vocab": len(tokenizer["vocab"])}
 
 
-@dagc.task(cost="20s", out_size="4KiB")
+@dagc.task(cost="20s", out_size="4KiB", pure=True)
 def evaluate(trained: dict, data: dict[str, torch.Tensor], tokenizer: dict, prompt: str) -> dict:
     """Validation loss and perplexity, and a short greedy continuation of `prompt`."""
     model = TinyGPT(trained["vocab"], trained["seq_len"])
@@ -224,7 +224,7 @@ def evaluate(trained: dict, data: dict[str, torch.Tensor], tokenizer: dict, prom
     return {"val_loss": round(val, 4), "perplexity": round(math.exp(val), 3), "sample": decode(ids, tokenizer)}
 
 
-@dagc.task(cost="5s", out_size="4KiB")
+@dagc.task(cost="5s", out_size="4KiB", readonly=["trained", "tokenizer"])
 def export(trained: dict, tokenizer: dict, metrics: dict, data: dict[str, torch.Tensor]) -> dict:
     """The deployable artefact (fp16 weights and the tokenizer, serialized) and a summary of the run."""
     state = {k: v.half() for k, v in trained["state"].items()}

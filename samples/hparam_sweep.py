@@ -52,7 +52,7 @@ def train(data: dict[str, torch.Tensor], lr: float, hidden: int, epochs: int) ->
     return {"state": model.state_dict(), "config": {"lr": lr, "hidden": hidden}, "epochs": epochs}
 
 
-@dagc.task(cost="200ms")
+@dagc.task(cost="200ms", pure=True)
 def evaluate(model: dict, data: dict[str, torch.Tensor]) -> float:
     net = _model(model["config"]["hidden"])
     net.load_state_dict(model["state"])

@@ -60,7 +60,7 @@ def forward(layer: dict[str, torch.Tensor], x: torch.Tensor, relu: bool) -> tupl
     return out, {"x": x, "w": layer["w"], "out": out, "relu": relu}
 
 
-@dagc.task(cost="200ms", out_size="4KiB")
+@dagc.task(cost="200ms", out_size="4KiB", readonly=["logits"])
 def loss_and_grad(logits: torch.Tensor, y: torch.Tensor, loss_scale: float) -> tuple[float, torch.Tensor]:
     """Cross-entropy (computed in fp32) and its scaled gradient w.r.t. the fp16 logits."""
     z = logits.float().requires_grad_()
@@ -92,14 +92,14 @@ def update(master: list[dict[str, torch.Tensor]], i: int, grads: dict[str, torch
     return {"layer": i, "master": new, "grad_norm": round(norm, 5), "skipped": not finite}
 
 
-@dagc.task(cost="100ms", out_size="8KiB")
+@dagc.task(cost="100ms", out_size="8KiB", pure=True)
 def cast_half(updated: dict) -> dict:
     """The new fp16 working copy, cast from the updated master weights."""
     return {"layer": updated["layer"], "half": {k: v.half() for k, v in updated["master"].items()},
             "grad_norm": updated["grad_norm"], "skipped": updated["skipped"]}
 
 
-@dagc.task(cost="500ms")
+@dagc.task(cost="500ms", pure=True)
 def summarize(loss: float, layers: list[dict], input_grad: torch.Tensor, loss_scale: float, x: torch.Tensor,
               y: torch.Tensor) -> dict:
     """Loss before and after the step (fp16 forward with the new weights), per-layer figures, and the

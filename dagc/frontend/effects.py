@@ -44,6 +44,7 @@ class Effects:
     """What one function may do. `mutates` maps parameter names to the first evidence found."""
 
     mutates: dict[str, Evidence] = field(default_factory=dict)
+    definite: dict[str, Evidence] = field(default_factory=dict)  # certain changes (checked against declarations)
     world: Evidence | None = None
     rng: Evidence | None = None
     globals_written: dict[str, Evidence] = field(default_factory=dict)
@@ -106,6 +107,19 @@ astype reshape_as squeeze_ numel is_contiguous is_floating_point element_size nb
 data_ptr storage_offset __len__ __getitem__ __contains__ issubset issuperset union intersection
 difference symmetric_difference isdisjoint most_common
 """.split()) - {"squeeze_"}
+
+# Methods that certainly change their receiver (checked against readonly=/pure= declarations).
+_KNOWN_MUTATORS = frozenset("append extend insert pop remove clear update setdefault popitem add discard sort "
+                            "reverse zero_grad step load_state_dict train eval register_buffer "
+                            "register_parameter apply requires_grad_".split())
+
+
+def _path_root(expr: ast.expr | None) -> str | None:
+    """`p` for `p`, `p.a`, `p[k].b`: the name an attribute/item path starts from, else None."""
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
+
 
 # Conversions: a new tensor or array, but the same module converted in place.
 _CONVERSIONS = frozenset("to half float double bfloat16 cpu cuda type int long bool char short byte".split())
@@ -241,6 +255,7 @@ class _FunctionScan:
         # the body only: decorators, annotations and defaults run once, when the function is defined
         self.body_nodes = [n for stmt in fn.body for n in ast.walk(stmt)]
         self.local_names = self._locals()
+        self.new_containers = self._new_containers()
         self.global_decl = {n for node in self.body_nodes if isinstance(node, ast.Global) for n in node.names}
 
     # ---- aliasing ---------------------------------------------------------------------------------
@@ -256,6 +271,32 @@ class _FunctionScan:
             elif isinstance(node, ast.arg):
                 names.add(node.arg)
         return names
+
+    def _new_containers(self) -> set[str]:
+        """Locals every assignment of which builds a new list/dict/set (`dict(x)`, `[...]`, `x.copy()`):
+        storing into them changes no argument, though their items may still be shared."""
+        fresh: dict[str, bool] = {}
+        for node in self.body_nodes:
+            targets: list[ast.expr] = []
+            value: ast.expr | None = None
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.withitem, ast.comprehension, ast.NamedExpr)):
+                target = getattr(node, "target", None) or getattr(node, "optional_vars", None)
+                for sub in ast.walk(target) if target is not None else ():
+                    if isinstance(sub, ast.Name):
+                        fresh[sub.id] = False
+                continue
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    fresh[target.id] = fresh.get(target.id, True) and _builds_container(value)
+                else:
+                    for sub in ast.walk(target):
+                        if isinstance(sub, ast.Name):
+                            fresh[sub.id] = False
+        return {name for name, is_new in fresh.items() if is_new and name not in self.params}
 
     def roots(self, expr: ast.AST | None) -> set[str]:
         """Parameters whose objects `expr`'s value may share (the may-alias set)."""
@@ -340,13 +381,18 @@ class _FunctionScan:
                 return
 
     # ---- evidence ---------------------------------------------------------------------------------
-    def _mutated(self, roots: set[str], node: ast.AST, reason: str) -> None:
+    def _mutated(self, roots: set[str], node: ast.AST, reason: str, direct: ast.expr | None = None) -> None:
+        """Record a possible change of `roots`; certain when `direct` (the changed object) is a
+        parameter itself or an attribute/item path into it."""
+        certain = _path_root(direct) if direct is not None else None
         for root in sorted(roots):
             evidence = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
             if root.startswith("global:"):
                 self.effects.globals_written.setdefault(root[7:], evidence)
             else:
                 self.effects.mutates.setdefault(root, evidence)
+                if certain == root:
+                    self.effects.definite.setdefault(root, evidence)
 
     def _world(self, node: ast.AST, reason: str) -> None:
         if self.effects.world is None:
@@ -396,9 +442,11 @@ class _FunctionScan:
         for target in targets:
             for sub in ast.walk(target):
                 if isinstance(sub, (ast.Attribute, ast.Subscript)) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+                    if isinstance(sub.value, ast.Name) and sub.value.id in self.new_containers:
+                        continue  # a container built here: its items change, no argument does
                     roots = self.roots(sub.value)
                     what = "assigns into" if not isinstance(node, ast.Delete) else "deletes from"
-                    self._mutated(roots, sub, f"{what} `{ast.unparse(sub)}`")
+                    self._mutated(roots, sub, f"{what} `{ast.unparse(sub)}`", direct=sub.value)
             if isinstance(node, ast.AugAssign) and isinstance(target, ast.Name):
                 if target.id in self.params and target.id in self.alias:
                     self._mutated({target.id}, target, f"updates `{target.id}` in place (`{ast.unparse(node).strip()}`)")
@@ -427,7 +475,9 @@ class _FunctionScan:
             if func.attr in _CONVERSIONS:  # `.to()`, `.half()`: a copy of a tensor, in place on a module
                 roots = {r for r in roots if not _is_data_annotation(self.annotations.get(r))}
             if roots and not (func.attr in _READ_METHODS and not (kwargs & _MUTATING_KWARGS)):
-                self._mutated(roots, call, f"calls `.{func.attr}()` on `{ast.unparse(func.value)}`")
+                known = func.attr in _KNOWN_MUTATORS or (func.attr.endswith("_") and not func.attr.endswith("__"))
+                self._mutated(roots, call, f"calls `.{func.attr}()` on `{ast.unparse(func.value)}`",
+                              direct=func.value if known else None)
             elif not roots and func.attr.endswith("_") and not func.attr.endswith("__"):
                 pass  # in place on a local object
             if func.attr in ("write", "writelines", "flush", "send", "sendall", "put", "emit", "log",
@@ -547,6 +597,21 @@ class _FunctionScan:
                 if param in inner.mutates or star:
                     self._mutated(self.roots(arg), arg, f"passes `{ast.unparse(arg)}` to {where}, which "
                                   f"{inner.mutates[param].reason if param in inner.mutates else 'takes *args'}")
+
+
+def _builds_container(value: ast.expr | None) -> bool:
+    if isinstance(value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)):
+        return True
+    if isinstance(value, ast.Call):
+        func = value.func
+        if isinstance(func, ast.Name) and func.id in ("dict", "list", "set", "sorted", "OrderedDict", "defaultdict"):
+            return True
+        if isinstance(func, ast.Attribute) and func.attr == "copy" and not value.args:
+            return True
+        if isinstance(func, ast.Attribute) and func.attr in ("copy", "deepcopy") and isinstance(func.value, ast.Name) \
+                and func.value.id == "copy":
+            return True
+    return False
 
 
 def _function_of(symbol: object, project: Project, info: ModuleInfo,

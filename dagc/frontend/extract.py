@@ -1849,13 +1849,13 @@ class Extractor:
             if name not in params:
                 self.sink.error("DAGC121", f"readonly names `{name}`, which is not a parameter of `{task.name}`",
                                 task_span, hint=f"parameters: {', '.join(task.sig.names()) or 'none'}")
-            elif name in effects.mutates:
-                evidence = effects.mutates[name]
+            elif name in effects.definite:
+                evidence = effects.definite[name]
                 self.sink.warning("DAGC155", f"`{name}` is declared readonly, but `{task.name}` {evidence.reason}",
                                   at(evidence), hint=f"if this changes `{name}`, remove it from readonly=[...]; "
                                   "dagc trusts the declaration and may run this task on a copy")
         if options.pure:
-            found = next(iter(effects.mutates.items()), None)
+            found = next(iter(effects.definite.items()), None)
             if found is not None:
                 self.sink.warning("DAGC155", f"task `{task.name}` is declared pure=True, but it {found[1].reason} "
                                   f"(parameter `{found[0]}`)", at(found[1]),
@@ -1916,8 +1916,9 @@ class Extractor:
             return
         from dagc.ir.effects import has_effects
 
-        if has_effects(node):
+        if has_effects(node) or (id(call), "discarded") in self._effect_warned:
             return
+        self._effect_warned.add((id(call), "discarded"))  # once per call site, however often it unrolls
         why = "it is declared pure=True" if node.options.pure else "it changes none of its arguments and " \
               "has no other effect"
         self.sink.warning("DAGC151", f"the result of `{node.name}` is discarded and {why}: `dce` removes this call",

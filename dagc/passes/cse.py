@@ -29,6 +29,7 @@ class CommonSubexpressionElimination(Pass):
         seen: dict[tuple[object, ...], str] = {}
         mapping: dict[str, str] = {}  # removed output value -> kept output value
         merged: dict[str, str] = {}  # removed node -> kept node (for ordering deps)
+        warned: set[object] = set()
         for name in graph.topological_order():
             node = graph.node(name)
             if mapping:
@@ -48,6 +49,8 @@ class CommonSubexpressionElimination(Pass):
             merged[name] = kept
             graph.remove_node(name)
             ctx.remark(self.name, f"merged `{name}` ({node.span}) into identical `{kept}` ({kept_node.span})", name)
-            ctx.sink.warning("DAGC153", f"`{name}` is merged into `{kept}`: same pure task, same arguments",
-                             node.span, hint="drop pure=True from the task to run every call")
+            if node.span not in warned:  # once per call site
+                warned.add(node.span)
+                ctx.sink.warning("DAGC153", f"`{name}` is merged into `{kept}`: same pure task, same arguments",
+                                 node.span, hint="drop pure=True from the task to run every call")
         replace_uses(graph, mapping)

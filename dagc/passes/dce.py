@@ -38,15 +38,19 @@ class DeadCodeElimination(Pass):
                 continue
             live.add(name)
             stack.extend(graph.predecessors(name))
+        removed: dict[object, list[str]] = {}  # call site -> tasks removed there (a loop unrolls one call)
         for node in graph:
             if node.name not in live:
                 graph.remove_node(node.name)
                 ctx.remark(self.name, f"removed `{node.name}` ({node.span}): its result is never used "
                            "and it has no effects", node.name)
                 if node.op == "task":
-                    ctx.sink.warning("DAGC152", f"`{node.name}` is removed: its result is never used and it "
-                                     "has no effects", node.span,
-                                     hint="use its result, or mark the task side_effects=True to run it anyway")
+                    removed.setdefault(node.span, []).append(node.name)
+        for span, names in removed.items():
+            more = f" (and {len(names) - 1} more calls made here)" if len(names) > 1 else ""
+            ctx.sink.warning("DAGC152", f"`{names[0]}` is removed{more}: its result is never used and it has no "
+                             "effects", span,  # type: ignore[arg-type]
+                             hint="use its result, or mark the task side_effects=True to run it anyway")
         # ordering deps on removed nodes no longer order anything
         for node in graph:
             if any(dep not in graph for dep in node.deps):
