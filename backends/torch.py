@@ -167,7 +167,9 @@ def _task_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str]
         w.line(f"{target}rt.task({node.name!r}, {fn})  # {node.span}")
         return
     if node.op == "glue":
-        w.line(f"{target}rt.task({node.name!r}, lambda: {glue_source(node, names)})  # {node.span}")
+        source = glue_source(node, names)
+        function = {"[]": "list", "{}": "dict"}.get(source, f"lambda: {source}")  # a new, empty container
+        w.line(f"{target}rt.task({node.name!r}, {function})  # {node.span}")
         return
     function = f"{aliases[node.module]}.{node.function}"
     call = call_source(node, function, names)

@@ -121,6 +121,9 @@ def _path_root(expr: ast.expr | None) -> str | None:
     return expr.id if isinstance(expr, ast.Name) else None
 
 
+_CONTAINER_METHODS = frozenset("append extend insert pop remove clear update setdefault popitem add discard "
+                               "sort reverse".split())
+
 # Conversions: a new tensor or array, but the same module converted in place.
 _CONVERSIONS = frozenset("to half float double bfloat16 cpu cuda type int long bool char short byte".split())
 
@@ -294,7 +297,7 @@ class _FunctionScan:
                     fresh[target.id] = fresh.get(target.id, True) and _builds_container(value)
                 else:
                     for sub in ast.walk(target):
-                        if isinstance(sub, ast.Name):
+                        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                             fresh[sub.id] = False
         return {name for name, is_new in fresh.items() if is_new and name not in self.params}
 
@@ -472,6 +475,9 @@ class _FunctionScan:
         # method calls on an alias
         if isinstance(func, ast.Attribute) and name is None:
             roots = self.roots(func.value)
+            if (isinstance(func.value, ast.Name) and func.value.id in self.new_containers
+                    and func.attr in _CONTAINER_METHODS):
+                roots = set()  # `new = list(xs); new.append(v)`: the new list changes, not `xs`
             if func.attr in _CONVERSIONS:  # `.to()`, `.half()`: a copy of a tensor, in place on a module
                 roots = {r for r in roots if not _is_data_annotation(self.annotations.get(r))}
             if roots and not (func.attr in _READ_METHODS and not (kwargs & _MUTATING_KWARGS)):

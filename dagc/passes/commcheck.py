@@ -375,6 +375,7 @@ def check_programs(
                 produced = outputs.get(op.node, (op.node,))
                 if op.kind == "run" or home is None or home.get(op.node, (rank,))[0] == rank:
                     held[rank].update(produced)
+                    held[rank].add(order_token(op.node))  # what it sends to ranks that must wait for it
         elif op.kind == "recv" and op.out is not None:
             held[rank].add(op.out)
         elif op.kind == "alias" and op.out is not None:

@@ -1,0 +1,591 @@
+"""Effects and state: what dagc infers a task may change, and that every backend keeps plain Python's
+results for code that updates arguments in place, shares objects between tasks, or draws random
+numbers (docs/ir.md, "Effects and state")."""
+
+from __future__ import annotations
+
+import pickle
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dagc.backends import emit
+from dagc.cluster import parse_cluster_spec
+from dagc.diagnostics import DiagnosticSink
+from dagc.driver import compile_file
+from dagc.frontend.effects import EffectAnalyzer, Effects
+from dagc.frontend.modules import Project
+from dagc.ir.effects import state_groups
+from tests.test_backend_local import _plain_result, _ruff_clean
+
+MB = 1024 * 1024
+HEAD = "import random\nimport dagc\n\n"
+
+
+def _write(tmp_path: Path, source: str, name: str = "m.py") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return path
+
+
+def effects_of(tmp_path: Path, source: str) -> dict[str, Effects]:
+    path = _write(tmp_path, HEAD + textwrap.dedent(source))
+    project = Project(path, DiagnosticSink())
+    info = project.load_entry()
+    assert info is not None
+    analyzer = EffectAnalyzer(project)
+    return {name: analyzer.of_task(task) for name, task in info.tasks.items()}
+
+
+# ---- inference ------------------------------------------------------------------------------------
+def test_in_place_training_step_mutates_model_and_optimizer(tmp_path: Path) -> None:
+    found = effects_of(tmp_path, """
+        @dagc.task
+        def train(model, optimizer, loader, epoch: int) -> None:
+            model.train()
+            for x, y in loader:
+                optimizer.zero_grad()
+                loss = ((model(x) - y) ** 2).mean()
+                loss.backward()
+                optimizer.step()
+    """)
+    assert {"model", "optimizer"} <= set(found["train"].mutates)
+    assert "epoch" not in found["train"].mutates  # an int cannot change in place
+    assert found["train"].definite["model"].reason == "calls `.train()` on `model`"
+
+
+@pytest.mark.parametrize("body, param", [
+    ("log.append(1)", "log"),
+    ("log['k'] = 1", "log"),
+    ("log.attr = 1", "log"),
+    ("del log[0]", "log"),
+    ("log += [1]", "log"),
+    ("setattr(log, 'x', 1)", "log"),
+    ("first = log[0]\nfirst.append(2)", "log"),
+    ("for item in log:\n    item.clear()", "log"),
+    ("unknown_library_call(log)", "log"),
+    ("log.some_method_dagc_does_not_know()", "log"),
+    ("log.fill_(0)", "log"),
+])
+def test_evidence_of_mutation(tmp_path: Path, body: str, param: str) -> None:
+    found = effects_of(tmp_path, "@dagc.task\ndef change(log, other):\n" + textwrap.indent(body, "    ") + "\n")
+    assert param in found["change"].mutates
+    assert "other" not in found["change"].mutates
+
+
+@pytest.mark.parametrize("body", [
+    "return len(log) + sum(log)",
+    "return sorted(log)[0]",
+    "copy = dict(log)\ncopy['k'] = 1\nreturn copy",
+    "new = list(log)\nnew.append(1)\nreturn new",
+    "return [x * 2 for x in log]",
+    "return {k: v for k, v in log.items()}",
+    "return log.get('k', 0)",
+    "import json\nreturn json.dumps(log)",
+])
+def test_read_only_bodies_mutate_nothing(tmp_path: Path, body: str) -> None:
+    found = effects_of(tmp_path, "@dagc.task\ndef read(log):\n" + textwrap.indent(body, "    ") + "\n")
+    assert not found["read"].mutates
+
+
+def test_helpers_and_user_classes_are_analysed(tmp_path: Path) -> None:
+    found = effects_of(tmp_path, """
+        def _push(xs, v):
+            xs.append(v)
+
+        def _peek(xs):
+            return xs[-1]
+
+        @dagc.task
+        def push(log, other):
+            _push(log, 1)
+            return _peek(other)
+    """)
+    assert set(found["push"].mutates) == {"log"}
+
+
+def test_module_state_and_the_world(tmp_path: Path) -> None:
+    found = effects_of(tmp_path, """
+        HISTORY = []
+
+        @dagc.task
+        def record(x: int) -> None:
+            HISTORY.append(x)
+
+        @dagc.task
+        def count() -> int:
+            return len(HISTORY)
+
+        @dagc.task
+        def shout(x: int) -> None:
+            print(x)
+
+        @dagc.task
+        def quiet(x: int) -> str:
+            return str(x)
+    """)
+    assert set(found["record"].globals_written) == {"m.HISTORY"}
+    assert found["count"].globals_read == {"m.HISTORY"} and not found["count"].globals_written
+    assert found["shout"].world is not None and found["quiet"].world is None
+    assert found["quiet"].is_pure
+
+
+def test_global_random_generators(tmp_path: Path) -> None:
+    found = effects_of(tmp_path, """
+        import numpy as np
+        import torch
+
+        @dagc.task
+        def flip() -> int:
+            return random.randint(0, 1)
+
+        @dagc.task
+        def seeded(seed: int) -> float:
+            random.seed(seed)
+            return random.random()
+
+        @dagc.task
+        def own_generator(seed: int) -> float:
+            return float(torch.randn(2, generator=torch.Generator().manual_seed(seed)).sum())
+
+        @dagc.task
+        def numpy_draw() -> float:
+            return float(np.random.rand())
+
+        @dagc.task
+        def init_layer() -> dict:
+            return torch.nn.Linear(2, 2).state_dict()
+    """)
+    assert found["flip"].rng is not None and not found["flip"].seeds
+    assert found["seeded"].rng is not None and found["seeded"].seeds
+    assert found["own_generator"].rng is None
+    assert found["numpy_draw"].rng is not None
+    assert found["init_layer"].rng is not None
+
+
+def test_declarations_relax_and_are_checked(tmp_path: Path) -> None:
+    path = _write(tmp_path, HEAD + textwrap.dedent("""
+        @dagc.task
+        def load() -> list:
+            return [1]
+
+        @dagc.task(readonly=["data"])
+        def peek(data, log):
+            unknown(data)
+            log.append(1)
+
+        @dagc.task(readonly=["data"])
+        def lies(data):
+            data.append(2)
+
+        @dagc.pipeline
+        def p():
+            d = load()
+            log = load()
+            peek(d, log)
+            lies(d)
+            return d, log
+    """))
+    compilation = compile_file(path, details=True, passes="verify")
+    graph = compilation.graph
+    assert graph.node("peek").attrs["effects.mutates"] == ["load.1"]  # not `load`: declared readonly
+    assert "effects.mutates" not in graph.node("lies").attrs  # trusted, but...
+    warnings = [(d.code, d.span.line) for d in compilation.warnings]
+    assert warnings == [("DAGC155", 16),  # ...the certain change is reported at its line,
+                        ("DAGC151", 23)]  # and the call, now without effects, at the call
+
+
+# ---- what the passes may do ---------------------------------------------------------------------------
+def test_in_place_updates_are_kept_and_ordered(tmp_path: Path) -> None:
+    path = _write(tmp_path, HEAD + textwrap.dedent("""
+        @dagc.task
+        def build() -> dict:
+            return {"w": 0}
+
+        @dagc.task
+        def train(model, epoch: int):
+            model["w"] += epoch
+
+        @dagc.task
+        def evaluate(model) -> int:
+            return model["w"]
+
+        @dagc.pipeline
+        def p(epochs: int = 3):
+            model = build()
+            for e in range(epochs):
+                train(model, e)
+            return evaluate(model)
+    """))
+    compilation = compile_file(path, details=True)
+    graph = compilation.graph
+    assert [n.name for n in graph] == ["build", "train[0]", "train[1]", "train[2]", "evaluate"]
+    assert graph.node("train[1]").deps == ("train[0]",)
+    assert "train[2]" in graph.node("evaluate").deps
+    assert not compilation.warnings  # a task that returns None and updates its argument is the common case
+
+
+def test_cse_merges_only_pure_tasks_and_says_so(tmp_path: Path) -> None:
+    source = HEAD + textwrap.dedent("""
+        @dagc.task{decorator}
+        def flip() -> int:
+            return random.randint(0, 1)
+
+        @dagc.pipeline
+        def p():
+            return [flip(), flip(), flip(), flip()]
+    """)
+    plain = compile_file(_write(tmp_path, source.format(decorator=""), "a.py"), details=True)
+    assert [n.name for n in plain.graph] == ["flip", "flip.1", "flip.2", "flip.3"]
+    pure = compile_file(_write(tmp_path, source.format(decorator="(pure=True)"), "b.py"), details=True)
+    assert [n.name for n in pure.graph] == ["flip"]
+    assert [d.code for d in pure.warnings].count("DAGC153") == 3
+
+
+def test_discarded_results_and_removals_are_reported(tmp_path: Path) -> None:
+    path = _write(tmp_path, HEAD + textwrap.dedent("""
+        @dagc.task
+        def load() -> list:
+            return [1]
+
+        @dagc.task
+        def add(log: list) -> None:
+            log.append(2)
+
+        @dagc.pipeline
+        def p():
+            log = load()
+            load()
+            add(log)
+            unused = load()
+            return log
+    """))
+    compilation = compile_file(path, details=True)
+    codes = sorted((d.code, d.span.line) for d in compilation.warnings)
+    assert codes == [("DAGC151", 16), ("DAGC152", 16), ("DAGC152", 18)]
+    assert [n.name for n in compilation.graph] == ["load", "add"]
+
+
+def test_state_is_placed_on_one_device(tmp_path: Path) -> None:
+    path = _write(tmp_path, HEAD + textwrap.dedent("""
+        @dagc.task(cost="1s")
+        def new_log() -> list:
+            return []
+
+        @dagc.task(cost="1s")
+        def add(log: list, x: int) -> None:
+            log.append(x)
+
+        @dagc.task(cost="1s", pure=True)
+        def work(x: int) -> int:
+            return x * 2
+
+        @dagc.pipeline
+        def p():
+            log = new_log()
+            for i in range(4):
+                add(log, work(i))
+            return log
+    """))
+    graph = compile_file(path, cluster=parse_cluster_spec("4"))
+    (group,) = state_groups(graph)
+    assert group.nodes == ["new_log", "add[0]", "add[1]", "add[2]", "add[3]"]
+    assert len({graph.node(n).attrs["partition.device"] for n in group.nodes}) == 1
+    assert len({graph.node(f"work[{i}]").attrs["partition.device"] for i in range(4)}) > 1  # free to spread
+
+
+# ---- one value semantics on every backend --------------------------------------------------------------
+IDIOMS = HEAD + '''\
+import os
+import time
+
+random.seed(1234)  # the module seeds the global generator, as scripts do
+
+
+@dagc.task
+def build() -> dict:
+    return {"w": 0.0, "steps": 0}
+
+
+@dagc.task
+def make_optimizer(model: dict, lr: float) -> dict:
+    return {"params": model, "lr": lr}  # shares the model, as torch.optim does
+
+
+@dagc.task
+def train(model: dict, optimizer: dict, epoch: int) -> None:
+    """Updates the model in place, through the optimizer that aliases it; returns nothing."""
+    optimizer["params"]["w"] += optimizer["lr"] * epoch
+    model["steps"] += 1
+
+
+@dagc.task
+def evaluate(model: dict) -> tuple[float, int]:
+    return round(model["w"], 6), model["steps"]
+
+
+@dagc.pipeline
+def inplace_training(epochs: int = 4):
+    model = build()
+    optimizer = make_optimizer(model, 0.5)
+    for epoch in range(epochs):
+        train(model, optimizer, epoch)
+    return evaluate(model), model
+
+
+@dagc.task
+def new_list() -> list:
+    return []
+
+
+@dagc.task
+def append_a(log: list) -> None:
+    log.append("a")
+
+
+@dagc.task
+def append_b(log: list) -> None:
+    log.append("b")
+
+
+@dagc.task
+def summarize(log: list) -> str:
+    return "+".join(log)
+
+
+@dagc.pipeline
+def shared_list():
+    log = new_list()
+    append_a(log)
+    append_b(log)
+    built_here = []
+    append_b(built_here)
+    append_a(built_here)
+    return summarize(log), built_here, log
+
+
+@dagc.task
+def flip_coin() -> int:
+    return random.randint(0, 10**6)
+
+
+@dagc.pipeline
+def coin_flips():
+    return [flip_coin(), flip_coin(), flip_coin(), flip_coin()]
+
+
+@dagc.task(side_effects=True, cost="1s")
+def write_marker(path: str) -> None:
+    time.sleep(0.5)
+    with open(path, "w") as f:
+        f.write("written")
+
+
+@dagc.task(after=["write_marker"], cost="1s")
+def read_marker(path: str) -> str:
+    with open(path) as f:
+        return f.read() + " " + str(os.path.getsize(path))
+
+
+@dagc.pipeline
+def ordering(path: str = "marker.txt"):
+    write_marker(path)
+    return read_marker(path)
+'''
+PIPELINES = ["inplace_training", "shared_list", "coin_flips", "ordering"]
+
+
+def _params(name: str, tmp: Path) -> dict[str, object]:
+    return {"path": str(tmp / "marker.txt")} if name == "ordering" else {}
+
+
+@pytest.fixture(scope="module")
+def idioms(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+    """The idioms script and, per pipeline, its plain-Python result."""
+    root = tmp_path_factory.mktemp("idioms")
+    script = root / "idioms.py"
+    script.write_text(IDIOMS, encoding="utf-8")
+    plain = {}
+    for name in PIPELINES:
+        tmp = tmp_path_factory.mktemp(f"plain_{name}")
+        plain[name] = _plain_result(script, name, tmp, **_params(name, tmp))
+    return script, plain
+
+
+def test_plain_results_are_what_the_idioms_say(idioms) -> None:
+    _, plain = idioms
+    assert plain["inplace_training"] == ((3.0, 4), {"w": 3.0, "steps": 4})
+    assert plain["shared_list"] == ("a+b", ["b", "a"], ["a", "b"])
+    assert len(set(plain["coin_flips"])) == 4
+    assert plain["ordering"] == "written 7"
+
+
+@pytest.mark.parametrize("name", PIPELINES)
+def test_local_equals_plain_run(tmp_path: Path, idioms, name: str) -> None:
+    script, plain = idioms
+    params = _params(name, tmp_path)
+    graph = compile_file(script, pipeline_name=name, params=params)
+    program = tmp_path / f"{name}_local.py"
+    program.write_text(emit(graph, "local", program))
+    _ruff_clean(program)
+    subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 2, "num_gpus": 0, "include_dashboard": False, "object_store_memory": 80 * MB})
+    cluster.wait_for_nodes()
+    yield cluster
+    cluster.shutdown()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", PIPELINES)
+def test_ray_on_two_devices_equals_plain_run(tmp_path: Path, idioms, ray_cluster, name: str) -> None:
+    script, plain = idioms
+    graph = compile_file(script, pipeline_name=name, params=_params(name, tmp_path), cluster=parse_cluster_spec("2"))
+    program = tmp_path / f"{name}_ray.py"
+    program.write_text(emit(graph, "ray", program))
+    _ruff_clean(program)
+    proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--result",
+                           str(tmp_path / "r.pkl"), "--run-dir", str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]
+
+
+def _torch_program(script: Path, name: str, params: dict[str, object], out: Path, *,
+                   split: tuple[str, str] | None = None) -> Path:
+    """The torch program of pipeline `name` on 2 ranks; `split` forces two tasks onto ranks 0 and 1."""
+    from dagc.backends.torch import REQUIRED_PASSES
+    from dagc.cost import CostModel
+    from dagc.passes.base import PassContext, PassManager, parse_pipeline
+
+    cluster = parse_cluster_spec("2")
+    if split is None:
+        graph = compile_file(script, pipeline_name=name, params=params, passes=REQUIRED_PASSES, cluster=cluster,
+                             backend="torch")
+    else:
+        graph = compile_file(script, pipeline_name=name, params=params, passes="verify,dce,cse,partition",
+                             cluster=cluster, backend="torch")
+        for rank, task in enumerate(split):
+            graph.node(task).attrs["partition.device"] = rank
+        ctx = PassContext(cluster=cluster, cost_model=CostModel(backend="torch"), backend="torch")
+        PassManager(parse_pipeline("schedule,comm,commcheck")).run(ctx, graph)
+    out.write_text(emit(graph, "torch", out))
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", PIPELINES)
+def test_torch_on_two_ranks_equals_plain_run(tmp_path: Path, idioms, name: str) -> None:
+    from tests.test_backend_torch import launch
+
+    script, plain = idioms
+    split = ("write_marker", "read_marker") if name == "ordering" else None
+    program = _torch_program(script, name, _params(name, tmp_path), tmp_path / f"{name}_torch.py", split=split)
+    _ruff_clean(program)
+    if split:  # the wait crosses ranks: an empty message from the writer's rank
+        assert "rt.recv(" in program.read_text() and "has finished" in program.read_text()
+    launch(program, 2, ["--result", str(tmp_path / "r.pkl")])
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]
+
+
+# ---- random patterns of shared-list mutation -------------------------------------------------------------
+RANDOM_HEAD = HEAD + '''\
+@dagc.task
+def new_list(tag: str) -> list:
+    return [tag]
+
+
+@dagc.task
+def add(xs: list, v: int) -> None:
+    xs.append(v)
+
+
+@dagc.task
+def add_count(xs: list, v: int) -> int:
+    xs.append(v)
+    return len(xs)
+
+
+@dagc.task
+def merge(xs: list, ys: list) -> None:
+    xs.extend(ys)
+
+
+@dagc.task
+def snapshot(xs: list) -> str:
+    return ",".join(map(str, xs))
+
+
+@dagc.task
+def alias(xs: list) -> list:
+    return xs
+
+
+'''
+
+
+def random_pipeline(rng: random.Random, name: str) -> str:
+    n_lists = rng.randint(1, 3)
+    lines = [f"@dagc.pipeline\ndef {name}():"]
+    lines += [f"    l{i} = new_list('l{i}')" for i in range(n_lists)]
+    live = [f"l{i}" for i in range(n_lists)]
+    results = []
+    for step in range(rng.randint(3, 9)):
+        kind = rng.choice(["add", "add_count", "merge", "snapshot", "alias", "add"])
+        a, b = rng.choice(live), rng.choice(live)
+        if kind == "add":
+            lines.append(f"    add({a}, {step})")
+        elif kind == "add_count":
+            lines.append(f"    c{step} = add_count({a}, {step})")
+            results.append(f"c{step}")
+        elif kind == "merge" and a != b:
+            lines.append(f"    merge({a}, {b})")
+        elif kind == "snapshot":
+            lines.append(f"    s{step} = snapshot({a})")
+            results.append(f"s{step}")
+        elif kind == "alias":
+            lines.append(f"    a{step} = alias({a})")
+            live.append(f"a{step}")
+    lines.append(f"    return ({', '.join([*results, *live])},)")
+    return "\n".join(lines) + "\n"
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10**6))
+def test_random_mutation_patterns_local_equals_plain(tmp_path: Path, seed: int) -> None:
+    directory = tmp_path / f"s{seed}"
+    directory.mkdir(exist_ok=True)
+    script = directory / "rnd.py"
+    script.write_text(RANDOM_HEAD + random_pipeline(random.Random(seed), "rnd"), encoding="utf-8")
+    plain = _plain_result(script, "rnd", directory)
+    graph = compile_file(script)
+    program = directory / "rnd_local.py"
+    program.write_text(emit(graph, "local", program))
+    subprocess.run([sys.executable, str(program), "--result", str(directory / "r.pkl")], check=True, timeout=60)
+    assert pickle.loads((directory / "r.pkl").read_bytes()) == plain
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [3, 17, 42, 1001])
+def test_random_mutation_patterns_torch_equals_plain(tmp_path: Path, seed: int) -> None:
+    from tests.test_backend_torch import launch
+
+    script = tmp_path / "rnd.py"
+    script.write_text(RANDOM_HEAD + random_pipeline(random.Random(seed), "rnd"), encoding="utf-8")
+    plain = _plain_result(script, "rnd", tmp_path)
+    program = _torch_program(script, "rnd", {}, tmp_path / "rnd_torch.py")
+    launch(program, 2, ["--result", str(tmp_path / "r.pkl")])
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain
