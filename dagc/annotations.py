@@ -51,8 +51,8 @@ TASK_OPTIONS: dict[str, OptionSpec] = {
     "retries": OptionSpec("int", "how many times a failed task is retried (default 0)"),
     "priority": OptionSpec("int", "scheduling priority; higher runs first among equals"),
     "side_effects": OptionSpec("bool", "the task acts on the world: never removed or merged"),
-    "pure": OptionSpec("bool", "no effects: the result depends only on the arguments (calls may be merged or "
-                       "removed, and run anywhere)"),
+    "pure": OptionSpec("bool", "no effects: the result depends only on the arguments and is a new object "
+                       "(calls may be merged or removed, and their result may go anywhere)"),
     "readonly": OptionSpec("names", "parameters the task never changes in place, e.g. ['model']"),
     "ranks": OptionSpec("posint", "number of processes the task runs as (e.g. DDP), default 1"),
     "resources": OptionSpec("resources", "custom resources (Ray custom resources)"),

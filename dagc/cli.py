@@ -139,7 +139,8 @@ def _read_sources(diagnostics: list[Diagnostic]) -> dict[str, str]:
 
 # ---- commands -------------------------------------------------------------------------------------
 def cmd_check(args: argparse.Namespace) -> int:
-    compilation = _compile(args, passes="verify")
+    # dce and cse too: a call they would remove or merge is reported at the call
+    compilation = _compile(args, passes="verify,dce,cse")
     _report(args, compilation)
     graph = compilation.graph
     from dagc.console import verbosity

@@ -10,8 +10,8 @@ The frontend records on each node what its task may do besides computing its res
   effects.reads    module-level names it reads that some task may change
 A node with none of these (and a task declared `pure=True`) has no effects.
 
-State: values that may share objects form alias classes (a task's non-scalar result may share
-objects with any of its inputs; a node's outputs with the node's inputs). A class that something
+State: values that may share objects form alias classes (a node's result may share objects with
+any of its inputs, unless it is of a scalar type or the task is declared `pure=True`). A class that something
 mutates is *state*; the global RNG and each mutated module-level name are state too. Every node
 that touches a piece of state runs in the one process that holds it, in program order: the
 frontend adds the ordering edges (read after write, write after read, write after write), the
@@ -136,7 +136,9 @@ def _cells(node: Node, effects: NodeEffects, rng_shared: bool) -> tuple[list[str
     """(value cells the node reads, non-scalar value cells it produces, implicit cells it touches).
     The global RNG is shared state only when some task draws from it without seeding it first."""
     inputs = node.input_values()
-    outputs = [o for o, t in zip(node.outputs, node.types) if not _is_scalar(t)] if node.op != "transfer" else []
+    # a pure task's result is a new object (`pure=True` promises it shares nothing with its arguments)
+    fresh = node.op == "transfer" or (node.op == "task" and node.options.pure)
+    outputs = [] if fresh else [o for o, t in zip(node.outputs, node.types) if not _is_scalar(t)]
     implicit = [f"global:{name}" for name in (*effects.writes, *effects.reads)]
     if effects.rng and rng_shared:
         implicit.append(RNG_CELL)

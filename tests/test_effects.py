@@ -268,7 +268,7 @@ def test_discarded_results_and_removals_are_reported(tmp_path: Path) -> None:
     """))
     compilation = compile_file(path, details=True)
     codes = sorted((d.code, d.span.line) for d in compilation.warnings)
-    assert codes == [("DAGC151", 16), ("DAGC152", 16), ("DAGC152", 18)]
+    assert codes == [("DAGC151", 16), ("DAGC152", 18)]  # said once per call
     assert [n.name for n in compilation.graph] == ["load", "add"]
 
 

@@ -351,6 +351,7 @@ class Extractor:
             graph.returns = Const(None)
         self._check_reads()
         order_by_effects(graph)
+        self._check_state(graph)
         graph.modules = dict(sorted((m, f) for m, f in self.project.files.items() if self._module_used(m)))
         return graph
 
@@ -1923,6 +1924,21 @@ class Extractor:
               "has no other effect"
         self.sink.warning("DAGC151", f"the result of `{node.name}` is discarded and {why}: `dce` removes this call",
                           node.span, hint="use its result, or mark the task side_effects=True to run it anyway")
+
+    def _check_state(self, graph: Graph) -> None:
+        """Each rank of a multi-rank task is its own process: it cannot share objects with other tasks."""
+        from dagc.ir.effects import state_groups
+
+        for group in state_groups(graph):
+            for name in group.nodes:
+                node = graph.node(name)
+                if node.options.ranks > 1:
+                    self.sink.error(
+                        "DAGC304", f"multi-rank task `{name}` touches state shared with other tasks "
+                        f"(`{group.name}`: {group.why})", node.span,
+                        hint="each rank is its own process: give it a copy taken by a task declared pure=True "
+                        "(e.g. `weights = snapshot(model)` returning `copy.deepcopy(model.state_dict())`), and "
+                        "have it return its result (rank 0's value) instead of changing an argument")
 
     def _check_reads(self) -> None:
         produced_dirs = {os.path.dirname(p) for p in self._writers}

@@ -46,7 +46,10 @@ class DeadCodeElimination(Pass):
                            "and it has no effects", node.name)
                 if node.op == "task":
                     removed.setdefault(node.span, []).append(node.name)
+        told = {d.span for d in ctx.sink.diagnostics if d.code == "DAGC151"}  # the frontend said so already
         for span, names in removed.items():
+            if span in told:
+                continue
             more = f" (and {len(names) - 1} more calls made here)" if len(names) > 1 else ""
             ctx.sink.warning("DAGC152", f"`{names[0]}` is removed{more}: its result is never used and it has no "
                              "effects", span,  # type: ignore[arg-type]
