@@ -85,7 +85,7 @@ CODES: dict[str, str] = {
     "DAGC151": "discarded result of a call without effects",
     "DAGC152": "task removed: result unused and no effects",
     "DAGC153": "calls of a pure task merged",
-    "DAGC154": "object built in the pipeline changed in place inside a run-time loop or branch",
+    "DAGC154": "object built in the pipeline changed in place where dagc cannot track it",
     "DAGC155": "effect declaration contradicts the task's body",
     "DAGC201": "cycle in the graph",
     "DAGC202": "input not bound to any value",

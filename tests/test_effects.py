@@ -231,6 +231,84 @@ def test_in_place_updates_are_kept_and_ordered(tmp_path: Path) -> None:
     assert not compilation.warnings  # a task that returns None and updates its argument is the common case
 
 
+SHARED_PIPELINE_OBJECTS = HEAD + """
+@dagc.task
+def push(xs: list, v: int) -> None:
+    xs.append(v)
+
+@dagc.task
+def push_into(d: dict) -> None:
+    d["k"].append(9)
+
+@dagc.task
+def n() -> int:
+    return 3
+"""
+
+
+@pytest.mark.parametrize("body, text, line", [
+    ('d = {"k": []}\n    push(d["k"], 1)\n    return d', "`d['k']` is part of an object built in the pipeline", 2),
+    ('k = []\n    d = {"k": k}\n    push(k, 1)\n    return d', "`k` shares a list or dict with `d`", 3),
+    ('k = []\n    d = {"k": k, "n": n()}\n    push(k, 1)\n    return d', "`k` shares a list or dict with `d`", 3),
+    ('k = []\n    d = {"k": k}\n    push_into(d)\n    return k', "`d` shares a list or dict with `k`", 3),
+])
+def test_changing_an_object_other_pipeline_objects_hold_is_refused(tmp_path: Path, body: str, text: str,
+                                                                   line: int) -> None:
+    """Plain Python would show the change through the other holder; dagc would keep a copy there."""
+    from dagc.diagnostics import CompileError
+
+    path = _write(tmp_path, SHARED_PIPELINE_OBJECTS + "\n@dagc.pipeline\ndef p():\n    " + body + "\n")
+    first = SHARED_PIPELINE_OBJECTS.count("\n") + 4
+    with pytest.raises(CompileError) as caught:
+        compile_file(path)
+    (error,) = [d for d in caught.value.diagnostics if d.severity == "error"]
+    assert error.code == "DAGC154" and text in error.message and error.span.line == first + line - 1
+    assert "build the object in a task" in (error.hint or "")
+
+
+@pytest.mark.parametrize("body, text", [
+    ("log_metric(1.0)\n    return HISTORY", "the pipeline reads module-level `HISTORY`, which task `log_metric` changes"),
+    ("push(HISTORY, 3)\n    return 0", "`HISTORY` is module-level `m.HISTORY`, and `push` changes it in place"),
+])
+def test_module_level_objects_changed_at_run_time_are_refused(tmp_path: Path, body: str, text: str) -> None:
+    """The pipeline body reads module-level names when compiling; plain Python reads them when it runs."""
+    from dagc.diagnostics import CompileError
+
+    source = SHARED_PIPELINE_OBJECTS + textwrap.dedent("""
+        HISTORY = []
+
+        @dagc.task
+        def log_metric(x: float) -> None:
+            HISTORY.append(x)
+    """) + "\n@dagc.pipeline\ndef p():\n    " + body + "\n"
+    path = _write(tmp_path, source)
+    with pytest.raises(CompileError) as caught:
+        compile_file(path)
+    (error,) = [d for d in caught.value.diagnostics if d.severity == "error"]
+    assert error.code == "DAGC154" and text in error.message, error.message
+    assert error.span.line == source.count("\n") - (0 if "return HISTORY" in body else 1)
+
+
+def test_objects_written_at_the_call_or_held_by_one_name_are_fine(tmp_path: Path) -> None:
+    path = _write(tmp_path, SHARED_PIPELINE_OBJECTS + textwrap.dedent("""
+        @dagc.pipeline
+        def p():
+            push([5], 1)         # nobody else sees this list: the call may go
+            xs = []
+            push(xs, 2)
+            push(xs, 3)
+            d = {"k": []}
+            push_into(d)
+            return xs, d
+    """))
+    graph = compile_file(path)
+    program = tmp_path / "p_local.py"
+    program.write_text(emit(graph, "local", program))
+    subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == _plain_result(path, "p", tmp_path) == ([2, 3],
+                                                                                                        {"k": [9]})
+
+
 def test_cse_merges_only_pure_tasks_and_says_so(tmp_path: Path) -> None:
     source = HEAD + textwrap.dedent("""
         @dagc.task{decorator}

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dagc.diagnostics import DiagnosticSink, Note
+from dagc.frontend.effects import EffectAnalyzer
 from dagc.frontend.modules import (
     Constant,
     ImportedModule,
@@ -37,7 +38,6 @@ from dagc.frontend.modules import (
     TaskDef,
     static_option_value,
 )
-from dagc.frontend.effects import EffectAnalyzer
 from dagc.frontend.source import name_span
 from dagc.frontend.static import (
     BUILTIN,
@@ -148,6 +148,26 @@ class Scope:
     inlined: str = ""  # hierarchical name of the inlined pipeline ("" for the entry pipeline)
     loop: LoopContext | None = None
     unrolling: int = 0  # depth of unrolled loops around the current statement
+
+
+# argument expressions that build a new object at the call: a change to it is seen by nobody else
+_FRESH_OBJECT_EXPRS = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp, ast.Call,
+                       ast.BinOp)
+
+
+def _mutable_ids(obj: Any, _seen: set[int] | None = None) -> set[int]:
+    """Identities of the lists, dicts and sets reachable from a compile-time value."""
+    seen: set[int] = set() if _seen is None else _seen
+    if isinstance(obj, (list, dict, set)):
+        if id(obj) in seen:
+            return seen
+        seen.add(id(obj))
+        for item in (obj.items() if isinstance(obj, dict) else obj):
+            _mutable_ids(item, seen)
+    elif isinstance(obj, tuple):
+        for item in obj:
+            _mutable_ids(item, seen)
+    return seen
 
 
 def _to_operand(value: Value) -> Operand:
@@ -292,6 +312,13 @@ class Extractor:
         self._modules_used: set[str] = set()
         self._effects = EffectAnalyzer(project)
         self._bound_exprs: dict[str, ast.expr] = {}  # parameter -> argument expression, of the last bind
+        # a run-time container (operand id) -> (the operand, kept alive; the compile-time lists and dicts
+        # copied into it): a task changing one of those would leave the container's copy unchanged
+        self._captured: dict[int, tuple[Operand, set[int]]] = {}
+        # module-level constants the pipeline reads (folded at compile time): `module.NAME` -> first read;
+        # and the lists and dicts inside them (id -> (`module.NAME`, the value, kept alive))
+        self._module_reads: dict[str, SourceSpan] = {}
+        self._module_objects: dict[int, tuple[str, Any]] = {}
         self._last_task: Node | None = None  # node of the task call evaluated last
         self._effect_warned: set[tuple[int, str]] = set()
 
@@ -352,6 +379,7 @@ class Extractor:
         self._check_reads()
         order_by_effects(graph)
         self._check_state(graph)
+        self._check_module_reads(graph)
         graph.modules = dict(sorted((m, f) for m, f in self.project.files.items() if self._module_used(m)))
         return graph
 
@@ -1140,7 +1168,8 @@ class Extractor:
     def _sequence(self, items: list[Value], is_list: bool, expr: ast.expr, info: ModuleInfo) -> Value:
         if any(_is_runtime(v) for v in items):
             try:
-                return Dyn(Seq("list" if is_list else "tuple", tuple(_to_operand(v) for v in items)))
+                return self._capture(Seq("list" if is_list else "tuple", tuple(_to_operand(v) for v in items)),
+                                     items)
             except TypeError:
                 self._not_a_value(expr, info)
         values = [v.value for v in items if isinstance(v, Static)]
@@ -1148,10 +1177,21 @@ class Extractor:
             self._not_a_value(expr, info)
         return Static(values if is_list else tuple(values))
 
+    def _capture(self, operand: Seq | Map, items: list[Value]) -> Dyn:
+        """A run-time container; remember the compile-time lists and dicts copied into it."""
+        ids: set[int] = set()
+        for item in items:
+            if isinstance(item, Static):
+                _mutable_ids(item.value, ids)
+        if ids:
+            self._captured[id(operand)] = (operand, ids)
+        return Dyn(operand)
+
     def _mapping(self, pairs: list[tuple[Value, Value]], expr: ast.expr, info: ModuleInfo) -> Value:
         if any(_is_runtime(k) or _is_runtime(v) for k, v in pairs):
             try:
-                return Dyn(Map(tuple((_to_operand(k), _to_operand(v)) for k, v in pairs)))
+                return self._capture(Map(tuple((_to_operand(k), _to_operand(v)) for k, v in pairs)),
+                                     [v for _, v in pairs])
             except TypeError:
                 self._not_a_value(expr, info)
         if not all(isinstance(k, Static) and isinstance(v, Static) for k, v in pairs):
@@ -1243,7 +1283,7 @@ class Extractor:
             self.sink.error("DAGC101", f"name `{name}` is not defined", info.source.span(expr),
                             hint=self._suggest(name, scope, info))
             raise ExtractError
-        return self._symbol_value(symbol, name, info)
+        return self._symbol_value(symbol, name, info, info.source.span(expr))
 
     def _suggest(self, name: str, scope: Scope, info: ModuleInfo) -> str:
         import difflib
@@ -1254,11 +1294,17 @@ class Extractor:
             return f"did you mean `{close[0]}`?"
         return "define it, import it, or pass it as a pipeline parameter"
 
-    def _symbol_value(self, symbol: Any, name: str, info: ModuleInfo) -> Value:
+    def _symbol_value(self, symbol: Any, name: str, info: ModuleInfo, span: SourceSpan | None = None) -> Value:
         if isinstance(symbol, (TaskDef, PipelineDef)):
             owner = self.project.module(symbol.module) or info
             return Callee(symbol, owner)
         if isinstance(symbol, Constant):
+            # read at compile time: remembered so that a task changing it at run time is reported
+            qualified = f"{info.name}.{name}"
+            if span is not None:
+                self._module_reads.setdefault(qualified, span)
+            for ident in _mutable_ids(symbol.value):
+                self._module_objects.setdefault(ident, (qualified, symbol.value))
             return Static(symbol.value)
         if isinstance(symbol, ImportedModule):
             user = self.project.module(symbol.module)
@@ -1502,7 +1548,7 @@ class Extractor:
                     self.sink.error("DAGC131", f"user module `{base.module}` has no `{func.attr}`",
                                     info.source.span(func), hint=f"check the name in {base.info.source.display}")
                     raise ExtractError
-                return self._symbol_value(symbol, func.attr, base.info)
+                return self._symbol_value(symbol, func.attr, base.info, info.source.span(func))
             if _is_runtime(base):
                 return External(f"method `.{func.attr}()` of a task result")
             return External(f"`{ast.unparse(func)}`")
@@ -1871,17 +1917,35 @@ class Extractor:
         """A list or dict bound to a name in the pipeline and changed by a task is one object in plain
         Python, shared by every later use: make it a value (a glue node) so that it is one here too."""
         expr = self._bound_exprs.get(param)
-        if isinstance(operand, Ref) or not isinstance(expr, ast.Name) or not isinstance(operand, (Seq, Map)):
+        if isinstance(operand, Ref) or not isinstance(operand, (Seq, Map)):
             return operand
         if isinstance(operand, Seq) and operand.kind == "tuple":
             return operand  # a tuple cannot change; its items are marked one by one
+        if not isinstance(expr, ast.Name):
+            if expr is not None and not isinstance(expr, _FRESH_OBJECT_EXPRS):
+                self._shared_pipeline_object(expr, node, info, "is part of an object built in the pipeline")
+            return operand  # a list or dict written at the call: nobody else sees the change
+        value = scope.env.get(expr.id, self._name(expr, scope, info))
+        if isinstance(value, Static):
+            module_object = next((self._module_objects[i][0] for i in _mutable_ids(value.value)
+                                  if i in self._module_objects), None)
+            if module_object is not None:
+                self.sink.error("DAGC154", f"`{expr.id}` is module-level `{module_object}`, and `{node.name}` changes "
+                                "it in place: the pipeline passes module-level values as copies made at compile time",
+                                info.source.span(expr),
+                                hint="have the task change the module-level name itself (the task reads it and dagc "
+                                "keeps every task that touches it in one process), or build the object in a task "
+                                "and pass that task's result")
+                raise ExtractError
+        holder = self._other_holder(value, scope)
+        if holder is not None:
+            self._shared_pipeline_object(expr, node, info, f"shares a list or dict with {holder}")
         if self._blocks:
             self.sink.error("DAGC154", f"`{expr.id}` is built in the pipeline and changed in place by "
                             f"`{node.name}` inside a run-time loop or branch", info.source.span(expr),
                             hint=f"build `{expr.id}` in a task (e.g. `{expr.id} = new_list()`), or have the task "
                             "return the new value")
             raise ExtractError
-        value = scope.env.get(expr.id)
         name = self._node_name(scope.prefix + expr.id + scope.suffix)
         glue = Node(name, "glue", "_0", (operand,), (), (name,), ("list" if isinstance(operand, Seq) else "dict",),
                     span=info.source.span(expr))
@@ -1892,6 +1956,34 @@ class Extractor:
         node.args = tuple(Ref(name) if a == operand and a is operand else a for a in node.args)
         node.kwargs = tuple((k, Ref(name) if v is operand else v) for k, v in node.kwargs)
         return Ref(name)
+
+    def _shared_pipeline_object(self, expr: ast.expr, node: Node, info: ModuleInfo, how: str) -> None:
+        """A task changes a list or dict that other pipeline names reach too: dagc tracks a changed
+        object as one value, so the other holders would keep the unchanged copy. Refuse it."""
+        text = ast.unparse(expr)
+        self.sink.error("DAGC154", f"`{text}` {how}, and `{node.name}` changes it in place",
+                        info.source.span(expr),
+                        hint="build the object in a task (e.g. `state = new_state()` returning the dict) and pass "
+                        "that task's result, so that every use sees the change; or pass a name bound to a list "
+                        "or dict that no other list or dict of the pipeline holds")
+        raise ExtractError
+
+    def _other_holder(self, value: Value | None, scope: Scope) -> str | None:
+        """The name of another pipeline binding that shares a list, dict or set with `value` (by identity:
+        compile-time containers are real Python objects here), or None."""
+        if not isinstance(value, Static):
+            return None
+        mine = _mutable_ids(value.value)
+        if not mine:
+            return None
+        for key, bound in scope.env.items():
+            if bound is value:
+                continue
+            if isinstance(bound, Static) and mine & _mutable_ids(bound.value):
+                return f"`{key}`"
+            if isinstance(bound, Dyn) and mine & self._captured.get(id(bound.operand), (None, set()))[1]:
+                return f"`{key}`"
+        return None
 
     def _warn_rng(self, task: TaskDef, effects: Any, node: Node) -> None:
         key = (id(task), "rng")
@@ -1924,6 +2016,29 @@ class Extractor:
               "has no other effect"
         self.sink.warning("DAGC151", f"the result of `{node.name}` is discarded and {why}: `dce` removes this call",
                           node.span, hint="use its result, or mark the task side_effects=True to run it anyway")
+
+    def _check_module_reads(self, graph: Graph) -> None:
+        """The pipeline body reads module-level values at compile time; a task that changes one at run
+        time would make plain Python see a different value (or a changed object) there."""
+        if not self._module_reads:
+            return
+        from dagc.ir.core import region_bodies
+
+        writers: dict[str, str] = {}
+        pending = list(graph)
+        while pending:
+            node = pending.pop(0)
+            for name in node.attrs.get("effects.writes") or ():
+                writers.setdefault(name, node.name)
+            for body in region_bodies(node).values():
+                pending.extend(body)
+        for name, span in sorted(self._module_reads.items(), key=lambda item: (item[1].line, item[1].col)):
+            if name in writers:
+                short = name.rpartition(".")[2]
+                self.sink.error("DAGC154", f"the pipeline reads module-level `{short}`, which task `{writers[name]}` "
+                                "changes at run time; dagc reads it when compiling", span,
+                                hint=f"read it in a task and use that task's result (e.g. `def current() -> list: "
+                                f"return list({short})` decorated with @dagc.task)")
 
     def _check_state(self, graph: Graph) -> None:
         """Each rank of a multi-rank task is its own process: it cannot share objects with other tasks."""
