@@ -8,6 +8,7 @@ The frontend records on each node what its task may do besides computing its res
   effects.seeded   it seeds that generator itself, so its draws do not depend on earlier tasks
   effects.writes   module-level names it may change (`module.NAME`)
   effects.reads    module-level names it reads that some task may change
+  effects.files    "read" or "write": it reads or writes files (ordering only, see below)
 A node with none of these (and a task declared `pure=True`) has no effects.
 
 State: values that may share objects form alias classes (a node's result may share objects with
@@ -16,6 +17,10 @@ mutates is *state*; the global RNG and each mutated module-level name are state 
 that touches a piece of state runs in the one process that holds it, in program order: the
 frontend adds the ordering edges (read after write, write after read, write after write), the
 partitioner keeps the touching nodes on one device, and each backend runs them in one process.
+
+Files are ordered, not placed: a node that writes files follows every earlier node that read or
+wrote files, and a reader follows the last earlier writer (a checkpoint saved by one task and
+loaded by a later one), wherever they run. Readers stay free to run in parallel.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ __all__ = ["NodeEffects", "node_effects", "has_effects", "StateGroup", "state_gr
            "final_writers", "RNG_CELL", "EFFECT_ATTRS"]
 
 RNG_CELL = "rng:global"
-EFFECT_ATTRS = ("effects.mutates", "effects.io", "effects.rng", "effects.writes", "effects.reads")
+EFFECT_ATTRS = ("effects.mutates", "effects.io", "effects.rng", "effects.writes", "effects.reads", "effects.files")
 _SCALARS = frozenset({"int", "float", "str", "bool", "None", "bytes", "complex"})
 
 
@@ -41,6 +46,7 @@ class NodeEffects:
     writes: tuple[str, ...] = ()
     reads: tuple[str, ...] = ()
     seeded: bool = False
+    files: str | None = None  # "read" | "write"
 
     @property
     def any(self) -> bool:
@@ -63,16 +69,18 @@ def node_effects(node: Node) -> NodeEffects:
     mutates: dict[str, None] = {}
     writes: dict[str, None] = {}
     reads: dict[str, None] = {}
-    io = rng = None
+    io = rng = files = None
     seeded = True
     for n in nodes:
+        mode = n.attrs.get("effects.files")
+        files = "write" if "write" in (files, mode) else files or mode
         seeded = seeded and (bool(n.attrs.get("effects.seeded")) or not n.attrs.get("effects.rng"))
         mutates.update(dict.fromkeys(n.attrs.get("effects.mutates") or ()))
         writes.update(dict.fromkeys(n.attrs.get("effects.writes") or ()))
         reads.update(dict.fromkeys(n.attrs.get("effects.reads") or ()))
         io = io or n.attrs.get("effects.io") or ("declared side_effects=True" if n.options.side_effects else None)
         rng = rng or n.attrs.get("effects.rng")
-    return NodeEffects(tuple(mutates), io, rng, tuple(writes), tuple(reads), bool(rng) and seeded)
+    return NodeEffects(tuple(mutates), io, rng, tuple(writes), tuple(reads), bool(rng) and seeded, files)
 
 
 def has_effects(node: Node) -> bool:
@@ -242,14 +250,17 @@ def state_groups(graph: Graph) -> list[StateGroup]:
 
 def order_by_effects(graph: Graph) -> int:
     """Add the ordering edges that keep program order among the nodes touching each piece of state
-    (read after write, write after read, write after write). Returns how many edges it added."""
+    and among the nodes that touch files (read after write, write after read, write after write).
+    Returns how many edges it added."""
     analysis = _analysis(graph)
+    added = _order_files(graph, analysis.effects)
+    if added:
+        graph.invalidate()
     if not analysis.stateful:
-        return 0
+        return added
     cells, effects = analysis.cells, analysis.effects
     last_writer: dict[str, str] = {}
     readers: dict[str, list[str]] = {}
-    added = 0
     for node in graph:
         if node.op == "transfer":
             continue
@@ -280,6 +291,29 @@ def order_by_effects(graph: Graph) -> int:
             added += len(new)
     if added:
         graph.invalidate()
+    return added
+
+
+def _order_files(graph: Graph, effects: dict[str, NodeEffects]) -> int:
+    """Program order among the nodes that read or write files (they may name the same file)."""
+    last_writer: str | None = None
+    readers: list[str] = []
+    added = 0
+    for node in graph:
+        mode = effects[node.name].files
+        if mode is None or node.op == "transfer":
+            continue
+        # a writer follows the readers since the last write (each of them follows that write)
+        needed = readers if mode == "write" and readers else [last_writer] if last_writer is not None else []
+        if mode == "write":
+            last_writer, readers = node.name, []
+        else:
+            readers.append(node.name)
+        have = set(node.deps) | set(graph.predecessors(node.name))
+        new = [d for d in dict.fromkeys(needed) if d != node.name and d not in have]
+        if new:
+            node.deps = (*node.deps, *new)
+            added += len(new)
     return added
 
 

@@ -136,6 +136,81 @@ def test_module_state_and_the_world(tmp_path: Path) -> None:
     assert found["quiet"].is_pure
 
 
+def test_file_reads_and_writes(tmp_path: Path) -> None:
+    found = effects_of(tmp_path, """
+        import json
+        import pathlib
+        import torch
+
+        def _dump(obj, path):
+            with open(path, "w") as f:
+                json.dump(obj, f)
+
+        @dagc.task
+        def reads(path: str) -> str:
+            with open(path) as f:
+                return f.read()
+
+        @dagc.task
+        def reads_binary(path: str) -> bytes:
+            return open(path, mode="rb").read()
+
+        @dagc.task
+        def saves(model, path: str) -> None:
+            torch.save(model, path)
+
+        @dagc.task
+        def writes_text(path: str) -> None:
+            pathlib.Path(path).write_text("x")
+
+        @dagc.task
+        def appends(path: str, mode: str) -> None:
+            open(path, mode).close()
+
+        @dagc.task
+        def through_helper(path: str) -> None:
+            _dump({"a": 1}, path)
+
+        @dagc.task
+        def no_files(x: int) -> int:
+            return x + 1
+    """)
+    def mode(name: str) -> str | None:
+        e = found[name]
+        return "write" if e.file_write else "read" if e.file_read else None
+
+    assert {name: mode(name) for name in found} == {
+        "reads": "read", "reads_binary": "read", "saves": "write", "writes_text": "write",
+        "appends": "write",  # a mode dagc cannot read is a write
+        "through_helper": "write", "no_files": None}
+
+
+def test_files_order_writers_and_readers_not_readers_among_themselves(tmp_path: Path) -> None:
+    path = _write(tmp_path, HEAD + textwrap.dedent("""
+        @dagc.task
+        def save(path: str, v: int) -> None:
+            with open(path, "w") as f:
+                f.write(str(v))
+
+        @dagc.task
+        def load(path: str) -> int:
+            with open(path) as f:
+                return int(f.read())
+
+        @dagc.pipeline
+        def p(path: str = "x.txt"):
+            save(path, 1)
+            a = load(path)
+            b = load(path)
+            save(path, 2)
+            return a, b, load(path)
+    """))
+    graph = compile_file(path)
+    deps = {n.name: set(n.deps) for n in graph}
+    assert deps == {"save": set(), "load": {"save"}, "load.1": {"save"}, "save.1": {"load", "load.1"},
+                    "load.2": {"save.1"}}
+
+
 def test_global_random_generators(tmp_path: Path) -> None:
     found = effects_of(tmp_path, """
         import numpy as np
@@ -475,12 +550,40 @@ def read_marker(path: str) -> str:
 def ordering(path: str = "marker.txt"):
     write_marker(path)
     return read_marker(path)
+
+
+@dagc.task(cost="1s")
+def save_checkpoint(path: str, step: int) -> None:
+    """Writes a file a later task reads: no value passes between them, only the file."""
+    time.sleep(0.3)
+    with open(path, "w") as f:
+        f.write(str(step))
+
+
+@dagc.task(cost="1s")
+def load_checkpoint(path: str) -> int:
+    with open(path) as f:
+        return int(f.read())
+
+
+@dagc.task(cost="5s")
+def slow_branch() -> int:
+    return 100
+
+
+@dagc.pipeline
+def checkpoint(path: str = "ckpt.txt"):
+    other = slow_branch()
+    save_checkpoint(path, 1)
+    first = load_checkpoint(path)
+    save_checkpoint(path, 2)
+    return first, load_checkpoint(path), other
 '''
-PIPELINES = ["inplace_training", "shared_list", "coin_flips", "ordering"]
+PIPELINES = ["inplace_training", "shared_list", "coin_flips", "ordering", "checkpoint"]
 
 
 def _params(name: str, tmp: Path) -> dict[str, object]:
-    return {"path": str(tmp / "marker.txt")} if name == "ordering" else {}
+    return {"path": str(tmp / "marker.txt")} if name in ("ordering", "checkpoint") else {}
 
 
 @pytest.fixture(scope="module")
@@ -502,6 +605,7 @@ def test_plain_results_are_what_the_idioms_say(idioms) -> None:
     assert plain["shared_list"] == ("a+b", ["b", "a"], ["a", "b"])
     assert len(set(plain["coin_flips"])) == 4
     assert plain["ordering"] == "written 7"
+    assert plain["checkpoint"] == (1, 2, 100)
 
 
 @pytest.mark.parametrize("name", PIPELINES)
@@ -570,7 +674,8 @@ def test_torch_on_two_ranks_equals_plain_run(tmp_path: Path, idioms, name: str) 
     from tests.test_backend_torch import launch
 
     script, plain = idioms
-    split = ("write_marker", "read_marker") if name == "ordering" else None
+    split = {"ordering": ("write_marker", "read_marker"),
+             "checkpoint": ("save_checkpoint", "load_checkpoint")}.get(name)
     program = _torch_program(script, name, _params(name, tmp_path), tmp_path / f"{name}_torch.py", split=split)
     _ruff_clean(program)
     if split:  # the wait crosses ranks: an empty message from the writer's rank

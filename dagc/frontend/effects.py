@@ -50,6 +50,10 @@ class Effects:
     globals_written: dict[str, Evidence] = field(default_factory=dict)
     globals_read: set[str] = field(default_factory=set)
     seeds: bool = False  # seeds a global generator itself, so its draws do not depend on earlier tasks
+    # the file system: tasks that write files are ordered after earlier readers and writers, readers
+    # after earlier writers (a checkpoint saved by one task and loaded by the next)
+    file_read: Evidence | None = None
+    file_write: Evidence | None = None
 
     @property
     def is_pure(self) -> bool:
@@ -192,6 +196,26 @@ MultiheadAttention Dropout Dropout1d Dropout2d Dropout3d AlphaDropout PReLU
 _WORLD_PREFIXES = ("os.", "shutil.", "subprocess.", "logging.", "sys.", "socket.", "requests.", "urllib.",
                    "wandb.", "mlflow.", "tensorboard", "time.sleep", "builtins.")
 _MUTATING_KWARGS = {"out", "inplace"}
+# Functions and methods that read or write files (ordering among tasks: docs/ir.md "Effects and state").
+_FILE_READS = frozenset({
+    "torch.load", "numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromfile", "json.load",
+    "pickle.load", "os.listdir", "os.scandir", "os.walk", "os.stat", "os.path.exists", "os.path.isfile",
+    "os.path.isdir", "os.path.getsize", "os.path.getmtime", "os.path.lexists", "glob.glob", "glob.iglob",
+    "safetensors.torch.load_file", "yaml.safe_load", "yaml.load", "csv.reader", "csv.DictReader",
+})
+_FILE_WRITES = frozenset({
+    "torch.save", "numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt", "json.dump",
+    "pickle.dump", "os.remove", "os.unlink", "os.rename", "os.replace", "os.makedirs", "os.mkdir", "os.rmdir",
+    "os.removedirs", "os.symlink", "os.link", "os.truncate", "os.chmod", "os.utime", "tempfile.mkstemp",
+    "safetensors.torch.save_file", "yaml.dump", "yaml.safe_dump", "csv.writer", "csv.DictWriter",
+})
+_FILE_PREFIXES_READ = ("pandas.read_", "pd.read_")
+_FILE_PREFIXES_WRITE = ("shutil.",)
+_FILE_READ_METHODS = frozenset({"read_text", "read_bytes", "iterdir", "rglob", "is_file", "is_dir", "exists",
+                                "from_pretrained", "read_csv", "read_parquet", "read_json"})
+_FILE_WRITE_METHODS = frozenset({"write_text", "write_bytes", "mkdir", "unlink", "touch", "rmdir", "to_csv",
+                                 "to_parquet", "to_json", "to_pickle", "savefig", "save", "save_pretrained",
+                                 "write", "writelines", "dump", "to_file"})
 # Library functions that return a view of an argument, or an object holding references to it.
 _ALIASING_FUNCTIONS = frozenset({
     "torch.reshape", "torch.squeeze", "torch.unsqueeze", "torch.flatten", "torch.narrow", "torch.select",
@@ -401,6 +425,32 @@ class _FunctionScan:
         if self.effects.world is None:
             self.effects.world = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
 
+    def _file(self, node: ast.AST, reason: str, *, write: bool) -> None:
+        evidence = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
+        if write and self.effects.file_write is None:
+            self.effects.file_write = evidence
+        elif not write and self.effects.file_read is None:
+            self.effects.file_read = evidence
+
+    def _file_access(self, call: ast.Call, func: ast.expr, name: str | None) -> None:
+        """Whether the call reads or writes files (conservatively: an `open` whose mode is not a
+        literal writes)."""
+        if isinstance(func, ast.Name) and func.id == "open" and not self._shadowed("open"):
+            mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "mode"),
+                                                               None)
+            reads = mode is None or (isinstance(mode, ast.Constant) and isinstance(mode.value, str)
+                                     and not set(mode.value) & set("wax+"))
+            self._file(call, f"opens a file (`{ast.unparse(call)}`)", write=not reads)
+        elif name is not None and (name in _FILE_WRITES or name.startswith(_FILE_PREFIXES_WRITE)):
+            self._file(call, f"calls `{name}`", write=True)
+        elif name is not None and (name in _FILE_READS or name.startswith(_FILE_PREFIXES_READ)):
+            self._file(call, f"calls `{name}`", write=False)
+        elif isinstance(func, ast.Attribute):  # `path.write_text(...)`, `plt.savefig(...)`, `f.write(...)`
+            if func.attr in _FILE_WRITE_METHODS:
+                self._file(call, f"calls `.{func.attr}()`", write=True)
+            elif func.attr in _FILE_READ_METHODS or func.attr == "open":
+                self._file(call, f"calls `.{func.attr}()`", write=func.attr == "open")
+
     def _rng(self, node: ast.AST, reason: str) -> None:
         if self.effects.rng is None:
             self.effects.rng = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
@@ -464,6 +514,7 @@ class _FunctionScan:
         name = self.qualified(func)
         args = [*call.args, *(k.value for k in call.keywords)]
         kwargs = {k.arg for k in call.keywords}
+        self._file_access(call, func, name)
         # the global RNG
         if name is not None and self._uses_rng(name, call):
             self._rng(call, f"`{ast.unparse(func)}` uses the global random number generator")
@@ -587,6 +638,9 @@ class _FunctionScan:
             self._world(call, f"calls {where}, which {inner.world.reason}")
         if inner.rng is not None:
             self._rng(call, f"calls {where}, which uses the global random number generator")
+        for evidence, write in ((inner.file_read, False), (inner.file_write, True)):
+            if evidence is not None:
+                self._file(call, f"calls {where}, which {evidence.reason}", write=write)
         self.effects.seeds = self.effects.seeds or inner.seeds
         for name, evidence in inner.globals_written.items():
             self.effects.globals_written.setdefault(name, Evidence(call.lineno, call.col_offset,

@@ -1853,6 +1853,8 @@ class Extractor:
             if effects.seeds:
                 node.attrs["effects.seeded"] = True
             self._warn_rng(task, effects, node)
+        if effects.file_write is not None or effects.file_read is not None:
+            node.attrs["effects.files"] = "write" if effects.file_write is not None else "read"
         if effects.globals_written:
             node.attrs["effects.writes"] = sorted(effects.globals_written)
         if effects.globals_read:
@@ -2202,10 +2204,11 @@ def _aggregate_effects(node: Node, body: list[Node]) -> None:
     mutates: dict[str, None] = {}
     writes: dict[str, None] = {}
     reads: dict[str, None] = {}
-    io = rng = None
+    io = rng = files = None
     seeded = True
     for n in body:
         eff = node_effects(n)
+        files = "write" if "write" in (files, eff.files) else files or eff.files
         seeded = seeded and (eff.seeded or not eff.rng)
         for value in eff.mutates:
             for outer in start.get(value, [value]):
@@ -2217,7 +2220,7 @@ def _aggregate_effects(node: Node, body: list[Node]) -> None:
         rng = rng or eff.rng
     for key, value in (("effects.mutates", list(mutates)), ("effects.io", io), ("effects.rng", rng),
                        ("effects.writes", sorted(writes)), ("effects.reads", sorted(reads)),
-                       ("effects.seeded", bool(rng) and seeded)):
+                       ("effects.seeded", bool(rng) and seeded), ("effects.files", files)):
         if value:
             node.attrs[key] = value
 
