@@ -401,6 +401,35 @@ def test_cse_merges_only_pure_tasks_and_says_so(tmp_path: Path) -> None:
     assert [d.code for d in pure.warnings].count("DAGC153") == 3
 
 
+def test_cse_keeps_apart_pure_results_that_are_changed_later(tmp_path: Path) -> None:
+    path = _write(tmp_path, HEAD + textwrap.dedent("""
+        @dagc.task(pure=True)
+        def zeros(n: int) -> list:
+            return [0] * n
+
+        @dagc.task
+        def bump(xs: list) -> None:
+            xs[0] += 1
+
+        @dagc.pipeline
+        def p():
+            a = zeros(3)
+            b = zeros(3)
+            bump(a)
+            c = zeros(2)
+            d = zeros(2)
+            return a, b, c, d
+    """))
+    compilation = compile_file(path, details=True)
+    assert [n.name for n in compilation.graph] == ["zeros", "zeros.1", "bump", "zeros.2"]  # c and d: merged
+    assert [d.code for d in compilation.warnings] == ["DAGC153"]
+    program = tmp_path / "p_local.py"
+    program.write_text(emit(compilation.graph, "local", program))
+    subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == _plain_result(path, "p", tmp_path) == (
+        [1, 0, 0], [0, 0, 0], [0, 0], [0, 0])
+
+
 def test_discarded_results_and_removals_are_reported(tmp_path: Path) -> None:
     path = _write(tmp_path, HEAD + textwrap.dedent("""
         @dagc.task

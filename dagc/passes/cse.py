@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from dagc.ir.core import Graph
-from dagc.ir.effects import has_effects
+from dagc.ir.effects import has_effects, state_cells
 from dagc.passes._rewrite import replace_uses, substitute
 from dagc.passes.base import Pass, PassContext, register
 
@@ -17,8 +17,9 @@ class CommonSubexpressionElimination(Pass):
     """Pre: verified graph. Post: no two nodes of pure tasks (`pure=True`: no effects, the result
     depends only on the arguments) have the same op, target, operands, options, ordering deps and
     output count; uses of a removed duplicate read the kept node. Calls of any other task are kept
-    apart: a task without arguments may draw random numbers, read a clock or a file. Each merge is
-    reported as a warning at the call (DAGC153).
+    apart: a task without arguments may draw random numbers, read a clock or a file. Nor are two
+    calls merged when a task changes either result in place: plain Python has two objects there.
+    Each merge is reported as a warning at the call (DAGC153).
 
     Nodes are visited in topological order so that chains of duplicates collapse in one run.
     """
@@ -30,6 +31,7 @@ class CommonSubexpressionElimination(Pass):
         mapping: dict[str, str] = {}  # removed output value -> kept output value
         merged: dict[str, str] = {}  # removed node -> kept node (for ordering deps)
         warned: set[object] = set()
+        changed = state_cells(graph)  # values some task changes in place: each call's result is its own
         for name in graph.topological_order():
             node = graph.node(name)
             if mapping:
@@ -37,7 +39,7 @@ class CommonSubexpressionElimination(Pass):
                 node.kwargs = tuple((k, substitute(v, mapping)) for k, v in node.kwargs)
             if merged and any(d in merged for d in node.deps):
                 node.deps = tuple(dict.fromkeys(merged.get(d, d) for d in node.deps))
-            if node.op != "task" or not node.options.pure or has_effects(node):
+            if node.op != "task" or not node.options.pure or has_effects(node) or changed.intersection(node.outputs):
                 continue
             key = (node.op, node.target, node.args, node.kwargs, node.options, node.deps, node.n_outputs)
             kept = seen.get(key)
