@@ -63,8 +63,21 @@ def _members(node: Node) -> list[Node]:
     return [node_from_json(m) for m in node.attrs.get("fuse.members", [])]
 
 
+_NONE = NodeEffects()
+
+
 def node_effects(node: Node) -> NodeEffects:
     """The effects a node records (a fused group: the union of its members')."""
+    if node.op != "fused" and not node.options.side_effects and not any(k in node.attrs for k in EFFECT_ATTRS):
+        return _NONE  # the common case, asked of every node by several passes: keep it cheap
+    if node.op != "fused":  # one node: its attributes as they are
+        attrs = node.attrs
+        rng = attrs.get("effects.rng")
+        return NodeEffects(tuple(attrs.get("effects.mutates") or ()),
+                           attrs.get("effects.io") or ("declared side_effects=True" if node.options.side_effects
+                                                       else None),
+                           rng, tuple(attrs.get("effects.writes") or ()), tuple(attrs.get("effects.reads") or ()),
+                           bool(rng) and bool(attrs.get("effects.seeded")), attrs.get("effects.files"))
     nodes = [node, *_members(node)]
     mutates: dict[str, None] = {}
     writes: dict[str, None] = {}
@@ -175,6 +188,8 @@ def _analysis(graph: Graph) -> _Analysis:
     cells = _UnionFind()
     effects = {n.name: node_effects(n) for n in graph}
     rng_shared = any(e.rng and not e.seeded for e in effects.values())
+    if not rng_shared and not any(e.mutates or e.writes for e in effects.values()):
+        return _Analysis(cells, set(), effects, {}, rng_shared)  # no state: nothing to group
     mutated: set[str] = set()
     why: dict[str, str] = {}
     for node in graph:

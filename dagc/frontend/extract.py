@@ -2006,12 +2006,12 @@ class Extractor:
     def _check_discarded(self, call: ast.expr, info: ModuleInfo) -> None:
         """A task call used as a statement: kept when it has effects (the common case: it updates its
         arguments), else it computes a value nobody reads, which `dce` removes; say so."""
-        node = self._last_task
-        if node is None or not isinstance(call, ast.Call) or node.span != info.source.span(call):
-            return
         from dagc.ir.effects import has_effects
 
-        if has_effects(node) or (id(call), "discarded") in self._effect_warned:
+        node = self._last_task
+        if node is None or not isinstance(call, ast.Call) or has_effects(node):
+            return  # (the common case, checked before the span: computing it costs more)
+        if node.span != info.source.span(call) or (id(call), "discarded") in self._effect_warned:
             return
         self._effect_warned.add((id(call), "discarded"))  # once per call site, however often it unrolls
         why = "it is declared pure=True" if node.options.pure else "it changes none of its arguments and " \
@@ -2046,6 +2046,8 @@ class Extractor:
         """Each rank of a multi-rank task is its own process: it cannot share objects with other tasks."""
         from dagc.ir.effects import state_groups
 
+        if all(node.options.ranks == 1 for node in graph):
+            return
         for group in state_groups(graph):
             for name in group.nodes:
                 node = graph.node(name)
