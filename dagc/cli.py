@@ -51,7 +51,8 @@ def _add_cluster(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cluster", metavar="SPEC",
                    help="P (one node, P devices), NxG (N nodes of G devices) or a cluster .toml file; "
                    "default: [tool.dagc] in the project's pyproject.toml, else one local device")
-    g.add_argument("--link-bandwidth", metavar="BW", help="bandwidth of every link, e.g. 10Gbit/s or 25GB/s")
+    g.add_argument("--link-bandwidth", metavar="BW",
+                   help="bandwidth of every link: bytes per second (1.25e9) or with a unit (10Gbit/s, 25GB/s)")
     g.add_argument("--link-latency", metavar="T", help="latency of every link, e.g. 20us")
 
 
