@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import argparse
 import ast
-import subprocess
 import sys
-import tempfile
 import traceback
 from pathlib import Path
 from typing import Any
@@ -322,6 +320,9 @@ def _passes_until(args: argparse.Namespace, after: str) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    import subprocess
+    import tempfile
+
     from dagc.backends import emit
 
     compilation = _compile(args, backend=args.backend)
