@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from dagc.ir.core import Graph
+if TYPE_CHECKING:  # the command line reads BACKENDS' names at start-up: no IR import for that
+    from dagc.ir.core import Graph
 
 __all__ = ["BACKENDS", "emit"]
 

@@ -1,4 +1,5 @@
-"""Graphviz backend: deterministic DOT text for a graph, and rendering with the `dot` program.
+"""Graphviz backend: deterministic DOT text for a graph, and its picture (drawn by `dagc.renderer`:
+Graphviz's `dot` when installed, else the pip-installed graphviz-pure).
 
 Tasks are boxes (label: name, callable, estimated time), parameters are ellipses, the pipeline's
 result is a double octagon. When the graph is partitioned (`partition.device`), the picture shows
@@ -34,6 +35,7 @@ from typing import Any
 import graphviz
 
 from dagc.ir.core import Graph, Node
+from dagc.renderer import RenderError, render_dot
 from dagc.units import format_duration, format_size
 
 __all__ = [
@@ -60,10 +62,6 @@ _EDGE_COLOUR = "#8c8c8c"
 # `collapse="auto"` collapses loop instances when the graph has more tasks than this.
 COLLAPSE_AUTO = 60
 _INDEX_RE = re.compile(r"\[\d+\]")
-
-
-class RenderError(RuntimeError):
-    """Rendering failed (e.g. Graphviz's `dot` is not installed); the DOT text is still usable."""
 
 
 class FocusError(ValueError):
@@ -759,23 +757,5 @@ def render(dot_source: str, out: Path) -> Path:
     if fmt == "dot":
         out.write_text(dot_source)
         return out
-    out.write_bytes(pipe(dot_source, fmt))
+    out.write_bytes(render_dot(dot_source, fmt))
     return out
-
-
-def pipe(dot_source: str, fmt: str, engine: str = "dot", neato_no_op: int | None = None,
-         quiet: bool = False) -> bytes:
-    """The picture in format `fmt`, drawn by Graphviz's `engine` (`quiet`: drop its warnings)."""
-    try:
-        if fmt == "png":
-            # a sharper picture (the default is 72 dpi)
-            dot_source = dot_source.replace("{", "{\n\tgraph [dpi=110]", 1)
-        return graphviz.Source(dot_source, engine=engine).pipe(format=fmt, neato_no_op=neato_no_op, quiet=quiet)
-    except graphviz.ExecutableNotFound:
-        raise RenderError(
-            "Graphviz's `dot` program is not installed, so the picture cannot be rendered; "
-            "install it (Debian/Ubuntu: apt-get install graphviz, macOS: brew install graphviz) "
-            "or write a .dot file"
-        ) from None
-    except graphviz.CalledProcessError as exc:
-        raise RenderError(f"`dot` failed: {exc.stderr.decode(errors='replace') if exc.stderr else exc}") from None

@@ -9,8 +9,8 @@ run used, bars coloured by the device the plan chose, failed attempts hatched in
 
 Both are drawn into one picture by `to_svg` (hand-written SVG: deterministic, tooltips as
 `<title>`, embeddable in HTML) or `render(..., "x.png" | "x.pdf")`, which pins the same shapes in a
-Graphviz layout (`neato -n2`) and lets Graphviz's cairo renderer draw them; so no library beyond
-Graphviz is needed. Charts drawn together share one time axis, so the estimate and the run compare
+Graphviz layout (`neato -n2`) and lets Graphviz draw them (`dagc.renderer`: the system `dot`, else the
+pip-installed graphviz-pure, which draws PNG but not PDF); so no library beyond Graphviz is needed. Charts drawn together share one time axis, so the estimate and the run compare
 at a glance.
 """
 
@@ -24,13 +24,12 @@ from typing import Any
 
 from dagc.backends.graphviz import (
     CRITICAL_COLOUR,
-    RenderError,
     critical_path,
     device_colour,
     device_tint,
-    pipe,
 )
 from dagc.ir.core import Graph
+from dagc.renderer import RenderError, render_dot
 from dagc.units import format_size
 
 __all__ = ["Bar", "Chart", "estimated", "measured", "to_svg", "render", "FORMATS"]
@@ -395,5 +394,5 @@ def render(charts: list[Chart], out: Path, width: int = 960) -> Path:
     if fmt == "svg":
         out.write_text(to_svg(charts, width), encoding="utf-8")
         return out
-    out.write_bytes(pipe(to_pinned_dot(charts, width), fmt, engine="neato", neato_no_op=2, quiet=True))
+    out.write_bytes(render_dot(to_pinned_dot(charts, width), fmt, engine="neato", neato_no_op=2, quiet=True))
     return out

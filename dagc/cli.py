@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import argparse
 import ast
-import subprocess
 import sys
-import tempfile
 import traceback
 from pathlib import Path
 from typing import Any
@@ -51,7 +49,8 @@ def _add_cluster(p: argparse.ArgumentParser) -> None:
     g.add_argument("--cluster", metavar="SPEC",
                    help="P (one node, P devices), NxG (N nodes of G devices) or a cluster .toml file; "
                    "default: [tool.dagc] in the project's pyproject.toml, else one local device")
-    g.add_argument("--link-bandwidth", metavar="BW", help="bandwidth of every link, e.g. 10Gbit/s or 25GB/s")
+    g.add_argument("--link-bandwidth", metavar="BW",
+                   help="bandwidth of every link: bytes per second (1.25e9) or with a unit (10Gbit/s, 25GB/s)")
     g.add_argument("--link-latency", metavar="T", help="latency of every link, e.g. 20us")
 
 
@@ -321,6 +320,9 @@ def _passes_until(args: argparse.Namespace, after: str) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    import subprocess
+    import tempfile
+
     from dagc.backends import emit
 
     compilation = _compile(args, backend=args.backend)

@@ -2,8 +2,12 @@
 
 FILE may be a pipeline script (`.py`, compiled through `dagc.driver.compile_file`), a saved dagc IR
 (`.json` with `"dagc_ir"`), an STG task graph (`.stg`) or a WfCommons workflow (`.json`, wfformat).
-Text output is one table row per file, then notes (tasks that used default costs or sizes);
-`--json` prints a JSON array with one object per file.
+Text output is one table row per file, then notes (tasks that used default costs or sizes).
+`--json` prints JSON Lines: one object per file, each on its own line, in the order given (the
+fields are described in docs/cli.md). Besides the totals, an object carries the plan itself:
+`schedule`, one `{task, device, start, end}` per task (and `devices` when a task spans several),
+and `transfers`, one `{src, dst, bytes, from_device, to_device, start, end}` per piece of data that
+crosses devices: it leaves when its producer ends and must arrive before its consumer starts.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from dagc.cluster import (
 )
 from dagc.cost import CostModel
 from dagc.diagnostics import CompileError, Diagnostic, Severity, render_text
-from dagc.sched import ALGORITHMS, DEFAULT_BUDGET, Problem, lower_bound, schedule, validate
+from dagc.sched import ALGORITHMS, DEFAULT_BUDGET, Problem, Schedule, lower_bound, schedule, validate
 from dagc.sched.loaders import TaskGraph, read_stg, read_wfcommons
 from dagc.units import format_duration, format_size
 
@@ -35,13 +39,15 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cluster", metavar="SPEC",
                         help='"N" (one node, N devices), "MxN" (M nodes of N devices) or a cluster .toml file '
                         "(default: [tool.dagc] in pyproject.toml, else one local device)")
-    parser.add_argument("--link-bandwidth", metavar="BW", help='bandwidth of every link, e.g. "10Gbit/s"')
+    parser.add_argument("--link-bandwidth", metavar="BW",
+                        help='bandwidth of every link: bytes per second (1e9, 1.25e10) or with a unit ("10Gbit/s")')
     parser.add_argument("--link-latency", metavar="T", help='latency of every link, e.g. "20us"')
     parser.add_argument("--algo", choices=ALGORITHMS, default="dagc", help="scheduling algorithm (default: dagc)")
     parser.add_argument("--seed", type=int, default=0, help="search seed (default: 0)")
     parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET,
                         help=f"search effort per file, in seconds (default: {DEFAULT_BUDGET})")
-    parser.add_argument("--json", action="store_true", help="print one JSON object per file")
+    parser.add_argument("--json", action="store_true",
+                        help="print JSON Lines: one object per file (totals, schedule, transfers) per line")
 
 
 def _cluster_from_args(args: argparse.Namespace) -> Cluster:
@@ -79,6 +85,8 @@ class PlanResult:
     defaults: dict[str, list[str]] = field(default_factory=lambda: {"cost": [], "out_size": []})
     profiled: str | None = None  # which costs came from a profile (dagc.profile.describe_profile)
     errors: list[Diagnostic] = field(default_factory=list)
+    schedule: list[dict[str, Any]] = field(default_factory=list)  # per task: task, device, start, end
+    transfers: list[dict[str, Any]] = field(default_factory=list)  # per cross-device datum, with its times
 
     @property
     def ratio(self) -> float:
@@ -98,6 +106,7 @@ class PlanResult:
         )
         if self.profiled:
             out["profile"] = self.profiled
+        out.update(schedule=self.schedule, transfers=self.transfers)
         return out
 
 
@@ -176,7 +185,32 @@ def plan_file(path: str, cluster: Cluster, algo: str = "dagc", *, seed: int = 0,
     result.cut_bytes = sum(b for _, _, b in cut)
     result.problems = validate(p, s)
     result.valid = not result.problems
+    result.schedule, result.transfers = _timeline(p, s)
     return result
+
+
+def _timeline(p: Problem, s: Schedule) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The schedule as records: tasks by start time, and every transfer between devices. Data leaves
+    its producer's nearest device when the producer ends (the schedulers' model, `dagc.sched.problem`)."""
+    order = sorted(range(p.n), key=lambda i: (s.start[i], s.devices[i][0], i))
+    tasks: list[dict[str, Any]] = []
+    for i in order:
+        record: dict[str, Any] = {"task": p.names[i], "device": s.devices[i][0], "start": s.start[i],
+                                  "end": s.finish[i]}
+        if len(s.devices[i]) > 1:
+            record["devices"] = list(s.devices[i])
+        tasks.append(record)
+    transfers: list[dict[str, Any]] = []
+    for i in order:
+        for j, nbytes in sorted(p.preds[i]):
+            for d in s.devices[i]:
+                if d in s.devices[j]:
+                    continue
+                source = min(s.devices[j], key=lambda e: (p.comm(nbytes, e, d), e))
+                transfers.append({"src": p.names[j], "dst": p.names[i], "bytes": nbytes, "from_device": source,
+                                  "to_device": d, "start": s.finish[j],
+                                  "end": s.finish[j] + p.comm(nbytes, source, d)})
+    return tasks, transfers
 
 
 def run_plan(files: list[str], cluster: Cluster, algo: str, as_json: bool, out: TextIO, *,
@@ -184,7 +218,7 @@ def run_plan(files: list[str], cluster: Cluster, algo: str, as_json: bool, out: 
     """Plan every file; print a table (or JSON). Returns 0 when every file got a valid plan."""
     results = [plan_file(f, cluster, algo, seed=seed, budget=budget, profile=profile) for f in files]
     if as_json:
-        out.write(json.dumps([r.to_json() for r in results], indent=1) + "\n")
+        out.write("".join(json.dumps(r.to_json()) + "\n" for r in results))
     else:
         out.write(_table(results, cluster, algo))
         errors = [d for r in results for d in r.errors]

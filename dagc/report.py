@@ -1,7 +1,7 @@
 """`dagc report RUN_DIR`: one self-contained HTML page about a run (no network access needed).
 
 The page holds: a summary (pipeline, run, status, measured and estimated makespan); the
-partitioned graph (inline SVG drawn by Graphviz); the measured timeline with the estimated one
+partitioned graph (inline SVG drawn by Graphviz or graphviz-pure); the measured timeline with the estimated one
 beside it on the same time axis; a task table (planned device, where it ran, estimated and
 measured time, output size, retries, status) that sorts by any column when its header is clicked
 (it starts sorted by measured time, longest first); and every failure with its traceback.
@@ -111,7 +111,8 @@ def _seconds(value: float | None) -> str:
 def build_report(run: RunRecord, graph: Graph | None = None, cluster: Any = None, cost_model: Any = None) -> str:
     """The report page's HTML text."""
     from dagc.backends import timeline
-    from dagc.backends.graphviz import RenderError, device_colour, pipe, to_dot
+    from dagc.backends.graphviz import device_colour, to_dot
+    from dagc.renderer import RenderError, render_dot
 
     if cost_model is None:
         from dagc.cost import CostModel
@@ -141,7 +142,7 @@ def build_report(run: RunRecord, graph: Graph | None = None, cluster: Any = None
     if graph is not None:
         parts.append('<h2 id="graph">Partitioned graph</h2>')
         try:
-            svg = pipe(to_dot(graph, cluster=cluster, cost_model=cost_model), "svg").decode("utf-8")
+            svg = render_dot(to_dot(graph, cluster=cluster, cost_model=cost_model), "svg").decode("utf-8")
             parts.append(f'<div class="figure">{_svg_body(svg)}</div>')
         except RenderError as exc:
             parts.append(f'<p class="muted">{esc(str(exc))}</p>')

@@ -27,7 +27,7 @@ class UnitError(ValueError):
 
 DURATION_FORMS = 'a number of seconds, or a string such as "90s", "2m30s", "1h", "500ms", "1.5h"'
 SIZE_FORMS = 'a number of bytes, or a string such as "512MiB", "16GiB", "2GB", "64KiB"'
-BANDWIDTH_FORMS = 'bytes per second, or a string such as "10Gbit/s", "25GB/s", "100MiB/s"'
+BANDWIDTH_FORMS = 'bytes per second (e.g. 1250000000 or 1.25e9), or a string such as "10Gbit/s", "25GB/s", "100MiB/s"'
 
 _DURATION_UNITS = {
     "ns": 1e-9,
@@ -58,7 +58,8 @@ _SIZE_UNITS = {
     "t": 10**12,
 }
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*$")
-_BANDWIDTH_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*(?:/\s*s|ps)\s*$")
+# a number (an exponent allowed: "1.5e3MB/s") and a unit per second
+_BANDWIDTH_RE = re.compile(r"^\s*((?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([a-zA-Z]*)\s*(?:/\s*s|ps)\s*$")
 
 
 def _check_number(value: object, what: str, forms: str) -> float:
@@ -102,8 +103,10 @@ def parse_size(value: object) -> int:
 
 
 def parse_bandwidth(value: object) -> float:
-    """`"10Gbit/s"` → 1.25e9 bytes per second; a bare number is bytes per second."""
+    """`"10Gbit/s"` → 1.25e9 bytes per second; a bare number (`1e9`, `"1250000000"`) is bytes per second."""
     if isinstance(value, str):
+        if re.fullmatch(r"\s*(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*", value):
+            return _check_number(float(value), "a bandwidth", BANDWIDTH_FORMS)
         match = _BANDWIDTH_RE.match(value)
         if match is None:
             raise UnitError(f"cannot read bandwidth {value!r}: expected {BANDWIDTH_FORMS}")

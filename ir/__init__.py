@@ -5,25 +5,39 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from .core import OPS, Graph, Node, Param
-from .location import SourceSpan
-from .parser import IRParseError, parse_graph
-from .printer import print_graph
-from .serialize import (
-    IRFormatError,
-    dumps,
-    graph_from_json,
-    graph_to_json,
-    loads,
-    node_from_json,
-    node_to_json,
-)
-from .types import Const, Map, Operand, Ref, Seq, TaskOptions
-
 if TYPE_CHECKING:
+    from .core import OPS, Graph, Node, Param
+    from .location import SourceSpan
+    from .parser import IRParseError, parse_graph
+    from .printer import print_graph
+    from .serialize import (
+        IRFormatError,
+        dumps,
+        graph_from_json,
+        graph_to_json,
+        loads,
+        node_from_json,
+        node_to_json,
+    )
+    from .types import Const, Map, Operand, Ref, Seq, TaskOptions
     from .verifier import verify
+
+# Each name is loaded from its module on first use: `import dagc.ir.location` (which every
+# diagnostic needs) then costs nothing more, and the verifier, which builds dagc.diagnostics objects
+# while dagc.diagnostics imports this package, is no import cycle.
+_HOMES = {
+    **dict.fromkeys(("OPS", "Graph", "Node", "Param"), "core"),
+    "SourceSpan": "location",
+    **dict.fromkeys(("IRParseError", "parse_graph"), "parser"),
+    "print_graph": "printer",
+    **dict.fromkeys(("IRFormatError", "dumps", "graph_from_json", "graph_to_json", "loads", "node_from_json",
+                     "node_to_json"), "serialize"),
+    **dict.fromkeys(("Const", "Map", "Operand", "Ref", "Seq", "TaskOptions"), "types"),
+    "verify": "verifier",
+}
 
 __all__ = [
     "Graph",
@@ -52,10 +66,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # The verifier builds dagc.diagnostics objects, and dagc.diagnostics imports this package
-    # (for SourceSpan), so the verifier is loaded on first use rather than here.
-    if name == "verify":
-        from .verifier import verify
-
-        return verify
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

@@ -2,7 +2,9 @@
 
 A `Graph` holds its nodes in program order (a topological order when the graph is valid). Edges
 are derived from the operands that nodes consume and from explicit ordering dependencies, so there
-is one source of truth; networkx is used privately for graph algorithms and is never exposed.
+is one source of truth. Adjacency is kept in plain dicts; networkx is imported only for the rare
+questions of invalid graphs and tests (a cycle's path, the transitive closure), because importing it
+costs more than a whole `dagc check` of a small file.
 """
 
 from __future__ import annotations
@@ -12,8 +14,6 @@ import heapq
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
-
-import networkx as nx
 
 from .location import SourceSpan
 from .types import Operand, TaskOptions, iter_refs
@@ -137,7 +137,7 @@ class Graph:
         self.attrs: dict[str, Any] = dict(attrs or {})
         self._nodes: dict[str, Node] = {}
         self._producer: dict[str, str] = {}  # value name -> node name
-        self._nx: nx.DiGraph | None = None
+        self._adj: dict[str, dict[str, None]] | None = None  # successors of each node, built on demand
         self._succ: dict[str, list[str]] | None = None
 
     # ---- nodes -------------------------------------------------------------------------------
@@ -164,7 +164,7 @@ class Graph:
         for value in node.outputs:
             # a second producer is kept out of the map; the verifier reports it
             self._producer.setdefault(value, node.name)
-        self._nx = None
+        self._adj = None
         return node
 
     def remove_node(self, name: str) -> Node:
@@ -172,7 +172,7 @@ class Graph:
         for value in node.outputs:
             if self._producer.get(value) == name:
                 del self._producer[value]
-        self._nx = None
+        self._adj = None
         return node
 
     def replace_node(self, old: str, new: Node) -> None:
@@ -182,7 +182,7 @@ class Graph:
         self._producer.clear()
         for name, node in items:
             self._nodes_add_unchecked(new if name == old else node)
-        self._nx = None
+        self._adj = None
 
     def reorder(self, names: Iterable[str]) -> None:
         """Set the program order to `names`, which must be a permutation of the node names."""
@@ -190,7 +190,7 @@ class Graph:
         if sorted(order) != sorted(self._nodes):
             raise ValueError("reorder() needs every node exactly once")
         self._nodes = {name: self._nodes[name] for name in order}
-        self._nx = None
+        self._adj = None
 
     def _nodes_add_unchecked(self, node: Node) -> None:
         self._nodes[node.name] = node
@@ -199,7 +199,7 @@ class Graph:
 
     def invalidate(self) -> None:
         """Call after mutating a node's operands or deps in place."""
-        self._nx = None
+        self._adj = None
         self._producer = {}
         for node in self._nodes.values():
             for value in node.outputs:
@@ -271,19 +271,29 @@ class Graph:
         graph = self._graph()
         if self._succ is None:
             index = {name: i for i, name in enumerate(self._nodes)}
-            self._succ = {n: sorted(graph.successors(n), key=index.__getitem__) for n in self._nodes}
+            self._succ = {n: sorted(graph[n], key=index.__getitem__) for n in self._nodes}
         return self._succ
 
-    def _graph(self) -> nx.DiGraph:
-        if self._nx is None:
-            g = nx.DiGraph()
-            g.add_nodes_from(self._nodes)
+    def _graph(self) -> dict[str, dict[str, None]]:
+        """Each node's successors (edges from names that are not nodes are dropped)."""
+        if self._adj is None:
+            succ: dict[str, dict[str, None]] = {name: {} for name in self._nodes}
             for src, dst in self.edges():
-                if src in self._nodes:
-                    g.add_edge(src, dst)
-            self._nx = g
+                if src in succ:
+                    succ[src][dst] = None
+            self._adj = succ
             self._succ = None
-        return self._nx
+        return self._adj
+
+    def _reach(self, start: str, step: Any) -> set[str]:
+        seen: set[str] = set()
+        stack = list(step(start))
+        while stack:
+            name = stack.pop()
+            if name not in seen:
+                seen.add(name)
+                stack.extend(step(name))
+        return seen
 
     def topological_order(self) -> list[str]:
         """A topological order that prefers program order among ready nodes (deterministic)."""
@@ -312,21 +322,39 @@ class Graph:
     def find_cycle(self) -> list[str] | None:
         """Node names along one cycle (first node not repeated), or None if acyclic."""
         try:
-            cycle = nx.find_cycle(self._graph())
+            self.topological_order()
+            return None
+        except ValueError:
+            pass
+        import networkx as nx  # only for a graph that is invalid anyway
+
+        try:
+            cycle = nx.find_cycle(self._digraph())
         except nx.NetworkXNoCycle:
             return None
         return [src for src, _ in cycle]
 
     def ancestors(self, name: str) -> set[str]:
-        return set(nx.ancestors(self._graph(), name))
+        if name not in self._nodes:
+            raise KeyError(name)
+        return self._reach(name, lambda n: [p for p in self.predecessors(n) if p in self._nodes])
 
     def descendants(self, name: str) -> set[str]:
-        return set(nx.descendants(self._graph(), name))
+        graph = self._graph()
+        return self._reach(name, graph.__getitem__)
 
     def reachability_pairs(self) -> set[tuple[str, str]]:
         """All (a, b) with a path a → b; for tests of structure-preserving passes."""
-        closure = nx.transitive_closure_dag(self._graph())
-        return set(closure.edges())
+        return {(a, b) for a in self._nodes for b in self.descendants(a)}
+
+    def _digraph(self) -> Any:
+        import networkx as nx
+
+        g = nx.DiGraph()
+        g.add_nodes_from(self._nodes)
+        for src, targets in self._graph().items():
+            g.add_edges_from((src, dst) for dst in targets)
+        return g
 
     # ---- misc --------------------------------------------------------------------------------
     def copy(self) -> Graph:

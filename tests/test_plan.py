@@ -23,7 +23,7 @@ def test_plan_stg_json():
     files = [str(DATA / "stg" / "50" / f"rand000{i}.stg") for i in range(3)]
     out = io.StringIO()
     assert run_plan(files, parse_cluster_spec("4"), "dagc", True, out) == 0
-    rows = json.loads(out.getvalue())
+    rows = [json.loads(line) for line in out.getvalue().splitlines()]  # JSON Lines
     assert [r["file"] for r in rows] == files
     for r in rows:
         assert r["tasks"] == 52 and r["devices"] == 4 and r["valid"] is True
@@ -57,7 +57,7 @@ def test_plan_saved_ir_reports_defaults(tmp_path):
     assert "no cost or flops" in text and "train" in text and "no out_size" in text and "load" in text
     out = io.StringIO()
     run_plan([str(path)], parse_cluster_spec("2"), "dagc", True, out)
-    assert json.loads(out.getvalue())[0]["defaults"] == {"cost": ["train"], "out_size": ["load"]}
+    assert json.loads(out.getvalue())["defaults"] == {"cost": ["train"], "out_size": ["load"]}
 
 
 def test_plan_command_bad_cluster(capsys, tmp_path):
@@ -73,7 +73,7 @@ def test_plan_unknown_file_kind(tmp_path):
     path.write_text("hello")
     out = io.StringIO()
     assert run_plan([str(path)], parse_cluster_spec("2"), "dagc", True, out) == 1
-    assert json.loads(out.getvalue())[0]["errors"][0]["code"] == "DAGC006"
+    assert json.loads(out.getvalue())["errors"][0]["code"] == "DAGC006"
 
 
 @needs_data

@@ -122,7 +122,7 @@ def test_plan_states_which_costs_came_from_the_profile(sleepy_run) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "measured in run" in proc.stdout and "load, double, square, total" in proc.stdout
     proc = run_dagc("plan", str(script), "--cluster", "2", "--profile", str(run_dir), "--json")
-    assert "measured in run" in json.loads(proc.stdout)[0]["profile"]
+    assert "measured in run" in json.loads(proc.stdout)["profile"]  # JSON Lines: one file, one line
 
 
 @pytest.mark.parametrize("command", ["compile", "ir", "emit", "viz"])

@@ -13,6 +13,7 @@ from dagc.backends.graphviz import CRITICAL_COLOUR, device_colour
 from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
 from dagc.profile import load_run
+from dagc.renderer import find_renderer
 from tests.conftest import REPO, run_dagc
 
 PASSES = "verify,dce,cse,partition{algo=heft},schedule,comm"
@@ -99,6 +100,12 @@ def test_timeline_cli_draws_estimate_beside_run(tmp_path: Path, suffix: str, mag
     out = tmp_path / f"t{suffix}"
     proc = run_dagc("timeline", "samples/quickstart.py", "--cluster", "2x2", "--run-dir", str(run_dir),
                     "-o", str(out))
+    renderer = find_renderer()
+    if suffix == ".pdf" and renderer is not None and not renderer.draws("pdf"):
+        # without the system `dot` (graphviz-pure draws no PDF): a clear error, no traceback, no file
+        assert proc.returncode == 1 and "PDF needs Graphviz's `dot` program" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and not out.exists()
+        return
     assert proc.returncode == 0, proc.stderr
     data = out.read_bytes()
     assert data.startswith(magic)

@@ -44,7 +44,11 @@ def validate(p: Problem, s: Schedule) -> list[str]:
             out.append(f"{name}: runs on devices of different nodes {devs}")
         if p.enforce:
             g = p.gpus[i]
-            want = max(math.ceil(g - 1e-9), p.ranks[i], 1) if g > 0 else 1
+            if g > 0:
+                want = max(math.ceil(g - 1e-9), p.ranks[i], 1)
+            else:  # CPU ranks: one device each, as many as the largest node has
+                want = min(max(p.ranks[i], 1), max(sum(1 for e in range(D) if p.node_of[e] == v)
+                                                    for v in set(p.node_of)))
             if i not in infeasible and len(devs) != want:
                 out.append(f"{name}: needs {want} device(s), got {len(devs)}")
             for d in devs:
