@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dagc.diagnostics import DiagnosticSink, Note
+from dagc.frontend.effects import EffectAnalyzer
 from dagc.frontend.modules import (
     Constant,
     ImportedModule,
@@ -37,7 +38,6 @@ from dagc.frontend.modules import (
     TaskDef,
     static_option_value,
 )
-from dagc.frontend.effects import EffectAnalyzer
 from dagc.frontend.source import name_span
 from dagc.frontend.static import (
     BUILTIN,
@@ -48,7 +48,7 @@ from dagc.frontend.static import (
     is_literal_value,
     iterate_static,
 )
-from dagc.frontend.typecheck import compatible, describe_mismatch, item_type
+from dagc.frontend.typecheck import compatible, describe_mismatch, item_type, type_of_value
 from dagc.ir.core import Graph, Node, Param, output_name
 from dagc.ir.effects import order_by_effects
 from dagc.ir.location import SourceSpan
@@ -226,6 +226,10 @@ def _assigned_names(body: list[ast.stmt]) -> set[str]:
     return names
 
 
+def _names_in(expr: ast.expr) -> set[str]:
+    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+
+
 def _target_names(target: ast.expr) -> set[str]:
     return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
 
@@ -314,6 +318,13 @@ class Extractor:
                 continue
             if param.name in overrides:
                 value = overrides[param.name]
+                given = type_of_value(value)
+                if param.annotation is not None and not compatible(given, param.annotation):
+                    self.sink.error("DAGC005", f"--param {param.name}={value!r} is a `{given}`, but parameter "
+                                    f"`{param.name}` is annotated `{param.annotation}`", span,
+                                    hint=f"give a value of type `{param.annotation}`; --param values are Python "
+                                    "literals (quote a string: --param name='\"text\"')")
+                    continue
             elif param.default is not None:
                 try:
                     value = self._static(param.default, scope, info)
@@ -464,6 +475,7 @@ class Extractor:
         construct = _STATEMENT_NAMES.get(type(stmt), type(stmt).__name__)
         self.sink.error("DAGC108", f"{construct} is not supported in a pipeline body", span,
                         hint=_STATEMENT_HINTS.get(type(stmt), "move this logic into a @dagc.task"))
+        raise ExtractError  # the names it binds are poisoned: one diagnostic, not one per later use
 
     def _unpack_count(self, target: ast.expr) -> int:
         if isinstance(target, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in target.elts):
@@ -624,7 +636,9 @@ class Extractor:
                             hint="use a flag, or restructure the loop")
             raise ExtractError
         items = self._loop_items(stmt.iter, scope, info, "this `for` loop")
-        exits = _loop_level_breaks(stmt.body)
+        assigned = _assigned_names(stmt.body)
+        exits = [(node, tests) for node, tests in _loop_level_breaks(stmt.body)  # constant-false exits fold away
+                 if not any(not (_names_in(t) & assigned) and self._known_false(t, scope, info) for t in tests)]
         if exits and self._exits_are_dynamic(exits, stmt, scope, info):
             self._loop_region(stmt, items, scope, info)
             return
@@ -897,6 +911,9 @@ class Extractor:
 
     # ---- branches -----------------------------------------------------------------------------------
     def _if(self, stmt: ast.If, scope: Scope, info: ModuleInfo) -> None:
+        if self._known_false(stmt.test, scope, info):  # `if DEBUG: break` with DEBUG = False: folded first
+            self._run_block(stmt.orelse, scope, info)
+            return
         # `if <cond>: break` directly in the body of a region loop
         if (scope.loop is not None and not scope.unrolling and len(stmt.body) == 1
                 and isinstance(stmt.body[0], ast.Break) and not stmt.orelse
@@ -908,6 +925,14 @@ class Extractor:
             self._run_block(taken, scope, info)
             return
         self._cond_region(stmt, scope, info)
+
+    def _known_false(self, test: ast.expr, scope: Scope, info: ModuleInfo) -> bool:
+        """True when `test` is a compile-time value that is false; never reports anything. `and`
+        short-circuits as in Python: `DEBUG and converged(m)` is false when DEBUG is."""
+        try:
+            return not eval_static(test, self._static_lookup(scope, info))
+        except (NotStatic, _RuntimeUse, RecursionError):
+            return False
 
     def _loop_break(self, stmt: ast.If, scope: Scope, info: ModuleInfo) -> None:
         loop = scope.loop
@@ -1317,6 +1342,8 @@ class Extractor:
                 "time can be passed to tasks",
             )
         except NotStatic as exc:
+            if any(scope.env.get(n) is POISON for n in _names_in(expr)):
+                raise ExtractError from None  # reported where the name was bound
             self.sink.error("DAGC109", f"{_describe(exc.node)} is not supported here: {exc.reason}",
                             info.source.span(exc.node),
                             hint="pipeline bodies may use task calls, literals, constants and parameters; "
@@ -1522,6 +1549,12 @@ class Extractor:
         runtime = [v for v in args + kwargs if _is_task_result(v)]
         what = callee.description if isinstance(callee, External) else f"`{ast.unparse(call.func)}`"
         if runtime or (isinstance(call.func, ast.Attribute) and self._needs_glue(call.func.value, scope, info)):
+            kfp = _KFP_METHOD_HINTS.get(call.func.attr) if isinstance(call.func, ast.Attribute) else None
+            if kfp is not None:
+                self.sink.error("DAGC107", f"`.{call.func.attr}()` on a task result is Kubeflow's form; a dagc task "
+                                "result is the task's return value, not a step object", info.source.span(call),
+                                hint=kfp)
+                raise ExtractError
             self.sink.error("DAGC107", f"{what} is not a task, but receives a task result",
                             info.source.span(call),
                             hint="only tasks can run on task results: decorate the function with @dagc.task, "
@@ -1596,7 +1629,7 @@ class Extractor:
             if index >= len(positional) and not var_pos:
                 self.sink.error("DAGC105", f"task `{task.name}` takes {len(positional)} positional "
                                 f"argument{'s' if len(positional) != 1 else ''} but {len(call.args)} were given",
-                                info.source.span(arg), hint=f"signature: {task.name}({', '.join(sig.names())})",
+                                info.source.span(arg), hint=f"signature: {task.name}({sig.display()})",
                                 notes=[Note(f"`{task.name}` is defined here", name_span(task.source, task.node))])
                 failed = True
                 continue
@@ -1629,7 +1662,7 @@ class Extractor:
                 hint = f"did you mean `{close[0]}`? " if close else ""
                 self.sink.error("DAGC103", f"task `{task.name}` has no parameter `{kw.arg}`",
                                 info.source.span(kw),
-                                hint=f"{hint}`{task.name}` accepts: {', '.join(sig.names()) or 'no arguments'}",
+                                hint=f"{hint}signature: {task.name}({sig.display()})",
                                 notes=[Note(f"`{task.name}` is defined here", name_span(task.source, task.node))])
                 failed = True
                 continue
@@ -1657,7 +1690,7 @@ class Extractor:
             names = ", ".join(f"`{m}`" for m in missing)
             self.sink.error("DAGC104", f"task `{task.name}` is missing argument{'s' if len(missing) > 1 else ''} "
                             f"{names}", info.source.span(call),
-                            hint=f"signature: {task.name}({', '.join(sig.names())})",
+                            hint=f"signature: {task.name}({sig.display()})",
                             notes=[Note(f"`{task.name}` is defined here", name_span(task.source, task.node))])
             failed = True
         if failed:
@@ -1996,6 +2029,23 @@ class Extractor:
         return result if result is not None else Static(None)
 
 
+# Kubeflow Pipelines configures a step by calling methods on it; dagc reads the same from the task.
+_KFP_METHOD_HINTS: dict[str, str] = {
+    "after": "order a call without a data dependency with `x = dagc.after(train(data), prepared)`, "
+    "or `@dagc.task(after=[\"prepare\"])`",
+    "set_memory_limit": "declare it on the task: `@dagc.task(memory=\"4Gi\")`",
+    "set_memory_request": "declare it on the task: `@dagc.task(memory=\"4Gi\")`",
+    "set_cpu_limit": "declare it on the task: `@dagc.task(cpus=\"500m\")`",
+    "set_cpu_request": "declare it on the task: `@dagc.task(cpus=\"500m\")`",
+    "set_gpu_limit": "declare it on the task: `@dagc.task(gpus=1)`",
+    "set_accelerator_limit": "declare it on the task: `@dagc.task(gpus=1)`",
+    "set_retry": "declare it on the task: `@dagc.task(retries=3)`",
+    "set_caching_options": "dagc caches every task by fingerprint in the run directory (docs/runtime.md); "
+    "mark a task that acts on the world with `@dagc.task(side_effects=True)`",
+    "set_display_name": "the node is named after the task; rename the function or the pipeline",
+}
+
+
 class _PathError(Exception):
     pass
 
@@ -2021,7 +2071,18 @@ POISON = object()  # bound to names whose defining statement failed
 
 
 def _stored_names(stmt: ast.stmt) -> list[str]:
-    return [n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+    """Every name `stmt` binds: assignment targets, and the names of nested defs, classes and imports."""
+    names: list[str] = []
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            names.append(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            names.extend((a.asname or a.name).split(".")[0] for a in n.names if a.name != "*")
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            names.append(n.name)
+    return names
 
 
 def _const_value(operand: Operand) -> Any:
@@ -2230,6 +2291,9 @@ _STATEMENT_HINTS = {
     ast.AugAssign: "bind the new value to a name: `x = add(x, 1)` with a task `add`",
     ast.Import: "import at module level",
     ast.ImportFrom: "import at module level",
+    ast.FunctionDef: "define the function at module level (decorate it with @dagc.task to make it a step)",
+    ast.AsyncFunctionDef: "define the function at module level (decorate it with @dagc.task to make it a step)",
+    ast.ClassDef: "define the class at module level",
     ast.Raise: "raise inside a task; a pipeline body only wires tasks together",
     ast.Delete: "just stop using the name",
     ast.Assert: "check the condition inside a task",

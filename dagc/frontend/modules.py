@@ -67,6 +67,26 @@ class FunctionSig:
     def names(self) -> list[str]:
         return [p.name for p in self.params if p.kind not in ("var_positional", "var_keyword")]
 
+    def display(self) -> str:
+        """The parameter list as written, with `/`, `*`, `*args` and `**kwargs`: `path, n=10, *, seed=0`."""
+        parts: list[str] = []
+        kinds = [p.kind for p in self.params]
+        for i, p in enumerate(self.params):
+            if p.kind == "keyword_only" and "var_positional" not in kinds and (i == 0 or kinds[i - 1] != "keyword_only"):
+                parts.append("*")
+            if p.kind == "var_positional":
+                parts.append(f"*{p.name}")
+            elif p.kind == "var_keyword":
+                parts.append(f"**{p.name}")
+            elif p.default is not None:
+                default = ast.unparse(p.default)
+                parts.append(f"{p.name}={default if len(default) <= 20 else '…'}")
+            else:
+                parts.append(p.name)
+            if p.kind == "positional_only" and (i + 1 == len(kinds) or kinds[i + 1] != "positional_only"):
+                parts.append("/")
+        return ", ".join(parts)
+
 
 def _annotation(node: ast.expr | None) -> str | None:
     return ast.unparse(node) if node is not None else None

@@ -29,6 +29,8 @@ from dagc.ir.types import TaskOptions
 
 __all__ = ["scan_module", "decorator_kind", "is_main_guard"]
 
+SMALL_MEMORY = 2**20  # a task's memory given as a bare number below 1 MiB is almost surely not bytes
+
 
 def is_main_guard(stmt: ast.stmt) -> bool:
     """`if __name__ == "__main__":` (either operand order)."""
@@ -108,7 +110,13 @@ def _convert_option(project: Project, info: ModuleInfo, key: str, value: Any, no
         return ValueError(key)
 
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind in ("count", "number"):
+    if kind == "cpus" and isinstance(value, str):
+        try:
+            return units.parse_cpus(value)
+        except units.UnitError as exc:
+            _option_error(project, info, "DAGC122", f"option `{key}`: {exc}", node, hint=f"write {key}= {spec.accepted}")
+            raise ValueError(key) from None
+    if kind in ("count", "number", "cpus"):
         if not is_number or value < 0 or value != value or value in (float("inf"),):
             raise bad_type()
         if key == "gpus" and value > 1 and value != int(value):
@@ -132,11 +140,19 @@ def _convert_option(project: Project, info: ModuleInfo, key: str, value: Any, no
         if isinstance(value, bool):
             raise bad_type()
         try:
-            return units.parse_duration(value) if kind == "duration" else units.parse_size(value)
+            parsed = units.parse_duration(value) if kind == "duration" else units.parse_size(value)
         except units.UnitError as exc:
             code = "DAGC122" if isinstance(value, str) else "DAGC121"
             _option_error(project, info, code, f"option `{key}`: {exc}", node, hint=f"write {key}= {spec.accepted}")
             raise ValueError(key) from None
+        if key == "memory" and not isinstance(value, str) and 0 < value < SMALL_MEMORY:
+            # schedulers that take a bare number mostly mean MB (Ray's old API, Slurm, Metaflow)
+            project.sink.warning(
+                "DAGC129", f"memory={value!r} is {value!r} bytes; did you mean megabytes?",
+                info.source.span(node),
+                hint=f'a bare number is bytes; write memory="{value}MB" (or "{value}Mi") if megabytes were meant, '
+                f'or memory="{value}B" to keep bytes')
+        return parsed
     if kind in ("names", "paths"):
         if isinstance(value, str):
             value = [value]
@@ -248,6 +264,12 @@ def _scan_block(project: Project, info: ModuleInfo, body: list[ast.stmt]) -> Non
         elif isinstance(stmt, ast.If) and not is_main_guard(stmt):
             _scan_block(project, info, stmt.body)
             _scan_block(project, info, stmt.orelse)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            # `with open(...) as f:` binds f to something unknown; constants assigned inside are still constants
+            for item in stmt.items:
+                if isinstance(item.optional_vars, ast.Name):
+                    info.symbols[item.optional_vars.id] = Opaque("value", item.context_expr)
+            _scan_block(project, info, stmt.body)
         elif isinstance(stmt, ast.Try):
             _scan_block(project, info, stmt.body)
             for handler in stmt.handlers:

@@ -1,0 +1,234 @@
+"""The forms real training code is written in (pytorch/examples, nanoGPT, Metaflow, Kubeflow):
+each one is accepted (and then the local program computes what plain Python computes) or
+diagnosed at the right line with a hint that shows the accepted form."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dagc.backends import emit
+from dagc.diagnostics import Diagnostic
+from dagc.driver import compile_file
+from dagc.frontend import compile_source
+from tests.conftest import run_dagc
+from tests.test_backend_local import _plain_result, _ruff_clean
+
+
+def _diagnostics(write_project, source: str, **kw: object) -> list[Diagnostic]:
+    root = write_project({"flow.py": source})
+    return compile_source(root / "flow.py", **kw).sink.sorted()  # type: ignore[arg-type]
+
+
+def _only(diagnostics: list[Diagnostic], code: str) -> Diagnostic:
+    found = [d for d in diagnostics if d.code == code]
+    assert len(found) == 1, [(d.code, d.message) for d in diagnostics]
+    return found[0]
+
+
+def _line(source: str, text: str) -> int:
+    """The line of `text` in the file written from `source` (write_project drops leading newlines)."""
+    body = source.lstrip("\n")
+    return body.count("\n", 0, body.index(text)) + 1
+
+
+def _errors(diagnostics: list[Diagnostic]) -> list[tuple[str, int | None]]:
+    return [(d.code, d.span.line if d.span else None) for d in diagnostics if d.is_error]
+
+
+def _local_equals_plain(write_project, tmp_path: Path, source: str, files: dict[str, str] | None = None,
+                        pipeline: str | None = None, **params: object) -> object:
+    """Compile `source`, run its local program, and check the result against the plain run."""
+    root = write_project({"flow.py": source, **(files or {})})
+    graph = compile_file(root / "flow.py", pipeline_name=pipeline, params=params or None)
+    program = tmp_path / "prog" / "flow_local.py"
+    program.parent.mkdir()
+    program.write_text(emit(graph, "local", program))
+    _ruff_clean(program)
+    out = tmp_path / "local.pkl"
+    subprocess.run([sys.executable, str(program), "--result", str(out)], check=True, timeout=120)
+    local = pickle.loads(out.read_bytes())
+    plain = _plain_result(root / "flow.py", graph.name, tmp_path, **params)
+    assert local == plain
+    return local
+
+
+# ---- resource units --------------------------------------------------------------------------------
+UNITS = """
+import dagc
+
+@dagc.task(memory="500Mi", cpus="500m", out_size="2Gi")
+def small(x: int) -> int:
+    return x
+
+@dagc.task(memory=4000)
+def big(x: int) -> int:
+    return x
+
+@dagc.pipeline
+def p():
+    return big(small(1))
+"""
+
+
+def test_kubernetes_quantities_and_a_bare_small_memory(write_project) -> None:
+    root = write_project({"flow.py": UNITS})
+    result = compile_source(root / "flow.py")
+    small = result.graph.node("small").options
+    assert (small.memory, small.cpus, small.out_size) == (500 * 2**20, 0.5, 2 * 2**30)
+    [warning] = result.sink.diagnostics
+    assert (warning.code, warning.span.line, warning.is_error) == ("DAGC129", _line(UNITS, "memory=4000"), False)
+    assert 'memory="4000MB"' in warning.hint
+    bad = _diagnostics(write_project, UNITS.replace('cpus="500m"', 'cpus="half"'))
+    assert _errors(bad) == [("DAGC122", _line(UNITS, "@dagc.task(memory=\"500Mi\""))]
+    assert "500m" in _only(bad, "DAGC122").hint
+
+
+# ---- signature hints and Kubeflow's step methods ------------------------------------------------------
+SIGNATURE = """
+import dagc
+
+@dagc.task
+def train(data: list, /, lr: float = 0.1, *, epochs: int = 1, **extra) -> dict:
+    return {"n": len(data), "lr": lr, "epochs": epochs, **extra}
+
+@dagc.task
+def load(path: str) -> list:
+    return [path]
+
+@dagc.pipeline
+def p():
+    d = load("a")
+    return train()
+"""
+
+
+def test_signature_hint_shows_keyword_only_parameters_and_kwargs(write_project) -> None:
+    diag = _only(_diagnostics(write_project, SIGNATURE), "DAGC104")
+    assert diag.span.line == _line(SIGNATURE, "return train()")
+    assert diag.hint == "signature: train(data, /, lr=0.1, *, epochs=1, **extra)"
+
+
+@pytest.mark.parametrize("line,hint", [
+    ("    m = train(d).after(d)", "dagc.after(train(data), prepared)"),
+    ("    m = train(d)\n    m.set_memory_limit('4G')", '@dagc.task(memory="4Gi")'),
+    ("    m = train(d)\n    m.set_cpu_limit('2')", '@dagc.task(cpus="500m")'),
+])
+def test_kubeflow_step_methods_name_the_dagc_form(write_project, line: str, hint: str) -> None:
+    source = SIGNATURE.replace("    return train()\n", line + "\n    return d\n")
+    diag = _only(_diagnostics(write_project, source), "DAGC107")
+    assert "Kubeflow" in diag.message and hint in diag.hint
+    assert diag.span.line == _line(source, line.splitlines()[-1])
+
+
+# ---- statements and exits ------------------------------------------------------------------------------
+NESTED = """
+import dagc
+
+@dagc.task
+def load(path: str) -> list:
+    return [path]
+
+@dagc.pipeline
+def p():
+    import os
+    def helper(x):
+        return x
+    d = load(os.sep)
+    return helper(d)
+"""
+
+
+def test_nested_import_and_def_are_one_diagnostic_each(write_project) -> None:
+    diagnostics = _diagnostics(write_project, NESTED)
+    assert _errors(diagnostics) == [("DAGC108", _line(NESTED, "import os")), ("DAGC108", _line(NESTED, "def helper"))]
+    assert "module level" in diagnostics[0].hint
+
+
+FALSE_BREAK = """
+import dagc
+
+DEBUG = False
+
+@dagc.task
+def train(m: int) -> int:
+    return m + 1
+
+@dagc.task
+def converged(m: int) -> bool:
+    return m >= 3
+
+@dagc.pipeline
+def p(epochs: int = 10):
+    m = 0
+    for epoch in range(epochs):
+        m = train(m)
+        if DEBUG and epoch > 1:
+            break
+        if converged(m):
+            break
+    return m, epoch
+"""
+
+
+def test_constant_false_break_is_folded_before_counting_exits(write_project, tmp_path: Path) -> None:
+    assert _local_equals_plain(write_project, tmp_path, FALSE_BREAK) == (3, 2)
+
+
+# ---- pipeline parameters -------------------------------------------------------------------------------
+PARAMS = """
+import dagc
+
+@dagc.task
+def train(lr: float, name: str) -> str:
+    return f"{name}:{lr}"
+
+@dagc.pipeline
+def p(lr: float = 0.1,
+      name: str = "run"):
+    return train(lr, name)
+"""
+
+
+def test_param_values_are_checked_against_the_annotation_at_the_parameter(write_project) -> None:
+    diag = _only(_diagnostics(write_project, PARAMS, params={"lr": "fast"}), "DAGC005")
+    assert diag.span.line == _line(PARAMS, "lr: float = 0.1") and "`float`" in diag.message and "literal" in diag.hint
+    diag = _only(_diagnostics(write_project, PARAMS, params={"name": 3}), "DAGC005")
+    assert diag.span.line == _line(PARAMS, "name: str =")
+    assert not _diagnostics(write_project, PARAMS, params={"lr": 1, "name": "x"})  # an int is a float
+
+
+# ---- dagc check ----------------------------------------------------------------------------------------
+def test_check_checks_every_pipeline_in_a_file(write_project) -> None:
+    root = write_project({"flows.py": """
+        import dagc
+
+        @dagc.task
+        def load(path: str) -> list:
+            return [path]
+
+        @dagc.pipeline
+        def first():
+            return load("a")
+
+        @dagc.pipeline
+        def second():
+            return load("a", "b")
+
+        @dagc.pipeline
+        def third():
+            return load(missing)
+        """})
+    proc = run_dagc("check", str(root / "flows.py"))
+    assert proc.returncode == 1
+    assert "flows.py:13:22: error[DAGC105]" in proc.stderr
+    assert "flows.py:17:17: error[DAGC101]" in proc.stderr
+    good = root / "good.py"
+    good.write_text((root / "flows.py").read_text().replace('"a", "b"', '"b"').replace("missing", '"c"'))
+    proc = run_dagc("check", str(good))
+    assert proc.returncode == 0, proc.stderr
+    assert "3 pipelines" in proc.stderr
