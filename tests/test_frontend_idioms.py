@@ -232,3 +232,90 @@ def test_check_checks_every_pipeline_in_a_file(write_project) -> None:
     proc = run_dagc("check", str(good))
     assert proc.returncode == 0, proc.stderr
     assert "3 pipelines" in proc.stderr
+
+
+# ---- a class of steps (Metaflow's FlowSpec style) -----------------------------------------------------
+FLOW_CLASS = """
+import dagc
+
+
+class StatsFlow:
+    \"\"\"Steps as static and class methods; the pipeline is a method that calls them in order.\"\"\"
+
+    SCALE = 2
+
+    @dagc.task
+    @staticmethod
+    def start(n: int) -> list:
+        return list(range(n))
+
+    @staticmethod
+    @dagc.task(cpus="500m")
+    def square(xs: list) -> list:
+        return [x * x for x in xs]
+
+    @dagc.task
+    @classmethod
+    def total(cls, xs: list) -> int:
+        return sum(xs) * cls.SCALE
+
+    @dagc.pipeline
+    def run(self, n: int = 5):
+        xs = self.start(n)
+        squares = StatsFlow.square(xs)
+        return self.total(squares), len(squares), str(n)
+"""
+
+
+def test_static_and_class_method_tasks_and_a_pipeline_method(write_project, tmp_path: Path) -> None:
+    root = write_project({"flow.py": FLOW_CLASS})
+    graph = compile_file(root / "flow.py")
+    assert graph.name == "StatsFlow.run"
+    assert [n.target for n in graph if n.op == "task"] == [
+        "flow:StatsFlow.start", "flow:StatsFlow.square", "flow:StatsFlow.total"]
+    assert graph.node("square").options.cpus == 0.5
+    assert _local_equals_plain(write_project, tmp_path, FLOW_CLASS, n=4) == (28, 4, "4")
+
+
+METAFLOW_AS_WRITTEN = """
+import dagc
+
+
+class HelloFlow:
+    @dagc.task
+    def start(self):
+        self.x = 1
+
+    @dagc.task
+    @staticmethod
+    def hello(x: int) -> int:
+        return x + 1
+
+    @dagc.pipeline
+    def run(self):
+        self.next(self.hello)
+        self.data = self.hello(1)
+        return self.helper()
+
+    def helper(self):
+        return 1
+"""
+
+
+def test_metaflow_shapes_are_diagnosed_at_the_line_with_the_dagc_form(write_project) -> None:
+    diagnostics = _diagnostics(write_project, METAFLOW_AS_WRITTEN)
+    src = METAFLOW_AS_WRITTEN
+    assert _errors(diagnostics) == [("DAGC133", _line(src, "def start(self)")), ("DAGC111", _line(src, "self.next(")),
+                                    ("DAGC109", _line(src, "self.data =")), ("DAGC111", _line(src, "self.helper()"))]
+    start, transition, artifact, helper = [d for d in diagnostics if d.is_error]
+    assert "@staticmethod" in start.hint and "instance method" in start.message
+    assert "`data = self.start()`" in transition.hint
+    assert "returns its value" in artifact.message
+    assert "@dagc.task and @staticmethod" in helper.hint
+
+
+def test_a_flow_without_a_pipeline_is_pointed_at(write_project) -> None:
+    source = "from metaflow import FlowSpec, step\n\n\nclass F(FlowSpec):\n    @step\n    def start(self):\n" \
+             "        self.next(self.end)\n"
+    diag = _only(_diagnostics(write_project, source), "DAGC003")
+    assert diag.span is not None and diag.span.line == 4 and "@staticmethod" in diag.hint

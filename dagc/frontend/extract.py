@@ -28,6 +28,7 @@ from typing import Any
 from dagc.diagnostics import DiagnosticSink, Note
 from dagc.frontend.effects import EffectAnalyzer
 from dagc.frontend.modules import (
+    ClassSteps,
     Constant,
     ImportedModule,
     ImportedName,
@@ -104,6 +105,14 @@ class Callee:
 @dataclass(frozen=True)
 class ModuleValue:
     module: str  # a user module
+    info: ModuleInfo
+
+
+@dataclass(frozen=True)
+class ClassValue:
+    """A user class holding steps (`Flow`, or `self`/`cls` in a pipeline method): reaches its steps."""
+
+    steps: ClassSteps
     info: ModuleInfo
 
 
@@ -310,6 +319,7 @@ class Extractor:
         )
         self.graph = graph
         scope = Scope(pipeline, prefix="")
+        self._bind_receiver(pipeline, scope)
         for param in pipeline.sig.params:
             span = info.source.span(param.node)
             if param.kind in ("var_positional", "var_keyword"):
@@ -365,6 +375,14 @@ class Extractor:
         self._check_state(graph)
         graph.modules = dict(sorted((m, f) for m, f in self.project.files.items() if self._module_used(m)))
         return graph
+
+    def _bind_receiver(self, pipeline: PipelineDef, scope: Scope) -> None:
+        """`self`/`cls` of a pipeline method stands for its class: `self.train(x)` is `Flow.train(x)`."""
+        if pipeline.receiver is None or pipeline.owner is None:
+            return
+        symbol = pipeline.info.symbols.get(pipeline.owner)
+        if isinstance(symbol, Opaque) and symbol.steps is not None:
+            scope.env[pipeline.receiver] = ClassValue(symbol.steps, pipeline.info)
 
     def _module_used(self, module: str) -> bool:
         assert self.graph is not None
@@ -511,6 +529,15 @@ class Extractor:
                 items[key] = value
                 scope.env[target.value.id] = self._sequence(items, kind == "list", target, info)
                 return
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and isinstance(
+                scope.env.get(target.value.id), ClassValue):
+            receiver = target.value.id
+            self.sink.error("DAGC109", f"`{receiver}.{target.attr} = …` keeps a value on the flow object "
+                            "(Metaflow's artifacts); a dagc step returns its value instead",
+                            info.source.span(target),
+                            hint=f"bind it to a name and pass it on: `{target.attr} = {receiver}.step(...)`, "
+                            f"then `{receiver}.next_step({target.attr})`")
+            raise ExtractError
         self.sink.error("DAGC109", "assigning into an attribute or item mutates a value; pipelines "
                         "are dataflow and cannot", info.source.span(target),
                         hint="have a task return the updated value and bind it to a new name")
@@ -1292,6 +1319,8 @@ class Extractor:
             return External(f"module `{symbol.module}`")
         if isinstance(symbol, ImportedName):
             return External(f"`{symbol.name}` from `{symbol.module}`")
+        if isinstance(symbol, Opaque) and symbol.steps is not None:
+            return ClassValue(symbol.steps, self.project.module(symbol.steps.module) or info)
         if isinstance(symbol, Opaque):
             return External(f"{symbol.kind} `{name}`")
         return External(f"`{name}`")
@@ -1366,9 +1395,13 @@ class Extractor:
             while isinstance(node, ast.Attribute):
                 parts.append(node.attr)
                 node = node.value
+            if isinstance(node, ast.Name) and isinstance(scope.env.get(node.id), ClassValue):
+                return True
             if isinstance(node, ast.Name) and node.id not in scope.env:
                 symbol = self.project.lookup(info, node.id)
                 if isinstance(symbol, ImportedModule) and self.project.is_user_module(symbol.module):
+                    return True
+                if isinstance(symbol, Opaque) and symbol.steps is not None:
                     return True
         return False
 
@@ -1450,6 +1483,9 @@ class Extractor:
                 except TypeError:
                     self._not_a_value(e, info)
                     raise
+            if isinstance(e, ast.Call) and self._is_glue_call(e, scope):
+                return ast.Call(ast.Name(e.func.id, ast.Load()), [conv(a) for a in e.args],  # type: ignore[attr-defined]
+                                [ast.keyword(k.arg, conv(k.value)) for k in e.keywords])
             if isinstance(e, ast.Call):
                 value = self._eval(e, scope, info)
                 return placeholder(_to_operand(value))
@@ -1502,6 +1538,8 @@ class Extractor:
             return Dyn(args[0]) if any(True for _ in iter_refs(args[0])) else Static(_const_value(args[0]))
         text = ast.unparse(ast.fix_missing_locations(new))
         base = _GLUE_NAMES.get(type(expr), "glue")
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
+            base = expr.func.id
         if isinstance(expr, ast.BinOp):
             base = _BINOP_NAMES.get(type(expr.op), "arith")
         name = self._node_name(scope.prefix + base + scope.suffix)
@@ -1530,10 +1568,31 @@ class Extractor:
                                     info.source.span(func), hint=f"check the name in {base.info.source.display}")
                     raise ExtractError
                 return self._symbol_value(symbol, func.attr, base.info)
+            if isinstance(base, ClassValue):
+                return self._class_member(base, func, info)
             if _is_runtime(base):
                 return External(f"method `.{func.attr}()` of a task result")
             return External(f"`{ast.unparse(func)}`")
         return External(f"`{ast.unparse(func)}`")
+
+    def _class_member(self, base: ClassValue, func: ast.Attribute, info: ModuleInfo) -> Value:
+        steps, attr = base.steps, func.attr
+        member = steps.members.get(attr)
+        if member is not None:
+            return Callee(member, base.info)
+        if attr == "next":
+            hint = ("in dagc the pipeline calls the steps in order and passes results on: "
+                    "`data = self.start()` then `self.train(data)`")
+            self.sink.error("DAGC111", f"`{steps.name}.next` is Metaflow's transition; dagc reads the order "
+                            "from the data flow", info.source.span(func), hint=hint)
+            raise ExtractError
+        what = "not a task" if attr in steps.methods else "not defined"
+        tasks = ", ".join(steps.members) or "none"
+        self.sink.error("DAGC111" if attr in steps.methods else "DAGC131",
+                        f"`{steps.name}.{attr}` is {what} in class `{steps.name}`", info.source.span(func),
+                        hint=f"decorate the method with @dagc.task and @staticmethod; steps of `{steps.name}`: "
+                        f"{tasks}")
+        raise ExtractError
 
     def _call(self, call: ast.Call, scope: Scope, info: ModuleInfo, n_outputs: int) -> Value:
         callee = self._callee(call.func, scope, info)
@@ -1548,6 +1607,8 @@ class Extractor:
         kwargs = [self._eval(k.value, scope, info) for k in call.keywords]
         runtime = [v for v in args + kwargs if _is_task_result(v)]
         what = callee.description if isinstance(callee, External) else f"`{ast.unparse(call.func)}`"
+        if runtime and self._is_glue_call(call, scope):
+            return self._glue(call, scope, info)  # `len(xs)`, `dict(n_layer=n)`, `str(loss)` on task results
         if runtime or (isinstance(call.func, ast.Attribute) and self._needs_glue(call.func.value, scope, info)):
             kfp = _KFP_METHOD_HINTS.get(call.func.attr) if isinstance(call.func, ast.Attribute) else None
             if kfp is not None:
@@ -1571,6 +1632,14 @@ class Extractor:
                         info.source.span(call),
                         hint="decorate it with @dagc.task to make it a step of the graph, or call it inside a task")
         raise ExtractError
+
+    def _is_glue_call(self, call: ast.Call, scope: Scope) -> bool:
+        """A call of an unshadowed builtin that glue may compute: no `*args`/`**kwargs`."""
+        func = call.func
+        return (isinstance(func, ast.Name) and func.id in GLUE_CALLS and func.id not in scope.env
+                and func.id not in scope.assigned_later and self.project.lookup(scope.pipeline.info, func.id) is None
+                and not any(isinstance(a, ast.Starred) for a in call.args)
+                and all(k.arg is not None for k in call.keywords))
 
     def _after_call(self, call: ast.Call, scope: Scope, info: ModuleInfo, n_outputs: int) -> Value:
         """`dagc.after(task_call(...), *prerequisites)`: run the call after the prerequisites' tasks."""
@@ -1996,6 +2065,7 @@ class Extractor:
             raise ExtractError
         inner_name = self._node_name(scope.prefix + pipeline.name + scope.suffix)
         inner = Scope(pipeline, prefix=inner_name + ".", inlined=inner_name)
+        self._bind_receiver(pipeline, inner)
         params = pipeline.sig.params
         positional = [p for p in params if p.kind in ("positional_only", "positional")]
         if len(call.args) > len(positional):
@@ -2221,6 +2291,10 @@ def _split_types(returns: str | None, n_outputs: int) -> tuple[str | None, ...]:
 _GLUE_EXPRS = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Subscript, ast.Attribute, ast.JoinedStr,
                ast.IfExp, ast.Set, ast.SetComp, ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom,
                ast.Starred)
+# builtins a glue node may call on task results: they build or read values and call no user code
+# beyond the values' own protocols (`str(x)` calls `x.__str__`, as plain Python would)
+GLUE_CALLS = frozenset({"len", "str", "int", "float", "bool", "list", "tuple", "dict", "sorted", "min", "max",
+                        "sum", "abs", "round"})
 _GLUE_NAMES = {
     ast.UnaryOp: "unary",
     ast.BoolOp: "boolop",

@@ -29,6 +29,7 @@ __all__ = [
     "ImportedModule",
     "Constant",
     "Opaque",
+    "ClassSteps",
     "ModuleInfo",
     "Project",
 ]
@@ -117,6 +118,8 @@ class PipelineDef:
     node: ast.FunctionDef | ast.AsyncFunctionDef
     source: SourceFile
     info: ModuleInfo
+    owner: str | None = None  # the class a pipeline method belongs to
+    receiver: str | None = None  # `self`/`cls` of a pipeline method: stands for the class in its body
 
 
 @dataclass(frozen=True)
@@ -144,10 +147,22 @@ class Constant:
 
 @dataclass(frozen=True)
 class Opaque:
-    """A module-level name whose value the compiler cannot know (a plain function, a class, …)."""
+    """A module-level name whose value the compiler cannot know (a plain function, a class, …).
+    A class may hold tasks and pipelines as static or class methods (`steps`)."""
 
     kind: str  # "function" | "class" | "value"
     node: ast.AST
+    steps: ClassSteps | None = field(default=None, compare=False, hash=False)
+
+
+@dataclass
+class ClassSteps:
+    """The dagc methods of a user class (Metaflow's FlowSpec style): `Flow.start`, `self.train`."""
+
+    name: str
+    module: str
+    members: dict[str, Any] = field(default_factory=dict)  # method name -> TaskDef | PipelineDef
+    methods: set[str] = field(default_factory=set)  # the class's other methods and attributes
 
 
 Symbol = Any  # TaskDef | PipelineDef | ImportedName | ImportedModule | Constant | Opaque | "dagc"

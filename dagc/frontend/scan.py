@@ -169,7 +169,13 @@ def _convert_option(project: Project, info: ModuleInfo, key: str, value: Any, no
     raise AssertionError(kind)
 
 
-def _task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> tuple[TaskOptions, tuple[str, ...]]:
+def dagc_decorator_error(project: Project, info: ModuleInfo, fn: ast.AST, second: ast.expr) -> None:
+    name = getattr(fn, "name", "?")
+    project.sink.error("DAGC124", f"`{name}` has more than one dagc decorator", info.source.span(second),
+                       hint="a function is either a @dagc.task or a @dagc.pipeline, once")
+
+
+def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> tuple[TaskOptions, tuple[str, ...]]:
     if call is None:
         return TaskOptions(), ()
     for arg in call.args:
@@ -212,13 +218,11 @@ def _define_function(project: Project, info: ModuleInfo, fn: ast.FunctionDef | a
         info.symbols.setdefault(fn.name, Opaque("function", fn))
         return
     if len(dagc_decorators) > 1:
-        project.sink.error("DAGC124", f"`{fn.name}` has more than one dagc decorator",
-                           info.source.span(dagc_decorators[1][0]),
-                           hint="a function is either a @dagc.task or a @dagc.pipeline, once")
+        dagc_decorator_error(project, info, fn, dagc_decorators[1][0])
     decorator, (kind, call) = dagc_decorators[0]
     sig = FunctionSig.of(fn)
     if kind == "task":
-        options, after = _task_options(project, info, call)
+        options, after = task_options(project, info, call)
         info.tasks[fn.name] = TaskDef(
             fn.name, info.name, fn.name, sig, options,
             ast.unparse(fn.returns) if fn.returns is not None else None, fn, info.source, after,
@@ -255,7 +259,9 @@ def _scan_block(project: Project, info: ModuleInfo, body: list[ast.stmt]) -> Non
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             _define_function(project, info, stmt)
         elif isinstance(stmt, ast.ClassDef):
-            info.symbols.setdefault(stmt.name, Opaque("class", stmt))
+            from dagc.frontend.classes import scan_class
+
+            info.symbols.setdefault(stmt.name, scan_class(project, info, stmt))
         elif isinstance(stmt, ast.Assign):
             for target in stmt.targets:
                 _define_constant(project, info, target, stmt.value)
