@@ -19,6 +19,7 @@ Region bodies are stored as IR JSON in the region node's attributes (see docs/ir
 from __future__ import annotations
 
 import ast
+import builtins
 import dataclasses
 import os
 import re
@@ -1290,7 +1291,7 @@ class Extractor:
         if symbol is None:
             if name in ("True", "False", "None"):
                 return Static({"True": True, "False": False, "None": None}[name])
-            if name in STATIC_BUILTINS:
+            if name in STATIC_BUILTINS or name in _PY_BUILTINS:
                 return External(f"builtin `{name}`")
             self.sink.error("DAGC101", f"name `{name}` is not defined", info.source.span(expr),
                             hint=self._suggest(name, scope, info))
@@ -2291,6 +2292,7 @@ def _split_types(returns: str | None, n_outputs: int) -> tuple[str | None, ...]:
 _GLUE_EXPRS = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Subscript, ast.Attribute, ast.JoinedStr,
                ast.IfExp, ast.Set, ast.SetComp, ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom,
                ast.Starred)
+_PY_BUILTINS = frozenset(dir(builtins))
 # builtins a glue node may call on task results: they build or read values and call no user code
 # beyond the values' own protocols (`str(x)` calls `x.__str__`, as plain Python would)
 GLUE_CALLS = frozenset({"len", "str", "int", "float", "bool", "list", "tuple", "dict", "sorted", "min", "max",
