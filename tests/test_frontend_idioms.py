@@ -319,3 +319,97 @@ def test_a_flow_without_a_pipeline_is_pointed_at(write_project) -> None:
              "        self.next(self.end)\n"
     diag = _only(_diagnostics(write_project, source), "DAGC003")
     assert diag.span is not None and diag.span.line == 4 and "@staticmethod" in diag.hint
+
+
+# ---- configs and constants --------------------------------------------------------------------------
+CONFIGS = """
+import os
+from dataclasses import dataclass, field
+
+import dagc
+
+HERE = os.path.dirname(__file__)
+DATA = os.path.join(HERE, "data", "shard.txt")
+
+with open(os.devnull) as _null:
+    SEED = 7
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    n_layer: int = 2
+    n_head: int = 4
+
+
+@dataclass
+class TrainConfig:
+    lr: float = 3e-4
+    epochs: int = 2
+    tags: list = field(default_factory=list)
+
+
+BASE = ModelConfig(n_layer=3)
+
+
+@dagc.task
+def build(cfg: ModelConfig, seed: int) -> dict:
+    return {"layers": cfg.n_layer, "heads": cfg.n_head, "seed": seed}
+
+
+@dagc.task
+def train(model: dict, tc: TrainConfig, path: str) -> dict:
+    tc.tags.append("trained")
+    return {**model, "lr": tc.lr, "file": os.path.basename(path), "dir": os.path.basename(os.path.dirname(path))}
+
+
+@dagc.task
+def report(tc: TrainConfig) -> list:
+    return list(tc.tags)
+
+
+@dagc.pipeline
+def p(epochs: int = 3):
+    tc = TrainConfig(epochs=epochs)
+    model = build(BASE, SEED)
+    for _ in range(tc.epochs):
+        model = train(model, tc, DATA)
+    settings = dict(n_layer=BASE.n_layer, lr=tc.lr, sizes=list((1, 2)))
+    return model, report(tc), settings, str(model["seed"]), tuple([model["layers"], 1]), len(DATA) > 0
+"""
+
+
+def test_dataclass_configs_stdlib_constants_and_glue_builtins(write_project, tmp_path: Path) -> None:
+    result = _local_equals_plain(write_project, tmp_path, CONFIGS, epochs=2)
+    model, tags, settings, seed, layers, _ = result
+    assert model["layers"] == 3 and model["file"] == "shard.txt" and model["dir"] == "data"
+    assert tags == ["trained", "trained"]  # one TrainConfig object, changed by each train() in order
+    assert settings == {"n_layer": 3, "lr": 3e-4, "sizes": [1, 2]} and seed == "7" and layers == (3, 1)
+    graph = compile_file(write_project({"flow.py": CONFIGS}) / "flow.py")
+    configs = [n for n in graph if n.function in ("ModelConfig", "TrainConfig")]
+    assert [(n.function, n.options.pure) for n in configs] == [("ModelConfig", True), ("TrainConfig", False)]
+
+
+@pytest.mark.parametrize("change,code,text,hint", [
+    ("    tc = TrainConfig(epoch=3)", "DAGC109", "TrainConfig(epoch=3)", "arguments"),
+    ("    tc = TrainConfig(lr=os.getcwd())", "DAGC109", "os.getcwd", "os.path"),
+    ("    tc = TrainConfig(lr=os.path.abspath('rel'))", "DAGC109", "os.path.abspath", "arguments"),
+])
+def test_configs_and_stdlib_calls_that_cannot_be_folded(write_project, change: str, code: str, text: str,
+                                                        hint: str) -> None:
+    source = CONFIGS.replace("    tc = TrainConfig(epochs=epochs)", change)
+    diagnostics = _diagnostics(write_project, source)
+    diag = _only(diagnostics, code)
+    assert diag.span.line == _line(source, change.strip())
+    assert text in ast_text(source, diag) and hint in (diag.hint or "") + diag.message
+
+
+def ast_text(source: str, diag: Diagnostic) -> str:
+    line = source.lstrip("\n").splitlines()[diag.span.line - 1]
+    return line[diag.span.col - 1:]
+
+
+def test_a_config_changed_at_module_level_is_not_folded(write_project) -> None:
+    source = CONFIGS.replace("@dataclass(frozen=True)", "@dataclass").replace(
+        "BASE = ModelConfig(n_layer=3)\n", "BASE = ModelConfig(n_layer=3)\nBASE.n_layer = 5\n")
+    diagnostics = _diagnostics(write_project, source)
+    assert ("DAGC109", _line(source, "settings = dict(")) in _errors(diagnostics)

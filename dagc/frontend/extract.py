@@ -39,6 +39,7 @@ from dagc.frontend.modules import (
     Project,
     TaskDef,
     static_option_value,
+    static_symbol,
 )
 from dagc.frontend.source import name_span
 from dagc.frontend.static import (
@@ -236,6 +237,17 @@ def _assigned_names(body: list[ast.stmt]) -> set[str]:
     return names
 
 
+def _as_literal(call: ast.Call) -> ast.expr | None:
+    """The display a builtin call means: `tuple([a, b])` → `(a, b)`, `dict(k=v)` → `{'k': v}`."""
+    name = call.func.id if isinstance(call.func, ast.Name) else None
+    if name in ("tuple", "list") and len(call.args) == 1 and not call.keywords and isinstance(
+            call.args[0], (ast.List, ast.Tuple)) and not any(isinstance(x, ast.Starred) for x in call.args[0].elts):
+        return (ast.Tuple if name == "tuple" else ast.List)(list(call.args[0].elts), ast.Load())
+    if name == "dict" and not call.args and all(k.arg is not None for k in call.keywords):
+        return ast.Dict([ast.Constant(k.arg) for k in call.keywords], [k.value for k in call.keywords])
+    return None
+
+
 def _names_in(expr: ast.expr) -> set[str]:
     return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
 
@@ -308,6 +320,8 @@ class Extractor:
         self._bound_exprs: dict[str, ast.expr] = {}  # parameter -> argument expression, of the last bind
         self._last_task: Node | None = None  # node of the task call evaluated last
         self._effect_warned: set[tuple[int, str]] = set()
+        self._folded: dict[tuple[str, str], SourceSpan | None] = {}  # module constants folded into the graph
+        self._configs: dict[int, tuple[Any, Value]] = {}  # id(config instance) -> (instance, its node's value)
 
     # ---- entry ------------------------------------------------------------------------------------
     def extract(self, pipeline: PipelineDef, overrides: dict[str, Any]) -> Graph:
@@ -1289,6 +1303,8 @@ class Extractor:
             return DagcFunction("after")
         symbol = self.project.lookup(info, name)
         if symbol is None:
+            if name == "__file__":
+                return Static(self._static(expr, scope, info))
             if name in ("True", "False", "None"):
                 return Static({"True": True, "False": False, "None": None}[name])
             if name in STATIC_BUILTINS or name in _PY_BUILTINS:
@@ -1312,6 +1328,7 @@ class Extractor:
             owner = self.project.module(symbol.module) or info
             return Callee(symbol, owner)
         if isinstance(symbol, Constant):
+            self._folded.setdefault((info.name, name), None)
             return Static(symbol.value)
         if isinstance(symbol, ImportedModule):
             user = self.project.module(symbol.module)
@@ -1320,7 +1337,7 @@ class Extractor:
             return External(f"module `{symbol.module}`")
         if isinstance(symbol, ImportedName):
             return External(f"`{symbol.name}` from `{symbol.module}`")
-        if isinstance(symbol, Opaque) and symbol.steps is not None:
+        if isinstance(symbol, Opaque) and symbol.steps is not None and symbol.steps.members:
             return ClassValue(symbol.steps, self.project.module(symbol.steps.module) or info)
         if isinstance(symbol, Opaque):
             return External(f"{symbol.kind} `{name}`")
@@ -1341,12 +1358,13 @@ class Extractor:
                 raise _UsedBefore(node)
             symbol = self.project.lookup(info, node.id)
             if isinstance(symbol, Constant):
+                self._folded.setdefault((info.name, node.id), info.source.span(node))
                 return symbol.value
             if symbol is None and node.id in STATIC_BUILTINS:
                 return BUILTIN
-            if symbol is None:
+            if symbol is None and node.id != "__file__":
                 raise _Undefined(node)
-            raise NotStatic(node, f"`{node.id}` is not known at compile time")
+            return static_symbol(self.project, info, node, symbol)
 
         return lookup
 
@@ -1402,7 +1420,7 @@ class Extractor:
                 symbol = self.project.lookup(info, node.id)
                 if isinstance(symbol, ImportedModule) and self.project.is_user_module(symbol.module):
                     return True
-                if isinstance(symbol, Opaque) and symbol.steps is not None:
+                if isinstance(symbol, Opaque) and symbol.steps is not None and symbol.steps.members:
                     return True
         return False
 
@@ -1485,6 +1503,9 @@ class Extractor:
                     self._not_a_value(e, info)
                     raise
             if isinstance(e, ast.Call) and self._is_glue_call(e, scope):
+                literal = _as_literal(e)  # `tuple([a, b])` is `(a, b)`: emitted code stays lint-clean
+                if literal is not None:
+                    return conv(literal)
                 return ast.Call(ast.Name(e.func.id, ast.Load()), [conv(a) for a in e.args],  # type: ignore[attr-defined]
                                 [ast.keyword(k.arg, conv(k.value)) for k in e.keywords])
             if isinstance(e, ast.Call):
@@ -1625,14 +1646,66 @@ class Extractor:
         if isinstance(callee, External):
             try:
                 return Static(eval_static(call, self._static_lookup(scope, info)))
-            except (NotStatic, _RuntimeUse, RecursionError):
-                pass
             except _Poisoned:
                 raise ExtractError from None
+            except NotStatic as exc:
+                if self._compile_time_callable(call.func, scope, info):  # a config or os.path call that fails
+                    self.sink.error("DAGC109", f"`{ast.unparse(call)}` cannot be evaluated at compile time: "
+                                    f"{exc.reason}", info.source.span(exc.node),
+                                    hint="fix the arguments as Python would need them")
+                    raise ExtractError from None
+                if "only a few pure functions" in exc.reason:  # `os.getcwd()`, `os.environ[...]`, `math.fsum`
+                    self.sink.error("DAGC109", exc.reason, info.source.span(exc.node),
+                                    hint="what depends on the machine, the environment or the clock is not known "
+                                    "at compile time: compute it inside a task, or make it a pipeline parameter "
+                                    "(os.path.join/dirname/basename and math functions of constants fold)")
+                    raise ExtractError from None
+            except (_RuntimeUse, RecursionError):
+                pass
         self.sink.error("DAGC111", f"{what} is not a task; a pipeline body can only call tasks and pipelines",
                         info.source.span(call),
                         hint="decorate it with @dagc.task to make it a step of the graph, or call it inside a task")
         raise ExtractError
+
+    def _compile_time_callable(self, func: ast.expr, scope: Scope, info: ModuleInfo) -> bool:
+        from dagc.frontend.configs import ConfigClass, StaticFunction
+
+        try:
+            return isinstance(eval_static(func, self._static_lookup(scope, info)), (ConfigClass, StaticFunction))
+        except (NotStatic, _RuntimeUse, RecursionError):
+            return False
+
+    def _argument(self, expr: ast.expr, scope: Scope, info: ModuleInfo) -> Value:
+        """A task argument; a config instance passed whole is built at run time by its class."""
+        from dagc.frontend.configs import ConfigValue
+
+        value = self._eval(expr, scope, info)
+        if isinstance(value, Static) and isinstance(value.value, ConfigValue):
+            return self._build_config(value.value, expr, scope, info)
+        return value
+
+    def _build_config(self, config: Any, expr: ast.expr, scope: Scope, info: ModuleInfo) -> Value:
+        """One node per instance (as in Python, every use shares the object): `module.Cls(**given)`."""
+        from dagc.ir.types import TaskOptions
+
+        found = self._configs.get(id(config))
+        if found is not None:
+            return found[1]
+        try:
+            kwargs = tuple((k, operand_from_python(v)) for k, v in config.given)
+        except TypeError:
+            self.sink.error("DAGC109", f"`{config.cls.name}` is built from values that are not literals",
+                            info.source.span(expr), hint="build it with literal field values")
+            raise ExtractError from None
+        name = self._node_name(scope.prefix + config.cls.name + scope.suffix)
+        # frozen: nothing can change it, so calls may be merged; otherwise tasks that change it are ordered
+        node = Node(name, "task", config.cls.target, (), kwargs, (name,), (config.cls.name,),
+                    TaskOptions(pure=config.cls.frozen), info.source.span(expr))
+        self._add_node(node)
+        self._modules_used.add(config.cls.module)
+        value = Dyn(Ref(name))
+        self._configs[id(config)] = (config, value)
+        return value
 
     def _is_glue_call(self, call: ast.Call, scope: Scope) -> bool:
         """A call of an unshadowed builtin that glue may compute: no `*args`/`**kwargs`."""
@@ -1707,7 +1780,7 @@ class Extractor:
             if param is not None:
                 bound.add(param.name)
             try:
-                operand = _to_operand(self._eval(arg, scope, info))
+                operand = _to_operand(self._argument(arg, scope, info))
             except ExtractError:
                 failed = True
                 continue
@@ -1743,7 +1816,7 @@ class Extractor:
                 continue
             bound.add(kw.arg)
             try:
-                operand = _to_operand(self._eval(kw.value, scope, info))
+                operand = _to_operand(self._argument(kw.value, scope, info))
             except ExtractError:
                 failed = True
                 continue

@@ -220,6 +220,8 @@ class Project:
         self.modules: dict[str, ModuleInfo | None] = {}
         self.files: dict[str, str] = {}  # module name -> path relative to root (posix)
         self.sources: dict[str, str] = {}  # display path -> text, for rendering diagnostics
+        self.configs: dict[int, Any] = {}  # id(class node) -> ConfigClass | None
+        self.paths: dict[str, Path] = {}  # module name -> its file (for `__file__`)
 
     # ---- locating and loading ------------------------------------------------------------------
     def _display_for(self, path: Path) -> str:
@@ -268,6 +270,7 @@ class Project:
         except ValueError:
             rel = Path(os.path.relpath(path.resolve(), self.root))
         self.files[name] = rel.as_posix()
+        self.paths[name] = path.resolve()
         info = ModuleInfo(name, source, is_package)
         self.modules[name] = info
         from dagc.frontend.scan import scan_module
@@ -291,8 +294,47 @@ class Project:
         return symbol
 
 
-def static_option_value(node: ast.expr, info: ModuleInfo, project: Project) -> Any:
-    """Evaluate a decorator argument using the module's constants."""
+def static_symbol(project: Project, info: ModuleInfo, name: ast.Name, symbol: Symbol | None) -> Any:
+    """The compile-time value of a module-level name that is not a plain constant: a dataclass
+    config class, a pure part of the standard library (`os.path`, `math.pi`), or `__file__`."""
+    from dagc.frontend.configs import STDLIB_MODULES, config_class, stdlib_value
+
+    if isinstance(symbol, ImportedModule) and symbol.module in STDLIB_MODULES:
+        return stdlib_value(symbol.module)
+    if isinstance(symbol, ImportedName):
+        value = stdlib_value(f"{symbol.module}.{symbol.name}")
+        if value is not None:
+            return value
+    if isinstance(symbol, Opaque) and symbol.kind == "class" and isinstance(symbol.node, ast.ClassDef):
+        key = id(symbol.node)
+        if key not in project.configs:
+            owner = project.module(symbol.steps.module) if symbol.steps is not None else info
+            owner = owner or info
+            project.configs[key] = None  # a default naming its own class must not recurse
+            project.configs[key] = config_class(symbol.node, owner.name, lambda n: _import_of(project, owner, n),
+                                                lambda e: static_value(e, owner, project))
+        found = project.configs[key]
+        if found is not None:
+            return found
+        raise NotStatic(name, f"class `{name.id}` is not a dataclass config dagc can build at compile time "
+                        "(a @dataclass with literal defaults, no base class and no __post_init__)")
+    if symbol is None and name.id == "__file__" and info.name in project.paths:
+        return project.paths[info.name].as_posix()
+    raise NotStatic(name, f"`{name.id}` is not a module-level constant")
+
+
+def _import_of(project: Project, info: ModuleInfo, local: str) -> str | None:
+    """What a local name imports: `dataclass` → `dataclasses.dataclass`, `dc` → `dataclasses`."""
+    symbol = info.symbols.get(local)
+    if isinstance(symbol, ImportedName):
+        return f"{symbol.module}.{symbol.name}"
+    if isinstance(symbol, ImportedModule):
+        return symbol.module
+    return None
+
+
+def static_value(node: ast.expr, info: ModuleInfo, project: Project) -> Any:
+    """Evaluate a module-level expression: literals, constants, configs, pure standard library calls."""
 
     def lookup(name_node: ast.Name) -> Any:
         symbol = project.lookup(info, name_node.id)
@@ -304,9 +346,14 @@ def static_option_value(node: ast.expr, info: ModuleInfo, project: Project) -> A
             return BUILTIN
         if symbol is None and name_node.id in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[name_node.id]
-        raise NotStatic(name_node, f"`{name_node.id}` is not a module-level constant")
+        return static_symbol(project, info, name_node, symbol)
 
-    value = eval_static(node, lookup)
+    return eval_static(node, lookup)
+
+
+def static_option_value(node: ast.expr, info: ModuleInfo, project: Project) -> Any:
+    """Evaluate a decorator argument using the module's constants."""
+    value = static_value(node, info, project)
     if not is_literal_value(value):
         raise NotStatic(node, "value is not a literal")
     return value

@@ -23,8 +23,9 @@ from dagc.frontend.modules import (
     TaskDef,
     resolve_relative,
     static_option_value,
+    static_value,
 )
-from dagc.frontend.static import NotStatic
+from dagc.frontend.static import NotStatic, is_literal_value
 from dagc.ir.types import TaskOptions
 
 __all__ = ["scan_module", "decorator_kind", "is_main_guard"]
@@ -245,11 +246,33 @@ def _define_constant(project: Project, info: ModuleInfo, target: ast.expr, value
         return
     if value is None:
         return
+    from dagc.frontend.configs import ConfigValue
+
     try:
-        constant = static_option_value(value, info, project)
-        info.symbols[target.id] = Constant(constant, value)
+        constant = static_value(value, info, project)
     except NotStatic:
         info.symbols[target.id] = Opaque("value", value)
+        return
+    if is_literal_value(constant) or isinstance(constant, ConfigValue) and (
+            constant.cls.frozen or not _changed_in_module(info, target.id)):
+        info.symbols[target.id] = Constant(constant, value)
+    else:
+        info.symbols[target.id] = Opaque("value", value)
+
+
+def _changed_in_module(info: ModuleInfo, name: str) -> bool:
+    """`CFG.lr = …` (or `global CFG`) anywhere in the module: a config instance that is not frozen
+    may then hold other values at run time than the ones it was built with."""
+    for node in ast.walk(info.source.tree):
+        if isinstance(node, ast.Global) and name in node.names:
+            return True
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            root = node.value
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id == name:
+                return True
+    return False
 
 
 def _scan_block(project: Project, info: ModuleInfo, body: list[ast.stmt]) -> None:
