@@ -82,6 +82,7 @@ CODES: dict[str, str] = {
     "DAGC131": "name not found in user module",
     "DAGC132": "unsupported parameter kind",
     "DAGC133": "task or pipeline method needs an instance",
+    "DAGC134": "module settings changed when the script runs",
     "DAGC140": "type mismatch between producer and consumer",
     "DAGC150": "task draws from the global random number generator without seeding it",
     "DAGC151": "discarded result of a call without effects",

@@ -413,3 +413,52 @@ def test_a_config_changed_at_module_level_is_not_folded(write_project) -> None:
         "BASE = ModelConfig(n_layer=3)\n", "BASE = ModelConfig(n_layer=3)\nBASE.n_layer = 5\n")
     diagnostics = _diagnostics(write_project, source)
     assert ("DAGC109", _line(source, "settings = dict(")) in _errors(diagnostics)
+
+
+# ---- run-time configuration (nanoGPT's configurator, argparse, the environment) -------------------------
+NANOGPT = """
+import os
+import sys
+
+import dagc
+
+batch_size = 12
+learning_rate = 6e-4
+max_iters = 3
+config_keys = [k for k, v in globals().items() if not k.startswith("_") and isinstance(v, (int, float, str))]
+exec(open(os.path.join(os.path.dirname(__file__), "configurator.py")).read())
+config = {k: globals()[k] for k in config_keys}
+
+
+@dagc.task
+def step(i: int, lr: float, bs: int) -> float:
+    return i * lr * bs
+
+
+@dagc.pipeline
+def train():
+    return [step(i, learning_rate, batch_size) for i in range(max_iters)]
+"""
+
+
+def test_command_line_overrides_are_named_with_what_was_folded(write_project) -> None:
+    root = write_project({"flow.py": NANOGPT, "configurator.py": "\n"})
+    diagnostics = compile_source(root / "flow.py").sink.sorted()
+    diag = _only(diagnostics, "DAGC134")
+    assert not diag.is_error and diag.span.line == _line(NANOGPT, "exec(open(")
+    assert "batch_size=12, learning_rate=0.0006, max_iters=3" in diag.message
+    assert "--param batch_size=VALUE" in diag.hint
+
+
+@pytest.mark.parametrize("setting,source", [
+    ("EPOCHS = int(sys.argv[1]) if len(sys.argv) > 1 else 2", "sys.argv"),
+    ("ARGS = argparse.ArgumentParser().parse_args()\nEPOCHS = ARGS.epochs", "argparse"),
+    ("EPOCHS = int(os.environ.get('EPOCHS', '2'))", "os.environ"),
+])
+def test_values_read_when_the_script_runs_are_diagnosed_at_the_use(write_project, setting: str, source: str) -> None:
+    text = NANOGPT.replace("exec(open(", "# exec(open(").replace(
+        "config = {", f"import argparse\n{setting}\nconfig = {{").replace(
+        "range(max_iters)]", "range(EPOCHS)]")
+    diag = _only(_diagnostics(write_project, text), "DAGC109")
+    assert diag.span.line == _line(text, "range(EPOCHS)") and source in diag.message
+    assert "--param EPOCHS=VALUE" in diag.hint

@@ -386,10 +386,25 @@ class Extractor:
                             hint="return task results, parameters or literals")
             graph.returns = Const(None)
         self._check_reads()
+        self._check_overrides()
         order_by_effects(graph)
         self._check_state(graph)
         graph.modules = dict(sorted((m, f) for m, f in self.project.files.items() if self._module_used(m)))
         return graph
+
+    def _run_time_setting(self, name: str, symbol: Opaque, info: ModuleInfo, span: SourceSpan | None = None) -> None:
+        """A module value read from the command line or the environment: say so, with the fix."""
+        from dagc.frontend.overrides import run_time_source
+
+        source = run_time_source(info, symbol.node)
+        if source is None:
+            return
+        self.sink.error("DAGC109", f"`{name}` is set from {source} when the script runs, so dagc cannot know it "
+                        "at compile time", span or info.source.span(symbol.node),
+                        hint=f"make it a pipeline parameter: `def {self.graph.name if self.graph else 'p'}"
+                        f"({name}=DEFAULT)` and compile with `--param {name}=VALUE`",
+                        notes=[Note(f"`{name}` is assigned here", info.source.span(symbol.node))])
+        raise ExtractError
 
     def _bind_receiver(self, pipeline: PipelineDef, scope: Scope) -> None:
         """`self`/`cls` of a pipeline method stands for its class: `self.train(x)` is `Flow.train(x)`."""
@@ -398,6 +413,33 @@ class Extractor:
         symbol = pipeline.info.symbols.get(pipeline.owner)
         if isinstance(symbol, Opaque) and symbol.steps is not None:
             scope.env[pipeline.receiver] = ClassValue(symbol.steps, pipeline.info)
+
+    def _check_overrides(self) -> None:
+        """Constants folded here that `exec(...)`/`globals()` may replace when the script runs."""
+        from dagc.frontend.overrides import rewrites_globals
+
+        by_module: dict[str, list[str]] = {}
+        for module, name in self._folded:
+            by_module.setdefault(module, []).append(name)
+        for module, names in sorted(by_module.items()):
+            info = self.project.module(module)
+            if info is None:
+                continue
+            for override in rewrites_globals(info):
+                line = override.node.lineno  # type: ignore[attr-defined]
+                folded = [n for n in sorted(names) if isinstance(info.symbols.get(n), Constant)
+                          and info.symbols[n].node.lineno < line]
+                if not folded:
+                    continue
+                shown = ", ".join(f"{n}={info.symbols[n].value!r}" for n in folded[:8])
+                more = f" and {len(folded) - 8} more" if len(folded) > 8 else ""
+                first = folded[0]
+                self.sink.warning(
+                    "DAGC134", f"{override.what} may change module settings when the script runs; dagc folded "
+                    f"them at compile time: {shown}{more}", info.source.span(override.node),
+                    hint=f"make each setting the pipeline varies a pipeline parameter, e.g. `def "
+                    f"{self.graph.name if self.graph else 'train'}({first}=...)` with the default "
+                    f"`{first}={info.symbols[first].value!r}`, and set it with `--param {first}=VALUE`")
 
     def _module_used(self, module: str) -> bool:
         assert self.graph is not None
@@ -1312,7 +1354,7 @@ class Extractor:
             self.sink.error("DAGC101", f"name `{name}` is not defined", info.source.span(expr),
                             hint=self._suggest(name, scope, info))
             raise ExtractError
-        return self._symbol_value(symbol, name, info)
+        return self._symbol_value(symbol, name, info, info.source.span(expr))
 
     def _suggest(self, name: str, scope: Scope, info: ModuleInfo) -> str:
         import difflib
@@ -1323,7 +1365,7 @@ class Extractor:
             return f"did you mean `{close[0]}`?"
         return "define it, import it, or pass it as a pipeline parameter"
 
-    def _symbol_value(self, symbol: Any, name: str, info: ModuleInfo) -> Value:
+    def _symbol_value(self, symbol: Any, name: str, info: ModuleInfo, use: SourceSpan | None = None) -> Value:
         if isinstance(symbol, (TaskDef, PipelineDef)):
             owner = self.project.module(symbol.module) or info
             return Callee(symbol, owner)
@@ -1339,6 +1381,8 @@ class Extractor:
             return External(f"`{symbol.name}` from `{symbol.module}`")
         if isinstance(symbol, Opaque) and symbol.steps is not None and symbol.steps.members:
             return ClassValue(symbol.steps, self.project.module(symbol.steps.module) or info)
+        if isinstance(symbol, Opaque) and symbol.kind == "value":
+            self._run_time_setting(name, symbol, info, use)
         if isinstance(symbol, Opaque):
             return External(f"{symbol.kind} `{name}`")
         return External(f"`{name}`")
@@ -1364,6 +1408,8 @@ class Extractor:
                 return BUILTIN
             if symbol is None and node.id != "__file__":
                 raise _Undefined(node)
+            if isinstance(symbol, Opaque) and symbol.kind == "value":
+                self._run_time_setting(node.id, symbol, info, info.source.span(node))
             return static_symbol(self.project, info, node, symbol)
 
         return lookup
