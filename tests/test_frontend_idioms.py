@@ -462,3 +462,49 @@ def test_values_read_when_the_script_runs_are_diagnosed_at_the_use(write_project
     diag = _only(_diagnostics(write_project, text), "DAGC109")
     assert diag.span.line == _line(text, "range(EPOCHS)") and source in diag.message
     assert "--param EPOCHS=VALUE" in diag.hint
+
+
+# ---- files written again and again -------------------------------------------------------------------
+CHECKPOINTS = """
+import os
+
+import dagc
+
+
+@dagc.task(writes=["{path}"])
+def save(path: str, epoch: int) -> int:
+    with open(path, "a") as f:
+        f.write(f"{epoch}\\n")
+    return epoch
+
+
+@dagc.task(reads=["{path}"])
+def last(path: str, epoch: int) -> str:
+    with open(path) as f:
+        return f.read().split()[-1] + f"@{epoch}"
+
+
+@dagc.pipeline
+def p(out: str = "ckpt.txt"):
+    seen = []
+    for epoch in range(4):
+        save(out, epoch)
+        seen.append(last(out, epoch))
+    return seen
+"""
+
+
+def test_a_checkpoint_saved_in_a_loop_is_a_chain_of_writes(write_project, tmp_path: Path) -> None:
+    root = write_project({"flow.py": CHECKPOINTS})
+    graph = compile_file(root / "flow.py", params={"out": str(tmp_path / "compile.txt")})
+    for k in range(1, 4):  # each write waits for the previous write and for the read of that version
+        assert {f"save[{k - 1}]", f"last[{k - 1}]"} <= set(graph.predecessors(f"save[{k}]"))
+        assert f"save[{k}]" in graph.predecessors(f"last[{k}]")
+    result = _local_equals_plain(write_project, tmp_path, CHECKPOINTS, out=str(tmp_path / "ckpt.txt"))
+    assert result == ["0@0", "1@1", "2@2", "3@3"]
+
+
+def test_two_independent_writers_stay_an_error(write_project) -> None:
+    source = CHECKPOINTS.replace("        save(out, epoch)\n", "        save(out, epoch)\n        save(out, -epoch)\n")
+    diag = _only(_diagnostics(write_project, source), "DAGC126")
+    assert diag.span.line == _line(source, "save(out, -epoch)")

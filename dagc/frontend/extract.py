@@ -309,6 +309,7 @@ class Extractor:
         self._types: dict[str, tuple[str, SourceSpan | None]] = {}  # value -> (declared type, where)
         self._writers: dict[str, tuple[str, SourceSpan]] = {}
         self._reads: list[tuple[str, str, SourceSpan]] = []
+        self._readers: dict[str, list[str]] = {}  # path -> tasks that read its current version
         self._extra_deps: list[str] = []
         self._budget = MAX_UNROLL
         self._budget_reported = False
@@ -1977,15 +1978,24 @@ class Extractor:
                 writer = self._writers.get(path)
                 if writer is not None:
                     deps.setdefault(self._visible(writer[0]), None)
+                    self._readers.setdefault(path, []).append(name)
                 else:
                     self._reads.append((path, name, span))
             for path in writes:
                 if path in self._writers:
                     first, where = self._writers[path]
-                    self.sink.error("DAGC126", f"`{path}` is written by two tasks: `{first}` and `{name}`",
-                                    span, notes=[Note(f"`{first}` writes it here", where)],
-                                    hint="give each task its own output path")
-                    continue
+                    if where != span:
+                        self.sink.error("DAGC126", f"`{path}` is written by two tasks: `{first}` and `{name}`",
+                                        span, notes=[Note(f"`{first}` writes it here", where)],
+                                        hint="give each task its own output path; one call in a loop "
+                                        "(a checkpoint saved every epoch) may overwrite its own file")
+                        continue
+                    # the same call again, in an unrolled loop: a checkpoint overwritten in program order,
+                    # after the previous write and after every task that read that version
+                    deps.setdefault(self._visible(first), None)
+                    for reader in self._readers.pop(path, []):
+                        if reader != name:
+                            deps.setdefault(self._visible(reader), None)
                 self._writers[path] = (name, span)
         node = Node(name, "task", task.target, tuple(args), tuple(kwargs), outputs, types, options,
                     span, tuple(deps))
