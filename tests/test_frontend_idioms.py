@@ -508,3 +508,54 @@ def test_two_independent_writers_stay_an_error(write_project) -> None:
     source = CHECKPOINTS.replace("        save(out, epoch)\n", "        save(out, epoch)\n        save(out, -epoch)\n")
     diag = _only(_diagnostics(write_project, source), "DAGC126")
     assert diag.span.line == _line(source, "save(out, -epoch)")
+
+
+# ---- effects of method tasks, and the fan-out map regions will take ------------------------------------
+METHOD_EFFECTS = """
+import dagc
+
+
+class Trainer:
+    @dagc.task
+    @staticmethod
+    def make() -> dict:
+        return {"seen": []}
+
+    @dagc.task
+    @staticmethod
+    def grow(model: dict, k: int) -> None:
+        model["seen"].append(k)
+
+    @dagc.task
+    @staticmethod
+    def start(n: int) -> list:
+        return list(range(n))
+
+    @dagc.task
+    @staticmethod
+    def square(x: int) -> int:
+        return x * x
+
+    @dagc.pipeline
+    def run(self):
+        model = self.make()
+        for k in range(3):
+            self.grow(model, k)
+        return model
+"""
+
+
+def test_a_static_method_task_body_is_analysed_for_effects(write_project, tmp_path: Path) -> None:
+    graph = compile_file(write_project({"flow.py": METHOD_EFFECTS}) / "flow.py")
+    assert [n.attrs.get("effects.mutates") for n in graph if n.name.startswith("grow")] == [["make"]] * 3
+    assert _local_equals_plain(write_project, tmp_path, METHOD_EFFECTS) == {"seen": [0, 1, 2]}
+
+
+def test_a_foreach_over_a_step_result_keeps_its_precise_diagnostic(write_project) -> None:
+    source = METHOD_EFFECTS.replace("""        model = self.make()
+        for k in range(3):
+            self.grow(model, k)
+        return model""", """        items = self.start(3)
+        return [self.square(x) for x in items]""")
+    diag = _only(_diagnostics(write_project, source), "DAGC116")
+    assert diag.span.line == _line(source, "for x in items") and "inside a task" in diag.hint
