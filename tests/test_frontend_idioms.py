@@ -559,3 +559,48 @@ def test_a_foreach_over_a_step_result_keeps_its_precise_diagnostic(write_project
         return [self.square(x) for x in items]""")
     diag = _only(_diagnostics(write_project, source), "DAGC116")
     assert diag.span.line == _line(source, "for x in items") and "inside a task" in diag.hint
+
+
+CHANGED_CONFIG = """
+from dataclasses import dataclass
+
+import dagc
+
+
+@dataclass
+class TrainConfig:
+    lr: float = 0.1
+    epochs: int = 2
+
+
+SHARED = TrainConfig()
+
+
+@dagc.task
+def warmup(tc: TrainConfig) -> int:
+    tc.lr = tc.lr * 10
+    return 1
+
+
+@dagc.task
+def use(lr: float) -> float:
+    return lr
+
+
+@dagc.pipeline
+def p():
+    tc = TrainConfig()
+    n = tc.epochs
+    warmup(tc)
+    return use(tc.lr), n, tc.lr, SHARED.lr
+"""
+
+
+def test_a_config_a_task_changes_is_read_at_run_time_after_the_change(write_project, tmp_path: Path) -> None:
+    assert _local_equals_plain(write_project, tmp_path, CHANGED_CONFIG) == (1.0, 2, 1.0, 0.1)
+
+
+def test_a_module_level_config_that_is_not_frozen_is_not_passed_whole(write_project) -> None:
+    source = CHANGED_CONFIG.replace("    warmup(tc)\n", "    warmup(SHARED)\n")
+    diag = _only(_diagnostics(write_project, source), "DAGC109")
+    assert diag.span.line == _line(source, "warmup(SHARED)") and "frozen=True" in diag.hint

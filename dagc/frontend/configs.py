@@ -86,7 +86,7 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "os.path.splitext": posixpath.splitext, "os.path.split": posixpath.split, "os.path.normpath": posixpath.normpath,
     "os.path.isabs": posixpath.isabs, "os.path.abspath": _abspath,
     "math.sqrt": math.sqrt, "math.log": math.log, "math.log2": math.log2, "math.log10": math.log10,
-    "math.exp": math.exp, "math.ceil": math.ceil, "math.floor": math.floor, "math.prod": math.prod,
+    "math.exp": math.exp, "math.ceil": math.ceil, "math.floor": math.floor,
 }
 _CONSTANTS: dict[str, Any] = {"os.sep": "/", "os.path.sep": "/", "os.pathsep": ":", "math.pi": math.pi,
                               "math.e": math.e, "math.inf": math.inf}

@@ -323,6 +323,8 @@ class Extractor:
         self._effect_warned: set[tuple[int, str]] = set()
         self._folded: dict[tuple[str, str], SourceSpan | None] = {}  # module constants folded into the graph
         self._configs: dict[int, tuple[Any, Value]] = {}  # id(config instance) -> (instance, its node's value)
+        self._config_nodes: dict[str, Any] = {}  # node building a config -> the instance
+        self._module_configs: set[int] = set()  # ids of module-level constants (configs among them)
 
     # ---- entry ------------------------------------------------------------------------------------
     def extract(self, pipeline: PipelineDef, overrides: dict[str, Any]) -> Graph:
@@ -1372,6 +1374,7 @@ class Extractor:
             return Callee(symbol, owner)
         if isinstance(symbol, Constant):
             self._folded.setdefault((info.name, name), None)
+            self._module_configs.add(id(symbol.value))
             return Static(symbol.value)
         if isinstance(symbol, ImportedModule):
             user = self.project.module(symbol.module)
@@ -1404,6 +1407,7 @@ class Extractor:
             symbol = self.project.lookup(info, node.id)
             if isinstance(symbol, Constant):
                 self._folded.setdefault((info.name, node.id), info.source.span(node))
+                self._module_configs.add(id(symbol.value))
                 return symbol.value
             if symbol is None and node.id in STATIC_BUILTINS:
                 return BUILTIN
@@ -1738,6 +1742,13 @@ class Extractor:
         found = self._configs.get(id(config))
         if found is not None:
             return found[1]
+        if id(config) in self._module_configs and not config.cls.frozen:
+            # tasks would change their own copy, while plain Python changes the module's object
+            self.sink.error("DAGC109", f"a module-level `{config.cls.name}` that is not frozen cannot be passed to "
+                            "a task whole: a task that changes it would change a copy", info.source.span(expr),
+                            hint=f"declare it @dataclass(frozen=True), or build it in the pipeline "
+                            f"(`cfg = {config.cls.name}(...)`) and pass that")
+            raise ExtractError
         try:
             kwargs = tuple((k, operand_from_python(v)) for k, v in config.given)
         except TypeError:
@@ -1752,6 +1763,7 @@ class Extractor:
         self._modules_used.add(config.cls.module)
         value = Dyn(Ref(name))
         self._configs[id(config)] = (config, value)
+        self._config_nodes[name] = config
         return value
 
     def _is_glue_call(self, call: ast.Call, scope: Scope) -> bool:
@@ -2060,7 +2072,19 @@ class Extractor:
                 mutated.update(dict.fromkeys(iter_refs(operand)))
         if mutated:
             node.attrs["effects.mutates"] = list(mutated)
+            self._config_changed(mutated, scope)
 
+    def _config_changed(self, refs: dict[str, None], scope: Scope) -> None:
+        """A task may change a config instance: from now on its fields are read from the object at
+        run time (glue), not folded from the values it was built with."""
+        for ref in refs:
+            config = self._config_nodes.get(self._producer.get(ref, ref))
+            if config is None:
+                continue
+            built = self._configs[id(config)][1]
+            for key, bound in list(scope.env.items()):
+                if isinstance(bound, Static) and bound.value is config:
+                    scope.env[key] = built
     def _check_declarations(self, task: TaskDef, effects: Any) -> None:
         """`pure=True` and `readonly=[...]` against what the body shows (once per task)."""
         key = (id(task), "declared")
