@@ -3,8 +3,8 @@
 A `glue` node's target is a Python expression in which `_0`, `_1`, … stand for the node's
 operands (`args[0]`, `args[1]`, …), e.g. `_0 > _1`, `_0['loss']`, `f'{_0:.3f}'`. The frontend
 only builds expressions of literals, operators, comparisons, indexing, attribute access,
-conditional expressions and f-strings, so evaluating one calls no user function beyond the
-operators of the values themselves.
+conditional expressions, f-strings and calls of a few builtins (`len`, `str`, `dict`, …), so
+evaluating one calls no user function beyond the protocols of the values themselves.
 """
 
 from __future__ import annotations
@@ -25,8 +25,11 @@ class GlueError(ValueError):
 _ALLOWED = (
     ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Subscript, ast.Slice,
     ast.Attribute, ast.JoinedStr, ast.FormattedValue, ast.Constant, ast.Name, ast.Tuple, ast.List, ast.Dict,
-    ast.Load, ast.operator, ast.unaryop, ast.boolop, ast.cmpop,
+    ast.Load, ast.operator, ast.unaryop, ast.boolop, ast.cmpop, ast.Call, ast.keyword,
 )
+# the builtins the frontend lets glue call (dagc.frontend.extract.GLUE_CALLS)
+_CALLS = frozenset({"len", "str", "int", "float", "bool", "list", "tuple", "dict", "sorted", "min", "max", "sum",
+                    "abs", "round"})
 
 
 @lru_cache(maxsize=1024)
@@ -39,6 +42,13 @@ def glue_expression(text: str) -> ast.Expression:
     for node in ast.walk(tree):
         if not isinstance(node, _ALLOWED):
             raise GlueError(f"glue expression {text!r} contains {type(node).__name__}")
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in _CALLS):
+            raise GlueError(f"glue expression {text!r} calls something other than a known builtin")
+        if isinstance(node, ast.keyword) and node.arg is None:
+            raise GlueError(f"glue expression {text!r} passes **kwargs")
+        if isinstance(node, ast.Name) and node.id in _CALLS and any(
+                isinstance(c, ast.Call) and c.func is node for c in ast.walk(tree)):
+            continue
         if isinstance(node, ast.Name) and not (node.id.startswith("_") and node.id[1:].isdigit()):
             raise GlueError(f"glue expression {text!r} names {node.id!r}; only _0, _1, ... are allowed")
         if isinstance(node, ast.Attribute) and node.attr.startswith("__"):
@@ -50,6 +60,11 @@ class _Substitute(ast.NodeTransformer):
     def __init__(self, node: Node, names: Names) -> None:
         self.node = node
         self.names = names
+
+    def visit_Call(self, call: ast.Call) -> ast.expr:
+        call.args = [self.visit(a) for a in call.args]
+        call.keywords = [self.visit(k) for k in call.keywords]
+        return call  # the builtin's name is kept; only placeholders are substituted
 
     def visit_Name(self, name: ast.Name) -> ast.expr:
         index = int(name.id[1:])

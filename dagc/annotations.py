@@ -22,13 +22,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 class OptionSpec:
     """What one task option accepts. `kind` drives both validation and the IR field it fills."""
 
-    kind: str  # "count" | "number" | "int" | "bool" | "duration" | "size" | "names" | "paths" | "resources"
+    kind: str  # "cpus" | "count" | "number" | "int" | "bool" | "duration" | "size" | "names" | "paths" | "resources"
     doc: str
 
     @property
     def accepted(self) -> str:
         return {
             "count": "a non-negative number (e.g. 1, 0.5)",
+            "cpus": units.CPU_FORMS,
             "number": "a non-negative number",
             "int": "an integer",
             "posint": "a positive integer",
@@ -42,7 +43,7 @@ class OptionSpec:
 
 
 TASK_OPTIONS: dict[str, OptionSpec] = {
-    "cpus": OptionSpec("count", "CPU cores the task needs (default 1)"),
+    "cpus": OptionSpec("cpus", "CPU cores the task needs (default 1; \"500m\" is half a core)"),
     "gpus": OptionSpec("count", "GPUs the task needs per rank (default 0)"),
     "memory": OptionSpec("size", "memory the task needs, e.g. '16GiB'"),
     "cost": OptionSpec("duration", "estimated duration, e.g. '2m30s' or seconds"),

@@ -137,7 +137,19 @@ def _read_sources(diagnostics: list[Diagnostic]) -> dict[str, str]:
 
 
 # ---- commands -------------------------------------------------------------------------------------
+def _every_pipeline(args: argparse.Namespace) -> list[str]:
+    """The pipelines `dagc check FILE` checks: the one named by --pipeline, else all of a script's."""
+    if args.pipeline is not None or not str(args.input).endswith(".py"):
+        return []
+    from dagc.frontend import list_pipelines
+
+    return list_pipelines(args.input)
+
+
 def cmd_check(args: argparse.Namespace) -> int:
+    names = _every_pipeline(args)
+    if len(names) > 1:
+        return _check_each(args, names)
     # dce and cse too: a call they would remove or merge is reported at the call
     compilation = _compile(args, passes="verify,dce,cse")
     _report(args, compilation)
@@ -147,6 +159,35 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.diag_format == "text" and verbosity() >= 0:
         sys.stderr.write(f"{args.input}: ok — pipeline `{graph.name}`, {len(graph)} tasks, "
                          f"{len(compilation.warnings)} warning(s)\n")
+    return EXIT_OK
+
+
+def _check_each(args: argparse.Namespace, names: list[str]) -> int:
+    """Check every pipeline of a file; a diagnostic of shared code (a task, a constant) is shown once."""
+    from dagc.console import verbosity
+
+    found: dict[Diagnostic, None] = {}
+    summaries: list[str] = []
+    for name in names:
+        args.pipeline = name
+        try:
+            compilation = _compile(args, passes="verify,dce,cse")
+        except CompileError as exc:
+            found.update(dict.fromkeys(exc.diagnostics))
+            summaries.append(f"pipeline `{name}`: {sum(d.is_error for d in exc.diagnostics)} error(s)")
+            continue
+        found.update(dict.fromkeys(compilation.warnings))
+        summaries.append(f"pipeline `{name}`: ok, {len(compilation.graph)} tasks")
+    args.pipeline = None
+    diagnostics = list(found)
+    errors = [d for d in diagnostics if d.is_error]
+    if errors:
+        raise CompileError(diagnostics)
+    if verbosity() >= 0:
+        _print_diagnostics(args, diagnostics, _read_sources(diagnostics))
+    if args.diag_format == "text" and verbosity() >= 0:
+        sys.stderr.write(f"{args.input}: ok — {len(names)} pipelines ({'; '.join(summaries)}), "
+                         f"{len(diagnostics)} warning(s)\n")
     return EXIT_OK
 
 

@@ -13,6 +13,8 @@ __all__ = [
     "UnitError",
     "parse_duration",
     "parse_size",
+    "parse_cpus",
+    "CPU_FORMS",
     "parse_bandwidth",
     "format_duration",
     "format_size",
@@ -26,7 +28,8 @@ class UnitError(ValueError):
 
 
 DURATION_FORMS = 'a number of seconds, or a string such as "90s", "2m30s", "1h", "500ms", "1.5h"'
-SIZE_FORMS = 'a number of bytes, or a string such as "512MiB", "16GiB", "2GB", "64KiB"'
+SIZE_FORMS = 'a number of bytes, or a string such as "512MiB", "16GiB", "2GB", "64KiB", "500Mi", "2Gi"'
+CPU_FORMS = 'a number of cores, or a Kubernetes quantity such as "500m" (half a core) or "2"'
 BANDWIDTH_FORMS = 'bytes per second (e.g. 1250000000 or 1.25e9), or a string such as "10Gbit/s", "25GB/s", "100MiB/s"'
 
 _DURATION_UNITS = {
@@ -52,6 +55,11 @@ _SIZE_UNITS = {
     "mib": 2**20,
     "gib": 2**30,
     "tib": 2**40,
+    # Kubernetes quantities ("500Mi", "2Gi", "1.5G"), as people write them in pod specs
+    "ki": 2**10,
+    "mi": 2**20,
+    "gi": 2**30,
+    "ti": 2**40,
     "k": 10**3,
     "m": 10**6,
     "g": 10**9,
@@ -100,6 +108,19 @@ def parse_size(value: object) -> int:
             raise UnitError(f"cannot read size {value!r}: expected {SIZE_FORMS}")
         return int(round(float(match.group(1)) * _SIZE_UNITS[unit or "b"]))
     return int(round(_check_number(value, "a size", SIZE_FORMS)))
+
+
+_CPU_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*(m?)\s*$")
+
+
+def parse_cpus(value: object) -> float:
+    """`"500m"` → 0.5 (Kubernetes millicores), `"2"` → 2.0; a bare number is cores."""
+    if isinstance(value, str):
+        match = _CPU_RE.match(value)
+        if match is None:
+            raise UnitError(f"cannot read CPU amount {value!r}: expected {CPU_FORMS}")
+        return float(match.group(1)) / (1000.0 if match.group(2) else 1.0)
+    return _check_number(value, "a CPU amount", CPU_FORMS)
 
 
 def parse_bandwidth(value: object) -> float:

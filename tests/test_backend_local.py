@@ -19,7 +19,10 @@ def _plain_result(script: Path, pipeline: str, tmp: Path, **params: object) -> o
         "import pickle, runpy, sys\n"
         f"sys.path.insert(0, {str(script.parent)!r})\n"
         f"ns = runpy.run_path({str(script)!r}, run_name='plain')\n"
-        f"pickle.dump(ns[{pipeline!r}](**{params!r}), open({str(out)!r}, 'wb'))\n"
+        # a pipeline method `Flow.run` runs as Python would run it: `Flow().run(...)`
+        f"owner, _, method = {pipeline!r}.rpartition('.')\n"
+        "fn = getattr(ns[owner](), method) if owner else ns[method]\n"
+        f"pickle.dump(fn(**{params!r}), open({str(out)!r}, 'wb'))\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
     return pickle.loads(out.read_bytes())

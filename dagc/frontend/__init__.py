@@ -7,9 +7,10 @@ from typing import Any
 
 from dagc.diagnostics import DiagnosticSink
 from dagc.frontend.extract import extract_pipeline
-from dagc.frontend.modules import PipelineDef, Project
+from dagc.frontend.modules import ModuleInfo, PipelineDef, Project
 from dagc.frontend.source import name_span
 from dagc.ir.core import Graph
+from dagc.ir.location import SourceSpan
 
 __all__ = ["FrontendResult", "compile_source", "list_pipelines"]
 
@@ -27,6 +28,26 @@ class FrontendResult:
 def _all_pipelines(project: Project) -> list[PipelineDef]:
     info = project.load_entry()
     return list(info.pipelines.values()) if info is not None else []
+
+
+def _where_a_pipeline_belongs(info: ModuleInfo) -> tuple[SourceSpan | None, str]:
+    """Point DAGC003 at the first task (or the first flow class), with the form that is missing."""
+    import ast
+
+    for stmt in info.source.tree.body:
+        if isinstance(stmt, ast.ClassDef) and any(
+                isinstance(d, ast.Name) and d.id == "step" or isinstance(d, ast.Attribute) and d.attr == "step"
+                for f in stmt.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+                for d in f.decorator_list):
+            return name_span(info.source, stmt), (
+                "a Metaflow-style flow: decorate each step with @dagc.task and @staticmethod (taking its inputs as "
+                "arguments, returning its outputs), and the method that calls the steps in order with @dagc.pipeline")
+    first = next(iter(info.tasks.values()), None)
+    if first is not None:
+        return name_span(first.source, first.node), (
+            "decorate the function that calls your tasks with @dagc.pipeline (a module-level function, or a "
+            "method of a class)")
+    return None, "decorate the function that calls your tasks with @dagc.pipeline"
 
 
 def list_pipelines(path: str | Path) -> list[str]:
@@ -68,8 +89,8 @@ def _compile_source(path: str | Path, pipeline_name: str | None, params: dict[st
         elif len(pipelines) == 1:
             chosen = pipelines[0]
         elif not pipelines:
-            sink.error("DAGC003", f"{project.entry_display} defines no @dagc.pipeline", None,
-                       hint="decorate the function that calls your tasks with @dagc.pipeline")
+            where, hint = _where_a_pipeline_belongs(info)
+            sink.error("DAGC003", f"{project.entry_display} defines no @dagc.pipeline", where, hint=hint)
         else:
             sink.error("DAGC004", f"{project.entry_display} defines {len(pipelines)} pipelines; choose one",
                        name_span(info.source, pipelines[1].node),

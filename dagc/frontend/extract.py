@@ -19,6 +19,7 @@ Region bodies are stored as IR JSON in the region node's attributes (see docs/ir
 from __future__ import annotations
 
 import ast
+import builtins
 import dataclasses
 import os
 import re
@@ -28,6 +29,7 @@ from typing import Any
 from dagc.diagnostics import DiagnosticSink, Note
 from dagc.frontend.effects import EffectAnalyzer
 from dagc.frontend.modules import (
+    ClassSteps,
     Constant,
     ImportedModule,
     ImportedName,
@@ -37,6 +39,7 @@ from dagc.frontend.modules import (
     Project,
     TaskDef,
     static_option_value,
+    static_symbol,
 )
 from dagc.frontend.source import name_span
 from dagc.frontend.static import (
@@ -48,7 +51,7 @@ from dagc.frontend.static import (
     is_literal_value,
     iterate_static,
 )
-from dagc.frontend.typecheck import compatible, describe_mismatch, item_type
+from dagc.frontend.typecheck import compatible, describe_mismatch, item_type, type_of_value
 from dagc.ir.core import Graph, Node, Param, output_name
 from dagc.ir.effects import order_by_effects
 from dagc.ir.location import SourceSpan
@@ -104,6 +107,14 @@ class Callee:
 @dataclass(frozen=True)
 class ModuleValue:
     module: str  # a user module
+    info: ModuleInfo
+
+
+@dataclass(frozen=True)
+class ClassValue:
+    """A user class holding steps (`Flow`, or `self`/`cls` in a pipeline method): reaches its steps."""
+
+    steps: ClassSteps
     info: ModuleInfo
 
 
@@ -246,6 +257,21 @@ def _assigned_names(body: list[ast.stmt]) -> set[str]:
     return names
 
 
+def _as_literal(call: ast.Call) -> ast.expr | None:
+    """The display a builtin call means: `tuple([a, b])` → `(a, b)`, `dict(k=v)` → `{'k': v}`."""
+    name = call.func.id if isinstance(call.func, ast.Name) else None
+    if name in ("tuple", "list") and len(call.args) == 1 and not call.keywords and isinstance(
+            call.args[0], (ast.List, ast.Tuple)) and not any(isinstance(x, ast.Starred) for x in call.args[0].elts):
+        return (ast.Tuple if name == "tuple" else ast.List)(list(call.args[0].elts), ast.Load())
+    if name == "dict" and not call.args and all(k.arg is not None for k in call.keywords):
+        return ast.Dict([ast.Constant(k.arg) for k in call.keywords], [k.value for k in call.keywords])
+    return None
+
+
+def _names_in(expr: ast.expr) -> set[str]:
+    return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+
+
 def _target_names(target: ast.expr) -> set[str]:
     return {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
 
@@ -303,6 +329,7 @@ class Extractor:
         self._types: dict[str, tuple[str, SourceSpan | None]] = {}  # value -> (declared type, where)
         self._writers: dict[str, tuple[str, SourceSpan]] = {}
         self._reads: list[tuple[str, str, SourceSpan]] = []
+        self._readers: dict[str, list[str]] = {}  # path -> tasks that read its current version
         self._extra_deps: list[str] = []
         self._budget = MAX_UNROLL
         self._budget_reported = False
@@ -321,6 +348,10 @@ class Extractor:
         self._module_objects: dict[int, tuple[str, Any]] = {}
         self._last_task: Node | None = None  # node of the task call evaluated last
         self._effect_warned: set[tuple[int, str]] = set()
+        self._folded: dict[tuple[str, str], SourceSpan | None] = {}  # module constants folded into the graph
+        self._configs: dict[int, tuple[Any, Value]] = {}  # id(config instance) -> (instance, its node's value)
+        self._config_nodes: dict[str, Any] = {}  # node building a config -> the instance
+        self._module_configs: set[int] = set()  # ids of module-level constants (configs among them)
 
     # ---- entry ------------------------------------------------------------------------------------
     def extract(self, pipeline: PipelineDef, overrides: dict[str, Any]) -> Graph:
@@ -333,6 +364,7 @@ class Extractor:
         )
         self.graph = graph
         scope = Scope(pipeline, prefix="")
+        self._bind_receiver(pipeline, scope)
         for param in pipeline.sig.params:
             span = info.source.span(param.node)
             if param.kind in ("var_positional", "var_keyword"):
@@ -341,6 +373,13 @@ class Extractor:
                 continue
             if param.name in overrides:
                 value = overrides[param.name]
+                given = type_of_value(value)
+                if param.annotation is not None and not compatible(given, param.annotation):
+                    self.sink.error("DAGC005", f"--param {param.name}={value!r} is a `{given}`, but parameter "
+                                    f"`{param.name}` is annotated `{param.annotation}`", span,
+                                    hint=f"give a value of type `{param.annotation}`; --param values are Python "
+                                    "literals (quote a string: --param name='\"text\"')")
+                    continue
             elif param.default is not None:
                 try:
                     value = self._static(param.default, scope, info)
@@ -377,11 +416,61 @@ class Extractor:
                             hint="return task results, parameters or literals")
             graph.returns = Const(None)
         self._check_reads()
+        self._check_overrides()
         order_by_effects(graph)
         self._check_state(graph)
         self._check_module_reads(graph)
         graph.modules = dict(sorted((m, f) for m, f in self.project.files.items() if self._module_used(m)))
         return graph
+
+    def _run_time_setting(self, name: str, symbol: Opaque, info: ModuleInfo, span: SourceSpan | None = None) -> None:
+        """A module value read from the command line or the environment: say so, with the fix."""
+        from dagc.frontend.overrides import run_time_source
+
+        source = run_time_source(info, symbol.node)
+        if source is None:
+            return
+        self.sink.error("DAGC109", f"`{name}` is set from {source} when the script runs, so dagc cannot know it "
+                        "at compile time", span or info.source.span(symbol.node),
+                        hint=f"make it a pipeline parameter: `def {self.graph.name if self.graph else 'p'}"
+                        f"({name}=DEFAULT)` and compile with `--param {name}=VALUE`",
+                        notes=[Note(f"`{name}` is assigned here", info.source.span(symbol.node))])
+        raise ExtractError
+
+    def _bind_receiver(self, pipeline: PipelineDef, scope: Scope) -> None:
+        """`self`/`cls` of a pipeline method stands for its class: `self.train(x)` is `Flow.train(x)`."""
+        if pipeline.receiver is None or pipeline.owner is None:
+            return
+        symbol = pipeline.info.symbols.get(pipeline.owner)
+        if isinstance(symbol, Opaque) and symbol.steps is not None:
+            scope.env[pipeline.receiver] = ClassValue(symbol.steps, pipeline.info)
+
+    def _check_overrides(self) -> None:
+        """Constants folded here that `exec(...)`/`globals()` may replace when the script runs."""
+        from dagc.frontend.overrides import rewrites_globals
+
+        by_module: dict[str, list[str]] = {}
+        for module, name in self._folded:
+            by_module.setdefault(module, []).append(name)
+        for module, names in sorted(by_module.items()):
+            info = self.project.module(module)
+            if info is None:
+                continue
+            for override in rewrites_globals(info):
+                line = override.node.lineno  # type: ignore[attr-defined]
+                folded = [n for n in sorted(names) if isinstance(info.symbols.get(n), Constant)
+                          and info.symbols[n].node.lineno < line]
+                if not folded:
+                    continue
+                shown = ", ".join(f"{n}={info.symbols[n].value!r}" for n in folded[:8])
+                more = f" and {len(folded) - 8} more" if len(folded) > 8 else ""
+                first = folded[0]
+                self.sink.warning(
+                    "DAGC134", f"{override.what} may change module settings when the script runs; dagc folded "
+                    f"them at compile time: {shown}{more}", info.source.span(override.node),
+                    hint=f"make each setting the pipeline varies a pipeline parameter, e.g. `def "
+                    f"{self.graph.name if self.graph else 'train'}({first}=...)` with the default "
+                    f"`{first}={info.symbols[first].value!r}`, and set it with `--param {first}=VALUE`")
 
     def _module_used(self, module: str) -> bool:
         assert self.graph is not None
@@ -492,6 +581,7 @@ class Extractor:
         construct = _STATEMENT_NAMES.get(type(stmt), type(stmt).__name__)
         self.sink.error("DAGC108", f"{construct} is not supported in a pipeline body", span,
                         hint=_STATEMENT_HINTS.get(type(stmt), "move this logic into a @dagc.task"))
+        raise ExtractError  # the names it binds are poisoned: one diagnostic, not one per later use
 
     def _unpack_count(self, target: ast.expr) -> int:
         if isinstance(target, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in target.elts):
@@ -527,6 +617,15 @@ class Extractor:
                 items[key] = value
                 scope.env[target.value.id] = self._sequence(items, kind == "list", target, info)
                 return
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and isinstance(
+                scope.env.get(target.value.id), ClassValue):
+            receiver = target.value.id
+            self.sink.error("DAGC109", f"`{receiver}.{target.attr} = …` keeps a value on the flow object "
+                            "(Metaflow's artifacts); a dagc step returns its value instead",
+                            info.source.span(target),
+                            hint=f"bind it to a name and pass it on: `{target.attr} = {receiver}.step(...)`, "
+                            f"then `{receiver}.next_step({target.attr})`")
+            raise ExtractError
         self.sink.error("DAGC109", "assigning into an attribute or item mutates a value; pipelines "
                         "are dataflow and cannot", info.source.span(target),
                         hint="have a task return the updated value and bind it to a new name")
@@ -652,7 +751,9 @@ class Extractor:
                             hint="use a flag, or restructure the loop")
             raise ExtractError
         items = self._loop_items(stmt.iter, scope, info, "this `for` loop")
-        exits = _loop_level_breaks(stmt.body)
+        assigned = _assigned_names(stmt.body)
+        exits = [(node, tests) for node, tests in _loop_level_breaks(stmt.body)  # constant-false exits fold away
+                 if not any(not (_names_in(t) & assigned) and self._known_false(t, scope, info) for t in tests)]
         if exits and self._exits_are_dynamic(exits, stmt, scope, info):
             self._loop_region(stmt, items, scope, info)
             return
@@ -925,6 +1026,9 @@ class Extractor:
 
     # ---- branches -----------------------------------------------------------------------------------
     def _if(self, stmt: ast.If, scope: Scope, info: ModuleInfo) -> None:
+        if self._known_false(stmt.test, scope, info):  # `if DEBUG: break` with DEBUG = False: folded first
+            self._run_block(stmt.orelse, scope, info)
+            return
         # `if <cond>: break` directly in the body of a region loop
         if (scope.loop is not None and not scope.unrolling and len(stmt.body) == 1
                 and isinstance(stmt.body[0], ast.Break) and not stmt.orelse
@@ -936,6 +1040,14 @@ class Extractor:
             self._run_block(taken, scope, info)
             return
         self._cond_region(stmt, scope, info)
+
+    def _known_false(self, test: ast.expr, scope: Scope, info: ModuleInfo) -> bool:
+        """True when `test` is a compile-time value that is false; never reports anything. `and`
+        short-circuits as in Python: `DEBUG and converged(m)` is false when DEBUG is."""
+        try:
+            return not eval_static(test, self._static_lookup(scope, info))
+        except (NotStatic, _RuntimeUse, RecursionError):
+            return False
 
     def _loop_break(self, stmt: ast.If, scope: Scope, info: ModuleInfo) -> None:
         loop = scope.loop
@@ -1276,9 +1388,11 @@ class Extractor:
             return DagcFunction("after")
         symbol = self.project.lookup(info, name)
         if symbol is None:
+            if name == "__file__":
+                return Static(self._static(expr, scope, info))
             if name in ("True", "False", "None"):
                 return Static({"True": True, "False": False, "None": None}[name])
-            if name in STATIC_BUILTINS:
+            if name in STATIC_BUILTINS or name in _PY_BUILTINS:
                 return External(f"builtin `{name}`")
             self.sink.error("DAGC101", f"name `{name}` is not defined", info.source.span(expr),
                             hint=self._suggest(name, scope, info))
@@ -1294,17 +1408,19 @@ class Extractor:
             return f"did you mean `{close[0]}`?"
         return "define it, import it, or pass it as a pipeline parameter"
 
-    def _symbol_value(self, symbol: Any, name: str, info: ModuleInfo, span: SourceSpan | None = None) -> Value:
+    def _symbol_value(self, symbol: Any, name: str, info: ModuleInfo, use: SourceSpan | None = None) -> Value:
         if isinstance(symbol, (TaskDef, PipelineDef)):
             owner = self.project.module(symbol.module) or info
             return Callee(symbol, owner)
         if isinstance(symbol, Constant):
             # read at compile time: remembered so that a task changing it at run time is reported
             qualified = f"{info.name}.{name}"
-            if span is not None:
-                self._module_reads.setdefault(qualified, span)
+            if use is not None:
+                self._module_reads.setdefault(qualified, use)
             for ident in _mutable_ids(symbol.value):
                 self._module_objects.setdefault(ident, (qualified, symbol.value))
+            self._folded.setdefault((info.name, name), None)
+            self._module_configs.add(id(symbol.value))
             return Static(symbol.value)
         if isinstance(symbol, ImportedModule):
             user = self.project.module(symbol.module)
@@ -1313,6 +1429,10 @@ class Extractor:
             return External(f"module `{symbol.module}`")
         if isinstance(symbol, ImportedName):
             return External(f"`{symbol.name}` from `{symbol.module}`")
+        if isinstance(symbol, Opaque) and symbol.steps is not None and symbol.steps.members:
+            return ClassValue(symbol.steps, self.project.module(symbol.steps.module) or info)
+        if isinstance(symbol, Opaque) and symbol.kind == "value":
+            self._run_time_setting(name, symbol, info, use)
         if isinstance(symbol, Opaque):
             return External(f"{symbol.kind} `{name}`")
         return External(f"`{name}`")
@@ -1332,12 +1452,16 @@ class Extractor:
                 raise _UsedBefore(node)
             symbol = self.project.lookup(info, node.id)
             if isinstance(symbol, Constant):
+                self._folded.setdefault((info.name, node.id), info.source.span(node))
+                self._module_configs.add(id(symbol.value))
                 return symbol.value
             if symbol is None and node.id in STATIC_BUILTINS:
                 return BUILTIN
-            if symbol is None:
+            if symbol is None and node.id != "__file__":
                 raise _Undefined(node)
-            raise NotStatic(node, f"`{node.id}` is not known at compile time")
+            if isinstance(symbol, Opaque) and symbol.kind == "value":
+                self._run_time_setting(node.id, symbol, info, info.source.span(node))
+            return static_symbol(self.project, info, node, symbol)
 
         return lookup
 
@@ -1363,6 +1487,8 @@ class Extractor:
                 "time can be passed to tasks",
             )
         except NotStatic as exc:
+            if any(scope.env.get(n) is POISON for n in _names_in(expr)):
+                raise ExtractError from None  # reported where the name was bound
             self.sink.error("DAGC109", f"{_describe(exc.node)} is not supported here: {exc.reason}",
                             info.source.span(exc.node),
                             hint="pipeline bodies may use task calls, literals, constants and parameters; "
@@ -1385,9 +1511,13 @@ class Extractor:
             while isinstance(node, ast.Attribute):
                 parts.append(node.attr)
                 node = node.value
+            if isinstance(node, ast.Name) and isinstance(scope.env.get(node.id), ClassValue):
+                return True
             if isinstance(node, ast.Name) and node.id not in scope.env:
                 symbol = self.project.lookup(info, node.id)
                 if isinstance(symbol, ImportedModule) and self.project.is_user_module(symbol.module):
+                    return True
+                if isinstance(symbol, Opaque) and symbol.steps is not None and symbol.steps.members:
                     return True
         return False
 
@@ -1469,6 +1599,12 @@ class Extractor:
                 except TypeError:
                     self._not_a_value(e, info)
                     raise
+            if isinstance(e, ast.Call) and self._is_glue_call(e, scope):
+                literal = _as_literal(e)  # `tuple([a, b])` is `(a, b)`: emitted code stays lint-clean
+                if literal is not None:
+                    return conv(literal)
+                return ast.Call(ast.Name(e.func.id, ast.Load()), [conv(a) for a in e.args],  # type: ignore[attr-defined]
+                                [ast.keyword(k.arg, conv(k.value)) for k in e.keywords])
             if isinstance(e, ast.Call):
                 value = self._eval(e, scope, info)
                 return placeholder(_to_operand(value))
@@ -1521,6 +1657,8 @@ class Extractor:
             return Dyn(args[0]) if any(True for _ in iter_refs(args[0])) else Static(_const_value(args[0]))
         text = ast.unparse(ast.fix_missing_locations(new))
         base = _GLUE_NAMES.get(type(expr), "glue")
+        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
+            base = expr.func.id
         if isinstance(expr, ast.BinOp):
             base = _BINOP_NAMES.get(type(expr.op), "arith")
         name = self._node_name(scope.prefix + base + scope.suffix)
@@ -1549,10 +1687,31 @@ class Extractor:
                                     info.source.span(func), hint=f"check the name in {base.info.source.display}")
                     raise ExtractError
                 return self._symbol_value(symbol, func.attr, base.info, info.source.span(func))
+            if isinstance(base, ClassValue):
+                return self._class_member(base, func, info)
             if _is_runtime(base):
                 return External(f"method `.{func.attr}()` of a task result")
             return External(f"`{ast.unparse(func)}`")
         return External(f"`{ast.unparse(func)}`")
+
+    def _class_member(self, base: ClassValue, func: ast.Attribute, info: ModuleInfo) -> Value:
+        steps, attr = base.steps, func.attr
+        member = steps.members.get(attr)
+        if member is not None:
+            return Callee(member, base.info)
+        if attr == "next":
+            hint = ("in dagc the pipeline calls the steps in order and passes results on: "
+                    "`data = self.start()` then `self.train(data)`")
+            self.sink.error("DAGC111", f"`{steps.name}.next` is Metaflow's transition; dagc reads the order "
+                            "from the data flow", info.source.span(func), hint=hint)
+            raise ExtractError
+        what = "not a task" if attr in steps.methods else "not defined"
+        tasks = ", ".join(steps.members) or "none"
+        self.sink.error("DAGC111" if attr in steps.methods else "DAGC131",
+                        f"`{steps.name}.{attr}` is {what} in class `{steps.name}`", info.source.span(func),
+                        hint=f"decorate the method with @dagc.task and @staticmethod; steps of `{steps.name}`: "
+                        f"{tasks}")
+        raise ExtractError
 
     def _call(self, call: ast.Call, scope: Scope, info: ModuleInfo, n_outputs: int) -> Value:
         callee = self._callee(call.func, scope, info)
@@ -1567,7 +1726,15 @@ class Extractor:
         kwargs = [self._eval(k.value, scope, info) for k in call.keywords]
         runtime = [v for v in args + kwargs if _is_task_result(v)]
         what = callee.description if isinstance(callee, External) else f"`{ast.unparse(call.func)}`"
+        if runtime and self._is_glue_call(call, scope):
+            return self._glue(call, scope, info)  # `len(xs)`, `dict(n_layer=n)`, `str(loss)` on task results
         if runtime or (isinstance(call.func, ast.Attribute) and self._needs_glue(call.func.value, scope, info)):
+            kfp = _KFP_METHOD_HINTS.get(call.func.attr) if isinstance(call.func, ast.Attribute) else None
+            if kfp is not None:
+                self.sink.error("DAGC107", f"`.{call.func.attr}()` on a task result is Kubeflow's form; a dagc task "
+                                "result is the task's return value, not a step object", info.source.span(call),
+                                hint=kfp)
+                raise ExtractError
             self.sink.error("DAGC107", f"{what} is not a task, but receives a task result",
                             info.source.span(call),
                             hint="only tasks can run on task results: decorate the function with @dagc.task, "
@@ -1576,14 +1743,82 @@ class Extractor:
         if isinstance(callee, External):
             try:
                 return Static(eval_static(call, self._static_lookup(scope, info)))
-            except (NotStatic, _RuntimeUse, RecursionError):
-                pass
             except _Poisoned:
                 raise ExtractError from None
+            except NotStatic as exc:
+                if self._compile_time_callable(call.func, scope, info):  # a config or os.path call that fails
+                    self.sink.error("DAGC109", f"`{ast.unparse(call)}` cannot be evaluated at compile time: "
+                                    f"{exc.reason}", info.source.span(exc.node),
+                                    hint="fix the arguments as Python would need them")
+                    raise ExtractError from None
+                if "only a few pure functions" in exc.reason:  # `os.getcwd()`, `os.environ[...]`, `math.fsum`
+                    self.sink.error("DAGC109", exc.reason, info.source.span(exc.node),
+                                    hint="what depends on the machine, the environment or the clock is not known "
+                                    "at compile time: compute it inside a task, or make it a pipeline parameter "
+                                    "(os.path.join/dirname/basename and math functions of constants fold)")
+                    raise ExtractError from None
+            except (_RuntimeUse, RecursionError):
+                pass
         self.sink.error("DAGC111", f"{what} is not a task; a pipeline body can only call tasks and pipelines",
                         info.source.span(call),
                         hint="decorate it with @dagc.task to make it a step of the graph, or call it inside a task")
         raise ExtractError
+
+    def _compile_time_callable(self, func: ast.expr, scope: Scope, info: ModuleInfo) -> bool:
+        from dagc.frontend.configs import ConfigClass, StaticFunction
+
+        try:
+            return isinstance(eval_static(func, self._static_lookup(scope, info)), (ConfigClass, StaticFunction))
+        except (NotStatic, _RuntimeUse, RecursionError):
+            return False
+
+    def _argument(self, expr: ast.expr, scope: Scope, info: ModuleInfo) -> Value:
+        """A task argument; a config instance passed whole is built at run time by its class."""
+        from dagc.frontend.configs import ConfigValue
+
+        value = self._eval(expr, scope, info)
+        if isinstance(value, Static) and isinstance(value.value, ConfigValue):
+            return self._build_config(value.value, expr, scope, info)
+        return value
+
+    def _build_config(self, config: Any, expr: ast.expr, scope: Scope, info: ModuleInfo) -> Value:
+        """One node per instance (as in Python, every use shares the object): `module.Cls(**given)`."""
+        from dagc.ir.types import TaskOptions
+
+        found = self._configs.get(id(config))
+        if found is not None:
+            return found[1]
+        if id(config) in self._module_configs and not config.cls.frozen:
+            # tasks would change their own copy, while plain Python changes the module's object
+            self.sink.error("DAGC109", f"a module-level `{config.cls.name}` that is not frozen cannot be passed to "
+                            "a task whole: a task that changes it would change a copy", info.source.span(expr),
+                            hint=f"declare it @dataclass(frozen=True), or build it in the pipeline "
+                            f"(`cfg = {config.cls.name}(...)`) and pass that")
+            raise ExtractError
+        try:
+            kwargs = tuple((k, operand_from_python(v)) for k, v in config.given)
+        except TypeError:
+            self.sink.error("DAGC109", f"`{config.cls.name}` is built from values that are not literals",
+                            info.source.span(expr), hint="build it with literal field values")
+            raise ExtractError from None
+        name = self._node_name(scope.prefix + config.cls.name + scope.suffix)
+        # frozen: nothing can change it, so calls may be merged; otherwise tasks that change it are ordered
+        node = Node(name, "task", config.cls.target, (), kwargs, (name,), (config.cls.name,),
+                    TaskOptions(pure=config.cls.frozen), info.source.span(expr))
+        self._add_node(node)
+        self._modules_used.add(config.cls.module)
+        value = Dyn(Ref(name))
+        self._configs[id(config)] = (config, value)
+        self._config_nodes[name] = config
+        return value
+
+    def _is_glue_call(self, call: ast.Call, scope: Scope) -> bool:
+        """A call of an unshadowed builtin that glue may compute: no `*args`/`**kwargs`."""
+        func = call.func
+        return (isinstance(func, ast.Name) and func.id in GLUE_CALLS and func.id not in scope.env
+                and func.id not in scope.assigned_later and self.project.lookup(scope.pipeline.info, func.id) is None
+                and not any(isinstance(a, ast.Starred) for a in call.args)
+                and all(k.arg is not None for k in call.keywords))
 
     def _after_call(self, call: ast.Call, scope: Scope, info: ModuleInfo, n_outputs: int) -> Value:
         """`dagc.after(task_call(...), *prerequisites)`: run the call after the prerequisites' tasks."""
@@ -1642,7 +1877,7 @@ class Extractor:
             if index >= len(positional) and not var_pos:
                 self.sink.error("DAGC105", f"task `{task.name}` takes {len(positional)} positional "
                                 f"argument{'s' if len(positional) != 1 else ''} but {len(call.args)} were given",
-                                info.source.span(arg), hint=f"signature: {task.name}({', '.join(sig.names())})",
+                                info.source.span(arg), hint=f"signature: {task.name}({sig.display()})",
                                 notes=[Note(f"`{task.name}` is defined here", name_span(task.source, task.node))])
                 failed = True
                 continue
@@ -1650,7 +1885,7 @@ class Extractor:
             if param is not None:
                 bound.add(param.name)
             try:
-                operand = _to_operand(self._eval(arg, scope, info))
+                operand = _to_operand(self._argument(arg, scope, info))
             except ExtractError:
                 failed = True
                 continue
@@ -1675,7 +1910,7 @@ class Extractor:
                 hint = f"did you mean `{close[0]}`? " if close else ""
                 self.sink.error("DAGC103", f"task `{task.name}` has no parameter `{kw.arg}`",
                                 info.source.span(kw),
-                                hint=f"{hint}`{task.name}` accepts: {', '.join(sig.names()) or 'no arguments'}",
+                                hint=f"{hint}signature: {task.name}({sig.display()})",
                                 notes=[Note(f"`{task.name}` is defined here", name_span(task.source, task.node))])
                 failed = True
                 continue
@@ -1686,7 +1921,7 @@ class Extractor:
                 continue
             bound.add(kw.arg)
             try:
-                operand = _to_operand(self._eval(kw.value, scope, info))
+                operand = _to_operand(self._argument(kw.value, scope, info))
             except ExtractError:
                 failed = True
                 continue
@@ -1703,7 +1938,7 @@ class Extractor:
             names = ", ".join(f"`{m}`" for m in missing)
             self.sink.error("DAGC104", f"task `{task.name}` is missing argument{'s' if len(missing) > 1 else ''} "
                             f"{names}", info.source.span(call),
-                            hint=f"signature: {task.name}({', '.join(sig.names())})",
+                            hint=f"signature: {task.name}({sig.display()})",
                             notes=[Note(f"`{task.name}` is defined here", name_span(task.source, task.node))])
             failed = True
         if failed:
@@ -1801,15 +2036,24 @@ class Extractor:
                 writer = self._writers.get(path)
                 if writer is not None:
                     deps.setdefault(self._visible(writer[0]), None)
+                    self._readers.setdefault(path, []).append(name)
                 else:
                     self._reads.append((path, name, span))
             for path in writes:
                 if path in self._writers:
                     first, where = self._writers[path]
-                    self.sink.error("DAGC126", f"`{path}` is written by two tasks: `{first}` and `{name}`",
-                                    span, notes=[Note(f"`{first}` writes it here", where)],
-                                    hint="give each task its own output path")
-                    continue
+                    if where != span:
+                        self.sink.error("DAGC126", f"`{path}` is written by two tasks: `{first}` and `{name}`",
+                                        span, notes=[Note(f"`{first}` writes it here", where)],
+                                        hint="give each task its own output path; one call in a loop "
+                                        "(a checkpoint saved every epoch) may overwrite its own file")
+                        continue
+                    # the same call again, in an unrolled loop: a checkpoint overwritten in program order,
+                    # after the previous write and after every task that read that version
+                    deps.setdefault(self._visible(first), None)
+                    for reader in self._readers.pop(path, []):
+                        if reader != name:
+                            deps.setdefault(self._visible(reader), None)
                 self._writers[path] = (name, span)
         node = Node(name, "task", task.target, tuple(args), tuple(kwargs), outputs, types, options,
                     span, tuple(deps))
@@ -1876,7 +2120,19 @@ class Extractor:
                 mutated.update(dict.fromkeys(iter_refs(operand)))
         if mutated:
             node.attrs["effects.mutates"] = list(mutated)
+            self._config_changed(mutated, scope)
 
+    def _config_changed(self, refs: dict[str, None], scope: Scope) -> None:
+        """A task may change a config instance: from now on its fields are read from the object at
+        run time (glue), not folded from the values it was built with."""
+        for ref in refs:
+            config = self._config_nodes.get(self._producer.get(ref, ref))
+            if config is None:
+                continue
+            built = self._configs[id(config)][1]
+            for key, bound in list(scope.env.items()):
+                if isinstance(bound, Static) and bound.value is config:
+                    scope.env[key] = built
     def _check_declarations(self, task: TaskDef, effects: Any) -> None:
         """`pure=True` and `readonly=[...]` against what the body shows (once per task)."""
         key = (id(task), "declared")
@@ -2082,6 +2338,7 @@ class Extractor:
             raise ExtractError
         inner_name = self._node_name(scope.prefix + pipeline.name + scope.suffix)
         inner = Scope(pipeline, prefix=inner_name + ".", inlined=inner_name)
+        self._bind_receiver(pipeline, inner)
         params = pipeline.sig.params
         positional = [p for p in params if p.kind in ("positional_only", "positional")]
         if len(call.args) > len(positional):
@@ -2115,6 +2372,23 @@ class Extractor:
         return result if result is not None else Static(None)
 
 
+# Kubeflow Pipelines configures a step by calling methods on it; dagc reads the same from the task.
+_KFP_METHOD_HINTS: dict[str, str] = {
+    "after": "order a call without a data dependency with `x = dagc.after(train(data), prepared)`, "
+    "or `@dagc.task(after=[\"prepare\"])`",
+    "set_memory_limit": "declare it on the task: `@dagc.task(memory=\"4Gi\")`",
+    "set_memory_request": "declare it on the task: `@dagc.task(memory=\"4Gi\")`",
+    "set_cpu_limit": "declare it on the task: `@dagc.task(cpus=\"500m\")`",
+    "set_cpu_request": "declare it on the task: `@dagc.task(cpus=\"500m\")`",
+    "set_gpu_limit": "declare it on the task: `@dagc.task(gpus=1)`",
+    "set_accelerator_limit": "declare it on the task: `@dagc.task(gpus=1)`",
+    "set_retry": "declare it on the task: `@dagc.task(retries=3)`",
+    "set_caching_options": "dagc caches every task by fingerprint in the run directory (docs/runtime.md); "
+    "mark a task that acts on the world with `@dagc.task(side_effects=True)`",
+    "set_display_name": "the node is named after the task; rename the function or the pipeline",
+}
+
+
 class _PathError(Exception):
     pass
 
@@ -2140,7 +2414,18 @@ POISON = object()  # bound to names whose defining statement failed
 
 
 def _stored_names(stmt: ast.stmt) -> list[str]:
-    return [n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)]
+    """Every name `stmt` binds: assignment targets, and the names of nested defs, classes and imports."""
+    names: list[str] = []
+    for n in ast.walk(stmt):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            names.append(n.id)
+        elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(n.name)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            names.extend((a.asname or a.name).split(".")[0] for a in n.names if a.name != "*")
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            names.append(n.name)
+    return names
 
 
 def _const_value(operand: Operand) -> Any:
@@ -2280,6 +2565,11 @@ def _split_types(returns: str | None, n_outputs: int) -> tuple[str | None, ...]:
 _GLUE_EXPRS = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Subscript, ast.Attribute, ast.JoinedStr,
                ast.IfExp, ast.Set, ast.SetComp, ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom,
                ast.Starred)
+_PY_BUILTINS = frozenset(dir(builtins))
+# builtins a glue node may call on task results: they build or read values and call no user code
+# beyond the values' own protocols (`str(x)` calls `x.__str__`, as plain Python would)
+GLUE_CALLS = frozenset({"len", "str", "int", "float", "bool", "list", "tuple", "dict", "sorted", "min", "max",
+                        "sum", "abs", "round"})
 _GLUE_NAMES = {
     ast.UnaryOp: "unary",
     ast.BoolOp: "boolop",
@@ -2350,6 +2640,9 @@ _STATEMENT_HINTS = {
     ast.AugAssign: "bind the new value to a name: `x = add(x, 1)` with a task `add`",
     ast.Import: "import at module level",
     ast.ImportFrom: "import at module level",
+    ast.FunctionDef: "define the function at module level (decorate it with @dagc.task to make it a step)",
+    ast.AsyncFunctionDef: "define the function at module level (decorate it with @dagc.task to make it a step)",
+    ast.ClassDef: "define the class at module level",
     ast.Raise: "raise inside a task; a pipeline body only wires tasks together",
     ast.Delete: "just stop using the name",
     ast.Assert: "check the condition inside a task",

@@ -29,6 +29,7 @@ __all__ = [
     "ImportedModule",
     "Constant",
     "Opaque",
+    "ClassSteps",
     "ModuleInfo",
     "Project",
 ]
@@ -67,6 +68,26 @@ class FunctionSig:
     def names(self) -> list[str]:
         return [p.name for p in self.params if p.kind not in ("var_positional", "var_keyword")]
 
+    def display(self) -> str:
+        """The parameter list as written, with `/`, `*`, `*args` and `**kwargs`: `path, n=10, *, seed=0`."""
+        parts: list[str] = []
+        kinds = [p.kind for p in self.params]
+        for i, p in enumerate(self.params):
+            if p.kind == "keyword_only" and "var_positional" not in kinds and (i == 0 or kinds[i - 1] != "keyword_only"):
+                parts.append("*")
+            if p.kind == "var_positional":
+                parts.append(f"*{p.name}")
+            elif p.kind == "var_keyword":
+                parts.append(f"**{p.name}")
+            elif p.default is not None:
+                default = ast.unparse(p.default)
+                parts.append(f"{p.name}={default if len(default) <= 20 else '…'}")
+            else:
+                parts.append(p.name)
+            if p.kind == "positional_only" and (i + 1 == len(kinds) or kinds[i + 1] != "positional_only"):
+                parts.append("/")
+        return ", ".join(parts)
+
 
 def _annotation(node: ast.expr | None) -> str | None:
     return ast.unparse(node) if node is not None else None
@@ -97,6 +118,8 @@ class PipelineDef:
     node: ast.FunctionDef | ast.AsyncFunctionDef
     source: SourceFile
     info: ModuleInfo
+    owner: str | None = None  # the class a pipeline method belongs to
+    receiver: str | None = None  # `self`/`cls` of a pipeline method: stands for the class in its body
 
 
 @dataclass(frozen=True)
@@ -124,10 +147,22 @@ class Constant:
 
 @dataclass(frozen=True)
 class Opaque:
-    """A module-level name whose value the compiler cannot know (a plain function, a class, …)."""
+    """A module-level name whose value the compiler cannot know (a plain function, a class, …).
+    A class may hold tasks and pipelines as static or class methods (`steps`)."""
 
     kind: str  # "function" | "class" | "value"
     node: ast.AST
+    steps: ClassSteps | None = field(default=None, compare=False, hash=False)
+
+
+@dataclass
+class ClassSteps:
+    """The dagc methods of a user class (Metaflow's FlowSpec style): `Flow.start`, `self.train`."""
+
+    name: str
+    module: str
+    members: dict[str, Any] = field(default_factory=dict)  # method name -> TaskDef | PipelineDef
+    methods: set[str] = field(default_factory=set)  # the class's other methods and attributes
 
 
 Symbol = Any  # TaskDef | PipelineDef | ImportedName | ImportedModule | Constant | Opaque | "dagc"
@@ -185,6 +220,8 @@ class Project:
         self.modules: dict[str, ModuleInfo | None] = {}
         self.files: dict[str, str] = {}  # module name -> path relative to root (posix)
         self.sources: dict[str, str] = {}  # display path -> text, for rendering diagnostics
+        self.configs: dict[int, Any] = {}  # id(class node) -> ConfigClass | None
+        self.paths: dict[str, Path] = {}  # module name -> its file (for `__file__`)
 
     # ---- locating and loading ------------------------------------------------------------------
     def _display_for(self, path: Path) -> str:
@@ -233,6 +270,7 @@ class Project:
         except ValueError:
             rel = Path(os.path.relpath(path.resolve(), self.root))
         self.files[name] = rel.as_posix()
+        self.paths[name] = path.resolve()
         info = ModuleInfo(name, source, is_package)
         self.modules[name] = info
         from dagc.frontend.scan import scan_module
@@ -256,8 +294,47 @@ class Project:
         return symbol
 
 
-def static_option_value(node: ast.expr, info: ModuleInfo, project: Project) -> Any:
-    """Evaluate a decorator argument using the module's constants."""
+def static_symbol(project: Project, info: ModuleInfo, name: ast.Name, symbol: Symbol | None) -> Any:
+    """The compile-time value of a module-level name that is not a plain constant: a dataclass
+    config class, a pure part of the standard library (`os.path`, `math.pi`), or `__file__`."""
+    from dagc.frontend.configs import STDLIB_MODULES, config_class, stdlib_value
+
+    if isinstance(symbol, ImportedModule) and symbol.module in STDLIB_MODULES:
+        return stdlib_value(symbol.module)
+    if isinstance(symbol, ImportedName):
+        value = stdlib_value(f"{symbol.module}.{symbol.name}")
+        if value is not None:
+            return value
+    if isinstance(symbol, Opaque) and symbol.kind == "class" and isinstance(symbol.node, ast.ClassDef):
+        key = id(symbol.node)
+        if key not in project.configs:
+            owner = project.module(symbol.steps.module) if symbol.steps is not None else info
+            owner = owner or info
+            project.configs[key] = None  # a default naming its own class must not recurse
+            project.configs[key] = config_class(symbol.node, owner.name, lambda n: _import_of(project, owner, n),
+                                                lambda e: static_value(e, owner, project))
+        found = project.configs[key]
+        if found is not None:
+            return found
+        raise NotStatic(name, f"class `{name.id}` is not a dataclass config dagc can build at compile time "
+                        "(a @dataclass with literal defaults, no base class and no __post_init__)")
+    if symbol is None and name.id == "__file__" and info.name in project.paths:
+        return project.paths[info.name].as_posix()
+    raise NotStatic(name, f"`{name.id}` is not a module-level constant")
+
+
+def _import_of(project: Project, info: ModuleInfo, local: str) -> str | None:
+    """What a local name imports: `dataclass` → `dataclasses.dataclass`, `dc` → `dataclasses`."""
+    symbol = info.symbols.get(local)
+    if isinstance(symbol, ImportedName):
+        return f"{symbol.module}.{symbol.name}"
+    if isinstance(symbol, ImportedModule):
+        return symbol.module
+    return None
+
+
+def static_value(node: ast.expr, info: ModuleInfo, project: Project) -> Any:
+    """Evaluate a module-level expression: literals, constants, configs, pure standard library calls."""
 
     def lookup(name_node: ast.Name) -> Any:
         symbol = project.lookup(info, name_node.id)
@@ -269,9 +346,14 @@ def static_option_value(node: ast.expr, info: ModuleInfo, project: Project) -> A
             return BUILTIN
         if symbol is None and name_node.id in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[name_node.id]
-        raise NotStatic(name_node, f"`{name_node.id}` is not a module-level constant")
+        return static_symbol(project, info, name_node, symbol)
 
-    value = eval_static(node, lookup)
+    return eval_static(node, lookup)
+
+
+def static_option_value(node: ast.expr, info: ModuleInfo, project: Project) -> Any:
+    """Evaluate a decorator argument using the module's constants."""
+    value = static_value(node, info, project)
     if not is_literal_value(value):
         raise NotStatic(node, "value is not a literal")
     return value

@@ -23,11 +23,14 @@ from dagc.frontend.modules import (
     TaskDef,
     resolve_relative,
     static_option_value,
+    static_value,
 )
-from dagc.frontend.static import NotStatic
+from dagc.frontend.static import NotStatic, is_literal_value
 from dagc.ir.types import TaskOptions
 
 __all__ = ["scan_module", "decorator_kind", "is_main_guard"]
+
+SMALL_MEMORY = 2**20  # a task's memory given as a bare number below 1 MiB is almost surely not bytes
 
 
 def is_main_guard(stmt: ast.stmt) -> bool:
@@ -108,7 +111,13 @@ def _convert_option(project: Project, info: ModuleInfo, key: str, value: Any, no
         return ValueError(key)
 
     is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind in ("count", "number"):
+    if kind == "cpus" and isinstance(value, str):
+        try:
+            return units.parse_cpus(value)
+        except units.UnitError as exc:
+            _option_error(project, info, "DAGC122", f"option `{key}`: {exc}", node, hint=f"write {key}= {spec.accepted}")
+            raise ValueError(key) from None
+    if kind in ("count", "number", "cpus"):
         if not is_number or value < 0 or value != value or value in (float("inf"),):
             raise bad_type()
         if key == "gpus" and value > 1 and value != int(value):
@@ -132,11 +141,19 @@ def _convert_option(project: Project, info: ModuleInfo, key: str, value: Any, no
         if isinstance(value, bool):
             raise bad_type()
         try:
-            return units.parse_duration(value) if kind == "duration" else units.parse_size(value)
+            parsed = units.parse_duration(value) if kind == "duration" else units.parse_size(value)
         except units.UnitError as exc:
             code = "DAGC122" if isinstance(value, str) else "DAGC121"
             _option_error(project, info, code, f"option `{key}`: {exc}", node, hint=f"write {key}= {spec.accepted}")
             raise ValueError(key) from None
+        if key == "memory" and not isinstance(value, str) and 0 < value < SMALL_MEMORY:
+            # schedulers that take a bare number mostly mean MB (Ray's old API, Slurm, Metaflow)
+            project.sink.warning(
+                "DAGC129", f"memory={value!r} is {value!r} bytes; did you mean megabytes?",
+                info.source.span(node),
+                hint=f'a bare number is bytes; write memory="{value}MB" (or "{value}Mi") if megabytes were meant, '
+                f'or memory="{value}B" to keep bytes')
+        return parsed
     if kind in ("names", "paths"):
         if isinstance(value, str):
             value = [value]
@@ -153,7 +170,13 @@ def _convert_option(project: Project, info: ModuleInfo, key: str, value: Any, no
     raise AssertionError(kind)
 
 
-def _task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> tuple[TaskOptions, tuple[str, ...]]:
+def dagc_decorator_error(project: Project, info: ModuleInfo, fn: ast.AST, second: ast.expr) -> None:
+    name = getattr(fn, "name", "?")
+    project.sink.error("DAGC124", f"`{name}` has more than one dagc decorator", info.source.span(second),
+                       hint="a function is either a @dagc.task or a @dagc.pipeline, once")
+
+
+def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> tuple[TaskOptions, tuple[str, ...]]:
     if call is None:
         return TaskOptions(), ()
     for arg in call.args:
@@ -196,13 +219,11 @@ def _define_function(project: Project, info: ModuleInfo, fn: ast.FunctionDef | a
         info.symbols.setdefault(fn.name, Opaque("function", fn))
         return
     if len(dagc_decorators) > 1:
-        project.sink.error("DAGC124", f"`{fn.name}` has more than one dagc decorator",
-                           info.source.span(dagc_decorators[1][0]),
-                           hint="a function is either a @dagc.task or a @dagc.pipeline, once")
+        dagc_decorator_error(project, info, fn, dagc_decorators[1][0])
     decorator, (kind, call) = dagc_decorators[0]
     sig = FunctionSig.of(fn)
     if kind == "task":
-        options, after = _task_options(project, info, call)
+        options, after = task_options(project, info, call)
         info.tasks[fn.name] = TaskDef(
             fn.name, info.name, fn.name, sig, options,
             ast.unparse(fn.returns) if fn.returns is not None else None, fn, info.source, after,
@@ -225,11 +246,33 @@ def _define_constant(project: Project, info: ModuleInfo, target: ast.expr, value
         return
     if value is None:
         return
+    from dagc.frontend.configs import ConfigValue
+
     try:
-        constant = static_option_value(value, info, project)
-        info.symbols[target.id] = Constant(constant, value)
+        constant = static_value(value, info, project)
     except NotStatic:
         info.symbols[target.id] = Opaque("value", value)
+        return
+    if is_literal_value(constant) or isinstance(constant, ConfigValue) and (
+            constant.cls.frozen or not _changed_in_module(info, target.id)):
+        info.symbols[target.id] = Constant(constant, value)
+    else:
+        info.symbols[target.id] = Opaque("value", value)
+
+
+def _changed_in_module(info: ModuleInfo, name: str) -> bool:
+    """`CFG.lr = …` (or `global CFG`) anywhere in the module: a config instance that is not frozen
+    may then hold other values at run time than the ones it was built with."""
+    for node in ast.walk(info.source.tree):
+        if isinstance(node, ast.Global) and name in node.names:
+            return True
+        if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            root = node.value
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id == name:
+                return True
+    return False
 
 
 def _scan_block(project: Project, info: ModuleInfo, body: list[ast.stmt]) -> None:
@@ -239,7 +282,9 @@ def _scan_block(project: Project, info: ModuleInfo, body: list[ast.stmt]) -> Non
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             _define_function(project, info, stmt)
         elif isinstance(stmt, ast.ClassDef):
-            info.symbols.setdefault(stmt.name, Opaque("class", stmt))
+            from dagc.frontend.classes import scan_class
+
+            info.symbols.setdefault(stmt.name, scan_class(project, info, stmt))
         elif isinstance(stmt, ast.Assign):
             for target in stmt.targets:
                 _define_constant(project, info, target, stmt.value)
@@ -248,6 +293,12 @@ def _scan_block(project: Project, info: ModuleInfo, body: list[ast.stmt]) -> Non
         elif isinstance(stmt, ast.If) and not is_main_guard(stmt):
             _scan_block(project, info, stmt.body)
             _scan_block(project, info, stmt.orelse)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            # `with open(...) as f:` binds f to something unknown; constants assigned inside are still constants
+            for item in stmt.items:
+                if isinstance(item.optional_vars, ast.Name):
+                    info.symbols[item.optional_vars.id] = Opaque("value", item.context_expr)
+            _scan_block(project, info, stmt.body)
         elif isinstance(stmt, ast.Try):
             _scan_block(project, info, stmt.body)
             for handler in stmt.handlers:

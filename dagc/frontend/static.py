@@ -124,6 +124,7 @@ _PURE_BUILTINS: dict[str, Callable[..., Any]] = {
     "sorted": sorted,
     "tuple": tuple,
     "list": list,
+    "dict": dict,
 }
 
 
@@ -221,6 +222,8 @@ def eval_static(node: ast.expr, lookup: Callable[[ast.Name], Any]) -> Any:
                 except Exception as exc:
                     raise NotStatic(value_node, f"cannot format: {exc}") from None
         return "".join(pieces)
+    if isinstance(node, ast.Attribute):
+        return _eval_attribute(node, lookup)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         return _eval_builtin_call(node, lookup)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -243,10 +246,57 @@ _METHODS: dict[tuple[type, str], tuple[int, int]] = {
 }
 
 
+def _eval_attribute(node: ast.Attribute, lookup: Callable[[ast.Name], Any]) -> Any:
+    """`cfg.lr` on a dataclass config, `os.sep` / `math.pi` / `os.path` on the standard library."""
+    from dagc.frontend.configs import ConfigValue, StaticNamespace, stdlib_value
+
+    base = eval_static(node.value, lookup)
+    if isinstance(base, ConfigValue):
+        try:
+            return base.get(node.attr)
+        except KeyError:
+            raise NotStatic(node, f"`{base.cls.name}` has no field `{node.attr}`") from None
+    if isinstance(base, StaticNamespace):
+        value = stdlib_value(f"{base.name}.{node.attr}")
+        if value is None:
+            raise NotStatic(node, f"`{base.name}.{node.attr}` cannot be evaluated at compile time (only a few pure "
+                            "functions of os.path and math can)")
+        return value
+    raise NotStatic(node, "attribute access is not a compile-time constant")
+
+
+def _call_function(node: ast.Call, fn: Any, lookup: Callable[[ast.Name], Any]) -> Any:
+    """A call of a dataclass config or of a pure standard library function, at compile time."""
+    from dagc.frontend.configs import ConfigClass, call_config
+
+    if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+        raise NotStatic(node, "`*args`/`**kwargs` cannot be evaluated at compile time")
+    args = [eval_static(a, lookup) for a in node.args]
+    kwargs = {k.arg: eval_static(k.value, lookup) for k in node.keywords if k.arg is not None}
+    try:
+        if isinstance(fn, ConfigClass):
+            return call_config(fn, args, kwargs)
+        result = fn.fn(*args, **kwargs)
+    except Exception as exc:
+        raise NotStatic(node, f"cannot evaluate: {type(exc).__name__}: {exc}") from None
+    if isinstance(result, str) and len(result) > MAX_STATIC_ITEMS:
+        raise NotStatic(node, "string too large to build at compile time")
+    return result
+
+
 def _eval_method_call(node: ast.Call, lookup: Callable[[ast.Name], Any]) -> Any:
+    from dagc.frontend.configs import StaticFunction
+
     assert isinstance(node.func, ast.Attribute)
     base = eval_static(node.func.value, lookup)
     name = node.func.attr
+    from dagc.frontend.configs import StaticNamespace
+
+    if isinstance(base, StaticNamespace):
+        fn = _eval_attribute(node.func, lambda n: lookup(n))
+        if not isinstance(fn, StaticFunction):
+            raise NotStatic(node, f"`{base.name}.{name}` is not a function")
+        return _call_function(node, fn, lookup)
     bounds = _METHODS.get((type(base), name))
     if bounds is None or node.keywords:
         raise NotStatic(node, f"method `.{name}()` cannot be evaluated at compile time")
@@ -287,11 +337,24 @@ def _eval_builtin_call(node: ast.Call, lookup: Callable[[ast.Name], Any]) -> Any
         shadow = lookup(node.func)
     except NotStatic:
         shadow = None
+    from dagc.frontend.configs import ConfigClass, StaticFunction
+
+    if isinstance(shadow, (ConfigClass, StaticFunction)):
+        return _call_function(node, shadow, lookup)
     if shadow is not None and not isinstance(shadow, _BuiltinMarker):
         raise NotStatic(node, f"`{name}` is not a compile-time function")
-    if node.keywords and name != "round":
+    if node.keywords and name not in ("round", "dict"):
         raise NotStatic(node, f"keyword arguments to {name}() are not supported at compile time")
     args = [eval_static(a, lookup) for a in node.args]
+    if name == "dict":  # `dict(n_layer=12, n_head=12)`, the way nanoGPT writes its model arguments
+        if any(k.arg is None for k in node.keywords) or len(args) > 1:
+            raise NotStatic(node, "dict() with `**` or several arguments cannot be evaluated at compile time")
+        try:
+            out = dict(*args)
+        except Exception as exc:
+            raise NotStatic(node, f"cannot evaluate dict(): {type(exc).__name__}: {exc}") from None
+        out.update({k.arg: eval_static(k.value, lookup) for k in node.keywords if k.arg is not None})
+        return out
     if name == "range":
         if not 1 <= len(args) <= 3:
             raise NotStatic(node, "range() takes 1 to 3 arguments")

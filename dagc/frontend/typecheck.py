@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from functools import lru_cache
 
-__all__ = ["compatible", "describe_mismatch"]
+__all__ = ["compatible", "describe_mismatch", "type_of_value"]
 
 _ALIASES = {
     "List": "list", "Dict": "dict", "Tuple": "tuple", "Set": "set", "FrozenSet": "frozenset",
@@ -150,3 +150,13 @@ def _text(t: Type) -> str | None:
 
 def describe_mismatch(produced: str, expected: str) -> str:
     return f"`{produced}` is not accepted where `{expected}` is expected"
+
+
+def type_of_value(value: object) -> str:
+    """The annotation a literal value satisfies (`3` → `int`), for checking `--param` values."""
+    if value is None:
+        return "None"
+    for t in (bool, int, float, str, list, dict, tuple):
+        if isinstance(value, t):
+            return t.__name__
+    return "object"
