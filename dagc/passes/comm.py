@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from dagc.cost import broadcast_time, fanout_time
 from dagc.ir.core import Graph, Node
 from dagc.ir.types import Ref, TaskOptions
 from dagc.passes._rewrite import replace_uses
@@ -25,9 +26,15 @@ class Comm(Pass):
     node `value@dst` with op `transfer`, args `(Ref(value),)`, output `value@dst`, attrs
     `transfer.src`, `transfer.dst`, `transfer.bytes` (and `partition.device` = dst), the producer's
     span; the consumers on `dst` read `value@dst`. With `schedule.*` attributes present the
-    transfer node gets its start (the producer's finish) and finish too."""
+    transfer node gets its start (the producer's finish) and finish too.
+
+    A value read on k > 1 other devices becomes one broadcast instead, when the cost model
+    (`dagc.cost.broadcast_time` against `fanout_time`) says it is faster: one node
+    `value@d1-d2-…` with `transfer.kind = "broadcast"`, `transfer.dst` and `partition.device` the
+    list of readers; the consumers on every reader read that one value."""
 
     name: ClassVar[str] = "comm"
+    collectives: bool = True  # comm{collectives=false}: point-to-point messages only
 
     def apply(self, ctx: PassContext, graph: Graph) -> None:
         if any("partition.device" not in n.attrs for n in graph):
@@ -36,55 +43,78 @@ class Comm(Pass):
         cluster = cluster_of(ctx)
         cost = cost_model_of(ctx)
         home = {n.name: (device_list(n.attrs["partition.device"]) or (0,)) for n in graph}
-        # (value, dst) -> consumers
-        needed: dict[tuple[str, int], list[str]] = {}
+        # value -> dst -> consumers (dicts keep first-use order: output is deterministic)
+        needed: dict[str, dict[int, list[str]]] = {}
         for src, dst, value in graph.data_edges():
             if graph.node(src).op == "transfer":
                 continue
             d_src, d_dst = home[src][0], home[dst][0]
             if d_src != d_dst:
-                needed.setdefault((value, d_dst), []).append(dst)
+                needed.setdefault(value, {}).setdefault(d_dst, []).append(dst)
         if not needed:
             return
         inserted: dict[str, list[str]] = {}
-        for (value, d_dst), consumers in needed.items():
+        broadcasts = 0
+        for value, by_dst in needed.items():
             producer = graph.producer(value)
             assert producer is not None
             d_src = home[producer.name][0]
             nbytes = int(cost.value_bytes(producer))
-            new_value = f"{value}@{d_dst}"
-            name = graph.fresh_name(new_value)
-            attrs: dict[str, object] = {
-                "transfer.src": d_src,
-                "transfer.dst": d_dst,
-                "transfer.bytes": nbytes,
-                "partition.device": d_dst,
-            }
-            if "schedule.finish" in producer.attrs:
-                start = float(producer.attrs["schedule.finish"])
-                attrs["schedule.start"] = start
-                attrs["schedule.finish"] = start + cluster.transfer_time(nbytes, d_src, d_dst)
-            index = producer.outputs.index(value)
-            node = Node(
-                name=name,
-                op="transfer",
-                target=TRANSFER_TARGET,
-                args=(Ref(value),),
-                outputs=(new_value,),
-                types=(producer.types[index],),
-                options=TaskOptions(out_size=producer.options.out_size),
-                span=producer.span,
-                attrs=attrs,
-            )
-            graph.add_node(node)
-            inserted.setdefault(producer.name, []).append(name)
-            replace_uses(graph, {value: new_value}, only=set(consumers))
+            readers = sorted(by_dst)
+            if len(readers) > 1 and self.collectives and broadcast_time(cluster, nbytes, d_src, readers) < \
+                    fanout_time(cluster, nbytes, d_src, readers):
+                consumers = [c for d in readers for c in by_dst[d]]
+                time = broadcast_time(cluster, nbytes, d_src, readers)
+                name = self._insert(graph, producer, value, d_src, readers, nbytes, time, consumers)
+                inserted.setdefault(producer.name, []).append(name)
+                broadcasts += 1
+                continue
+            for d_dst, consumers in by_dst.items():
+                time = cluster.transfer_time(nbytes, d_src, d_dst)
+                name = self._insert(graph, producer, value, d_src, [d_dst], nbytes, time, consumers)
+                inserted.setdefault(producer.name, []).append(name)
+        new = {t for ts in inserted.values() for t in ts}
         order: list[str] = []
         for n in graph:
-            if n.op == "transfer" and n.name in {t for ts in inserted.values() for t in ts}:
+            if n.name in new:
                 continue
             order.append(n.name)
             order.extend(inserted.get(n.name, ()))
         graph.reorder(order)
         graph.invalidate()
-        ctx.remark(self.name, f"inserted {sum(len(v) for v in inserted.values())} transfer(s)")
+        total = sum(len(v) for v in inserted.values())
+        ctx.remark(self.name, f"inserted {total} transfer(s)" + (f", {broadcasts} of them broadcast(s)"
+                                                                 if broadcasts else ""))
+
+    @staticmethod
+    def _insert(graph: Graph, producer: Node, value: str, d_src: int, readers: list[int], nbytes: int,
+                time: float, consumers: list[str]) -> str:
+        """Add the transfer of `value` from `d_src` to `readers` (one: a message; several: a broadcast)."""
+        new_value = f"{value}@{'-'.join(str(d) for d in readers)}"
+        name = graph.fresh_name(new_value)
+        attrs: dict[str, object] = {
+            "transfer.src": d_src,
+            "transfer.dst": readers[0] if len(readers) == 1 else list(readers),
+            "transfer.bytes": nbytes,
+            "partition.device": readers[0] if len(readers) == 1 else list(readers),
+        }
+        if len(readers) > 1:
+            attrs["transfer.kind"] = "broadcast"
+        if "schedule.finish" in producer.attrs:
+            start = float(producer.attrs["schedule.finish"])
+            attrs["schedule.start"] = start
+            attrs["schedule.finish"] = start + time
+        index = producer.outputs.index(value)
+        graph.add_node(Node(
+            name=name,
+            op="transfer",
+            target=TRANSFER_TARGET,
+            args=(Ref(value),),
+            outputs=(new_value,),
+            types=(producer.types[index],),
+            options=TaskOptions(out_size=producer.options.out_size),
+            span=producer.span,
+            attrs=attrs,
+        ))
+        replace_uses(graph, {value: new_value}, only=set(consumers))
+        return name
