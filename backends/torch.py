@@ -40,6 +40,7 @@ from dagc.ir.types import Ref, Seq, operand_to_python
 from dagc.passes.commcheck import (
     CommPlan,
     Op,
+    Step,
     check_plan,
     is_order_token,
     node_ranks,
@@ -131,6 +132,8 @@ def _used_on(plan: CommPlan, ops: list[Op], rank: int) -> set[str]:
             used.add(op.value)
         elif op.kind == "bcast" and op.peer == rank and op.value is not None:
             used.add(op.value)
+        elif op.kind == "reduce" and op.value is not None:
+            used.add(op.value)
     if rank == 0:
         used.update(plan.returns)
     return used
@@ -191,7 +194,7 @@ def _emit_rank(w: CodeWriter, graph: Graph, plan: CommPlan, rank: int, ops: list
     with w.indent():
         n_tasks = sum(1 for op in ops if op.kind in ("run", "coll"))
         n_msgs = sum(1 for op in ops if op.kind in ("send", "recv"))
-        n_coll = sum(1 for op in ops if op.kind == "bcast")
+        n_coll = sum(1 for op in ops if op.kind in ("bcast", "reduce"))
         colls = f", {n_coll} collective(s)" if n_coll else ""
         w.line(f'"""Rank {rank}: {n_tasks} task(s), {n_msgs} message(s){colls}, in schedule order."""')
         modules_used = sorted({m for op in ops if op.kind in ("run", "coll")
@@ -224,6 +227,13 @@ def _emit_rank(w: CodeWriter, graph: Graph, plan: CommPlan, rank: int, ops: list
                 else:
                     w.line(f"{names[op.out]} = rt.broadcast(None, {op.tag})  "  # type: ignore[index]
                            f"# %{op.out} from rank {op.peer}")
+            elif op.kind == "reduce":
+                what = f"%{op.node} = the sum over ranks {list(op.group)}"
+                if op.peer == rank:
+                    target = f"{names[op.out]} = " if op.out in used else ""  # type: ignore[index]
+                    w.line(f"{target}rt.reduce({names[op.value]}, {op.tag})  # {what}, here")  # type: ignore[index]
+                else:
+                    w.line(f"rt.reduce({names[op.value]}, {op.tag})  # {what}, onto rank {op.peer}")  # type: ignore[index]
             elif op.kind == "alias":
                 w.line(f"{names[op.out]} = {names[op.value]}  # %{op.out}: already here as %{op.value}")  # type: ignore[index]
         if rank == 0:
@@ -295,11 +305,25 @@ def pipeline_steps(graph: Graph) -> dict[str, tuple[tuple[int, ...], tuple[int, 
     return out
 
 
+def _collective_entry(graph: Graph, plan: CommPlan, step: Step, types: dict[str, str | None]) -> tuple:
+    if step.kind == "bcast":
+        return ("broadcast", step.value, step.out, step.src, tuple(step.ranks),
+                static_tensor(types.get(step.value or "")), None)
+    node = graph.node(step.node)
+    operands = plan.operands[step.node]
+    order = node.attrs.get("comm.order") or list(range(len(operands)))
+    divisor = node.attrs.get("comm.divisor")
+    return ("reduce", tuple(operands[i] for i in order), step.out, step.src, tuple(step.ranks), None,
+            float(divisor) if divisor is not None else None)
+
+
 def compressed_tags(graph: Graph, plan: CommPlan) -> dict[int, str]:
     """Tag → "bf16"/"fp16" for every message or broadcast of a value whose producing task (through
     transfers) was declared `compress=`."""
     out: dict[int, str] = {}
     for step in [*plan.moves, *plan.collectives]:
+        if step.kind == "reduce":  # summed in full precision
+            continue
         node = graph.producer(step.value or "")
         while node is not None and node.op == "transfer" and node.args and isinstance(node.args[0], Ref):
             node = graph.producer(node.args[0].name)
@@ -366,13 +390,12 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
             entry = (step.value, step.out, step.src, step.dst, static_tensor(types.get(step.value or "")))
             w.line(f"{step.tag}: {entry!r},")
     w.line("}")
-    w.line("# tag: (kind, value on the root, value on the group, root rank, group ranks, static tensor or None)")
+    w.line("# tag: (kind, value(s), value defined, root rank, group ranks, static tensor, divisor):")
+    w.line("#   a broadcast gives the root's value to the group; a reduce sums ((operand, rank), ...) onto the root")
     w.line("COLLECTIVES = {")
     with w.indent():
         for step in plan.collectives:
-            entry = ("broadcast", step.value, step.out, step.src, tuple(step.ranks),
-                     static_tensor(types.get(step.value or "")))
-            w.line(f"{step.tag}: {entry!r},")
+            w.line(f"{step.tag}: {_collective_entry(graph, plan, step, types)!r},")
     w.line("}")
     compress = compressed_tags(graph, plan)
     w.line('# tag: 16-bit format its floating tensors travel in (`compress=` on the producing task)')

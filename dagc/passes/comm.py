@@ -5,15 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from dagc.cost import broadcast_time, fanout_time
+from dagc.cost import broadcast_time, fanin_time, fanout_time, reduce_time
 from dagc.ir.core import Graph, Node
 from dagc.ir.types import Ref, TaskOptions
 from dagc.passes._rewrite import replace_uses
 from dagc.passes.base import Pass, PassContext, register
 from dagc.passes.partition import cluster_of, cost_model_of
+from dagc.passes.reductions import glue_sum
 from dagc.passes.schedule import device_list
 
-__all__ = ["Comm", "TRANSFER_TARGET"]
+__all__ = ["Comm", "TRANSFER_TARGET", "REDUCE_ORDER_CODE"]
+
+# Warning: a sum became a reduce collective, whose floating-point additions may run in another order.
+REDUCE_ORDER_CODE = "DAGC311"
 
 TRANSFER_TARGET = "dagc.runtime.transfer:transfer"
 
@@ -31,7 +35,15 @@ class Comm(Pass):
     A value read on k > 1 other devices becomes one broadcast instead, when the cost model
     (`dagc.cost.broadcast_time` against `fanout_time`) says it is faster: one node
     `value@d1-d2-…` with `transfer.kind = "broadcast"`, `transfer.dst` and `partition.device` the
-    list of readers; the consumers on every reader read that one value."""
+    list of readers; the consumers on every reader read that one value.
+
+    A glue sum of tensors on distinct ranks (`a + b + c`, `(a + b + c) / 3`; see
+    `dagc.passes.reductions`) becomes a reduce collective onto the glue's rank when the model
+    (`reduce_time` against `fanin_time`) says so: the glue node keeps its expression (the local and
+    Ray backends still evaluate it) and gets `comm.reduce = "sum"`, `comm.sources` (each operand's
+    rank), `comm.order`, `comm.divisor` (a mean), `comm.bytes`; its operands are not transferred.
+    Floating-point sums may then round differently from Python's left-to-right order: a warning
+    (DAGC311) at the line says so."""
 
     name: ClassVar[str] = "comm"
     collectives: bool = True  # comm{collectives=false}: point-to-point messages only
@@ -43,10 +55,11 @@ class Comm(Pass):
         cluster = cluster_of(ctx)
         cost = cost_model_of(ctx)
         home = {n.name: (device_list(n.attrs["partition.device"]) or (0,)) for n in graph}
+        reduced = self._reductions(ctx, graph, home) if self.collectives else set()
         # value -> dst -> consumers (dicts keep first-use order: output is deterministic)
         needed: dict[str, dict[int, list[str]]] = {}
         for src, dst, value in graph.data_edges():
-            if graph.node(src).op == "transfer":
+            if graph.node(src).op == "transfer" or dst in reduced:
                 continue
             d_src, d_dst = home[src][0], home[dst][0]
             if d_src != d_dst:
@@ -85,6 +98,40 @@ class Comm(Pass):
         total = sum(len(v) for v in inserted.values())
         ctx.remark(self.name, f"inserted {total} transfer(s)" + (f", {broadcasts} of them broadcast(s)"
                                                                  if broadcasts else ""))
+
+    def _reductions(self, ctx: PassContext, graph: Graph, home: dict[str, tuple[int, ...]]) -> set[str]:
+        """Mark the glue sums that become reduce collectives; their names."""
+        cluster, cost = cluster_of(ctx), cost_model_of(ctx)
+        out: set[str] = set()
+        for node in graph:
+            total = glue_sum(node, graph)
+            if total is None:
+                continue
+            producers = [graph.producer(arg.name) for arg in node.args]  # type: ignore[union-attr]
+            sources = [home[p.name][0] for p in producers if p is not None]
+            root = home[node.name][0]
+            if len(set(sources)) != len(sources) or root not in sources or len(home[node.name]) != 1:
+                continue  # one operand per rank, the result where one of them is
+            nbytes = max(int(cost.value_bytes(p)) for p in producers if p is not None)
+            others = [d for d in sources if d != root]
+            if not reduce_time(cluster, nbytes, root, others) < fanin_time(cluster, nbytes, root, others):
+                continue
+            node.attrs.update({"comm.reduce": "sum", "comm.sources": sources, "comm.order": list(total.order),
+                               "comm.bytes": nbytes})
+            if total.divisor is not None:
+                node.attrs["comm.divisor"] = total.divisor
+            out.add(node.name)
+            ctx.sink.warning(
+                REDUCE_ORDER_CODE,
+                f"this sum of tensors on ranks {sorted(sources)} becomes a reduce collective onto rank {root}: "
+                "floating-point additions may run in another order than Python's left to right, so the "
+                "result may differ in the last bits (integer tensors are exact)",
+                node.span,
+                hint="to keep Python's order exactly, compile with -p '...,comm{collectives=false},...'",
+            )
+        if out:
+            ctx.remark(self.name, f"{len(out)} sum(s) become reduce collective(s)")
+        return out
 
     @staticmethod
     def _insert(graph: Graph, producer: Node, value: str, d_src: int, readers: list[int], nbytes: int,

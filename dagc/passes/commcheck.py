@@ -37,6 +37,7 @@ from typing import ClassVar
 from dagc.diagnostics import Diagnostic, Note, Severity
 from dagc.ir.core import Graph, Node
 from dagc.ir.location import SourceSpan
+from dagc.ir.types import iter_refs
 from dagc.passes.base import Pass, PassContext, register
 
 __all__ = [
@@ -91,7 +92,8 @@ class Op:
     kind: "run" (a single-rank task), "coll" (a multi-rank task; `group` = its ranks),
     "send"/"recv" (`value` moved to/from `peer`, matched by `tag`), "alias" (`out` = `value`
     locally: a transfer whose two ends are the same rank), "bcast" (a broadcast collective over
-    `group`: root `peer` gives `value`, every rank of the group holds `out` afterwards)."""
+    `group`: root `peer` gives `value`, every rank of the group holds `out` afterwards), "reduce"
+    (a sum over `group`: each rank gives its `value`, root `peer` holds `out` afterwards)."""
 
     kind: str
     node: str
@@ -106,6 +108,8 @@ class Op:
             return f"run `{self.node}`"
         if self.kind == "coll":
             return f"run multi-rank `{self.node}` on ranks {list(self.group)}"
+        if self.kind == "reduce":
+            return f"reduce `{self.node}` onto rank {self.peer} over ranks {list(self.group)} (tag {self.tag})"
         if self.kind == "bcast":
             return f"broadcast `{self.value}` from rank {self.peer} over ranks {list(self.group)} (tag {self.tag})"
         if self.kind == "send":
@@ -122,7 +126,7 @@ class Step:
     For a move, `node` names the transfer node (or the consumer that needed the value, for a move
     the backend adds itself), `value` is read on `src` and `out` is defined on `dst`."""
 
-    kind: str  # "run" | "move" | "bcast" (`ranks` = the group, `src` = its root)
+    kind: str  # "run" | "move" | "bcast" | "reduce" (`ranks` = the group, `src` = its root)
     node: str
     ranks: tuple[int, ...] = ()
     value: str | None = None
@@ -146,6 +150,7 @@ class CommPlan:
     inputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     outputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     returns: tuple[str, ...] = ()
+    operands: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)  # reduce: (value, rank)s
 
     def programs(self) -> list[list[Op]]:
         """Each rank's sequence of operations (index = rank)."""
@@ -160,6 +165,11 @@ class CommPlan:
             elif step.kind == "bcast":
                 for r in step.ranks:
                     out[r].append(Op("bcast", step.node, step.value, step.out, step.src, step.tag, step.ranks))
+            elif step.kind == "reduce":
+                for r in step.ranks:
+                    mine = next((v for v, src in self.operands[step.node] if src == r), None)
+                    out[r].append(Op("reduce", step.node, mine, step.out if r == step.src else None, step.src,
+                                     step.tag, step.ranks))
             elif step.src == step.dst:
                 assert step.src is not None
                 out[step.src].append(Op("alias", step.node, step.value, step.out, tag=step.tag))
@@ -176,8 +186,8 @@ class CommPlan:
 
     @property
     def collectives(self) -> list[Step]:
-        """The collective transfers (broadcasts)."""
-        return [s for s in self.steps if s.kind == "bcast"]
+        """The collectives (broadcasts and reduces)."""
+        return [s for s in self.steps if s.kind in ("bcast", "reduce")]
 
     @property
     def all_moves(self) -> list[Step]:
@@ -269,8 +279,24 @@ def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
 
     inputs: dict[str, tuple[str, ...]] = {}
     outputs: dict[str, tuple[str, ...]] = {}
+    operands: dict[str, tuple[tuple[str, int], ...]] = {}
     for name in order:
         node = graph.node(name)
+        if node.attrs.get("comm.reduce") and _device_list(node.attrs.get("comm.sources")):
+            # a sum computed by a reduce collective: each operand stays on its own rank
+            sources = _device_list(node.attrs["comm.sources"]) or ()
+            values = [v for arg in node.args for v in iter_refs(arg)]
+            target = home[name][0]
+            for value, src in zip(values, sources):
+                fetch(name, value, src)
+            operands[name] = tuple(zip(values, sources))
+            group = tuple(sorted({*sources, target}))
+            steps.append(Step("reduce", name, ranks=group, out=node.outputs[0], src=target, tag=tag))
+            tag += 1
+            holders[node.outputs[0]] = [target]
+            copies[(node.outputs[0], target)] = node.outputs[0]
+            holders[order_token(name)] = [target]
+            continue
         if node.op == "transfer" and node.args:
             (value,) = node.input_values()[:1] or (None,)
             if value is None:
@@ -310,7 +336,8 @@ def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
     returns = tuple(dict.fromkeys(graph.output_values()))
     for value in returns:
         fetch("<return>", value, 0)
-    return CommPlan(n_ranks, steps, home, {n.name: n.span for n in graph}, params, inputs, outputs, returns)
+    return CommPlan(n_ranks, steps, home, {n.name: n.span for n in graph}, params, inputs, outputs, returns,
+                    operands)
 
 
 _TOKEN = "!done"
@@ -363,7 +390,7 @@ def _waits_for(programs: Sequence[Sequence[Op]], pc: Sequence[int], rank: int) -
     op = programs[rank][pc[rank]]
     if op.kind in ("send", "recv"):
         return [op.peer] if op.peer is not None else []
-    if op.kind in ("coll", "bcast"):
+    if op.kind in ("coll", "bcast", "reduce"):
         return [r for r in op.group if r != rank]
     return []
 
@@ -406,6 +433,11 @@ def check_programs(
                 problems.append(CommProblem(rank, op, f"rank {rank} broadcasts `{op.value}` before it holds it"))
             if op.out is not None:
                 held[rank].add(op.out)
+        elif op.kind == "reduce":
+            if inputs is not None and op.value is not None and op.value not in held[rank]:
+                problems.append(CommProblem(rank, op, f"rank {rank} reduces `{op.value}` before it holds it"))
+            if op.out is not None:
+                held[rank].add(op.out)
         elif op.kind == "send" and inputs is not None and op.value is not None and op.value not in held[rank]:
             problems.append(CommProblem(rank, op, f"rank {rank} sends `{op.value}` before it holds it"))
         pc[rank] += 1
@@ -430,7 +462,7 @@ def check_programs(
                         progressed = True
                     else:
                         break
-                elif op.kind in ("coll", "bcast"):
+                elif op.kind in ("coll", "bcast", "reduce"):
                     # a collective completes only when every rank of its group is at the same one
                     group = op.group
                     if all(0 <= g < world and pc[g] < len(programs[g]) and programs[g][pc[g]].kind == op.kind
@@ -464,7 +496,7 @@ def _blocked_message(programs: Sequence[Sequence[Op]], pc: Sequence[int], rank: 
 
     if op.kind in ("send", "recv") and op.peer is not None:
         return f"rank {rank} could block forever waiting to {op.describe()}: {doing(op.peer)}"
-    if op.kind in ("coll", "bcast"):
+    if op.kind in ("coll", "bcast", "reduce"):
         others = "; ".join(doing(r) for r in op.group if r != rank)
         return f"rank {rank} could block forever waiting to {op.describe()}: {others}"
     return f"rank {rank} could block forever at {op.describe()}"

@@ -55,15 +55,18 @@ from dagc.runtime.progress import Progress
 from dagc.runtime.store import RunStore
 
 __all__ = ["Runner", "TaskInfo", "MoveInfo", "CollectiveInfo", "plan_steps", "send_value", "recv_value",
-           "broadcast_value", "compress_value", "decompress_value", "COMPRESS_DTYPES", "DTYPES",
+           "broadcast_value", "reduce_value", "compress_value", "decompress_value", "COMPRESS_DTYPES", "DTYPES",
            "launch_main", "train_pipeline", "train_layers", "current_stages", "use_stages"]
 
 # TASKS[name] = (ranks, inputs, outputs, fingerprint, retries)
 TaskInfo = tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], str, int]
 # MOVES[tag] = (value on src, value on dst, src, dst, static tensor (dtype, shape) or None)
 MoveInfo = tuple[str, str, int, int, "tuple[str, tuple[int, ...]] | None"]
-# COLLECTIVES[tag] = (kind, value on the root, value on every rank of the group, root, group, static)
-CollectiveInfo = tuple[str, str, str, int, tuple[int, ...], "tuple[str, tuple[int, ...]] | None"]
+# COLLECTIVES[tag] = (kind, value(s), value defined, root, group, static, divisor):
+#   ("broadcast", value on the root, value on every rank of the group, root, group, static tensor, None)
+#   ("reduce", ((operand, its rank), … in Python's order of addition), sum on the root, root, group, None,
+#    the number the sum is divided by (a mean) or None)
+CollectiveInfo = tuple[str, Any, str, int, tuple[int, ...], "tuple[str, tuple[int, ...]] | None", "float | None"]
 
 DTYPES: tuple[torch.dtype, ...] = (
     torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
@@ -191,7 +194,7 @@ def recv_value(src: int, tag: int, device: torch.device,
     """Receive what `send_value` sent from rank `src` (a static tensor into `out` when given)."""
     if compress is not None:
         wire = _wire_static(static, compress)
-        value = recv_value(src, tag, device, wire, out if wire == static else None)
+        value = recv_value(src, tag, device, wire, out)  # `out`, when given, is allocated for `wire`
         return _widen_from_wire(value, static)
     if static is not None:
         buffer = out if out is not None else static_buffer(static, device)
@@ -242,18 +245,20 @@ def _widen_from_wire(value: Any, static: tuple[str, tuple[int, ...]] | None) -> 
 
 
 def broadcast_value(value: Any, root: int, group: Any, device: torch.device,
-                    static: tuple[str, tuple[int, ...]] | None = None, compress: str | None = None) -> Any:
+                    static: tuple[str, tuple[int, ...]] | None = None, compress: str | None = None,
+                    out: torch.Tensor | None = None) -> Any:
     """Broadcast `value` from global rank `root` to every rank of `group` (a collective: every rank of
     the group calls it, in the same order); returns the value on every rank (on the root, `value`
-    itself). Same wire format as `send_value`: a statically shaped tensor goes alone, anything else
-    after a header."""
+    itself). Same wire format as `send_value`: a statically shaped tensor goes alone (into `out` on
+    the other ranks, when given: a buffer for the wire's dtype and shape), anything else after a
+    header."""
     is_root = dist.get_rank() == root
     if compress is not None:
         wire = _wire_static(static, compress)
         sent = compress_value(value, compress) if is_root else None
         if isinstance(sent, _Narrowed) and static is not None:  # every rank knows both dtypes
             sent = sent.tensor
-        received = broadcast_value(sent, root, group, device, wire)
+        received = broadcast_value(sent, root, group, device, wire, out=out)
         return value if is_root else _widen_from_wire(received, static)
     if static is not None:
         if is_root:
@@ -264,7 +269,7 @@ def broadcast_value(value: Any, root: int, group: Any, device: torch.device,
             payload = value.detach().to(device).contiguous()
             dist.broadcast(payload, root, group=group)
             return value
-        buffer = static_buffer(static, device)
+        buffer = out if out is not None else static_buffer(static, device)
         dist.broadcast(buffer, root, group=group)
         return buffer
     head = torch.zeros(_HEADER, dtype=torch.int64, device=device)
@@ -297,6 +302,52 @@ def broadcast_value(value: Any, root: int, group: Any, device: torch.device,
     return pickle.loads(memoryview(buffer.cpu().numpy()))
 
 
+_SUMMABLE = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
+             torch.int8, torch.uint8)
+
+
+def _describe(value: Any) -> list[int]:
+    """(kind, dtype, ndim, on CUDA, 0, 0, 0, dims…) of a value, for ranks to agree on a reduce."""
+    if isinstance(value, torch.Tensor) and value.dtype in _SUMMABLE and value.dim() <= _MAX_DIMS \
+            and not value.is_sparse:
+        return [_KIND_TENSOR, _DTYPE_CODE[value.dtype], value.dim(), int(value.is_cuda), 0, 0, 0, *value.shape]
+    return [_KIND_PICKLE]
+
+
+def reduce_value(value: Any, root: int, group: Any, device: torch.device, order: Sequence[int],
+                 divisor: float | None = None) -> Any:
+    """Sum every rank's `value` onto global rank `root` (a collective over `group`); `order` lists
+    the ranks in the order Python adds their operands. Returns the sum (divided by `divisor` when
+    given) on the root, None elsewhere.
+
+    The ranks first exchange what they hold (a 96-byte header each). Tensors of one dtype and shape
+    are summed by `dist.reduce` (each rank's operand is copied first: the collective works in
+    place); anything else (other shapes that Python would broadcast, other dtypes it would promote,
+    non-tensors) is gathered onto the root and added there in `order`, exactly as Python does."""
+    rank = dist.get_rank()
+    ranks = sorted(order)
+    heads = [torch.empty(_HEADER, dtype=torch.int64, device=device) for _ in ranks]
+    dist.all_gather(heads, _header(_describe(value), device), group=group)
+    rows = [h.tolist() for h in heads]
+    if rows[0][0] == _KIND_TENSOR and all(row == rows[0] for row in rows):
+        total = value.detach().to(device).clone(memory_format=torch.contiguous_format)
+        dist.reduce(total, root, op=dist.ReduceOp.SUM, group=group)
+        if rank != root:
+            return None
+        if not rows[0][3] and total.device.type != "cpu":
+            total = total.cpu()
+        return total / divisor if divisor is not None else total
+    gathered: list[Any] = [None] * len(ranks) if rank == root else []
+    dist.gather_object(value, gathered if rank == root else None, dst=root, group=group)
+    if rank != root:
+        return None
+    by_rank = dict(zip(ranks, gathered))
+    total = by_rank[order[0]]
+    for r in order[1:]:
+        total = total + by_rank[r]
+    return total / divisor if divisor is not None else total
+
+
 def static_buffer(static: tuple[str, tuple[int, ...]], device: torch.device) -> torch.Tensor:
     """A buffer for a statically shaped tensor, its pages already mapped (so receiving into it
     runs at the link's speed rather than the page-fault handler's)."""
@@ -322,8 +373,11 @@ def plan_steps(
     active: set[int] = set()
     for tag in sorted({*moves, *collectives}, reverse=True):
         if tag in collectives:
-            _, value, out, root, group, _ = collectives[tag]
-            if any((out, r) in needed for r in group):
+            kind, value, out, root, group = collectives[tag][:5]
+            if kind == "reduce" and (out, root) in needed:
+                active.add(tag)
+                needed.update((operand, rank) for operand, rank in value)
+            elif kind == "broadcast" and any((out, r) in needed for r in group):
                 active.add(tag)
                 needed.add((value, root))
             continue
@@ -421,9 +475,11 @@ class Runner:
         self.run, self.load, self.active = plan_steps(self.tasks, self.moves, self.returns, done,
                                                       self.collectives)
         for tag in sorted(self.active):  # preallocate the receive buffers of statically shaped tensors
-            if tag not in self.moves:
-                continue
-            _, _, src, dst, static = self.moves[tag]
+            if tag in self.collectives:
+                kind, _, _, root, group, static = self.collectives[tag][:6]
+                src, dst = root, (self.rank if self.rank in group and kind == "broadcast" else -1)
+            else:
+                _, _, src, dst, static = self.moves[tag]
             if tag in self.compress and static is not None:
                 static = _wire_static(static, self.compress[tag])
             if dst == self.rank and src != dst and static is not None:
@@ -525,11 +581,24 @@ class Runner:
         None; every rank of the group gets the value."""
         if tag not in self.active:
             return None
-        _, _, _, root, group, static = self.collectives[tag]
-        value = broadcast_value(value, root, self.groups[group], self.comm_device, static, self.compress.get(tag))
+        _, _, _, root, group, static = self.collectives[tag][:6]
+        value = broadcast_value(value, root, self.groups[group], self.comm_device, static, self.compress.get(tag),
+                                self.buffers.pop(tag, None))
         if isinstance(value, torch.Tensor) and value.device != self.device and value.device.type != "cpu":
             value = value.to(self.device)
         return value
+
+    def reduce(self, value: Any, tag: int) -> Any:
+        """The sum collective `tag`: every rank of the group passes its operand; the root gets the
+        sum (divided by the declared divisor, for a mean), the other ranks None."""
+        if tag not in self.active:
+            return None
+        _, operands, _, root, group, _, divisor = self.collectives[tag]
+        total = reduce_value(value, root, self.groups[group], self.comm_device, [rank for _, rank in operands],
+                             divisor)
+        if isinstance(total, torch.Tensor) and total.device != self.device and total.device.type != "cpu":
+            total = total.to(self.device)
+        return total
 
     # ---- the whole run ---------------------------------------------------------------------------
     def execute(self, program: Callable[[Runner], Any], result_path: Path | None = None) -> Any:
