@@ -115,6 +115,12 @@ class CostModel:
             return int(node.attrs["transfer.bytes"])
         return self.default_out_size
 
+    def wire_bytes(self, node: Node) -> int:
+        """Bytes that cross a link when `node`'s value moves: `value_bytes`, halved when the task
+        sends its floating tensors compressed (`compress="bf16"` / "fp16")."""
+        nbytes = self.value_bytes(node)
+        return int(nbytes * COMPRESSED_FACTOR) if node.options.compress else nbytes
+
     def uses_default_size(self, node: Node) -> bool:
         return node.options.out_size is None and node.op != "transfer"
 

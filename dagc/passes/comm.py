@@ -72,7 +72,7 @@ class Comm(Pass):
             producer = graph.producer(value)
             assert producer is not None
             d_src = home[producer.name][0]
-            nbytes = int(cost.value_bytes(producer))
+            nbytes = int(cost.wire_bytes(producer))  # compressed values cross the link in fewer bytes
             readers = sorted(by_dst)
             if len(readers) > 1 and self.collectives and broadcast_time(cluster, nbytes, d_src, readers) < \
                     fanout_time(cluster, nbytes, d_src, readers):
