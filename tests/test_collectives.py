@@ -208,3 +208,202 @@ def test_compressed_values_round_trip_within_the_documented_bound() -> None:
         assert ((got - want).abs() <= want.abs() * 2.0**-8).all()  # bf16: relative error at most 2^-8
     fp16 = decompress_value(compress_value(x / 1e3, "fp16"))
     assert ((fp16 - x / 1e3).abs() <= (x / 1e3).abs() * 2.0**-11 + 2.0**-24).all()
+
+
+# ---- sums become reduce collectives ------------------------------------------------------------------
+def sum_graph(expr: str, types: list[str | None], devices: list[int], at: int, nbytes: int = MiB) -> Graph:
+    graph = Graph("sums", module="m", modules={"m": "m.py"}, span=SourceSpan("m.py", 1, 1))
+    for i, (type_text, device) in enumerate(zip(types, devices)):
+        graph.add_node(Node(f"p{i}", "task", "m:part", (Const(i),), types=(type_text,),
+                            options=TaskOptions(out_size=nbytes), span=SourceSpan("m.py", 2 + i, 5),
+                            attrs={"partition.device": device}))
+    graph.add_node(Node("s", "glue", expr, tuple(Ref(f"p{i}") for i in range(len(types))),
+                        span=SourceSpan("m.py", 9, 9), attrs={"partition.device": at}))
+    graph.returns = Ref("s")
+    return graph
+
+
+@pytest.mark.parametrize(("expr", "order", "divisor"), [
+    ("_0 + _1 + _2", (0, 1, 2), None),
+    ("_2 + _0 + _1", (2, 0, 1), None),
+    ("(_0 + _1 + _2 + _3) / 4", (0, 1, 2, 3), 4.0),
+])
+def test_glue_sums_of_tensors_are_recognised(expr: str, order: tuple[int, ...], divisor: float | None) -> None:
+    from dagc.passes.reductions import glue_sum
+
+    n = len(order)
+    graph = sum_graph(expr, ["torch.Tensor"] * n, list(range(n)), 0)
+    total = glue_sum(graph.node("s"), graph)
+    assert total is not None and total.order == order and total.divisor == divisor
+
+
+@pytest.mark.parametrize(("expr", "types"), [
+    ("_0 + _1 + _2", ["torch.Tensor", "int", "torch.Tensor"]),  # an int: Python adds it, a reduce could not
+    ("_0 + _1 + _2", ["torch.Tensor", None, "torch.Tensor"]),  # undeclared: could be a list (concatenation)
+    ("_0 + (_1 + _2)", ["torch.Tensor"] * 3),  # not Python's left-to-right chain
+    ("_0 + _1 * 2", ["torch.Tensor"] * 2),
+    ("_0 - _1 - _2", ["torch.Tensor"] * 3),
+])
+def test_other_expressions_are_not_sums(expr: str, types: list[str | None]) -> None:
+    from dagc.passes.reductions import glue_sum
+
+    graph = sum_graph(expr, types, list(range(len(types))), 0)
+    assert glue_sum(graph.node("s"), graph) is None
+
+
+def run_comm_with_sink(graph: Graph, devices: int, spec: str = "comm,commcheck") -> DiagnosticSink:
+    sink = DiagnosticSink()
+    PassManager(parse_pipeline(spec)).run(PassContext(cluster=parse_cluster_spec(str(devices)), sink=sink), graph)
+    return sink
+
+
+def test_a_sum_over_four_ranks_becomes_one_reduce_with_a_warning_at_its_line() -> None:
+    graph = sum_graph("_0 + _1 + _2 + _3", ["torch.Tensor"] * 4, [0, 1, 2, 3], 2)
+    sink = run_comm_with_sink(graph, 4)
+    node = graph.node("s")
+    assert node.attrs["comm.reduce"] == "sum" and node.attrs["comm.sources"] == [0, 1, 2, 3]
+    assert not any(n.op == "transfer" for n in graph)
+    (warning,) = sink.diagnostics
+    assert warning.code == "DAGC311" and not warning.is_error and warning.span == SourceSpan("m.py", 9, 9)
+    plan = plan_communication(graph)
+    (step,) = plan.collectives
+    assert (step.kind, step.src, step.ranks, step.out) == ("reduce", 2, (0, 1, 2, 3), "s")
+    ops = [op for ops in plan.programs() for op in ops if op.kind == "reduce"]
+    assert sorted((op.value, op.out) for op in ops) == [("p0", None), ("p1", None), ("p2", "s"), ("p3", None)]
+
+
+@pytest.mark.parametrize(("devices", "at", "spec"), [
+    ([0, 0, 1, 2], 0, "comm,commcheck"),  # two operands on one rank
+    ([1, 2, 3], 0, "comm,commcheck"),  # the sum's rank holds no operand
+    ([0, 1], 0, "comm,commcheck"),  # one message: a reduce is no faster
+    ([0, 1, 2, 3], 0, "comm{collectives=false},commcheck"),
+])
+def test_sums_that_stay_messages(devices: list[int], at: int, spec: str) -> None:
+    graph = sum_graph("+".join(f"_{i}" for i in range(len(devices))), ["torch.Tensor"] * len(devices), devices, at)
+    sink = run_comm_with_sink(graph, 4, spec)
+    assert "comm.reduce" not in graph.node("s").attrs and sink.diagnostics == []
+    assert plan_communication(graph).collectives == []
+
+
+def random_sum_graph(seed: int, n: int, devices: int) -> Graph:
+    """Random tensor tasks and glue sums of three or four of them, placed at random."""
+    rng = random.Random(seed)
+    graph = Graph("rsum", module="m", modules={"m": "m.py"}, params=[Param("base", Const(1), "int")],
+                  span=SourceSpan("m.py", 1, 1))
+    names: list[str] = []
+    for i in range(n):
+        k = rng.choice([0, 0, 1, 3, 4])
+        preds = rng.sample(names, k=min(len(names), k))
+        if len(preds) >= 3:
+            node = Node(f"g{i}", "glue", " + ".join(f"_{j}" for j in range(len(preds))),
+                        tuple(Ref(p) for p in preds), types=("torch.Tensor",))
+        else:
+            node = Node(f"t{i}", "task", "m:f", tuple(Ref(p) for p in preds) or (Ref("base"),), types=("torch.Tensor",))
+        node.span = SourceSpan("m.py", i + 2, 5)
+        node.attrs = {"partition.device": rng.randrange(devices), "schedule.start": rng.random() * 10}
+        graph.add_node(node)
+        names.append(node.name)
+    graph.returns = Seq("list", tuple(Ref(v) for v in names if not graph.consumers(v)))
+    return graph
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10**6), n=st.integers(1, 40), devices=st.integers(3, 6))
+def test_plans_with_reduces_and_broadcasts_never_deadlock(seed: int, n: int, devices: int) -> None:
+    graph = random_sum_graph(seed, n, devices)
+    run_comm_with_sink(graph, devices)
+    plan = plan_communication(graph)
+    assert check_plan(plan) == []
+    for step in plan.collectives:
+        members = [r for r, ops in enumerate(plan.programs()) if any(op.tag == step.tag for op in ops)]
+        assert members == list(step.ranks)
+
+
+def test_random_sum_graphs_do_produce_reduces() -> None:
+    kinds = []
+    for seed in range(30):
+        graph = random_sum_graph(seed, 30, 4)
+        run_comm_with_sink(graph, 4)
+        kinds += [s.kind for s in plan_communication(graph).collectives]
+    assert "reduce" in kinds and "bcast" in kinds
+
+
+def test_a_hand_made_reduce_order_that_would_deadlock_is_rejected() -> None:
+    # ranks 0 and 1 meet in a reduce, then in a broadcast; rank 1 enters them the other way round
+    red = Op("reduce", "s", "p", "s", 0, 0, (0, 1))
+    bc = Op("bcast", "x@1", "x", "x@1", 0, 1, (0, 1))
+    problems = check_programs([[red, bc], [bc, red]])
+    assert {p.rank for p in problems} == {0, 1} and problems[0].cycle == (0, 1)
+    assert "reduce `s` onto rank 0" in problems[0].message
+    assert check_programs([[red, bc], [red, bc]]) == []
+
+
+# ---- reduces and compression on 4 gloo ranks ---------------------------------------------------------
+REDUCE = {
+    "red.py": '''
+        import dagc
+        import torch
+
+
+        @dagc.task(cost=10, out_size="256KiB", pure=True)
+        def part(k: int) -> torch.Tensor:
+            return torch.arange(65536, dtype=torch.float32) % 7 + k  # whole numbers: every order sums exactly
+
+
+        @dagc.task(cost=10, out_size="256KiB", pure=True)
+        def odd(k: int) -> torch.Tensor:
+            return torch.ones(4, 1) * k if k % 2 else torch.ones(4) * k  # shapes Python broadcasts
+
+
+        @dagc.task(cost=10, out_size="1MiB", pure=True, compress="bf16")
+        def weights(seed: int) -> dict:
+            gen = torch.Generator().manual_seed(seed)
+            return {"w": torch.randn(1000, generator=gen), "pair": (torch.randn(10, dtype=torch.float64, generator=gen), 3)}
+
+
+        @dagc.task(cost=10, out_size="1KiB", pure=True)
+        def scale(w: dict, k: int) -> list:
+            return [w["w"] * k, w["pair"][0] * k, w["pair"][1] + k]
+
+
+        @dagc.pipeline
+        def red(seed: int = 0) -> dict:
+            a, b, c, d = part(0), part(1), part(2), part(3)
+            w, x, y, z = odd(0), odd(1), odd(2), odd(3)
+            params = weights(seed)
+            return {"total": a + b + c + d, "mean": (a + b + c + d) / 4, "mixed": w + x + y + z,
+                    "scaled": [scale(params, k) for k in range(4)]}
+    ''',
+}
+
+
+@pytest.mark.slow
+def test_torch_program_reduces_and_compresses_and_equals_plain_run(tmp_path: Path, write_project) -> None:
+    torch = pytest.importorskip("torch")
+    from tests.test_backend_local import _plain_result
+    from tests.test_backend_torch import _emit, _ruff_clean, launch
+
+    root = write_project(REDUCE)
+    expected = _plain_result(root / "red.py", "red", tmp_path)
+    program = _emit(root / "red.py", tmp_path / "out" / "red_torch.py", 4)
+    _ruff_clean(program)
+    text = program.read_text()
+    namespace: dict[str, object] = {}
+    exec(text.split("COLLECTIVES = ", 1)[1].split("\nRETURNS", 1)[0].join(["C = ", "\n"]), namespace)
+    kinds = sorted(entry[0] for entry in namespace["C"].values())  # type: ignore[attr-defined]
+    assert kinds.count("reduce") == 3 and text.count("rt.reduce(") == 12
+    assert [e[6] for e in namespace["C"].values() if e[0] == "reduce"].count(4.0) == 1  # type: ignore[attr-defined]
+    assert set(namespace["COMPRESS"].values()) == {"bf16"}  # type: ignore[attr-defined]
+    result = tmp_path / "result.pkl"
+    launch(program, 4, ["--result", str(result)])
+    got = pickle.loads(result.read_bytes())
+    for key in ("total", "mean", "mixed"):
+        assert got[key].dtype == expected[key].dtype and torch.equal(got[key], expected[key]), key
+    for k, (mine, plain) in enumerate(zip(got["scaled"], expected["scaled"])):
+        assert mine[2] == plain[2]
+        for a, b in ((mine[0], plain[0]), (mine[1], plain[1])):
+            assert a.dtype == b.dtype
+            if k == 0 or torch.equal(a, b):
+                continue  # the task on the producer's rank reads the value itself, not a copy
+            assert ((a - b).abs() <= b.abs() * 2.0**-8).all()  # bf16 on the wire: relative error ≤ 2^-8
+    assert any(not torch.equal(m[0], p[0]) for m, p in zip(got["scaled"], expected["scaled"]))  # it did compress
