@@ -132,7 +132,7 @@ def _used_on(plan: CommPlan, ops: list[Op], rank: int) -> set[str]:
             used.add(op.value)
         elif op.kind == "bcast" and op.peer == rank and op.value is not None:
             used.add(op.value)
-        elif op.kind == "reduce" and op.value is not None:
+        elif op.kind in ("reduce", "allreduce") and op.value is not None:
             used.add(op.value)
     if rank == 0:
         used.update(plan.returns)
@@ -194,7 +194,7 @@ def _emit_rank(w: CodeWriter, graph: Graph, plan: CommPlan, rank: int, ops: list
     with w.indent():
         n_tasks = sum(1 for op in ops if op.kind in ("run", "coll"))
         n_msgs = sum(1 for op in ops if op.kind in ("send", "recv"))
-        n_coll = sum(1 for op in ops if op.kind in ("bcast", "reduce"))
+        n_coll = sum(1 for op in ops if op.kind in ("bcast", "reduce", "allreduce"))
         colls = f", {n_coll} collective(s)" if n_coll else ""
         w.line(f'"""Rank {rank}: {n_tasks} task(s), {n_msgs} message(s){colls}, in schedule order."""')
         modules_used = sorted({m for op in ops if op.kind in ("run", "coll")
@@ -227,6 +227,10 @@ def _emit_rank(w: CodeWriter, graph: Graph, plan: CommPlan, rank: int, ops: list
                 else:
                     w.line(f"{names[op.out]} = rt.broadcast(None, {op.tag})  "  # type: ignore[index]
                            f"# %{op.out} from rank {op.peer}")
+            elif op.kind == "allreduce":
+                target = f"{names[op.out]} = " if op.out in used else ""  # type: ignore[index]
+                w.line(f"{target}rt.reduce({names[op.value]}, {op.tag})  "  # type: ignore[index]
+                       f"# %{op.node} = the sum over ranks {list(op.group)}, on each of them")
             elif op.kind == "reduce":
                 what = f"%{op.node} = the sum over ranks {list(op.group)}"
                 if op.peer == rank:
@@ -309,11 +313,9 @@ def _collective_entry(graph: Graph, plan: CommPlan, step: Step, types: dict[str,
     if step.kind == "bcast":
         return ("broadcast", step.value, step.out, step.src, tuple(step.ranks),
                 static_tensor(types.get(step.value or "")), None)
-    node = graph.node(step.node)
-    operands = plan.operands[step.node]
-    order = node.attrs.get("comm.order") or list(range(len(operands)))
-    divisor = node.attrs.get("comm.divisor")
-    return ("reduce", tuple(operands[i] for i in order), step.out, step.src, tuple(step.ranks), None,
+    divisor = graph.node(step.node).attrs.get("comm.divisor")
+    kind = "all_reduce" if step.kind == "allreduce" else "reduce"
+    return (kind, plan.operands[step.node], step.out, step.src, tuple(step.ranks), None,
             float(divisor) if divisor is not None else None)
 
 
@@ -322,7 +324,7 @@ def compressed_tags(graph: Graph, plan: CommPlan) -> dict[int, str]:
     transfers) was declared `compress=`."""
     out: dict[int, str] = {}
     for step in [*plan.moves, *plan.collectives]:
-        if step.kind == "reduce":  # summed in full precision
+        if step.kind in ("reduce", "allreduce"):  # summed in full precision
             continue
         node = graph.producer(step.value or "")
         while node is not None and node.op == "transfer" and node.args and isinstance(node.args[0], Ref):

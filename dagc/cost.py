@@ -16,6 +16,8 @@ inter-node link for every step, its slowest):
     broadcast          to k readers   = ⌈log2(k+1)⌉ (α + n/β)   binomial tree (gloo's, NCCL's for small n)
     fan-in by receives from k ranks   = Σ_i (α_i + n/β_i)      the root receives one after another
     reduce             from k ranks   = ⌈log2(k+1)⌉ (α + n/β)   binomial tree
+    all-reduce         over p ranks   = min(2(p-1)(α + n/(p β)),  ring: reduce-scatter + all-gather
+                                            2⌈log2 p⌉ (α + n/β))   tree: reduce, then broadcast
 `n` is the bytes on the wire: halved for a value sent compressed to 16 bits (`compress="bf16"`).
 """
 
@@ -38,6 +40,7 @@ __all__ = [
     "broadcast_time",
     "fanin_time",
     "reduce_time",
+    "allreduce_time",
     "group_link",
 ]
 
@@ -175,3 +178,14 @@ def fanin_time(cluster: Cluster, nbytes: float, root: int, senders: Sequence[int
 def reduce_time(cluster: Cluster, nbytes: float, root: int, senders: Sequence[int]) -> float:
     """Seconds for a binomial-tree reduce of `nbytes` from `senders` onto `root`."""
     return broadcast_time(cluster, nbytes, root, senders)
+
+
+def allreduce_time(cluster: Cluster, nbytes: float, ranks: Sequence[int]) -> float:
+    """Seconds for an all-reduce of `nbytes` over `ranks`: the faster of a ring and a tree."""
+    group = sorted(set(ranks))
+    p = len(group)
+    if p < 2:
+        return 0.0
+    link = group_link(cluster, group[0], group[1:])
+    ring = 2 * (p - 1) * link.time(nbytes / p)
+    return min(ring, 2 * _tree_steps(p) * link.time(nbytes))

@@ -234,7 +234,19 @@ def test_glue_sums_of_tensors_are_recognised(expr: str, order: tuple[int, ...], 
     n = len(order)
     graph = sum_graph(expr, ["torch.Tensor"] * n, list(range(n)), 0)
     total = glue_sum(graph.node("s"), graph)
-    assert total is not None and total.order == order and total.divisor == divisor
+    assert total is not None and total.values == tuple(f"p{i}" for i in order) and total.divisor == divisor
+
+
+def test_a_sum_of_list_items_is_recognised() -> None:
+    from dagc.passes.reductions import glue_sum
+
+    graph = sum_graph("_0 + _1 + _2", ["torch.Tensor"] * 3, [0, 1, 2], 0)
+    node = graph.node("s")
+    node.target, node.args = "_0[0] + _0[2] + _0[1]", (Seq("list", (Ref("p0"), Ref("p1"), Ref("p2"))),)
+    total = glue_sum(node, graph)
+    assert total is not None and total.values == ("p0", "p2", "p1")
+    node.target = "_0[0] + _0[1]"  # p2 is read but not added: it would have to move too
+    assert glue_sum(node, graph) is None
 
 
 @pytest.mark.parametrize(("expr", "types"), [
@@ -407,3 +419,25 @@ def test_torch_program_reduces_and_compresses_and_equals_plain_run(tmp_path: Pat
                 continue  # the task on the producer's rank reads the value itself, not a copy
             assert ((a - b).abs() <= b.abs() * 2.0**-8).all()  # bf16 on the wire: relative error ≤ 2^-8
     assert any(not torch.equal(m[0], p[0]) for m, p in zip(got["scaled"], expected["scaled"]))  # it did compress
+
+
+def test_a_sum_read_on_every_rank_of_its_group_becomes_an_all_reduce() -> None:
+    graph = sum_graph("_0 + _1 + _2 + _3", ["torch.Tensor"] * 4, [0, 1, 2, 3], 0)
+    for d in range(4):
+        graph.add_node(Node(f"step{d}", "task", "m:step", (Ref("s"),), span=SourceSpan("m.py", 10, 5),
+                            attrs={"partition.device": d}))
+    graph.returns = Seq("list", tuple(Ref(f"step{d}") for d in range(4)))
+    sink = run_comm_with_sink(graph, 4)
+    assert graph.node("s").attrs["comm.reduce"] == "all" and "all-reduce" in sink.diagnostics[0].message
+    assert not any(n.op == "transfer" for n in graph)  # no broadcast of the sum afterwards
+    plan = plan_communication(graph)
+    assert [s.kind for s in plan.collectives] == ["allreduce"]
+    assert all(any(op.kind == "allreduce" and op.out == "s" for op in ops) for ops in plan.programs())
+    # read on a rank outside the group: a reduce, then the sum moves
+    graph = sum_graph("_0 + _1 + _2", ["torch.Tensor"] * 3, [0, 1, 2], 0)
+    graph.add_node(Node("far", "task", "m:step", (Ref("s"),), span=SourceSpan("m.py", 10, 5),
+                        attrs={"partition.device": 3}))
+    graph.returns = Ref("far")
+    run_comm_with_sink(graph, 4)
+    assert graph.node("s").attrs["comm.reduce"] == "sum"
+    assert [n.attrs["transfer.dst"] for n in graph if n.op == "transfer"] == [3]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from dagc.cost import broadcast_time, fanin_time, fanout_time, reduce_time
+from dagc.cost import allreduce_time, broadcast_time, fanin_time, fanout_time, reduce_time
 from dagc.ir.core import Graph, Node
 from dagc.ir.types import Ref, TaskOptions
 from dagc.passes._rewrite import replace_uses
@@ -40,8 +40,12 @@ class Comm(Pass):
     A glue sum of tensors on distinct ranks (`a + b + c`, `(a + b + c) / 3`; see
     `dagc.passes.reductions`) becomes a reduce collective onto the glue's rank when the model
     (`reduce_time` against `fanin_time`) says so: the glue node keeps its expression (the local and
-    Ray backends still evaluate it) and gets `comm.reduce = "sum"`, `comm.sources` (each operand's
-    rank), `comm.order`, `comm.divisor` (a mean), `comm.bytes`; its operands are not transferred.
+    Ray backends still evaluate it) and gets `comm.reduce = "sum"`, `comm.operands` (the values
+    added, in Python's order), `comm.sources` (the rank of each), `comm.divisor` (a mean),
+    `comm.bytes`; its operands are not transferred.
+    When the sum is read only on ranks of the group, an all-reduce (`comm.reduce = "all"`,
+    `comm.holders` = the group) leaves it on all of them, if `allreduce_time` says it beats a
+    reduce followed by moving the sum.
     Floating-point sums may then round differently from Python's left-to-right order: a warning
     (DAGC311) at the line says so."""
 
@@ -61,6 +65,8 @@ class Comm(Pass):
         for src, dst, value in graph.data_edges():
             if graph.node(src).op == "transfer" or dst in reduced:
                 continue
+            if src in reduced and home[dst][0] in (graph.node(src).attrs.get("comm.holders") or ()):
+                continue  # an all-reduce leaves the sum on every rank of its group
             d_src, d_dst = home[src][0], home[dst][0]
             if d_src != d_dst:
                 needed.setdefault(value, {}).setdefault(d_dst, []).append(dst)
@@ -107,7 +113,7 @@ class Comm(Pass):
             total = glue_sum(node, graph)
             if total is None:
                 continue
-            producers = [graph.producer(arg.name) for arg in node.args]  # type: ignore[union-attr]
+            producers = [graph.producer(value) for value in total.values]
             sources = [home[p.name][0] for p in producers if p is not None]
             root = home[node.name][0]
             if len(set(sources)) != len(sources) or root not in sources or len(home[node.name]) != 1:
@@ -116,14 +122,22 @@ class Comm(Pass):
             others = [d for d in sources if d != root]
             if not reduce_time(cluster, nbytes, root, others) < fanin_time(cluster, nbytes, root, others):
                 continue
-            node.attrs.update({"comm.reduce": "sum", "comm.sources": sources, "comm.order": list(total.order),
+            node.attrs.update({"comm.reduce": "sum", "comm.operands": list(total.values), "comm.sources": sources,
                                "comm.bytes": nbytes})
             if total.divisor is not None:
                 node.attrs["comm.divisor"] = total.divisor
+            readers = {home[c][0] for c in graph.consumers(node.outputs[0])} - {root}
+            if readers and readers <= set(sources):
+                then_move = (broadcast_time if len(readers) > 1 else fanout_time)(cluster, nbytes, root, sorted(readers))
+                if allreduce_time(cluster, nbytes, sources) <= reduce_time(cluster, nbytes, root, others) + then_move:
+                    node.attrs["comm.reduce"] = "all"  # every rank of the group gets the sum
+                    node.attrs["comm.holders"] = sorted(sources)
             out.add(node.name)
             ctx.sink.warning(
                 REDUCE_ORDER_CODE,
-                f"this sum of tensors on ranks {sorted(sources)} becomes a reduce collective onto rank {root}: "
+                f"this sum of tensors on ranks {sorted(sources)} becomes "
+                + ("an all-reduce collective" if node.attrs["comm.reduce"] == "all"
+                   else f"a reduce collective onto rank {root}") + ": "
                 "floating-point additions may run in another order than Python's left to right, so the "
                 "result may differ in the last bits (integer tensors are exact)",
                 node.span,

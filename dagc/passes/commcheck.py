@@ -37,7 +37,6 @@ from typing import ClassVar
 from dagc.diagnostics import Diagnostic, Note, Severity
 from dagc.ir.core import Graph, Node
 from dagc.ir.location import SourceSpan
-from dagc.ir.types import iter_refs
 from dagc.passes.base import Pass, PassContext, register
 
 __all__ = [
@@ -93,7 +92,8 @@ class Op:
     "send"/"recv" (`value` moved to/from `peer`, matched by `tag`), "alias" (`out` = `value`
     locally: a transfer whose two ends are the same rank), "bcast" (a broadcast collective over
     `group`: root `peer` gives `value`, every rank of the group holds `out` afterwards), "reduce"
-    (a sum over `group`: each rank gives its `value`, root `peer` holds `out` afterwards)."""
+    (a sum over `group`: each rank gives its `value`, root `peer` holds `out` afterwards),
+    "allreduce" (the same, and every rank of the group holds `out`)."""
 
     kind: str
     node: str
@@ -108,6 +108,8 @@ class Op:
             return f"run `{self.node}`"
         if self.kind == "coll":
             return f"run multi-rank `{self.node}` on ranks {list(self.group)}"
+        if self.kind == "allreduce":
+            return f"all-reduce `{self.node}` over ranks {list(self.group)} (tag {self.tag})"
         if self.kind == "reduce":
             return f"reduce `{self.node}` onto rank {self.peer} over ranks {list(self.group)} (tag {self.tag})"
         if self.kind == "bcast":
@@ -126,7 +128,7 @@ class Step:
     For a move, `node` names the transfer node (or the consumer that needed the value, for a move
     the backend adds itself), `value` is read on `src` and `out` is defined on `dst`."""
 
-    kind: str  # "run" | "move" | "bcast" | "reduce" (`ranks` = the group, `src` = its root)
+    kind: str  # "run" | "move" | "bcast" | "reduce" | "allreduce" (`ranks` = the group, `src` = its root)
     node: str
     ranks: tuple[int, ...] = ()
     value: str | None = None
@@ -165,10 +167,11 @@ class CommPlan:
             elif step.kind == "bcast":
                 for r in step.ranks:
                     out[r].append(Op("bcast", step.node, step.value, step.out, step.src, step.tag, step.ranks))
-            elif step.kind == "reduce":
+            elif step.kind in ("reduce", "allreduce"):
                 for r in step.ranks:
                     mine = next((v for v, src in self.operands[step.node] if src == r), None)
-                    out[r].append(Op("reduce", step.node, mine, step.out if r == step.src else None, step.src,
+                    gets = step.kind == "allreduce" or r == step.src
+                    out[r].append(Op(step.kind, step.node, mine, step.out if gets else None, step.src,
                                      step.tag, step.ranks))
             elif step.src == step.dst:
                 assert step.src is not None
@@ -187,7 +190,7 @@ class CommPlan:
     @property
     def collectives(self) -> list[Step]:
         """The collectives (broadcasts and reduces)."""
-        return [s for s in self.steps if s.kind in ("bcast", "reduce")]
+        return [s for s in self.steps if s.kind in _COLLECTIVES]
 
     @property
     def all_moves(self) -> list[Step]:
@@ -285,16 +288,19 @@ def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
         if node.attrs.get("comm.reduce") and _device_list(node.attrs.get("comm.sources")):
             # a sum computed by a reduce collective: each operand stays on its own rank
             sources = _device_list(node.attrs["comm.sources"]) or ()
-            values = [v for arg in node.args for v in iter_refs(arg)]
+            values = [str(v) for v in node.attrs.get("comm.operands") or ()]
             target = home[name][0]
             for value, src in zip(values, sources):
                 fetch(name, value, src)
             operands[name] = tuple(zip(values, sources))
             group = tuple(sorted({*sources, target}))
-            steps.append(Step("reduce", name, ranks=group, out=node.outputs[0], src=target, tag=tag))
+            everywhere = node.attrs["comm.reduce"] == "all"
+            steps.append(Step("allreduce" if everywhere else "reduce", name, ranks=group, out=node.outputs[0],
+                              src=target, tag=tag))
             tag += 1
-            holders[node.outputs[0]] = [target]
-            copies[(node.outputs[0], target)] = node.outputs[0]
+            holders[node.outputs[0]] = [target, *(r for r in group if r != target and everywhere)]
+            for r in holders[node.outputs[0]]:
+                copies[(node.outputs[0], r)] = node.outputs[0]
             holders[order_token(name)] = [target]
             continue
         if node.op == "transfer" and node.args:
@@ -341,6 +347,7 @@ def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
 
 
 _TOKEN = "!done"
+_COLLECTIVES = ("bcast", "reduce", "allreduce")
 
 
 def order_token(task: str) -> str:
@@ -390,7 +397,7 @@ def _waits_for(programs: Sequence[Sequence[Op]], pc: Sequence[int], rank: int) -
     op = programs[rank][pc[rank]]
     if op.kind in ("send", "recv"):
         return [op.peer] if op.peer is not None else []
-    if op.kind in ("coll", "bcast", "reduce"):
+    if op.kind in ("coll", *_COLLECTIVES):
         return [r for r in op.group if r != rank]
     return []
 
@@ -433,7 +440,7 @@ def check_programs(
                 problems.append(CommProblem(rank, op, f"rank {rank} broadcasts `{op.value}` before it holds it"))
             if op.out is not None:
                 held[rank].add(op.out)
-        elif op.kind == "reduce":
+        elif op.kind in ("reduce", "allreduce"):
             if inputs is not None and op.value is not None and op.value not in held[rank]:
                 problems.append(CommProblem(rank, op, f"rank {rank} reduces `{op.value}` before it holds it"))
             if op.out is not None:
@@ -462,7 +469,7 @@ def check_programs(
                         progressed = True
                     else:
                         break
-                elif op.kind in ("coll", "bcast", "reduce"):
+                elif op.kind in ("coll", *_COLLECTIVES):
                     # a collective completes only when every rank of its group is at the same one
                     group = op.group
                     if all(0 <= g < world and pc[g] < len(programs[g]) and programs[g][pc[g]].kind == op.kind
@@ -496,7 +503,7 @@ def _blocked_message(programs: Sequence[Sequence[Op]], pc: Sequence[int], rank: 
 
     if op.kind in ("send", "recv") and op.peer is not None:
         return f"rank {rank} could block forever waiting to {op.describe()}: {doing(op.peer)}"
-    if op.kind in ("coll", "bcast", "reduce"):
+    if op.kind in ("coll", *_COLLECTIVES):
         others = "; ".join(doing(r) for r in op.group if r != rank)
         return f"rank {rank} could block forever waiting to {op.describe()}: {others}"
     return f"rank {rank} could block forever at {op.describe()}"

@@ -66,6 +66,7 @@ MoveInfo = tuple[str, str, int, int, "tuple[str, tuple[int, ...]] | None"]
 #   ("broadcast", value on the root, value on every rank of the group, root, group, static tensor, None)
 #   ("reduce", ((operand, its rank), … in Python's order of addition), sum on the root, root, group, None,
 #    the number the sum is divided by (a mean) or None)
+#   ("all_reduce", …)  the same, and every rank of the group gets the sum
 CollectiveInfo = tuple[str, Any, str, int, tuple[int, ...], "tuple[str, tuple[int, ...]] | None", "float | None"]
 
 DTYPES: tuple[torch.dtype, ...] = (
@@ -315,10 +316,10 @@ def _describe(value: Any) -> list[int]:
 
 
 def reduce_value(value: Any, root: int, group: Any, device: torch.device, order: Sequence[int],
-                 divisor: float | None = None) -> Any:
+                 divisor: float | None = None, everywhere: bool = False) -> Any:
     """Sum every rank's `value` onto global rank `root` (a collective over `group`); `order` lists
     the ranks in the order Python adds their operands. Returns the sum (divided by `divisor` when
-    given) on the root, None elsewhere.
+    given) on the root, None elsewhere; with `everywhere`, on every rank (an all-reduce).
 
     The ranks first exchange what they hold (a 96-byte header each). Tensors of one dtype and shape
     are summed by `dist.reduce` (each rank's operand is copied first: the collective works in
@@ -331,15 +332,21 @@ def reduce_value(value: Any, root: int, group: Any, device: torch.device, order:
     rows = [h.tolist() for h in heads]
     if rows[0][0] == _KIND_TENSOR and all(row == rows[0] for row in rows):
         total = value.detach().to(device).clone(memory_format=torch.contiguous_format)
-        dist.reduce(total, root, op=dist.ReduceOp.SUM, group=group)
-        if rank != root:
+        if everywhere:
+            dist.all_reduce(total, op=dist.ReduceOp.SUM, group=group)
+        else:
+            dist.reduce(total, root, op=dist.ReduceOp.SUM, group=group)
+        if rank != root and not everywhere:
             return None
         if not rows[0][3] and total.device.type != "cpu":
             total = total.cpu()
         return total / divisor if divisor is not None else total
-    gathered: list[Any] = [None] * len(ranks) if rank == root else []
-    dist.gather_object(value, gathered if rank == root else None, dst=root, group=group)
-    if rank != root:
+    gathered: list[Any] = [None] * len(ranks) if rank == root or everywhere else []
+    if everywhere:
+        dist.all_gather_object(gathered, value, group=group)
+    else:
+        dist.gather_object(value, gathered if rank == root else None, dst=root, group=group)
+    if rank != root and not everywhere:
         return None
     by_rank = dict(zip(ranks, gathered))
     total = by_rank[order[0]]
@@ -374,7 +381,8 @@ def plan_steps(
     for tag in sorted({*moves, *collectives}, reverse=True):
         if tag in collectives:
             kind, value, out, root, group = collectives[tag][:5]
-            if kind == "reduce" and (out, root) in needed:
+            gets = group if kind == "all_reduce" else (root,)
+            if kind in ("reduce", "all_reduce") and any((out, r) in needed for r in gets):
                 active.add(tag)
                 needed.update((operand, rank) for operand, rank in value)
             elif kind == "broadcast" and any((out, r) in needed for r in group):
@@ -589,13 +597,14 @@ class Runner:
         return value
 
     def reduce(self, value: Any, tag: int) -> Any:
-        """The sum collective `tag`: every rank of the group passes its operand; the root gets the
-        sum (divided by the declared divisor, for a mean), the other ranks None."""
+        """The sum collective `tag`: every rank of the group passes its operand; the root (every
+        rank, for an all-reduce) gets the sum (divided by the declared divisor, for a mean), the
+        other ranks None."""
         if tag not in self.active:
             return None
-        _, operands, _, root, group, _, divisor = self.collectives[tag]
+        kind, operands, _, root, group, _, divisor = self.collectives[tag]
         total = reduce_value(value, root, self.groups[group], self.comm_device, [rank for _, rank in operands],
-                             divisor)
+                             divisor, everywhere=kind == "all_reduce")
         if isinstance(total, torch.Tensor) and total.device != self.device and total.device.type != "cpu":
             total = total.to(self.device)
         return total
