@@ -434,10 +434,10 @@ def test_a_sum_read_on_every_rank_of_its_group_becomes_an_all_reduce() -> None:
     assert [s.kind for s in plan.collectives] == ["allreduce"]
     assert all(any(op.kind == "allreduce" and op.out == "s" for op in ops) for ops in plan.programs())
     # read on a rank outside the group: a reduce, then the sum moves
-    graph = sum_graph("_0 + _1 + _2", ["torch.Tensor"] * 3, [0, 1, 2], 0)
+    graph = sum_graph("_0 + _1 + _2 + _3", ["torch.Tensor"] * 4, [0, 1, 2, 3], 0)
     graph.add_node(Node("far", "task", "m:step", (Ref("s"),), span=SourceSpan("m.py", 10, 5),
-                        attrs={"partition.device": 3}))
+                        attrs={"partition.device": 4}))
     graph.returns = Ref("far")
-    run_comm_with_sink(graph, 4)
+    run_comm_with_sink(graph, 5)
     assert graph.node("s").attrs["comm.reduce"] == "sum"
-    assert [n.attrs["transfer.dst"] for n in graph if n.op == "transfer"] == [3]
+    assert [n.attrs["transfer.dst"] for n in graph if n.op == "transfer"] == [4]
