@@ -152,7 +152,7 @@ def _edge_time(graph: Graph, src: Node, dst: Node, cost_model: Any, cluster: Any
         return 0.0
     if max(a[0], b[0]) >= cluster.n_devices:
         return 0.0
-    return cluster.transfer_time(cost_model.value_bytes(src), a[0], b[0])
+    return cluster.transfer_time(cost_model.wire_bytes(src), a[0], b[0])
 
 
 def critical_path(graph: Graph, cost_model: Any = None, cluster: Any = None) -> list[str]:
@@ -589,7 +589,7 @@ def to_dot(
                 continue
             cross = bool(_devices(producer) and _devices(node) and set(_devices(producer)) != set(_devices(node)))
             label = value.rpartition("#")[2] if producer.n_outputs > 1 and not cross else ""
-            edge(src, dst, "data", nbytes=int(cost_model.value_bytes(producer)) if cross else 0, label=label,
+            edge(src, dst, "data", nbytes=int(cost_model.wire_bytes(producer)) if cross else 0, label=label,
                  critical=(producer.name, node.name) in crit_pairs, cross=cross)
         for dep in node.deps:
             if dep in names:

@@ -40,6 +40,7 @@ from dagc.ir.types import Ref, Seq, operand_to_python
 from dagc.passes.commcheck import (
     CommPlan,
     Op,
+    Step,
     check_plan,
     is_order_token,
     node_ranks,
@@ -129,6 +130,10 @@ def _used_on(plan: CommPlan, ops: list[Op], rank: int) -> set[str]:
             used.update(plan.inputs.get(op.node, ()))
         elif op.kind in ("send", "alias") and op.value is not None:
             used.add(op.value)
+        elif op.kind == "bcast" and op.peer == rank and op.value is not None:
+            used.add(op.value)
+        elif op.kind in ("reduce", "allreduce") and op.value is not None:
+            used.add(op.value)
     if rank == 0:
         used.update(plan.returns)
     return used
@@ -189,7 +194,9 @@ def _emit_rank(w: CodeWriter, graph: Graph, plan: CommPlan, rank: int, ops: list
     with w.indent():
         n_tasks = sum(1 for op in ops if op.kind in ("run", "coll"))
         n_msgs = sum(1 for op in ops if op.kind in ("send", "recv"))
-        w.line(f'"""Rank {rank}: {n_tasks} task(s), {n_msgs} message(s), in schedule order."""')
+        n_coll = sum(1 for op in ops if op.kind in ("bcast", "reduce", "allreduce"))
+        colls = f", {n_coll} collective(s)" if n_coll else ""
+        w.line(f'"""Rank {rank}: {n_tasks} task(s), {n_msgs} message(s){colls}, in schedule order."""')
         modules_used = sorted({m for op in ops if op.kind in ("run", "coll")
                                for m in _module_uses(graph.node(op.node))})
         for module in modules_used:
@@ -211,6 +218,26 @@ def _emit_rank(w: CodeWriter, graph: Graph, plan: CommPlan, rank: int, ops: list
                 w.line(f"rt.send({names[op.value]}, {op.tag})  # %{op.value} to rank {op.peer}")  # type: ignore[index]
             elif op.kind == "recv":
                 w.line(f"{names[op.out]} = rt.recv({op.tag})  # %{op.out} from rank {op.peer}")  # type: ignore[index]
+            elif op.kind == "bcast":
+                others = [r for r in op.group if r != op.peer]
+                if op.peer == rank:  # the root keeps its own value; it names the copy only if it reads it
+                    target = f"{names[op.out]} = " if op.out in used else ""  # type: ignore[index]
+                    w.line(f"{target}rt.broadcast({names[op.value]}, {op.tag})  "  # type: ignore[index]
+                           f"# %{op.value} to ranks {others}")
+                else:
+                    w.line(f"{names[op.out]} = rt.broadcast(None, {op.tag})  "  # type: ignore[index]
+                           f"# %{op.out} from rank {op.peer}")
+            elif op.kind == "allreduce":
+                target = f"{names[op.out]} = " if op.out in used else ""  # type: ignore[index]
+                w.line(f"{target}rt.reduce({names[op.value]}, {op.tag})  "  # type: ignore[index]
+                       f"# %{op.node} = the sum over ranks {list(op.group)}, on each of them")
+            elif op.kind == "reduce":
+                what = f"%{op.node} = the sum over ranks {list(op.group)}"
+                if op.peer == rank:
+                    target = f"{names[op.out]} = " if op.out in used else ""  # type: ignore[index]
+                    w.line(f"{target}rt.reduce({names[op.value]}, {op.tag})  # {what}, here")  # type: ignore[index]
+                else:
+                    w.line(f"rt.reduce({names[op.value]}, {op.tag})  # {what}, onto rank {op.peer}")  # type: ignore[index]
             elif op.kind == "alias":
                 w.line(f"{names[op.out]} = {names[op.value]}  # %{op.out}: already here as %{op.value}")  # type: ignore[index]
         if rank == 0:
@@ -282,6 +309,32 @@ def pipeline_steps(graph: Graph) -> dict[str, tuple[tuple[int, ...], tuple[int, 
     return out
 
 
+def _collective_entry(graph: Graph, plan: CommPlan, step: Step, types: dict[str, str | None]) -> tuple:
+    if step.kind == "bcast":
+        return ("broadcast", step.value, step.out, step.src, tuple(step.ranks),
+                static_tensor(types.get(step.value or "")), None)
+    divisor = graph.node(step.node).attrs.get("comm.divisor")
+    kind = "all_reduce" if step.kind == "allreduce" else "reduce"
+    return (kind, plan.operands[step.node], step.out, step.src, tuple(step.ranks), None,
+            float(divisor) if divisor is not None else None)
+
+
+def compressed_tags(graph: Graph, plan: CommPlan) -> dict[int, str]:
+    """Tag → "bf16"/"fp16" for every message or broadcast of a value whose producing task (through
+    transfers) was declared `compress=`."""
+    out: dict[int, str] = {}
+    for step in [*plan.moves, *plan.collectives]:
+        if step.kind in ("reduce", "allreduce"):  # summed in full precision
+            continue
+        node = graph.producer(step.value or "")
+        while node is not None and node.op == "transfer" and node.args and isinstance(node.args[0], Ref):
+            node = graph.producer(node.args[0].name)
+        kind = getattr(node.options, "compress", None) if node is not None else None
+        if kind and step.tag is not None:
+            out[step.tag] = kind
+    return dict(sorted(out.items()))
+
+
 def build_plan(graph: Graph) -> CommPlan:
     """The communication plan of `graph`, checked; raises CommunicationError if it could block."""
     plan = plan_communication(graph)
@@ -300,7 +353,8 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
             graph.node(name).attrs["partition.device"] = list(ranks)
     plan = build_plan(graph)
     programs = plan.programs()
-    names = Names(reserved={"Runner", "launch_main", "RANKS", "TASKS", "MOVES", "RETURNS", "STAGES", "PROGRAMS", "rt",
+    names = Names(reserved={"Runner", "launch_main", "RANKS", "TASKS", "MOVES", "COLLECTIVES", "COMPRESS", "RETURNS",
+                            "STAGES", "PROGRAMS", "rt",
                             "idle", "default_run_dir"} | {f"rank_{r}" for r in range(plan.world)})
     aliases = _module_aliases(graph, names)
     fps = fingerprints(graph)
@@ -338,6 +392,16 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
             entry = (step.value, step.out, step.src, step.dst, static_tensor(types.get(step.value or "")))
             w.line(f"{step.tag}: {entry!r},")
     w.line("}")
+    w.line("# tag: (kind, value(s), value defined, root rank, group ranks, static tensor, divisor):")
+    w.line("#   a broadcast gives the root's value to the group; a reduce sums ((operand, rank), ...) onto the root")
+    w.line("COLLECTIVES = {")
+    with w.indent():
+        for step in plan.collectives:
+            w.line(f"{step.tag}: {_collective_entry(graph, plan, step, types)!r},")
+    w.line("}")
+    compress = compressed_tags(graph, plan)
+    w.line('# tag: 16-bit format its floating tensors travel in (`compress=` on the producing task)')
+    w.line(f"COMPRESS = {compress!r}")
     w.line(f"RETURNS = {plan.returns!r}")
     w.line("# pipeline-parallel training step: stage of each layer it reads (rank i of its group runs stage i)")
     w.line(f"STAGES = {{{', '.join(f'{name!r}: {stages!r}' for name, (stages, _) in sorted(steps.items()))}}}")
@@ -386,7 +450,8 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
     modules = load_modules(args.source_root)
     runner = Runner(PIPELINE, TASKS, MOVES, RETURNS, RANKS, run_dir=args.run_dir or default_run_dir(),
-                    timeout=args.timeout, backend=args.dist_backend, stages=STAGES)
+                    timeout=args.timeout, backend=args.dist_backend, stages=STAGES, collectives=COLLECTIVES,
+                    compress=COMPRESS)
     program = PROGRAMS[runner.rank] if runner.rank < len(PROGRAMS) else None
     result = runner.execute(lambda rt: program(rt, modules) if program else None, args.result)
     if runner.rank == 0 and args.result is None:

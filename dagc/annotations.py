@@ -22,7 +22,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 class OptionSpec:
     """What one task option accepts. `kind` drives both validation and the IR field it fills."""
 
-    kind: str  # "cpus" | "count" | "number" | "int" | "bool" | "duration" | "size" | "names" | "paths" | "resources"
+    kind: str  # "cpus" | "count" | "number" | "int" | "bool" | "duration" | "size" | "names" | "paths" | "resources" | "compress"
     doc: str
 
     @property
@@ -39,6 +39,7 @@ class OptionSpec:
             "names": "a list of task names, e.g. ['prepare', 'download']",
             "paths": "a list of path strings or pipeline parameters",
             "resources": 'a dict of custom resource names to amounts, e.g. {"tpu": 1}',
+            "compress": "'bf16' or 'fp16'",
         }[self.kind]
 
 
@@ -55,6 +56,8 @@ TASK_OPTIONS: dict[str, OptionSpec] = {
     "pure": OptionSpec("bool", "no effects: the result depends only on the arguments and is a new object "
                        "(calls may be merged or removed, and their result may go anywhere)"),
     "readonly": OptionSpec("names", "parameters the task never changes in place, e.g. ['model']"),
+    "compress": OptionSpec("compress", "send the output's floating tensors (also inside lists, tuples and "
+                           "dicts) to other devices in 16 bits: 'bf16' or 'fp16' (docs/annotations.md)"),
     "ranks": OptionSpec("posint", "number of processes the task runs as (e.g. DDP), default 1"),
     "resources": OptionSpec("resources", "custom resources (Ray custom resources)"),
     "after": OptionSpec("names", "tasks that must finish before this one starts"),

@@ -9,13 +9,25 @@
     bytes of a value = the producer's `out_size`, or DEFAULT_OUT_SIZE when not given (reported)
 
 `CostModel.defaulted(graph)` lists the tasks that used a default, so that `dagc plan` can say so.
+
+Collectives (α-β model; α = the link's latency, β = its bandwidth; a group spanning nodes uses the
+inter-node link for every step, its slowest):
+    fan-out by sends   to k readers   = Σ_i (α_i + n/β_i)      the root's sends go one after another
+    broadcast          to k readers   = ⌈log2(k+1)⌉ (α + n/β)   binomial tree (gloo's, NCCL's for small n)
+    fan-in by receives from k ranks   = Σ_i (α_i + n/β_i)      the root receives one after another
+    reduce             from k ranks   = ⌈log2(k+1)⌉ (α + n/β)   binomial tree
+    all-reduce         over p ranks   = min(2(p-1)(α + n/(p β)),  ring: reduce-scatter + all-gather
+                                            2⌈log2 p⌉ (α + n/β))   tree: reduce, then broadcast
+`n` is the bytes on the wire: halved for a value sent compressed to 16 bits (`compress="bf16"`).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dagc.cluster import Cluster, Device
+from dagc.cluster import Cluster, Device, Link
 from dagc.ir.core import Graph, Node
 
 __all__ = [
@@ -23,7 +35,17 @@ __all__ = [
     "DEFAULT_COST",
     "DEFAULT_OUT_SIZE",
     "CostModel",
+    "COMPRESSED_FACTOR",
+    "fanout_time",
+    "broadcast_time",
+    "fanin_time",
+    "reduce_time",
+    "allreduce_time",
+    "group_link",
 ]
+
+# Bytes on the wire per byte of a floating value sent compressed (`compress="bf16"` or "fp16": 16 of 32 bits).
+COMPRESSED_FACTOR = 0.5
 
 # Seconds an engine spends starting one task, by backend (one table; the only place they live).
 #   local: a function call in one process;  torch: a collective-aware step in a torchrun worker;
@@ -96,6 +118,12 @@ class CostModel:
             return int(node.attrs["transfer.bytes"])
         return self.default_out_size
 
+    def wire_bytes(self, node: Node) -> int:
+        """Bytes that cross a link when `node`'s value moves: `value_bytes`, halved when the task
+        sends its floating tensors compressed (`compress="bf16"` / "fp16")."""
+        nbytes = self.value_bytes(node)
+        return int(nbytes * COMPRESSED_FACTOR) if node.options.compress else nbytes
+
     def uses_default_size(self, node: Node) -> bool:
         return node.options.out_size is None and node.op != "transfer"
 
@@ -113,3 +141,51 @@ class CostModel:
             "cost": [n.name for n in graph if self.uses_default_cost(n)],
             "out_size": [n.name for n in graph if n.name in read and self.uses_default_size(n)],
         }
+
+
+# ---- collectives ---------------------------------------------------------------------------------
+def group_link(cluster: Cluster, root: int, members: Sequence[int]) -> Link:
+    """The link a collective over `root` and `members` is limited by: the slowest one it crosses."""
+    links = [link for m in members if (link := cluster.link(root, m)) is not None]
+    if any(link == cluster.inter for link in links) or any(
+            cluster.link(a, b) == cluster.inter for a in members for b in members if a < b):
+        return cluster.inter
+    return cluster.intra
+
+
+def _tree_steps(ranks: int) -> int:
+    return max(1, math.ceil(math.log2(ranks))) if ranks > 1 else 0
+
+
+def fanout_time(cluster: Cluster, nbytes: float, root: int, readers: Sequence[int]) -> float:
+    """Seconds for `root` to send `nbytes` to each reader in turn (point-to-point)."""
+    return sum(cluster.transfer_time(nbytes, root, r) for r in readers if r != root)
+
+
+def broadcast_time(cluster: Cluster, nbytes: float, root: int, readers: Sequence[int]) -> float:
+    """Seconds for a binomial-tree broadcast of `nbytes` from `root` to `readers`."""
+    others = sorted({r for r in readers if r != root})
+    if not others:
+        return 0.0
+    return _tree_steps(len(others) + 1) * group_link(cluster, root, others).time(nbytes)
+
+
+def fanin_time(cluster: Cluster, nbytes: float, root: int, senders: Sequence[int]) -> float:
+    """Seconds for `root` to receive `nbytes` from each sender in turn (point-to-point)."""
+    return sum(cluster.transfer_time(nbytes, s, root) for s in senders if s != root)
+
+
+def reduce_time(cluster: Cluster, nbytes: float, root: int, senders: Sequence[int]) -> float:
+    """Seconds for a binomial-tree reduce of `nbytes` from `senders` onto `root`."""
+    return broadcast_time(cluster, nbytes, root, senders)
+
+
+def allreduce_time(cluster: Cluster, nbytes: float, ranks: Sequence[int]) -> float:
+    """Seconds for an all-reduce of `nbytes` over `ranks`: the faster of a ring and a tree."""
+    group = sorted(set(ranks))
+    p = len(group)
+    if p < 2:
+        return 0.0
+    link = group_link(cluster, group[0], group[1:])
+    ring = 2 * (p - 1) * link.time(nbytes / p)
+    return min(ring, 2 * _tree_steps(p) * link.time(nbytes))

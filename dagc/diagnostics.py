@@ -101,6 +101,7 @@ CODES: dict[str, str] = {
     "DAGC303": "bad pass pipeline",
     "DAGC304": "tasks sharing state cannot run in one process",
     "DAGC310": "communication order could deadlock",
+    "DAGC311": "a sum becomes a reduce collective (its additions may run in another order)",
     "DAGC900": "internal compiler error",
 }
 

@@ -8,6 +8,9 @@ fields are described in docs/cli.md). Besides the totals, an object carries the 
 `schedule`, one `{task, device, start, end}` per task (and `devices` when a task spans several),
 and `transfers`, one `{src, dst, bytes, from_device, to_device, start, end}` per piece of data that
 crosses devices: it leaves when its producer ends and must arrive before its consumer starts.
+For a pipeline script the plan also gives its makespan once the `comm` pass has chosen the
+transfers (`dagc.commtime`): with point-to-point messages only, and with the collectives the cost
+model prefers (broadcast, reduce, all-reduce).
 """
 
 from __future__ import annotations
@@ -87,6 +90,10 @@ class PlanResult:
     errors: list[Diagnostic] = field(default_factory=list)
     schedule: list[dict[str, Any]] = field(default_factory=list)  # per task: task, device, start, end
     transfers: list[dict[str, Any]] = field(default_factory=list)  # per cross-device datum, with its times
+    # a pipeline script's makespan with its transfers as `comm` emits them (None for other inputs)
+    p2p_makespan: float | None = None
+    comm_makespan: float | None = None
+    collectives: int = 0
 
     @property
     def ratio(self) -> float:
@@ -107,6 +114,9 @@ class PlanResult:
         if self.profiled:
             out["profile"] = self.profiled
         out.update(schedule=self.schedule, transfers=self.transfers)
+        if self.comm_makespan is not None:
+            out.update(p2p_makespan=self.p2p_makespan, comm_makespan=self.comm_makespan,
+                       collectives=self.collectives)
         return out
 
 
@@ -186,6 +196,8 @@ def plan_file(path: str, cluster: Cluster, algo: str = "dagc", *, seed: int = 0,
     result.problems = validate(p, s)
     result.valid = not result.problems
     result.schedule, result.transfers = _timeline(p, s)
+    if path.endswith(".py") and profile is None:
+        _comm_estimates(result, path, cluster, cost, algo, seed, budget)
     return result
 
 
@@ -211,6 +223,27 @@ def _timeline(p: Problem, s: Schedule) -> tuple[list[dict[str, Any]], list[dict[
                                   "to_device": d, "start": s.finish[j],
                                   "end": s.finish[j] + p.comm(nbytes, source, d)})
     return tasks, transfers
+
+
+def _comm_estimates(result: PlanResult, path: str, cluster: Cluster, cost: CostModel, algo: str, seed: int,
+                    budget: float) -> None:
+    """The makespan with the transfers `comm` emits, point-to-point only and with collectives."""
+    from dagc.commtime import timed_makespan
+    from dagc.driver import compile_file
+
+    for collectives in (False, True):
+        passes = (f"verify,dce,cse,partition{{algo={algo},seed={seed},budget={budget}}},schedule,"
+                  f"comm{{collectives={str(collectives).lower()}}}")
+        try:
+            graph = compile_file(path, passes=passes, cluster=cluster)
+        except CompileError:
+            return
+        makespan = timed_makespan(graph, cluster, cost)
+        if collectives:
+            result.comm_makespan = makespan
+            result.collectives = sum(1 for n in graph if n.attrs.get("transfer.kind") or n.attrs.get("comm.reduce"))
+        else:
+            result.p2p_makespan = makespan
 
 
 def run_plan(files: list[str], cluster: Cluster, algo: str, as_json: bool, out: TextIO, *,
@@ -260,6 +293,10 @@ def _table(results: list[PlanResult], cluster: Cluster, algo: str) -> str:
                 f"{d}: {100 * u:.0f}%" for d, u in enumerate(r.utilization)))
         if r.profiled:
             lines.append(f"note: {r.file}: {r.profiled}")
+        if r.comm_makespan is not None and r.p2p_makespan is not None:
+            lines.append(f"with transfers: {r.file}: makespan {_fmt_time(r.p2p_makespan)} s with point-to-point "
+                         f"messages, {_fmt_time(r.comm_makespan)} s with {r.collectives} collective(s) "
+                         f"({r.p2p_makespan / r.comm_makespan:.2f}×)" if r.comm_makespan > 0 else "")
         if r.defaults["cost"]:
             lines.append(f"note: {r.file}: {len(r.defaults['cost'])} task(s) give no cost or flops and are "
                          f"assumed to take {format_duration(CostModel().default_cost)}: "

@@ -93,6 +93,10 @@ def operand_to_python(operand: Operand) -> object:
     raise TypeError(f"operand {operand!r} refers to a run-time value")
 
 
+# What `compress=` accepts (None: values travel as they are).
+COMPRESS_FORMATS = (None, "bf16", "fp16")
+
+
 @dataclass(frozen=True, slots=True)
 class TaskOptions:
     """What a user declared in `@dagc.task(...)`, in base units (seconds, bytes).
@@ -116,6 +120,7 @@ class TaskOptions:
     writes: tuple[str, ...] = ()
     pure: bool = False
     readonly: tuple[str, ...] = ()
+    compress: str | None = None  # "bf16" | "fp16": floating tensors of the output travel in 16 bits
 
     def non_default(self) -> dict[str, object]:
         """Fields whose value differs from the default, in field order (for printing)."""
@@ -147,6 +152,8 @@ class TaskOptions:
             out.append(f"retries must be a non-negative integer, got {self.retries!r}")
         if not isinstance(self.ranks, int) or self.ranks < 1:
             out.append(f"ranks must be a positive integer, got {self.ranks!r}")
+        if self.compress not in COMPRESS_FORMATS:
+            out.append(f"compress must be one of {', '.join(repr(c) for c in COMPRESS_FORMATS)}, got {self.compress!r}")
         for key, amount in self.resources:
             if not (math.isfinite(amount) and amount >= 0):
                 out.append(f"resource {key!r} must be a non-negative number, got {amount!r}")

@@ -5,7 +5,9 @@
 
 Each layer's update depends only on that layer's gradient, so the compiler can run the update of
 layer i while the backward pass is still working on layers i-1 … 0, and run several updates at once:
-`dagc plan samples/mixed_precision_step.py --cluster 4` shows them in parallel.
+`dagc plan samples/mixed_precision_step.py --cluster 4` shows them in parallel. The master update
+stays in fp32; the updated weights move to the rank that casts them in 16 bits (docs/annotations.md,
+`compress`), and the fp32 master weights read on three or more ranks move by one broadcast.
 
 Runs as plain Python (`python samples/mixed_precision_step.py`) in about a second on a CPU, and
 compiles with `dagc compile samples/mixed_precision_step.py -o out` without being imported or run.
@@ -78,7 +80,9 @@ def backward(tape: dict, grad_out: torch.Tensor) -> tuple[torch.Tensor, dict[str
     return grad_out @ tape["w"], grads
 
 
-@dagc.task(cost="3s", out_size="32KiB")
+# The new master weights travel in fp16 (`compress="fp16"`): their only reader, `cast_half`, casts them
+# to fp16 itself, so the compiled program computes exactly what the plain run does with half the bytes.
+@dagc.task(cost="3s", out_size="32KiB", compress="fp16")
 def update(master: list[dict[str, torch.Tensor]], i: int, grads: dict[str, torch.Tensor], lr: float,
            loss_scale: float) -> dict:
     """fp32 master-weight update of layer i: unscale, skip on overflow, SGD with weight decay."""

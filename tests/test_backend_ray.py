@@ -390,3 +390,90 @@ def test_ordering_dependencies_are_kept(tmp_path: Path, cluster, write_project) 
     proc = _run(program, cluster, "--run-dir", str(tmp_path / "run"), "--result", str(tmp_path / "r.pkl"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == "HELLO"
+
+
+# ---- a value read on several nodes is stored once ------------------------------------------------------
+_SPY = '''
+import json, pickle, runpy, sys
+
+import ray
+from ray.remote_function import RemoteFunction
+
+calls, puts = [], []
+_put = ray.put
+
+
+def put(value, *args, **kwargs):  # counts, then does the real put
+    puts.append(type(value).__name__)
+    return _put(value, *args, **kwargs)
+
+
+_remote = RemoteFunction._remote
+
+
+def remote(self, args=None, kwargs=None, **options):  # records the refs each task gets, then submits it
+    refs = _remote(self, args=args, kwargs=kwargs, **options)
+    values = list(args or []) + list((kwargs or {}).values())
+    calls.append({"task": values[0].task if values else None,
+                  "refs": [a.hex() for a in values if isinstance(a, ray.ObjectRef)],
+                  "inline": max([len(pickle.dumps(a)) for a in values if not isinstance(a, ray.ObjectRef)] or [0]),
+                  "out": [r.hex() for r in (refs if isinstance(refs, list) else [refs])]})
+    return refs
+
+
+ray.put, RemoteFunction._remote = put, remote
+program, out = sys.argv[1], sys.argv[2]
+sys.argv = [program, *sys.argv[3:]]
+try:
+    runpy.run_path(program, run_name="__main__")
+except SystemExit as exc:
+    code = exc.code
+else:
+    code = 0
+json.dump({"calls": calls, "puts": puts}, open(out, "w"))
+sys.exit(code)
+'''
+
+
+def test_a_value_read_on_two_nodes_is_stored_once_and_fetched(tmp_path: Path, cluster, write_project) -> None:
+    """The producer's output is one object in the object store; each reader (on both nodes) gets the
+    same ObjectRef and fetches it, and the driver never puts or re-sends the data itself."""
+    root = write_project({"share.py": """
+        import dagc
+
+        @dagc.task(cost="1s", out_size="4MiB")
+        def make(n: int) -> bytes:
+            return bytes(range(256)) * (n // 256)
+
+        @dagc.task(cost="4s", out_size="1KiB")
+        def use(data: bytes, k: int) -> int:
+            return sum(data[k::4096]) + k
+
+        @dagc.pipeline
+        def share(n: int = 4 * 1024 * 1024) -> list:
+            data = make(n)
+            return [use(data, k) for k in range(4)]
+    """})
+    spec = parse_cluster_spec("2x2")
+    graph = compile_file(root / "share.py", passes="verify,dce,cse,partition,schedule,comm", cluster=spec)
+    graph.attrs["cluster"] = "2x2"
+    readers = [n for n in graph if n.target.endswith(":use")]
+    assert {spec.devices[n.attrs["partition.device"]].node for n in readers} == {0, 1}
+    program = _write(tmp_path, graph)
+    _ruff_clean(program)
+    spy, out = tmp_path / "spy.py", tmp_path / "calls.json"
+    spy.write_text(_SPY)
+    proc = subprocess.run([sys.executable, str(spy), str(program), str(out), "--address", cluster.address,
+                           "--result", str(tmp_path / "r.pkl")], capture_output=True, text=True, timeout=180,
+                          cwd=program.parent)
+    assert proc.returncode == 0, proc.stderr
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == _plain_result(root / "share.py", "share", tmp_path)
+    import json
+
+    seen = json.loads(out.read_text())
+    by_task = {c["task"]: c for c in seen["calls"] if c["task"]}
+    (made,) = [c for task, c in by_task.items() if task == "make"]
+    uses = [c for task, c in by_task.items() if task.startswith("use")]
+    assert len(uses) == 4 and all(made["out"][0] in c["refs"] for c in uses)  # one ref, passed to all readers
+    assert seen["puts"] == []  # the driver stores nothing itself
+    assert max(c["inline"] for c in seen["calls"]) < 64 * 1024  # and sends no copy of the data with a task

@@ -92,10 +92,13 @@ def test_resumed_runs_drop_whole_steps_and_stay_safe(seed: int, n: int, devices:
     tasks = {s.node: (s.ranks, plan.inputs[s.node], plan.outputs[s.node], "fp", 0) for s in plan.steps
              if s.kind == "run"}
     moves = {s.tag: (s.value, s.out, s.src, s.dst, None) for s in plan.all_moves}
+    collectives = {s.tag: ("broadcast", s.value, s.out, s.src, s.ranks, None, None) if s.kind == "bcast" else
+                   (s.kind.replace("allreduce", "all_reduce"), plan.operands[s.node], s.out, s.src, s.ranks, None, None)
+                   for s in plan.collectives}
     done = {name for name in tasks if rng.random() < 0.5}
-    run, load, active = plan_steps(tasks, moves, plan.returns, done)
+    run, load, active = plan_steps(tasks, moves, plan.returns, done, collectives)
     programs = [[op for op in ops if (op.kind in ("run", "coll") and op.node in run | load)
-                 or (op.kind in ("send", "recv", "alias") and op.tag in active)]
+                 or (op.kind in ("send", "recv", "alias", "bcast", "reduce", "allreduce") and op.tag in active)]
                 for ops in plan.programs()]
     assert check_programs(programs) == []
     # a loaded task stands in for its inputs: every task that runs has them (data-flow check)
@@ -114,6 +117,13 @@ def test_resumed_runs_drop_whole_steps_and_stay_safe(seed: int, n: int, devices:
                 assert op.value in held[r]
             elif op.kind == "alias":
                 held[r].add(op.out)
+            elif op.kind == "bcast":
+                assert r != op.peer or op.value in held[r]
+                held[r].add(op.out)
+            elif op.kind in ("reduce", "allreduce"):
+                assert op.value in held[r]
+                if op.out is not None:
+                    held[r].add(op.out)
     assert set(plan.returns) <= held[0]
 
 

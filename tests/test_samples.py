@@ -182,3 +182,20 @@ def test_pipeline_parallel_places_layers_as_a_pipeline() -> None:
     assert len(used) >= 2
     utilization = graph.attrs["schedule.utilization"]
     assert sum(utilization) / len(utilization) > 0.8, utilization
+
+
+def test_plan_says_all_reduce_beats_a_parameter_server_on_slow_links() -> None:
+    """`dagc plan samples/sgd_{param_server,allreduce}.py --cluster 5 --link-bandwidth 1GB/s`: once `comm`
+    has chosen the transfers, the all-reduce form's estimate is the shorter one; both forms' tasks
+    give the same schedule before transfers are priced per collective."""
+    from dagc.plan import plan_file
+
+    cluster = parse_cluster_spec("5", link_bandwidth="1GB/s")
+    ps = plan_file(str(SAMPLES / "sgd_param_server.py"), cluster)
+    ar = plan_file(str(SAMPLES / "sgd_allreduce.py"), cluster)
+    assert ps.valid and ar.valid and ps.comm_makespan and ar.comm_makespan
+    assert ar.comm_makespan < ps.comm_makespan
+    assert ar.comm_makespan < ar.p2p_makespan  # the all-reduces are what make it faster
+    graph = compile_file(SAMPLES / "sgd_allreduce.py", passes="verify,dce,cse,partition,schedule,comm",
+                         cluster=cluster)
+    assert sum(1 for n in graph if n.attrs.get("comm.reduce") == "all") == 3  # one all-reduce per step

@@ -160,6 +160,10 @@ def _convert_option(project: Project, info: ModuleInfo, key: str, value: Any, no
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise bad_type()
         return tuple(value)
+    if kind == "compress":
+        if value not in ("bf16", "fp16"):
+            raise bad_type()
+        return value
     if kind == "resources":
         if not isinstance(value, dict) or not all(
             isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0

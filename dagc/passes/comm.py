@@ -5,14 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from dagc.cost import allreduce_time, broadcast_time, fanin_time, fanout_time, reduce_time
 from dagc.ir.core import Graph, Node
 from dagc.ir.types import Ref, TaskOptions
 from dagc.passes._rewrite import replace_uses
 from dagc.passes.base import Pass, PassContext, register
 from dagc.passes.partition import cluster_of, cost_model_of
+from dagc.passes.reductions import glue_sum
 from dagc.passes.schedule import device_list
 
-__all__ = ["Comm", "TRANSFER_TARGET"]
+__all__ = ["Comm", "TRANSFER_TARGET", "REDUCE_ORDER_CODE"]
+
+# Warning: a sum became a reduce collective, whose floating-point additions may run in another order.
+REDUCE_ORDER_CODE = "DAGC311"
 
 TRANSFER_TARGET = "dagc.runtime.transfer:transfer"
 
@@ -25,9 +30,27 @@ class Comm(Pass):
     node `value@dst` with op `transfer`, args `(Ref(value),)`, output `value@dst`, attrs
     `transfer.src`, `transfer.dst`, `transfer.bytes` (and `partition.device` = dst), the producer's
     span; the consumers on `dst` read `value@dst`. With `schedule.*` attributes present the
-    transfer node gets its start (the producer's finish) and finish too."""
+    transfer node gets its start (the producer's finish) and finish too.
+
+    A value read on k > 1 other devices becomes one broadcast instead, when the cost model
+    (`dagc.cost.broadcast_time` against `fanout_time`) says it is faster: one node
+    `value@d1-d2-…` with `transfer.kind = "broadcast"`, `transfer.dst` and `partition.device` the
+    list of readers; the consumers on every reader read that one value.
+
+    A glue sum of tensors on distinct ranks (`a + b + c`, `(a + b + c) / 3`; see
+    `dagc.passes.reductions`) becomes a reduce collective onto the glue's rank when the model
+    (`reduce_time` against `fanin_time`) says so: the glue node keeps its expression (the local and
+    Ray backends still evaluate it) and gets `comm.reduce = "sum"`, `comm.operands` (the values
+    added, in Python's order), `comm.sources` (the rank of each), `comm.divisor` (a mean),
+    `comm.bytes`; its operands are not transferred.
+    When the sum is read only on ranks of the group, an all-reduce (`comm.reduce = "all"`,
+    `comm.holders` = the group) leaves it on all of them, if `allreduce_time` says it beats a
+    reduce followed by moving the sum.
+    Floating-point sums may then round differently from Python's left-to-right order: a warning
+    (DAGC311) at the line says so."""
 
     name: ClassVar[str] = "comm"
+    collectives: bool = True  # comm{collectives=false}: point-to-point messages only
 
     def apply(self, ctx: PassContext, graph: Graph) -> None:
         if any("partition.device" not in n.attrs for n in graph):
@@ -36,55 +59,123 @@ class Comm(Pass):
         cluster = cluster_of(ctx)
         cost = cost_model_of(ctx)
         home = {n.name: (device_list(n.attrs["partition.device"]) or (0,)) for n in graph}
-        # (value, dst) -> consumers
-        needed: dict[tuple[str, int], list[str]] = {}
+        reduced = self._reductions(ctx, graph, home) if self.collectives else set()
+        # value -> dst -> consumers (dicts keep first-use order: output is deterministic)
+        needed: dict[str, dict[int, list[str]]] = {}
         for src, dst, value in graph.data_edges():
-            if graph.node(src).op == "transfer":
+            if graph.node(src).op == "transfer" or dst in reduced:
                 continue
+            if src in reduced and home[dst][0] in (graph.node(src).attrs.get("comm.holders") or ()):
+                continue  # an all-reduce leaves the sum on every rank of its group
             d_src, d_dst = home[src][0], home[dst][0]
             if d_src != d_dst:
-                needed.setdefault((value, d_dst), []).append(dst)
+                needed.setdefault(value, {}).setdefault(d_dst, []).append(dst)
         if not needed:
             return
         inserted: dict[str, list[str]] = {}
-        for (value, d_dst), consumers in needed.items():
+        broadcasts = 0
+        for value, by_dst in needed.items():
             producer = graph.producer(value)
             assert producer is not None
             d_src = home[producer.name][0]
-            nbytes = int(cost.value_bytes(producer))
-            new_value = f"{value}@{d_dst}"
-            name = graph.fresh_name(new_value)
-            attrs: dict[str, object] = {
-                "transfer.src": d_src,
-                "transfer.dst": d_dst,
-                "transfer.bytes": nbytes,
-                "partition.device": d_dst,
-            }
-            if "schedule.finish" in producer.attrs:
-                start = float(producer.attrs["schedule.finish"])
-                attrs["schedule.start"] = start
-                attrs["schedule.finish"] = start + cluster.transfer_time(nbytes, d_src, d_dst)
-            index = producer.outputs.index(value)
-            node = Node(
-                name=name,
-                op="transfer",
-                target=TRANSFER_TARGET,
-                args=(Ref(value),),
-                outputs=(new_value,),
-                types=(producer.types[index],),
-                options=TaskOptions(out_size=producer.options.out_size),
-                span=producer.span,
-                attrs=attrs,
-            )
-            graph.add_node(node)
-            inserted.setdefault(producer.name, []).append(name)
-            replace_uses(graph, {value: new_value}, only=set(consumers))
+            nbytes = int(cost.wire_bytes(producer))  # compressed values cross the link in fewer bytes
+            readers = sorted(by_dst)
+            if len(readers) > 1 and self.collectives and broadcast_time(cluster, nbytes, d_src, readers) < \
+                    fanout_time(cluster, nbytes, d_src, readers):
+                consumers = [c for d in readers for c in by_dst[d]]
+                time = broadcast_time(cluster, nbytes, d_src, readers)
+                name = self._insert(graph, producer, value, d_src, readers, nbytes, time, consumers)
+                inserted.setdefault(producer.name, []).append(name)
+                broadcasts += 1
+                continue
+            for d_dst, consumers in by_dst.items():
+                time = cluster.transfer_time(nbytes, d_src, d_dst)
+                name = self._insert(graph, producer, value, d_src, [d_dst], nbytes, time, consumers)
+                inserted.setdefault(producer.name, []).append(name)
+        new = {t for ts in inserted.values() for t in ts}
         order: list[str] = []
         for n in graph:
-            if n.op == "transfer" and n.name in {t for ts in inserted.values() for t in ts}:
+            if n.name in new:
                 continue
             order.append(n.name)
             order.extend(inserted.get(n.name, ()))
         graph.reorder(order)
         graph.invalidate()
-        ctx.remark(self.name, f"inserted {sum(len(v) for v in inserted.values())} transfer(s)")
+        total = sum(len(v) for v in inserted.values())
+        ctx.remark(self.name, f"inserted {total} transfer(s)" + (f", {broadcasts} of them broadcast(s)"
+                                                                 if broadcasts else ""))
+
+    def _reductions(self, ctx: PassContext, graph: Graph, home: dict[str, tuple[int, ...]]) -> set[str]:
+        """Mark the glue sums that become reduce collectives; their names."""
+        cluster, cost = cluster_of(ctx), cost_model_of(ctx)
+        out: set[str] = set()
+        for node in graph:
+            total = glue_sum(node, graph)
+            if total is None:
+                continue
+            producers = [graph.producer(value) for value in total.values]
+            sources = [home[p.name][0] for p in producers if p is not None]
+            root = home[node.name][0]
+            if len(set(sources)) != len(sources) or root not in sources or len(home[node.name]) != 1:
+                continue  # one operand per rank, the result where one of them is
+            nbytes = max(int(cost.value_bytes(p)) for p in producers if p is not None)
+            others = [d for d in sources if d != root]
+            if not reduce_time(cluster, nbytes, root, others) < fanin_time(cluster, nbytes, root, others):
+                continue
+            node.attrs.update({"comm.reduce": "sum", "comm.operands": list(total.values), "comm.sources": sources,
+                               "comm.bytes": nbytes})
+            if total.divisor is not None:
+                node.attrs["comm.divisor"] = total.divisor
+            readers = {home[c][0] for c in graph.consumers(node.outputs[0])} - {root}
+            if readers and readers <= set(sources):
+                then_move = (broadcast_time if len(readers) > 1 else fanout_time)(cluster, nbytes, root, sorted(readers))
+                if allreduce_time(cluster, nbytes, sources) <= reduce_time(cluster, nbytes, root, others) + then_move:
+                    node.attrs["comm.reduce"] = "all"  # every rank of the group gets the sum
+                    node.attrs["comm.holders"] = sorted(sources)
+            out.add(node.name)
+            ctx.sink.warning(
+                REDUCE_ORDER_CODE,
+                f"this sum of tensors on ranks {sorted(sources)} becomes "
+                + ("an all-reduce collective" if node.attrs["comm.reduce"] == "all"
+                   else f"a reduce collective onto rank {root}") + ": "
+                "floating-point additions may run in another order than Python's left to right, so the "
+                "result may differ in the last bits (integer tensors are exact)",
+                node.span,
+                hint="to keep Python's order exactly, compile with -p '...,comm{collectives=false},...'",
+            )
+        if out:
+            ctx.remark(self.name, f"{len(out)} sum(s) become reduce collective(s)")
+        return out
+
+    @staticmethod
+    def _insert(graph: Graph, producer: Node, value: str, d_src: int, readers: list[int], nbytes: int,
+                time: float, consumers: list[str]) -> str:
+        """Add the transfer of `value` from `d_src` to `readers` (one: a message; several: a broadcast)."""
+        new_value = f"{value}@{'-'.join(str(d) for d in readers)}"
+        name = graph.fresh_name(new_value)
+        attrs: dict[str, object] = {
+            "transfer.src": d_src,
+            "transfer.dst": readers[0] if len(readers) == 1 else list(readers),
+            "transfer.bytes": nbytes,
+            "partition.device": readers[0] if len(readers) == 1 else list(readers),
+        }
+        if len(readers) > 1:
+            attrs["transfer.kind"] = "broadcast"
+        if "schedule.finish" in producer.attrs:
+            start = float(producer.attrs["schedule.finish"])
+            attrs["schedule.start"] = start
+            attrs["schedule.finish"] = start + time
+        index = producer.outputs.index(value)
+        graph.add_node(Node(
+            name=name,
+            op="transfer",
+            target=TRANSFER_TARGET,
+            args=(Ref(value),),
+            outputs=(new_value,),
+            types=(producer.types[index],),
+            options=TaskOptions(out_size=producer.options.out_size),
+            span=producer.span,
+            attrs=attrs,
+        ))
+        replace_uses(graph, {value: new_value}, only=set(consumers))
+        return name

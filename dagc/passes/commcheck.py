@@ -90,7 +90,10 @@ class Op:
 
     kind: "run" (a single-rank task), "coll" (a multi-rank task; `group` = its ranks),
     "send"/"recv" (`value` moved to/from `peer`, matched by `tag`), "alias" (`out` = `value`
-    locally: a transfer whose two ends are the same rank)."""
+    locally: a transfer whose two ends are the same rank), "bcast" (a broadcast collective over
+    `group`: root `peer` gives `value`, every rank of the group holds `out` afterwards), "reduce"
+    (a sum over `group`: each rank gives its `value`, root `peer` holds `out` afterwards),
+    "allreduce" (the same, and every rank of the group holds `out`)."""
 
     kind: str
     node: str
@@ -105,6 +108,12 @@ class Op:
             return f"run `{self.node}`"
         if self.kind == "coll":
             return f"run multi-rank `{self.node}` on ranks {list(self.group)}"
+        if self.kind == "allreduce":
+            return f"all-reduce `{self.node}` over ranks {list(self.group)} (tag {self.tag})"
+        if self.kind == "reduce":
+            return f"reduce `{self.node}` onto rank {self.peer} over ranks {list(self.group)} (tag {self.tag})"
+        if self.kind == "bcast":
+            return f"broadcast `{self.value}` from rank {self.peer} over ranks {list(self.group)} (tag {self.tag})"
         if self.kind == "send":
             return f"send `{self.value}` to rank {self.peer} (tag {self.tag})"
         if self.kind == "recv":
@@ -119,7 +128,7 @@ class Step:
     For a move, `node` names the transfer node (or the consumer that needed the value, for a move
     the backend adds itself), `value` is read on `src` and `out` is defined on `dst`."""
 
-    kind: str  # "run" | "move"
+    kind: str  # "run" | "move" | "bcast" | "reduce" | "allreduce" (`ranks` = the group, `src` = its root)
     node: str
     ranks: tuple[int, ...] = ()
     value: str | None = None
@@ -143,6 +152,7 @@ class CommPlan:
     inputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     outputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     returns: tuple[str, ...] = ()
+    operands: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)  # reduce: (value, rank)s
 
     def programs(self) -> list[list[Op]]:
         """Each rank's sequence of operations (index = rank)."""
@@ -154,6 +164,15 @@ class CommPlan:
                 else:
                     for r in step.ranks:
                         out[r].append(Op("coll", step.node, group=step.ranks))
+            elif step.kind == "bcast":
+                for r in step.ranks:
+                    out[r].append(Op("bcast", step.node, step.value, step.out, step.src, step.tag, step.ranks))
+            elif step.kind in ("reduce", "allreduce"):
+                for r in step.ranks:
+                    mine = next((v for v, src in self.operands[step.node] if src == r), None)
+                    gets = step.kind == "allreduce" or r == step.src
+                    out[r].append(Op(step.kind, step.node, mine, step.out if gets else None, step.src,
+                                     step.tag, step.ranks))
             elif step.src == step.dst:
                 assert step.src is not None
                 out[step.src].append(Op("alias", step.node, step.value, step.out, tag=step.tag))
@@ -167,6 +186,11 @@ class CommPlan:
     def moves(self) -> list[Step]:
         """The point-to-point messages (moves between two ranks)."""
         return [s for s in self.steps if s.kind == "move" and s.src != s.dst]
+
+    @property
+    def collectives(self) -> list[Step]:
+        """The collectives (broadcasts and reduces)."""
+        return [s for s in self.steps if s.kind in _COLLECTIVES]
 
     @property
     def all_moves(self) -> list[Step]:
@@ -258,8 +282,27 @@ def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
 
     inputs: dict[str, tuple[str, ...]] = {}
     outputs: dict[str, tuple[str, ...]] = {}
+    operands: dict[str, tuple[tuple[str, int], ...]] = {}
     for name in order:
         node = graph.node(name)
+        if node.attrs.get("comm.reduce") and _device_list(node.attrs.get("comm.sources")):
+            # a sum computed by a reduce collective: each operand stays on its own rank
+            sources = _device_list(node.attrs["comm.sources"]) or ()
+            values = [str(v) for v in node.attrs.get("comm.operands") or ()]
+            target = home[name][0]
+            for value, src in zip(values, sources):
+                fetch(name, value, src)
+            operands[name] = tuple(zip(values, sources))
+            group = tuple(sorted({*sources, target}))
+            everywhere = node.attrs["comm.reduce"] == "all"
+            steps.append(Step("allreduce" if everywhere else "reduce", name, ranks=group, out=node.outputs[0],
+                              src=target, tag=tag))
+            tag += 1
+            holders[node.outputs[0]] = [target, *(r for r in group if r != target and everywhere)]
+            for r in holders[node.outputs[0]]:
+                copies[(node.outputs[0], r)] = node.outputs[0]
+            holders[order_token(name)] = [target]
+            continue
         if node.op == "transfer" and node.args:
             (value,) = node.input_values()[:1] or (None,)
             if value is None:
@@ -267,6 +310,16 @@ def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
             src_attr = _device_list(node.attrs.get("transfer.src"))
             src = src_attr[0] if src_attr else (holders.get(value) or [0])[0]
             fetch(name, value, src)
+            if node.attrs.get("transfer.kind") == "broadcast":
+                group = tuple(sorted({src, *home[name]}))
+                steps.append(Step("bcast", name, ranks=group, value=value, out=node.outputs[0], src=src, tag=tag))
+                tag += 1
+                out = node.outputs[0]
+                origin.setdefault(out, root(value))
+                holders[out] = list(group)
+                for r in group:
+                    copies.setdefault((root(out), r), out)
+                continue
             for dst in home[name]:
                 move(name, value, node.outputs[0], src, dst)
             continue
@@ -289,10 +342,12 @@ def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
     returns = tuple(dict.fromkeys(graph.output_values()))
     for value in returns:
         fetch("<return>", value, 0)
-    return CommPlan(n_ranks, steps, home, {n.name: n.span for n in graph}, params, inputs, outputs, returns)
+    return CommPlan(n_ranks, steps, home, {n.name: n.span for n in graph}, params, inputs, outputs, returns,
+                    operands)
 
 
 _TOKEN = "!done"
+_COLLECTIVES = ("bcast", "reduce", "allreduce")
 
 
 def order_token(task: str) -> str:
@@ -342,7 +397,7 @@ def _waits_for(programs: Sequence[Sequence[Op]], pc: Sequence[int], rank: int) -
     op = programs[rank][pc[rank]]
     if op.kind in ("send", "recv"):
         return [op.peer] if op.peer is not None else []
-    if op.kind == "coll":
+    if op.kind in ("coll", *_COLLECTIVES):
         return [r for r in op.group if r != rank]
     return []
 
@@ -380,6 +435,16 @@ def check_programs(
             held[rank].add(op.out)
         elif op.kind == "alias" and op.out is not None:
             held[rank].add(op.out)
+        elif op.kind == "bcast":
+            if rank == op.peer and inputs is not None and op.value is not None and op.value not in held[rank]:
+                problems.append(CommProblem(rank, op, f"rank {rank} broadcasts `{op.value}` before it holds it"))
+            if op.out is not None:
+                held[rank].add(op.out)
+        elif op.kind in ("reduce", "allreduce"):
+            if inputs is not None and op.value is not None and op.value not in held[rank]:
+                problems.append(CommProblem(rank, op, f"rank {rank} reduces `{op.value}` before it holds it"))
+            if op.out is not None:
+                held[rank].add(op.out)
         elif op.kind == "send" and inputs is not None and op.value is not None and op.value not in held[rank]:
             problems.append(CommProblem(rank, op, f"rank {rank} sends `{op.value}` before it holds it"))
         pc[rank] += 1
@@ -404,10 +469,12 @@ def check_programs(
                         progressed = True
                     else:
                         break
-                elif op.kind == "coll":
+                elif op.kind in ("coll", *_COLLECTIVES):
+                    # a collective completes only when every rank of its group is at the same one
                     group = op.group
-                    if all(0 <= g < world and pc[g] < len(programs[g]) and programs[g][pc[g]].kind == "coll"
-                           and programs[g][pc[g]].node == op.node for g in group) and rank in group:
+                    if all(0 <= g < world and pc[g] < len(programs[g]) and programs[g][pc[g]].kind == op.kind
+                           and programs[g][pc[g]].node == op.node and programs[g][pc[g]].group == group
+                           for g in group) and rank in group:
                         for g in group:
                             execute(g, programs[g][pc[g]])
                         progressed = True
@@ -436,7 +503,7 @@ def _blocked_message(programs: Sequence[Sequence[Op]], pc: Sequence[int], rank: 
 
     if op.kind in ("send", "recv") and op.peer is not None:
         return f"rank {rank} could block forever waiting to {op.describe()}: {doing(op.peer)}"
-    if op.kind == "coll":
+    if op.kind in ("coll", *_COLLECTIVES):
         others = "; ".join(doing(r) for r in op.group if r != rank)
         return f"rank {rank} could block forever waiting to {op.describe()}: {others}"
     return f"rank {rank} could block forever at {op.describe()}"
@@ -494,4 +561,8 @@ class CommCheck(Pass):
             ctx.sink.emit(diag)
         graph.attrs["commcheck.ranks"] = plan.world
         graph.attrs["commcheck.messages"] = len(plan.moves)
-        ctx.remark(self.name, f"{plan.world} rank(s), {len(plan.moves)} point-to-point message(s): no deadlock")
+        collectives = f", {len(plan.collectives)} collective(s)" if plan.collectives else ""
+        if plan.collectives:
+            graph.attrs["commcheck.collectives"] = len(plan.collectives)
+        ctx.remark(self.name, f"{plan.world} rank(s), {len(plan.moves)} point-to-point message(s){collectives}: "
+                   "no deadlock")

@@ -93,5 +93,5 @@ def annotate(graph: Graph, p: Problem, s: Schedule, cost_model: CostModel) -> No
     for src, dst, value in graph.data_edges():
         a, b = index[src], index[dst]
         if set(s.devices[a]) != set(s.devices[b]):
-            cut.append([src, dst, value, int(cost_model.value_bytes(nodes[a]))])
+            cut.append([src, dst, value, int(cost_model.wire_bytes(nodes[a]))])
     graph.attrs["schedule.cut_edges"] = cut

@@ -97,7 +97,7 @@ class Stages(Pass):
         for src, dst, _value in graph.data_edges():
             a, b = pos[src], pos[dst]
             if a < b:
-                nbytes = cost.value_bytes(graph.node(src))
+                nbytes = cost.wire_bytes(graph.node(src))
                 delta[a + 1] += nbytes
                 delta[b + 1] -= nbytes
         crossing = [0.0] * (n + 1)

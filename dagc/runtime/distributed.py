@@ -54,13 +54,20 @@ from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.progress import Progress
 from dagc.runtime.store import RunStore
 
-__all__ = ["Runner", "TaskInfo", "MoveInfo", "plan_steps", "send_value", "recv_value", "DTYPES",
+__all__ = ["Runner", "TaskInfo", "MoveInfo", "CollectiveInfo", "plan_steps", "send_value", "recv_value",
+           "broadcast_value", "reduce_value", "compress_value", "decompress_value", "COMPRESS_DTYPES", "DTYPES",
            "launch_main", "train_pipeline", "train_layers", "current_stages", "use_stages"]
 
 # TASKS[name] = (ranks, inputs, outputs, fingerprint, retries)
 TaskInfo = tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], str, int]
 # MOVES[tag] = (value on src, value on dst, src, dst, static tensor (dtype, shape) or None)
 MoveInfo = tuple[str, str, int, int, "tuple[str, tuple[int, ...]] | None"]
+# COLLECTIVES[tag] = (kind, value(s), value defined, root, group, static, divisor):
+#   ("broadcast", value on the root, value on every rank of the group, root, group, static tensor, None)
+#   ("reduce", ((operand, its rank), … in Python's order of addition), sum on the root, root, group, None,
+#    the number the sum is divided by (a mean) or None)
+#   ("all_reduce", …)  the same, and every rank of the group gets the sum
+CollectiveInfo = tuple[str, Any, str, int, tuple[int, ...], "tuple[str, tuple[int, ...]] | None", "float | None"]
 
 DTYPES: tuple[torch.dtype, ...] = (
     torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
@@ -74,6 +81,50 @@ _KIND_TENSOR, _KIND_PICKLE = 1, 2
 # they land in the receiver's buffer directly instead of being staged and copied (one round trip,
 # tens of microseconds, against a copy of the whole payload).
 _HANDSHAKE = 1 << 20
+
+
+# ---- compression for transfer (`compress="bf16"` / "fp16" on a task) -----------------------------------
+COMPRESS_DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16}
+# floating dtypes that compression narrows (16-bit ones already are as small)
+_WIDE_FLOATS = (torch.float32, torch.float64)
+
+
+class _Narrowed:
+    """A tensor sent narrowed, with the dtype it is restored to on arrival (inside a pickled value)."""
+
+    def __init__(self, tensor: torch.Tensor, dtype: torch.dtype) -> None:
+        self.tensor, self.dtype = tensor, dtype
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_Narrowed, (self.tensor, self.dtype))
+
+
+def compress_value(value: Any, kind: str) -> Any:
+    """`value` with every float32/float64 tensor (also inside lists, tuples and dicts) cast to the
+    16-bit dtype of `kind`; `decompress_value` casts them back."""
+    narrow = COMPRESS_DTYPES[kind]
+    if isinstance(value, torch.Tensor):
+        return _Narrowed(value.detach().to(narrow).requires_grad_(value.requires_grad), value.dtype) if value.dtype in _WIDE_FLOATS else value
+    if isinstance(value, list):
+        return [compress_value(v, kind) for v in value]
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(compress_value(v, kind) for v in value)
+    if isinstance(value, dict) and type(value) is dict:
+        return {k: compress_value(v, kind) for k, v in value.items()}
+    return value
+
+
+def decompress_value(value: Any) -> Any:
+    """The inverse of `compress_value` (up to the 16-bit rounding)."""
+    if isinstance(value, _Narrowed):
+        return value.tensor.to(value.dtype)
+    if isinstance(value, list):
+        return [decompress_value(v) for v in value]
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return tuple(decompress_value(v) for v in value)
+    if isinstance(value, dict) and type(value) is dict:
+        return {k: decompress_value(v) for k, v in value.items()}
+    return value
 
 
 # ---- transfers -------------------------------------------------------------------------------------
@@ -92,9 +143,19 @@ def _ready(src: int, tag: int, device: torch.device) -> None:
 
 
 def send_value(value: Any, dst: int, tag: int, device: torch.device,
-               static: tuple[str, tuple[int, ...]] | None = None) -> int:
+               static: tuple[str, tuple[int, ...]] | None = None, compress: str | None = None) -> int:
     """Send `value` to rank `dst`; returns the payload bytes. `device` is the transport's device
-    (a CUDA device under nccl, the CPU under gloo)."""
+    (a CUDA device under nccl, the CPU under gloo). With `compress` ("bf16"/"fp16"), floating
+    tensors travel in 16 bits and are cast back on arrival (the receiver passes the same `compress`)."""
+    restore = 0  # 1 + the dtype code a tensor sent narrowed is cast back to on arrival
+    if compress is not None:
+        packed = compress_value(value, compress)
+        if isinstance(packed, _Narrowed) and static is not None:  # the receiver knows both dtypes
+            value, static = packed.tensor, _wire_static(static, compress)
+        elif isinstance(packed, _Narrowed):
+            value, restore = packed.tensor, _DTYPE_CODE[packed.dtype] + 1
+        else:
+            value = packed
     if static is not None and isinstance(value, torch.Tensor) and value.dtype == getattr(torch, static[0]) \
             and tuple(value.shape) == tuple(static[1]):
         payload = value.detach().to(device).contiguous()
@@ -105,7 +166,7 @@ def send_value(value: Any, dst: int, tag: int, device: torch.device,
         payload = value.detach().to(device).contiguous()
         nbytes = payload.numel() * payload.element_size()
         head = [_KIND_TENSOR, _DTYPE_CODE[value.dtype], value.dim(), int(value.is_cuda),
-                int(value.requires_grad), int(nbytes >= _HANDSHAKE), 0, *value.shape]
+                int(value.requires_grad), int(nbytes >= _HANDSHAKE), restore, *value.shape]
         dist.send(_header(head, device), dst, tag=tag)
         if nbytes >= _HANDSHAKE:
             _wait_ready(dst, tag, device)
@@ -129,8 +190,13 @@ def send_value(value: Any, dst: int, tag: int, device: torch.device,
 
 
 def recv_value(src: int, tag: int, device: torch.device,
-               static: tuple[str, tuple[int, ...]] | None = None, out: torch.Tensor | None = None) -> Any:
+               static: tuple[str, tuple[int, ...]] | None = None, out: torch.Tensor | None = None,
+               compress: str | None = None) -> Any:
     """Receive what `send_value` sent from rank `src` (a static tensor into `out` when given)."""
+    if compress is not None:
+        wire = _wire_static(static, compress)
+        value = recv_value(src, tag, device, wire, out)  # `out`, when given, is allocated for `wire`
+        return _widen_from_wire(value, static)
     if static is not None:
         buffer = out if out is not None else static_buffer(static, device)
         dist.recv(buffer, src, tag=tag)
@@ -144,11 +210,7 @@ def recv_value(src: int, tag: int, device: torch.device,
         if h[5]:
             _ready(src, tag, device)
         dist.recv(buffer, src, tag=tag)
-        if not h[3] and buffer.device.type != "cpu":
-            buffer = buffer.cpu()
-        if h[4]:
-            buffer.requires_grad_(True)
-        return buffer
+        return _finish_tensor(buffer, h)
     if h[0] == _KIND_PICKLE:
         buffer = torch.empty(h[7], dtype=torch.uint8, device=device)
         if h[5]:
@@ -156,6 +218,141 @@ def recv_value(src: int, tag: int, device: torch.device,
         dist.recv(buffer, src, tag=tag)
         return pickle.loads(memoryview(buffer.cpu().numpy()))
     raise RuntimeError(f"malformed message header from rank {src} (tag {tag}): {h}")
+
+
+def _finish_tensor(buffer: torch.Tensor, h: list[int]) -> torch.Tensor:
+    """A received tensor as it was sent: on the CPU if it came from there, in its own dtype (sent
+    narrowed, it is cast back), with its gradient flag."""
+    if not h[3] and buffer.device.type != "cpu":
+        buffer = buffer.cpu()
+    if h[6]:
+        buffer = buffer.to(DTYPES[h[6] - 1])
+    if h[4]:
+        buffer.requires_grad_(True)
+    return buffer
+
+
+def _wire_static(static: tuple[str, tuple[int, ...]] | None, compress: str
+                 ) -> tuple[str, tuple[int, ...]] | None:
+    if static is None or getattr(torch, static[0]) not in _WIDE_FLOATS:
+        return static
+    return str(COMPRESS_DTYPES[compress]).removeprefix("torch."), static[1]
+
+
+def _widen_from_wire(value: Any, static: tuple[str, tuple[int, ...]] | None) -> Any:
+    if static is not None and isinstance(value, torch.Tensor) and value.dtype != getattr(torch, static[0]):
+        return value.to(getattr(torch, static[0]))
+    return decompress_value(value)
+
+
+def broadcast_value(value: Any, root: int, group: Any, device: torch.device,
+                    static: tuple[str, tuple[int, ...]] | None = None, compress: str | None = None,
+                    out: torch.Tensor | None = None) -> Any:
+    """Broadcast `value` from global rank `root` to every rank of `group` (a collective: every rank of
+    the group calls it, in the same order); returns the value on every rank (on the root, `value`
+    itself). Same wire format as `send_value`: a statically shaped tensor goes alone (into `out` on
+    the other ranks, when given: a buffer for the wire's dtype and shape), anything else after a
+    header."""
+    is_root = dist.get_rank() == root
+    if compress is not None:
+        wire = _wire_static(static, compress)
+        sent = compress_value(value, compress) if is_root else None
+        if isinstance(sent, _Narrowed) and static is not None:  # every rank knows both dtypes
+            sent = sent.tensor
+        received = broadcast_value(sent, root, group, device, wire, out=out)
+        return value if is_root else _widen_from_wire(received, static)
+    if static is not None:
+        if is_root:
+            if not (isinstance(value, torch.Tensor) and value.dtype == getattr(torch, static[0])
+                    and tuple(value.shape) == tuple(static[1])):
+                raise TypeError(f"expected a {static[0]} tensor of shape {list(static[1])} to broadcast, "
+                                f"got {type(value).__name__}")
+            payload = value.detach().to(device).contiguous()
+            dist.broadcast(payload, root, group=group)
+            return value
+        buffer = out if out is not None else static_buffer(static, device)
+        dist.broadcast(buffer, root, group=group)
+        return buffer
+    head = torch.zeros(_HEADER, dtype=torch.int64, device=device)
+    payload: torch.Tensor | None = None
+    if is_root:
+        if isinstance(value, _Narrowed):  # a bare tensor sent narrow: say which dtype to restore
+            tensor, restore = value.tensor, _DTYPE_CODE[value.dtype] + 1
+        else:
+            tensor, restore = value, 0
+        if (isinstance(tensor, torch.Tensor) and tensor.dtype in _DTYPE_CODE and tensor.dim() <= _MAX_DIMS
+                and not tensor.is_sparse):
+            payload = tensor.detach().to(device).contiguous()
+            head = _header([_KIND_TENSOR, _DTYPE_CODE[tensor.dtype], tensor.dim(), int(tensor.is_cuda),
+                            int(tensor.requires_grad), 0, restore, *tensor.shape], device)
+        else:
+            data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            payload = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(device)
+            head = _header([_KIND_PICKLE, 0, 0, 0, 0, 0, 0, len(data)], device)
+    dist.broadcast(head, root, group=group)
+    h = head.tolist()
+    if is_root:
+        dist.broadcast(payload, root, group=group)  # type: ignore[arg-type]
+        return value
+    if h[0] == _KIND_TENSOR:
+        buffer = torch.empty(tuple(h[7 : 7 + h[2]]), dtype=DTYPES[h[1]], device=device)
+        dist.broadcast(buffer, root, group=group)
+        return _finish_tensor(buffer, h)
+    buffer = torch.empty(h[7], dtype=torch.uint8, device=device)
+    dist.broadcast(buffer, root, group=group)
+    return pickle.loads(memoryview(buffer.cpu().numpy()))
+
+
+_SUMMABLE = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
+             torch.int8, torch.uint8)
+
+
+def _describe(value: Any) -> list[int]:
+    """(kind, dtype, ndim, on CUDA, 0, 0, 0, dims…) of a value, for ranks to agree on a reduce."""
+    if isinstance(value, torch.Tensor) and value.dtype in _SUMMABLE and value.dim() <= _MAX_DIMS \
+            and not value.is_sparse:
+        return [_KIND_TENSOR, _DTYPE_CODE[value.dtype], value.dim(), int(value.is_cuda), 0, 0, 0, *value.shape]
+    return [_KIND_PICKLE]
+
+
+def reduce_value(value: Any, root: int, group: Any, device: torch.device, order: Sequence[int],
+                 divisor: float | None = None, everywhere: bool = False) -> Any:
+    """Sum every rank's `value` onto global rank `root` (a collective over `group`); `order` lists
+    the ranks in the order Python adds their operands. Returns the sum (divided by `divisor` when
+    given) on the root, None elsewhere; with `everywhere`, on every rank (an all-reduce).
+
+    The ranks first exchange what they hold (a 96-byte header each). Tensors of one dtype and shape
+    are summed by `dist.reduce` (each rank's operand is copied first: the collective works in
+    place); anything else (other shapes that Python would broadcast, other dtypes it would promote,
+    non-tensors) is gathered onto the root and added there in `order`, exactly as Python does."""
+    rank = dist.get_rank()
+    ranks = sorted(order)
+    heads = [torch.empty(_HEADER, dtype=torch.int64, device=device) for _ in ranks]
+    dist.all_gather(heads, _header(_describe(value), device), group=group)
+    rows = [h.tolist() for h in heads]
+    if rows[0][0] == _KIND_TENSOR and all(row == rows[0] for row in rows):
+        total = value.detach().to(device).clone(memory_format=torch.contiguous_format)
+        if everywhere:
+            dist.all_reduce(total, op=dist.ReduceOp.SUM, group=group)
+        else:
+            dist.reduce(total, root, op=dist.ReduceOp.SUM, group=group)
+        if rank != root and not everywhere:
+            return None
+        if not rows[0][3] and total.device.type != "cpu":
+            total = total.cpu()
+        return total / divisor if divisor is not None else total
+    gathered: list[Any] = [None] * len(ranks) if rank == root or everywhere else []
+    if everywhere:
+        dist.all_gather_object(gathered, value, group=group)
+    else:
+        dist.gather_object(value, gathered if rank == root else None, dst=root, group=group)
+    if rank != root and not everywhere:
+        return None
+    by_rank = dict(zip(ranks, gathered))
+    total = by_rank[order[0]]
+    for r in order[1:]:
+        total = total + by_rank[r]
+    return total / divisor if divisor is not None else total
 
 
 def static_buffer(static: tuple[str, tuple[int, ...]], device: torch.device) -> torch.Tensor:
@@ -166,18 +363,32 @@ def static_buffer(static: tuple[str, tuple[int, ...]], device: torch.device) -> 
 
 # ---- which steps a (re)started run still has to do -------------------------------------------------
 def plan_steps(
-    tasks: Mapping[str, TaskInfo], moves: Mapping[int, MoveInfo], returns: Sequence[str], done: set[str]
+    tasks: Mapping[str, TaskInfo], moves: Mapping[int, MoveInfo], returns: Sequence[str], done: set[str],
+    collectives: Mapping[int, CollectiveInfo] | None = None,
 ) -> tuple[set[str], set[str], set[int]]:
-    """(tasks to run, completed tasks to load, message tags to exchange) when `done` are stored.
+    """(tasks to run, completed tasks to load, message and collective tags to exchange) when `done`
+    are stored.
 
-    Every rank computes this from the same inputs, so all of them drop the same steps."""
+    Every rank computes this from the same inputs, so all of them drop the same steps (a collective
+    is kept or dropped as a whole, on every rank of its group)."""
+    collectives = collectives or {}
     run = {name for name in tasks if name not in done}
     needed: set[tuple[str, int]] = {(value, 0) for value in returns}
     for name in run:
         ranks, inputs = tasks[name][0], tasks[name][1]
         needed.update((value, rank) for value in inputs for rank in ranks)
     active: set[int] = set()
-    for tag in sorted(moves, reverse=True):
+    for tag in sorted({*moves, *collectives}, reverse=True):
+        if tag in collectives:
+            kind, value, out, root, group = collectives[tag][:5]
+            gets = group if kind == "all_reduce" else (root,)
+            if kind in ("reduce", "all_reduce") and any((out, r) in needed for r in gets):
+                active.add(tag)
+                needed.update((operand, rank) for operand, rank in value)
+            elif kind == "broadcast" and any((out, r) in needed for r in group):
+                active.add(tag)
+                needed.add((value, root))
+            continue
         value, out, src, dst, _ = moves[tag]
         if (out, dst) in needed:
             active.add(tag)
@@ -203,8 +414,12 @@ class Runner:
         timeout: float = 1800.0,
         backend: str | None = None,
         stages: Mapping[str, Sequence[int]] | None = None,
+        collectives: Mapping[int, CollectiveInfo] | None = None,
+        compress: Mapping[int, str] | None = None,
     ) -> None:
         self.pipeline = pipeline
+        self.collectives = dict(collectives or {})
+        self.compress = dict(compress or {})  # tag -> "bf16" | "fp16": sent narrowed
         self.stages = {name: tuple(s) for name, s in (stages or {}).items()}
         self.tasks = dict(tasks)
         self.moves = dict(moves)
@@ -248,7 +463,10 @@ class Runner:
             os.environ.setdefault("MASTER_PORT", str(_free_port()))
         dist.init_process_group(backend, store=self._store(), rank=self.rank, world_size=self.world,
                                 timeout=timedelta(seconds=self.timeout))
-        for group in sorted({info[0] for info in self.tasks.values() if len(info[0]) > 1}):
+        # every group is created once, up front, by every rank in the same (sorted) order
+        groups = {info[0] for info in self.tasks.values() if len(info[0]) > 1}
+        groups |= {info[4] for info in self.collectives.values()}
+        for group in sorted(groups):
             self.groups[group] = dist.new_group(list(group))
         if self.run_dir is not None:
             self.store = RunStore(self.run_dir, pipeline=self.pipeline) if self.rank == 0 else None
@@ -262,9 +480,16 @@ class Runner:
         shared: list[Any] = [run_id, sorted(done)]
         dist.broadcast_object_list(shared, src=0)
         run_id, done = shared[0], set(shared[1])
-        self.run, self.load, self.active = plan_steps(self.tasks, self.moves, self.returns, done)
+        self.run, self.load, self.active = plan_steps(self.tasks, self.moves, self.returns, done,
+                                                      self.collectives)
         for tag in sorted(self.active):  # preallocate the receive buffers of statically shaped tensors
-            _, _, src, dst, static = self.moves[tag]
+            if tag in self.collectives:
+                kind, _, _, root, group, static = self.collectives[tag][:6]
+                src, dst = root, (self.rank if self.rank in group and kind == "broadcast" else -1)
+            else:
+                _, _, src, dst, static = self.moves[tag]
+            if tag in self.compress and static is not None:
+                static = _wire_static(static, self.compress[tag])
             if dst == self.rank and src != dst and static is not None:
                 self.buffers[tag] = static_buffer(static, self.comm_device)
         if self.store is not None:
@@ -348,16 +573,41 @@ class Runner:
         if tag not in self.active:
             return
         _, _, _, dst, static = self.moves[tag]
-        self.moved_bytes += send_value(value, dst, tag, self.comm_device, static)
+        self.moved_bytes += send_value(value, dst, tag, self.comm_device, static, self.compress.get(tag))
 
     def recv(self, tag: int) -> Any:
         if tag not in self.active:
             return None
         _, _, src, _, static = self.moves[tag]
-        value = recv_value(src, tag, self.comm_device, static, self.buffers.pop(tag, None))
+        value = recv_value(src, tag, self.comm_device, static, self.buffers.pop(tag, None), self.compress.get(tag))
         if isinstance(value, torch.Tensor) and value.device != self.device and value.device.type != "cpu":
             value = value.to(self.device)
         return value
+
+    def broadcast(self, value: Any, tag: int) -> Any:
+        """The broadcast collective `tag`: the root passes its value, the other ranks of the group
+        None; every rank of the group gets the value."""
+        if tag not in self.active:
+            return None
+        _, _, _, root, group, static = self.collectives[tag][:6]
+        value = broadcast_value(value, root, self.groups[group], self.comm_device, static, self.compress.get(tag),
+                                self.buffers.pop(tag, None))
+        if isinstance(value, torch.Tensor) and value.device != self.device and value.device.type != "cpu":
+            value = value.to(self.device)
+        return value
+
+    def reduce(self, value: Any, tag: int) -> Any:
+        """The sum collective `tag`: every rank of the group passes its operand; the root (every
+        rank, for an all-reduce) gets the sum (divided by the declared divisor, for a mean), the
+        other ranks None."""
+        if tag not in self.active:
+            return None
+        kind, operands, _, root, group, _, divisor = self.collectives[tag]
+        total = reduce_value(value, root, self.groups[group], self.comm_device, [rank for _, rank in operands],
+                             divisor, everywhere=kind == "all_reduce")
+        if isinstance(total, torch.Tensor) and total.device != self.device and total.device.type != "cpu":
+            total = total.to(self.device)
+        return total
 
     # ---- the whole run ---------------------------------------------------------------------------
     def execute(self, program: Callable[[Runner], Any], result_path: Path | None = None) -> Any:

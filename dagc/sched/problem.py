@@ -223,7 +223,7 @@ class Problem:
         data: dict[tuple[int, int], float] = {}
         for src, dst, _value in graph.data_edges():
             key = (index[src], index[dst])
-            data[key] = data.get(key, 0.0) + cost_model.value_bytes(graph.node(src))
+            data[key] = data.get(key, 0.0) + cost_model.wire_bytes(graph.node(src))
         for src, dst in graph.edges():
             if src not in index:
                 continue

@@ -1,0 +1,94 @@
+"""The estimated makespan of a placed, scheduled graph once `comm` has chosen its transfers.
+
+The scheduler (`dagc.sched`) prices every cut edge as its own point-to-point message. After the
+`comm` pass a value may instead move once by a broadcast, and a sum may be one reduce or
+all-reduce. `timed_makespan(graph)` replays the graph in schedule order with those choices:
+
+    a task        starts when its device is free and its inputs are on it; runs `task_time`
+    a message     starts when the value is ready on its source and both ends' links are free
+    a broadcast   starts when the value is ready on the root and every member's link is free;
+                  takes `broadcast_time`
+    a reduce /    starts when every operand is ready and every member's link is free; takes
+    all-reduce    `reduce_time` / `allreduce_time`; the sum is ready on the root (on every member)
+
+A device has one link (one message in or out at a time, as on a node's network card), so the
+messages into a parameter server queue up. `dagc plan` prints this estimate beside the scheduler's
+(docs/cli.md); it is how the plan compares a parameter server with an all-reduce.
+"""
+
+from __future__ import annotations
+
+from dagc.cluster import Cluster
+from dagc.cost import CostModel, allreduce_time, broadcast_time, reduce_time
+from dagc.ir.core import Graph
+from dagc.passes.commcheck import _priority_order, node_ranks
+
+__all__ = ["timed_makespan"]
+
+
+def timed_makespan(graph: Graph, cluster: Cluster, cost: CostModel | None = None) -> float:
+    """Seconds from the first task's start to the last one's end (see the module docstring)."""
+    cost = cost or CostModel()
+    device_free: dict[int, float] = {}
+    link_free: dict[int, float] = {}
+    ready: dict[tuple[str, int], float] = {}  # (value, device) -> when it is there
+    params = {p.name for p in graph.params}
+    end = 0.0
+
+    def at(value: str, device: int) -> float:
+        if value in params:
+            return 0.0
+        if (value, device) in ready:
+            return ready[(value, device)]
+        # read where it is not (a graph without transfers): priced as one message from its first holder
+        holders = [(t, d) for (v, d), t in ready.items() if v == value]
+        if not holders:
+            return 0.0
+        t, d = min(holders)
+        return t + cluster.transfer_time(cost.default_out_size, d, device)
+
+    for name in _priority_order(graph):
+        node = graph.node(name)
+        ranks = [r for r in node_ranks(node) if r < cluster.n_devices] or [0]
+        if node.op == "transfer":
+            (value,) = node.input_values()[:1]
+            src = int(node.attrs.get("transfer.src", ranks[0]))
+            nbytes = float(node.attrs.get("transfer.bytes", cost.wire_bytes(node)))
+            group = sorted({src, *ranks})
+            start = max([at(value, src), *(link_free.get(r, 0.0) for r in group)])
+            if node.attrs.get("transfer.kind") == "broadcast":
+                finish = start + broadcast_time(cluster, nbytes, src, ranks)
+            else:
+                finish = start + cluster.transfer_time(nbytes, src, ranks[0])
+            for r in group:
+                link_free[r] = finish
+            for r in ranks:
+                ready[(node.outputs[0], r)] = finish
+            end = max(end, finish)
+            continue
+        if node.attrs.get("comm.reduce"):
+            operands = [str(v) for v in node.attrs.get("comm.operands") or ()]
+            sources = [int(s) for s in node.attrs.get("comm.sources") or ()]
+            root = ranks[0]
+            group = sorted({root, *sources})
+            nbytes = float(node.attrs.get("comm.bytes", cost.default_out_size))
+            start = max([*(at(v, s) for v, s in zip(operands, sources)), *(link_free.get(r, 0.0) for r in group)])
+            everywhere = node.attrs["comm.reduce"] == "all"
+            took = allreduce_time(cluster, nbytes, group) if everywhere else \
+                reduce_time(cluster, nbytes, root, [s for s in sources if s != root])
+            finish = start + took
+            for r in group:
+                link_free[r] = finish
+                if everywhere or r == root:
+                    ready[(node.outputs[0], r)] = finish
+            end = max(end, finish)
+            continue
+        device = ranks[0]
+        start = max([device_free.get(r, 0.0) for r in ranks] + [at(v, r) for v in node.input_values() for r in ranks])
+        finish = start + cost.task_time(node, cluster.devices[device])
+        for r in ranks:
+            device_free[r] = finish
+        for value in node.outputs:
+            ready[(value, device)] = finish
+        end = max(end, finish)
+    return end
