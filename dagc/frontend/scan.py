@@ -132,7 +132,10 @@ def _convert_option(project: Project, info: ModuleInfo, key: str, value: Any, no
         if isinstance(value, bool):
             raise bad_type()
         try:
-            return units.parse_duration(value) if kind == "duration" else units.parse_size(value)
+            converted = units.parse_duration(value) if kind == "duration" else units.parse_size(value)
+            if key == "timeout" and not converted > 0:
+                raise bad_type()
+            return converted
         except units.UnitError as exc:
             code = "DAGC122" if isinstance(value, str) else "DAGC121"
             _option_error(project, info, code, f"option `{key}`: {exc}", node, hint=f"write {key}= {spec.accepted}")
