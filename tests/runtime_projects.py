@@ -143,3 +143,28 @@ LOCAL_CLASS = {"shapes.py": """
     def p(n: int = 3):
         return area(measure(n))
 """}
+
+# a two-rank task whose rank 1 fails on the first attempt: both ranks retry together
+GANG = {"gang.py": """
+    import dagc
+
+    @dagc.task
+    def start(x: int) -> int:
+        return x + 1
+
+    @dagc.task(ranks=2, retries=1)
+    def gang(x: int) -> int:
+        ctx = dagc.context()
+        if ctx.attempt == 0 and ctx.rank == 1:
+            raise RuntimeError("rank 1 fails its first attempt")
+        return x + 100 * ctx.attempt + ctx.world_size
+
+    @dagc.task
+    def after(x: int) -> int:
+        return x * 2
+
+    @dagc.pipeline
+    def p(x: int = 1):
+        return after(gang(start(x)))
+"""}
+GANG_RESULT = ((1 + 1) + 100 + 2) * 2

@@ -75,8 +75,13 @@ class TaskFailed(Exception):
                  detail: str | None = None) -> None:
         self.task, self.attempt, self.rank, self.error = task, attempt, rank, error
         where = f" on rank {rank}" if rank is not None else ""
-        what = detail or (_describe(error) if error is not None else "another rank of the task failed")
-        super().__init__(f"task `{task}` failed{where} (attempt {attempt + 1}): {what}")
+        self.detail = detail or (_describe(error) if error is not None else "another rank of the task failed")
+        super().__init__(f"task `{task}` failed{where} (attempt {attempt + 1}): {self.detail}")
+
+    def __reduce__(self) -> tuple:
+        # travels between processes (a Ray worker to its driver) without the original error, which
+        # may not pickle: the message keeps what it said
+        return (TaskFailed, (self.task, self.attempt, None, self.rank, self.detail))
 
 
 class TaskTimeout(Exception):
@@ -137,17 +142,19 @@ class Executor:
     attempt_offset  attempts already used by earlier processes (torchrun restarts)
     claim     number attempts with marker files in the run directory, so that an attempt in a new
               process (a Ray worker that died) continues the count
+    process_rank  the rank a failure names (torch: this process's global rank)
     """
 
     def __init__(self, tasks: Mapping[str, TaskRow] | None = None, *, store: RunStore | None = None,
                  log: EventLog | None = None, cache: Cache | None = None, reuse: bool = False,
                  context: Mapping[str, Any] | None = None, where: Mapping[str, Any] | None = None,
-                 attempt_offset: int = 0, claim: bool = False) -> None:
+                 attempt_offset: int = 0, claim: bool = False, process_rank: int | None = None) -> None:
         self.tasks = dict(tasks or {})
         self.store, self.log, self.cache, self.reuse = store, log, cache, reuse
         self.context = dict(context or {})
         self.where = dict(where or {})
         self.attempt_offset = attempt_offset
+        self.process_rank = process_rank
         self.claim = claim and store is not None and log is not None
         self.counts: dict[str, int] = {}
         self.warned: set[str] = set()
@@ -208,10 +215,11 @@ class Executor:
         tells the other ranks whether this attempt failed here and returns whether it failed anywhere,
         so that every rank retries together."""
         rank = self.context.get("rank") if self.context.get("world_size", 1) > 1 else None
+        named_rank = self.process_rank if self.process_rank is not None else rank
         while True:
             attempt = self._next_attempt(spec.name, rank)
             ctx = TaskContext(**{**self.context, "task": spec.name, "attempt": attempt})
-            if owner and self.log is not None:
+            if self.log is not None:  # every rank says it started; only the owner says it ended
                 self.log.start(spec.name, attempt + 1, **self.where)
             start = time.perf_counter()
             error: BaseException | None = None
@@ -231,7 +239,7 @@ class Executor:
             if not failed:
                 break
             if attempt >= spec.retries:
-                raise TaskFailed(spec.name, attempt, error, rank) from error
+                raise TaskFailed(spec.name, attempt, error, named_rank) from error
         duration = time.perf_counter() - start
         nbytes = self.save(spec, value) if owner else None
         if owner and self.log is not None:

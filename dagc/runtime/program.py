@@ -21,7 +21,7 @@ from pathlib import Path
 from dagc.runtime.store import Cache, RunStore
 
 __all__ = ["split_argv", "prepare_interpreter", "default_run_dir", "add_run_options", "open_run", "open_cache",
-           "DAGC_DIR"]
+           "run_directory", "DAGC_DIR"]
 
 DAGC_DIR = ".dagc"
 
@@ -94,3 +94,21 @@ def open_run(parser: argparse.ArgumentParser, args: argparse.Namespace, pipeline
 
 def open_cache(args: argparse.Namespace) -> Cache | None:
     return Cache(args.cache) if getattr(args, "cache", None) is not None else None
+
+
+def run_directory(parser: argparse.ArgumentParser, args: argparse.Namespace, pipeline: str, run_id: str | None, *,
+                  restarts: bool = False) -> Path | None:
+    """The run directory of a program whose processes open it themselves (torch ranks): `--resume`'s,
+    `--run-dir`, or, when the launcher may restart the processes, `.dagc/runs/PIPELINE-RUN_ID`
+    under a run id every restart shares."""
+    if args.resume is not None and args.run_dir is not None:
+        parser.error("--resume RUN_DIR already names the run directory; drop --run-dir")
+    if args.resume is not None:
+        if not (args.resume / "run.json").is_file():
+            parser.error(f"--resume: {args.resume} is not a dagc run directory (no run.json)")
+        return Path(args.resume)
+    if args.run_dir is not None:
+        return Path(args.run_dir)
+    if restarts:
+        return default_run_dir(pipeline, run_id or "run")
+    return None
