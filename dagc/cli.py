@@ -329,9 +329,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         program = Path(args.keep) if args.keep else Path(tmp) / f"{compilation.graph.name}_{args.backend}.py"
         program.parent.mkdir(parents=True, exist_ok=True)
         program.write_text(emit(compilation.graph, args.backend, program), encoding="utf-8")
-        command = [sys.executable, str(program), *args.program_args]
-        if args.result:
-            command += ["--result", str(Path(args.result).resolve())]
+        # our options first: after a `--` among the program's arguments they would go to the user's script
+        result = ["--result", str(Path(args.result).resolve())] if args.result else []
+        command = [sys.executable, str(program), *result, *args.program_args]
         return subprocess.call(command)
 
 

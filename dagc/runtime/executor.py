@@ -31,7 +31,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -156,20 +156,23 @@ class Executor:
         self.attempt_offset = attempt_offset
         self.process_rank = process_rank
         self.claim = claim and store is not None and log is not None
-        self.counts: dict[str, int] = {}
         self.warned: set[str] = set()
+        self.specs = {name: TaskSpec.from_row(name, row) for name, row in self.tasks.items()}
+        self.groups: dict[int, list[TaskSpec]] = {}
+        for spec in self.specs.values():
+            if spec.state is not None:
+                self.groups.setdefault(spec.state, []).append(spec)
 
     def spec(self, name: str) -> TaskSpec:
-        return TaskSpec.from_row(name, self.tasks.get(name))
+        found = self.specs.get(name)
+        return found if found is not None else TaskSpec(name)
 
     # ---- reuse -----------------------------------------------------------------------------------
     def source(self, spec: TaskSpec) -> str | None:
         """Where a finished output of `spec` can be had: "run", "cache" or None."""
-        fp = spec.fingerprint
-        if fp is None:
+        if spec.fingerprint is None or (self.cache is None and not (self.reuse and self.store is not None)):
             return None
-        group = [self.spec(t) for t, row in self.tasks.items() if spec.state is not None and row[4] == spec.state]
-        members = group or [spec]
+        members = self.groups.get(spec.state, [spec]) if spec.state is not None else [spec]
         if self.reuse and self.store is not None and all(
                 m.fingerprint and self.store.has(m.name, m.fingerprint) for m in members):
             return "run"
@@ -216,15 +219,20 @@ class Executor:
         so that every rank retries together."""
         rank = self.context.get("rank") if self.context.get("world_size", 1) > 1 else None
         named_rank = self.process_rank if self.process_rank is not None else rank
+        tries = 0
         while True:
-            attempt = self._next_attempt(spec.name, rank)
-            ctx = TaskContext(**{**self.context, "task": spec.name, "attempt": attempt})
+            attempt = self._next_attempt(spec.name, rank, tries)
+            tries += 1
+            # a context is set unless it would say nothing the default does not: building one makes
+            # a torch.device, and a run whose code never imports torch should not pay for importing it
+            ctx = TaskContext(**{**self.context, "task": spec.name, "attempt": attempt}) \
+                if attempt or rank is not None or "torch" in sys.modules else None
             if self.log is not None:  # every rank says it started; only the owner says it ended
                 self.log.start(spec.name, attempt + 1, **self.where)
             start = time.perf_counter()
             error: BaseException | None = None
             try:
-                with use_context(ctx), deadline(spec.timeout, spec.name):
+                with use_context(ctx) if ctx is not None else nullcontext(), deadline(spec.timeout, spec.name):
                     value = fn(*args, **kwargs)
             except KeyboardInterrupt:
                 raise
@@ -246,14 +254,14 @@ class Executor:
             self.log.end(spec.name, duration, nbytes, attempt=attempt + 1, **self.where)
         return value
 
-    def _next_attempt(self, task: str, rank: int | None) -> int:
-        key = task if rank is None else f"{task}.rank{rank}"
+    def _next_attempt(self, task: str, rank: int | None, tries: int) -> int:
+        """The number of the attempt about to start: `tries` made in this call so far, or with `claim`
+        the next marker in the run directory (a task a dead worker was running continues its count)."""
         if self.claim:
             assert self.store is not None and self.log is not None
+            key = task if rank is None else f"{task}.rank{rank}"
             return self.attempt_offset + self.store.next_attempt(self.log.run_id, key) - 1
-        count = self.counts.get(key, 0)
-        self.counts[key] = count + 1
-        return self.attempt_offset + count
+        return self.attempt_offset + tries
 
     # ---- storing ---------------------------------------------------------------------------------
     def save(self, spec: TaskSpec, value: Any) -> int | None:
