@@ -100,7 +100,7 @@ def run(quick: bool = False) -> str:
     graph = compile_file(tmp / "ray_chain.py", backend="ray")
     ray_path = tmp / "chain_ray.py"
     ray_path.write_text(emit(graph, "ray", ray_path))
-    program = _load(ray_path, "chain_ray_program")
+    program = _load(ray_path, "chain_ray")  # by its file name: workers may import it
     sys.path.insert(0, str(tmp))
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
              object_store_memory=80 * 2**20, runtime_env={"env_vars": {"PYTHONPATH": str(tmp)}})

@@ -31,12 +31,12 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dagc.runtime.context import TaskContext, use_context
+from dagc.runtime.context import TaskContext, reset_context, set_context
 from dagc.runtime.events import EventLog
 from dagc.runtime.store import Cache, RunStore
 
@@ -223,16 +223,17 @@ class Executor:
         while True:
             attempt = self._next_attempt(spec.name, rank, tries)
             tries += 1
-            # a context is set unless it would say nothing the default does not: building one makes
-            # a torch.device, and a run whose code never imports torch should not pay for importing it
-            ctx = TaskContext(**{**self.context, "task": spec.name, "attempt": attempt}) \
-                if attempt or rank is not None or "torch" in sys.modules else None
+            ctx = self._task_context(spec.name, attempt)
             if self.log is not None:  # every rank says it started; only the owner says it ended
                 self.log.start(spec.name, attempt + 1, **self.where)
             start = time.perf_counter()
             error: BaseException | None = None
+            token = set_context(ctx)
             try:
-                with use_context(ctx) if ctx is not None else nullcontext(), deadline(spec.timeout, spec.name):
+                if spec.timeout:
+                    with deadline(spec.timeout, spec.name):
+                        value = fn(*args, **kwargs)
+                else:  # the common case, kept free of context managers: it runs once per task
                     value = fn(*args, **kwargs)
             except KeyboardInterrupt:
                 raise
@@ -241,6 +242,8 @@ class Executor:
                 if self.log is not None:
                     self.log.failure(spec.name, time.perf_counter() - start, exc, traceback.format_exc(),
                                      attempt=attempt + 1, **self.where)
+            finally:
+                reset_context(token)
             failed = error is not None
             if agree is not None:
                 failed = agree(failed)
@@ -253,6 +256,21 @@ class Executor:
         if owner and self.log is not None:
             self.log.end(spec.name, duration, nbytes, attempt=attempt + 1, **self.where)
         return value
+
+    def _base_context(self) -> TaskContext:
+        """This process's context, built once (again if torch was imported since: its device then
+        becomes a torch.device)."""
+        base = getattr(self, "_base", None)
+        if base is None or (isinstance(base.device, str) and "torch" in sys.modules):
+            base = self._base = TaskContext(**self.context)
+        return base
+
+    def _task_context(self, task: str, attempt: int) -> TaskContext:
+        """The base context with the task's name and attempt. Copied field by field rather than with
+        dataclasses.replace (which validates again): this runs once per task."""
+        ctx = object.__new__(TaskContext)
+        ctx.__dict__.update(self._base_context().__dict__, task=task, attempt=attempt)
+        return ctx
 
     def _next_attempt(self, task: str, rank: int | None, tries: int) -> int:
         """The number of the attempt about to start: `tries` made in this call so far, or with `claim`
