@@ -168,3 +168,32 @@ GANG = {"gang.py": """
         return after(gang(start(x)))
 """}
 GANG_RESULT = ((1 + 1) + 100 + 2) * 2
+
+# the instance of a local class goes to two tasks worth placing apart: on torch it must cross ranks
+LOCAL_CLASS_FANOUT = {"fanout.py": """
+    from collections import namedtuple
+
+    import dagc
+
+    @dagc.task
+    def measure(n: int):
+        Shape = namedtuple("Shape", "rows cols")
+        return Shape(n, n + 1)
+
+    @dagc.task(cost="10s")
+    def area(shape) -> int:
+        return shape.rows * shape.cols
+
+    @dagc.task(cost="10s")
+    def perimeter(shape) -> int:
+        return 2 * (shape.rows + shape.cols)
+
+    @dagc.task
+    def both(a: int, p: int) -> tuple:
+        return (a, p)
+
+    @dagc.pipeline
+    def p(n: int = 3):
+        s = measure(n)
+        return both(area(s), perimeter(s))
+"""}

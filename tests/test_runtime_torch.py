@@ -50,3 +50,14 @@ def test_torch_module_reads_argv_at_import(tmp_path: Path, write_project) -> Non
     program = _emit(write_project(projects.ARGV) / "job.py", tmp_path / "out" / "prog_torch.py", 2)
     launch(program, 2, ["--result", str(tmp_path / "r.pkl"), "--", "--scale", "3"])
     assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == (21, "job.py", os.getcwd())
+
+
+def test_torch_unpicklable_value_crossing_ranks_names_task_and_type(tmp_path: Path, write_project) -> None:
+    program = _emit(write_project(projects.LOCAL_CLASS_FANOUT) / "fanout.py", tmp_path / "out" / "prog_torch.py", 2)
+    assert "rt.send(measure" in program.read_text()  # the two readers were placed apart
+    proc = subprocess.run([sys.executable, str(program), "--dist-backend", "gloo", "--timeout", "30"],
+                          capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    assert proc.returncode != 0
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("dagc: error: task `measure` failed on rank "), proc.stderr[-3000:]
+    assert "(`fanout.Shape`) goes to rank 1 but cannot be pickled" in last and "at module level" in last

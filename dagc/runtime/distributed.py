@@ -49,7 +49,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from dagc.runtime.events import EventLog, new_run_id
-from dagc.runtime.executor import Executor, TaskFailed, TaskSpec
+from dagc.runtime.executor import NOT_STORABLE, Executor, TaskFailed, TaskSpec, unpicklable_type
 from dagc.runtime.progress import Progress
 from dagc.runtime.store import Cache, RunStore
 
@@ -359,8 +359,15 @@ class Runner:
     def send(self, value: Any, tag: int) -> None:
         if tag not in self.active:
             return
-        _, _, _, dst, static = self.moves[tag]
-        self.moved_bytes += send_value(value, dst, tag, self.comm_device, static)
+        name, _, _, dst, static = self.moves[tag]
+        try:
+            self.moved_bytes += send_value(value, dst, tag, self.comm_device, static)
+        except NOT_STORABLE as exc:  # it must leave this rank, so it must pickle: say whose value it is
+            producer = next((t for t, info in self.tasks.items() if name in info[2]), name)
+            raise TaskFailed(producer, self.attempt, None, self.rank, detail=(
+                f"its output %{name} ({unpicklable_type(value)}) goes to rank {dst} but cannot be pickled "
+                f"({type(exc).__name__}: {exc}); define the type at module level, or place the tasks that "
+                "read it on the same device")) from exc
 
     def recv(self, tag: int) -> Any:
         if tag not in self.active:
