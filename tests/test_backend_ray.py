@@ -473,3 +473,31 @@ def test_two_rank_task_then_downstream_on_a_local_two_device_ray(tmp_path: Path,
     assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == projects.GANG_RESULT
     failures = read_events(tmp_path / "run" / "events.jsonl", event="failure")
     assert [(e["task"], e["rank"], e["attempt"]) for e in failures] == [("gang", 1, 1)]
+
+
+def test_watchdog_names_a_task_waiting_for_resources(tmp_path: Path, cluster, write_project) -> None:
+    """Three tasks that each need a whole node's two GPUs, on two nodes: one must wait; past
+    --pending-timeout the run stops, naming a waiting task and what it needs, instead of hanging."""
+    root = write_project({"greedy.py": """
+        import time
+
+        import dagc
+
+        @dagc.task(gpus=2)
+        def hold(k: int) -> int:
+            time.sleep(60)
+            return k
+
+        @dagc.task
+        def total(a: int, b: int, c: int) -> int:
+            return a + b + c
+
+        @dagc.pipeline
+        def p():
+            return total(hold(1), hold(2), hold(3))
+    """})
+    program = _write(tmp_path, compile_file(root / "greedy.py"))
+    began = time.perf_counter()
+    proc = _run(program, cluster, "--run-dir", str(tmp_path / "run"), "--pending-timeout", "3", timeout=90)
+    assert proc.returncode == 1 and time.perf_counter() - began < 50, proc.stderr[-3000:]
+    assert "has waited" in proc.stderr and "{'CPU': 1, 'GPU': 2}" in proc.stderr
