@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from dagc.backends import REGISTRY as _REGISTRY
 from dagc.backends.emitter import CodeWriter, Names, call_source, render_operand
 from dagc.backends.glue import glue_source
 from dagc.backends.local import (
@@ -50,7 +51,7 @@ __all__ = ["emit_torch", "REQUIRED_PASSES", "PIPELINE_PASSES", "static_tensor", 
            "CommunicationError"]
 
 # The pass pipeline `dagc emit/run --backend torch` should run (with a cluster: placement first).
-REQUIRED_PASSES = "verify,dce,cse,partition,schedule,comm,commcheck"
+REQUIRED_PASSES: str = _REGISTRY["torch"].required_passes or ""
 # For a pipeline-parallel model: `stages` places the layers instead of `partition` (K = 2 here).
 PIPELINE_PASSES = "verify,dce,cse,stages{k=2},comm,commcheck"
 

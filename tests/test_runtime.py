@@ -192,3 +192,29 @@ def test_resume_of_a_missing_run_dir_is_an_error(tmp_path: Path, write_project) 
     proc = run_program(program, "--resume", str(tmp_path / "nowhere"))
     assert proc.returncode == 2 and "is not a dagc run directory" in proc.stderr
     assert not os.path.exists(tmp_path / "out" / ".dagc")
+
+
+def test_check_backend_warns_about_options_it_ignores(tmp_path: Path, write_project) -> None:
+    from tests.conftest import run_dagc
+
+    root = write_project({"opts.py": """
+        import dagc
+
+        @dagc.task(gpus=1, memory="2GiB")
+        def train(x: int) -> int:
+            return x + 1
+
+        @dagc.task(ranks=2)
+        def fit(x: int) -> int:
+            return x
+
+        @dagc.pipeline
+        def p(x: int = 1):
+            return fit(train(x))
+    """})
+    warned = {}
+    for backend in ("local", "ray", "torch"):
+        proc = run_dagc("check", str(root / "opts.py"), "--backend", backend)
+        assert proc.returncode == 0, proc.stderr
+        warned[backend] = [line.split("`")[3] for line in proc.stderr.splitlines() if "warning[DAGC160]" in line]
+    assert warned == {"local": ["gpus", "memory", "ranks"], "ray": [], "torch": ["memory"]}
