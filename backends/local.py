@@ -7,6 +7,8 @@ It depends on nothing but the standard library and the user's code.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from dagc.backends.emitter import (
@@ -32,8 +34,9 @@ def emit_task_lines(w: CodeWriter, node: Node, names: Names, module_alias: dict[
     """Statements that compute `node`'s outputs from its inputs, in the current scope."""
     if node.op == "fused":
         w.line(f"# fused group {node.name}: {', '.join(m.name for m in _members(node))}")
-        for member in _members(node):
-            emit_task_lines(w, member, names, module_alias)
+        with _inner_calls(names):
+            for member in _members(node):
+                emit_task_lines(w, member, names, module_alias)
         return
     if node.op == "transfer":
         w.line(f"{names[node.outputs[0]]} = {render_operand(node.args[0], names)}  # transfer {node.name}")
@@ -44,20 +47,41 @@ def emit_task_lines(w: CodeWriter, node: Node, names: Names, module_alias: dict[
         w.line(f"{names[node.outputs[0]]} = {glue_source(node, names)}  # {node.span}")
         return
     if node.op == "cond":
-        _emit_cond(w, node, names, module_alias)
+        with _inner_calls(names):
+            _emit_cond(w, node, names, module_alias)
         return
     if node.op == "loop":
-        _emit_loop(w, node, names, module_alias)
+        with _inner_calls(names):
+            _emit_loop(w, node, names, module_alias)
         return
     function = f"{module_alias[node.module]}.{node.function}"
+    call = call_source(node, function, names)
+    verb = getattr(names, "task_verb", None)
+    if verb:  # through the executor: `rt.task("name", fn, args...)` (retries, timeout, events, store)
+        inner = call[len(function) + 1 : -1]
+        call = f"rt.{verb}({node.name!r}, {function}{', ' + inner if inner else ''})"
     w.line(f"# {node.name}  ({node.span})")
     used = getattr(names, "used_values", None)
     if used is not None and not any(o in used for o in node.outputs):
-        w.line(call_source(node, function, names))  # result unused (ordered by file or `after` edges)
+        w.line(call)  # result unused (ordered by file or `after` edges)
         return
     # an output nobody reads is unpacked into `_`, which says so and keeps linters quiet
     targets = ", ".join(names[o] if used is None or o in used else "_" for o in node.outputs)
-    w.line(f"{targets} = {call_source(node, function, names)}")
+    w.line(f"{targets} = {call}")
+
+
+@contextlib.contextmanager
+def _inner_calls(names: Names) -> Iterator[None]:
+    """Tasks inside a fused group or a region run through the executor without being stored
+    (`rt.call`): a loop runs them anew on each trip."""
+    verb = getattr(names, "task_verb", None)
+    if verb:
+        names.task_verb = "call"  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        if verb:
+            names.task_verb = verb  # type: ignore[attr-defined]
 
 
 def _body(node: Node, key: str) -> list[Node]:
@@ -225,31 +249,27 @@ def emit_loader(w: CodeWriter, graph: Graph, out_path: Path | None, aliases: dic
 
 def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     """The local program's source text for `graph`."""
-    names = Names()
+    from dagc.backends.fingerprint import task_rows
+
+    names = Names({"rt", "Executor", "run_local", "TASKS", "SCRIPT"})
     names.used_values = used_values(graph)  # type: ignore[attr-defined]
     aliases = _module_aliases(graph, names)
     order = graph.topological_order()
     w = CodeWriter()
     emit_prologue(w, graph, out_path, "local", f"Runs the pipeline's {len(order)} tasks in one process, in a "
-                  "topological order.\nUsage: python THIS_FILE [--result PATH] [--source-root DIR]")
-    w.line("import argparse")
-    w.line("import importlib")
-    w.line("import pickle")
+                  "topological order, through dagc's task executor.\n"
+                  "Usage: python THIS_FILE [--run-dir DIR | --resume RUN_DIR] [--cache DIR] [--result PATH] "
+                  "[-- SCRIPT_ARGS...]")
     w.line("import sys")
     w.line("from pathlib import Path")
     w.line()
-    emit_loader(w, graph, out_path, aliases)
+    w.line("from dagc.runtime.executor import Executor")
+    w.line("from dagc.runtime.local import run_local")
+    w.line()
+    emit_tables(w, graph, out_path, aliases, task_rows(graph))
     w.line()
     w.line()
-    w.line("# the task calls run() makes, in order, as (target, task): names the events of --run-dir")
-    w.line("CALLS = (")
-    with w.indent():
-        for target, task in _calls(graph, order):
-            w.line(f"({target!r}, {task!r}),")
-    w.line(")")
-    w.line()
-    w.line()
-    w.line("def run(modules: dict[str, object]) -> object:")
+    w.line("def run(rt: Executor, modules: dict[str, object]) -> object:")
     with w.indent():
         w.line('"""Run every task and return the pipeline\'s result."""')
         for module, alias in aliases.items():
@@ -257,58 +277,41 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
         for param in graph.params:
             if param.name in names.used_values:  # type: ignore[attr-defined]
                 w.line(f"{names[param.name]} = {render_operand(param.value, names)}  # parameter")
+        names.task_verb = "task"  # type: ignore[attr-defined]
         for name in order:
             emit_task_lines(w, graph.node(name), names, aliases)
         returns = render_operand(graph.returns, names) if graph.returns is not None else "None"
         w.line(f"return {returns}")
     w.line()
     w.line()
-    _emit_main(w, graph)
-    return w.text()
-
-
-def _calls(graph: Graph, order: list[str]) -> list[tuple[str, str]]:
-    calls = []
-    for name in order:
-        node = graph.node(name)
-        for task in _members(node) if node.op == "fused" else [node]:
-            if task.op == "task":
-                calls.append((task.target, task.name))
-    return calls
-
-
-def _emit_main(w: CodeWriter, graph: Graph) -> None:
     w.line("def main(argv: list[str] | None = None) -> int:")
     with w.indent():
-        w.line("parser = argparse.ArgumentParser(description=f\"Run pipeline {PIPELINE!r} locally.\")")
-        w.line('parser.add_argument("--result", type=Path, metavar="PATH",')
-        w.line('                    help="write the pipeline\'s return value to PATH (pickle)")')
-        w.line('parser.add_argument("--source-root", type=Path, default=SOURCE_ROOT, metavar="DIR",')
-        w.line('                    help="directory of the pipeline\'s source files (default: %(default)s)")')
-        w.line('parser.add_argument("--run-dir", type=Path, metavar="DIR",')
-        w.line('                    help="record an event log of the run in DIR (needs dagc installed)")')
-        w.line("args = parser.parse_args(argv)")
-        w.line("modules = load_modules(args.source_root)")
-        w.line("if args.run_dir is not None:")
-        with w.indent():
-            w.line("from dagc.runtime.instrument import Recorder")
-            w.line()
-            w.line("with Recorder(args.run_dir, PIPELINE, CALLS) as recorder:")
-            with w.indent():
-                w.line("result = recorder.finish(run(recorder.instrument(modules)))")
-        w.line("else:")
-        with w.indent():
-            w.line("result = run(modules)")
-        w.line("if args.result is not None:")
-        with w.indent():
-            w.line("args.result.parent.mkdir(parents=True, exist_ok=True)")
-            w.line("args.result.write_bytes(pickle.dumps(result))")
-        w.line("else:")
-        with w.indent():
-            w.line("print(repr(result))")
-        w.line("return 0")
+        w.line("return run_local(PIPELINE, run, TASKS, SOURCE_ROOT, SEARCH_PATHS, MODULES, SCRIPT, argv)")
     w.line()
     w.line()
     w.line('if __name__ == "__main__":')
     with w.indent():
         w.line("sys.exit(main())")
+    return w.text()
+
+
+def emit_tables(w: CodeWriter, graph: Graph, out_path: Path | None, aliases: dict[str, str],
+                rows: dict[str, tuple]) -> None:
+    """Where the pipeline's sources are, and the executor's table of tasks."""
+    w.line(f"PIPELINE = {graph.name!r}")
+    w.line(f"SOURCE_ROOT = {source_root_expr(graph, out_path)}")
+    w.line(f"SEARCH_PATHS = {tuple(module_search_paths(graph))!r}")
+    w.line(f"MODULES = {tuple(sorted(aliases))!r}")
+    w.line(f"SCRIPT = {script_path(graph)!r}  # sys.argv[0] of the user's code, relative to SOURCE_ROOT")
+    w.line("# task: (fingerprint, retries, timeout in seconds, cache, state group); see dagc.runtime.executor")
+    w.line("TASKS = {")
+    with w.indent():
+        for name, row in rows.items():
+            w.line(f"{name!r}: {row!r},")
+    w.line("}")
+
+
+def script_path(graph: Graph) -> str:
+    """The pipeline's script, relative to the source root (what `python SCRIPT` would run)."""
+    file = graph.modules.get(graph.module) if graph.module else None
+    return Path(file).as_posix() if file else Path(graph.span.file).name

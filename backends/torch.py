@@ -19,10 +19,10 @@ body is the local backend's code for it (the reference semantics).
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
+from dagc.backends import REGISTRY as _REGISTRY
 from dagc.backends.emitter import CodeWriter, Names, call_source, render_operand
 from dagc.backends.glue import glue_source
 from dagc.backends.local import (
@@ -32,11 +32,11 @@ from dagc.backends.local import (
     emit_loader,
     emit_prologue,
     emit_task_lines,
+    script_path,
     used_values,
 )
 from dagc.ir.core import REGION_OPS, Graph, Node
-from dagc.ir.serialize import operand_to_json
-from dagc.ir.types import Ref, Seq, operand_to_python
+from dagc.ir.types import Ref, Seq
 from dagc.passes.commcheck import (
     CommPlan,
     Op,
@@ -52,7 +52,7 @@ __all__ = ["emit_torch", "REQUIRED_PASSES", "PIPELINE_PASSES", "static_tensor", 
            "CommunicationError"]
 
 # The pass pipeline `dagc emit/run --backend torch` should run (with a cluster: placement first).
-REQUIRED_PASSES = "verify,dce,cse,partition,schedule,comm,commcheck"
+REQUIRED_PASSES: str = _REGISTRY["torch"].required_passes or ""
 # For a pipeline-parallel model: `stages` places the layers instead of `partition` (K = 2 here).
 PIPELINE_PASSES = "verify,dce,cse,stages{k=2},comm,commcheck"
 
@@ -82,35 +82,10 @@ def static_tensor(type_text: str | None) -> tuple[str, tuple[int, ...]] | None:
 
 
 def fingerprints(graph: Graph) -> dict[str, str]:
-    """Fingerprint of every task (see docs/runtime.md): target, operands as JSON, input fingerprints."""
-    from dagc.runtime.store import fingerprint, output_fingerprint, value_fingerprint
+    """Fingerprint of every task: the same for every backend (dagc.backends.fingerprint)."""
+    from dagc.backends.fingerprint import task_fingerprints
 
-    values: dict[str, str] = {}
-    for param in graph.params:
-        try:
-            literal = operand_to_python(param.value)
-        except TypeError:
-            literal = json.dumps(operand_to_json(param.value), sort_keys=True)
-        values[param.name] = value_fingerprint(param.name, literal)
-    out: dict[str, str] = {}
-    for name in graph.topological_order():
-        node = graph.node(name)
-        inputs = [values.get(v, v) for v in node.input_values()]
-        if node.op == "transfer":
-            values[node.outputs[0]] = inputs[0] if inputs else name
-            continue
-        operands = {"args": [operand_to_json(a) for a in node.args],
-                    "kwargs": [[k, operand_to_json(v)] for k, v in node.kwargs]}
-        if node.op == "fused":
-            operands["members"] = [[m.target, m.name] for m in _members(node)]
-        if node.op in REGION_OPS:  # a region's bodies are part of what it computes
-            operands["region"] = {k: v for k, v in sorted(node.attrs.items()) if k.startswith("region.")}
-        target = node.op if node.op in ("fused", *REGION_OPS) else node.target
-        fp = fingerprint(target, json.dumps(operands, sort_keys=True), inputs)
-        out[name] = fp
-        for i, value in enumerate(node.outputs):
-            values[value] = output_fingerprint(fp, i)
-    return out
+    return task_fingerprints(graph)
 
 
 def _value_types(graph: Graph) -> dict[str, str | None]:
@@ -354,22 +329,29 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     plan = build_plan(graph)
     programs = plan.programs()
     names = Names(reserved={"Runner", "launch_main", "RANKS", "TASKS", "MOVES", "COLLECTIVES", "COMPRESS", "RETURNS",
-                            "STAGES", "PROGRAMS", "rt",
-                            "idle", "default_run_dir"} | {f"rank_{r}" for r in range(plan.world)})
+                            "STAGES", "PROGRAMS", "rt", "idle", "default_run_dir", "POLICY", "SCRIPT", "TaskFailed",
+                            "report_failure", "program_args", "run_directory"} | {f"rank_{r}" for r in range(plan.world)})
     aliases = _module_aliases(graph, names)
-    fps = fingerprints(graph)
+    from dagc.backends.fingerprint import task_rows
+
+    rows = task_rows(graph)
+    fps = {name: row[0] for name, row in rows.items()}
     types = _value_types(graph)
     w = CodeWriter()
     n_tasks = sum(1 for s in plan.steps if s.kind == "run")
     emit_prologue(w, graph, out_path, "torch", (
         f"Runs the pipeline's {n_tasks} tasks on {plan.world} rank(s) with torch.distributed; "
         f"{len(plan.moves)} point-to-point message(s),\nin an order the compiler checked for deadlocks.\n"
-        f"Usage: torchrun --nproc-per-node {plan.world} THIS_FILE [--result PATH] [--run-dir DIR]\n"
-        "       python THIS_FILE [--result PATH]   (starts torchrun itself)"))
+        f"Usage: torchrun --nproc-per-node {plan.world} THIS_FILE [--run-dir DIR | --resume RUN_DIR] [--cache DIR]\n"
+        "                  [--result PATH] [-- SCRIPT_ARGS...]\n"
+        "       python THIS_FILE [...]   (starts torchrun itself)"))
     for line in ("import argparse", "import importlib", "import os", "import sys", "from pathlib import Path", "",
-                 "from dagc.runtime.distributed import Runner, launch_main", ""):
+                 "from dagc.runtime.distributed import Runner, TaskFailed, launch_main, report_failure",
+                 "from dagc.runtime.program import (", "    add_run_options,", "    prepare_interpreter,",
+                 "    run_directory,", "    split_argv,", ")", ""):
         w.line(line)
     emit_loader(w, graph, out_path, aliases)
+    w.line(f"SCRIPT = {script_path(graph)!r}  # sys.argv[0] of the user's code, relative to SOURCE_ROOT")
     w.line()
     w.line()
     w.line(f"RANKS = {plan.world}")
@@ -384,6 +366,9 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
                      int(node.options.retries))
             w.line(f"{step.node!r}: {entry!r},")
     w.line("}")
+    w.line("# task: (timeout in seconds, cache), where not (None, True)")
+    w.line("POLICY = {" + ", ".join(f"{name!r}: {(row[2], row[3])!r}" for name, row in rows.items()
+                                    if name in plan.inputs and (row[2], row[3]) != (None, True)) + "}")
     w.line("# tag: (value, value on the receiver, source rank, destination rank, static tensor or None);")
     w.line("# a tag whose source and destination are the same rank is a local alias, not a message")
     w.line("MOVES = {")
@@ -419,20 +404,11 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
 
 def _emit_main(w: CodeWriter) -> None:
     w.block('''\
-def default_run_dir() -> Path | None:
-    """Under torchrun with restarts allowed, a run directory that every restart finds again."""
-    if int(os.environ.get("TORCHELASTIC_MAX_RESTARTS", "0")) > 0:
-        return Path("dagc-runs") / f"{PIPELINE}-{os.environ.get('TORCHELASTIC_RUN_ID', 'run')}"
-    return None
-
-
 def main(argv: list[str] | None = None) -> int:
+    ours, user_args = split_argv(argv)
     parser = argparse.ArgumentParser(description=f"Run pipeline {PIPELINE!r} with torch.distributed "
-                                     f"({RANKS} ranks).")
-    parser.add_argument("--result", type=Path, metavar="PATH",
-                        help="rank 0 writes the pipeline's return value to PATH (pickle)")
-    parser.add_argument("--run-dir", type=Path, metavar="DIR",
-                        help="keep task outputs and the event log in DIR; a restarted run skips completed tasks")
+                                     f"({RANKS} ranks). Arguments after `--` are the script's own.")
+    add_run_options(parser, SOURCE_ROOT)
     parser.add_argument("--timeout", type=float, default=1800.0, metavar="SECONDS",
                         help="process group timeout: how long a rank waits for a lost peer (default: 1800)")
     parser.add_argument("--dist-backend", choices=("nccl", "gloo"),
@@ -441,19 +417,24 @@ def main(argv: list[str] | None = None) -> int:
                         help="ranks to start when run without torchrun (default: %(default)s)")
     parser.add_argument("--max-restarts", type=int, default=0, metavar="K",
                         help="restarts allowed when run without torchrun (default: 0)")
-    parser.add_argument("--source-root", type=Path, default=SOURCE_ROOT, metavar="DIR",
-                        help="directory of the pipeline's source files (default: %(default)s)")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(ours)
     if "RANK" not in os.environ:
         if args.nproc > 1 or args.max_restarts > 0:
             return launch_main(__file__, sys.argv[1:] if argv is None else argv, args.nproc, args.max_restarts)
         os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
+    run_dir = run_directory(parser, args, PIPELINE, os.environ.get("TORCHELASTIC_RUN_ID"),
+                            restarts=int(os.environ.get("TORCHELASTIC_MAX_RESTARTS", "0")) > 0)
+    prepare_interpreter(str((args.source_root / SCRIPT).resolve()), user_args)
     modules = load_modules(args.source_root)
-    runner = Runner(PIPELINE, TASKS, MOVES, RETURNS, RANKS, run_dir=args.run_dir or default_run_dir(),
-                    timeout=args.timeout, backend=args.dist_backend, stages=STAGES, collectives=COLLECTIVES,
-                    compress=COMPRESS)
+    runner = Runner(PIPELINE, TASKS, MOVES, RETURNS, RANKS, run_dir=run_dir, timeout=args.timeout,
+                    backend=args.dist_backend, stages=STAGES, collectives=COLLECTIVES, compress=COMPRESS,
+                    cache=args.cache, policy=POLICY)
     program = PROGRAMS[runner.rank] if runner.rank < len(PROGRAMS) else None
-    result = runner.execute(lambda rt: program(rt, modules) if program else None, args.result)
+    try:
+        result = runner.execute(lambda rt: program(rt, modules) if program else None, args.result)
+    except TaskFailed as exc:
+        report_failure(exc)
+        return 1
     if runner.rank == 0 and args.result is None:
         print(repr(result))
     return 0

@@ -146,11 +146,13 @@ def _measure(programs: dict[str, _Program], reps: int, cpus: float) -> None:
 
 def _placement_group_costs(module, reps: int, cpus: float) -> tuple[float, float]:
     """Median seconds to reserve the plan's placement group (ready) and to release it."""
+    from dagc.runtime.ray import Placement
+
     reserve, release = [], []
     for _ in range(reps):
         _settle(cpus)
         start = time.perf_counter()
-        placement = module.Placement(module.DEVICES, "bundles", module.PLACEMENT_TIMEOUT)
+        placement = Placement(module.DEVICES, "bundles", module.PLAN.placement_timeout)
         reserve.append(time.perf_counter() - start)
         start = time.perf_counter()
         placement.release()

@@ -51,6 +51,8 @@ TASK_OPTIONS: dict[str, OptionSpec] = {
     "flops": OptionSpec("number", "estimated floating-point operations (used with device speed)"),
     "out_size": OptionSpec("size", "estimated size of the output, e.g. '512MiB'"),
     "retries": OptionSpec("int", "how many times a failed task is retried (default 0)"),
+    "timeout": OptionSpec("duration", "stop the task after this long, e.g. '10m' (a failure: retried if retries allow)"),
+    "cache": OptionSpec("bool", "let --cache reuse the task's output (default True; False: always run it)"),
     "priority": OptionSpec("int", "scheduling priority; higher runs first among equals"),
     "side_effects": OptionSpec("bool", "the task acts on the world: never removed or merged"),
     "pure": OptionSpec("bool", "no effects: the result depends only on the arguments and is a new object "

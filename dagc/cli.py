@@ -152,6 +152,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         return _check_each(args, names)
     # dce and cse too: a call they would remove or merge is reported at the call
     compilation = _compile(args, passes="verify,dce,cse")
+    if args.backend is not None:
+        compilation.warnings.extend(_ignored_option_warnings(compilation.graph, args.backend))
     _report(args, compilation)
     graph = compilation.graph
     from dagc.console import verbosity
@@ -189,6 +191,18 @@ def _check_each(args: argparse.Namespace, names: list[str]) -> int:
         sys.stderr.write(f"{args.input}: ok — {len(names)} pipelines ({'; '.join(summaries)}), "
                          f"{len(diagnostics)} warning(s)\n")
     return EXIT_OK
+
+
+def _ignored_option_warnings(graph: Any, backend: str) -> list[Any]:
+    """DAGC160 at each task that sets an option `backend` does not honour (from the backend registry)."""
+    from dagc.backends import ignored_options
+    from dagc.diagnostics import DiagnosticSink
+
+    sink = DiagnosticSink()
+    for node, option, why in ignored_options(graph, backend):
+        sink.warning("DAGC160", f"task `{node.name}` sets `{option}`, which the {backend} backend ignores: {why}",
+                     node.span, hint="the result is the same; use a backend that honours the option where it matters")
+    return sink.diagnostics
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
@@ -372,9 +386,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         program = Path(args.keep) if args.keep else Path(tmp) / f"{compilation.graph.name}_{args.backend}.py"
         program.parent.mkdir(parents=True, exist_ok=True)
         program.write_text(emit(compilation.graph, args.backend, program), encoding="utf-8")
-        command = [sys.executable, str(program), *args.program_args]
-        if args.result:
-            command += ["--result", str(Path(args.result).resolve())]
+        # our options first: after a `--` among the program's arguments they would go to the user's script
+        result = ["--result", str(Path(args.result).resolve())] if args.result else []
+        command = [sys.executable, str(program), *result, *args.program_args]
         return subprocess.call(command)
 
 
@@ -421,6 +435,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Check a script: report every error and warning, exit 1 if there are errors.")
     _add_input(p, "SCRIPT")
     _add_format(p)
+    p.add_argument("--backend", choices=sorted(BACKENDS),
+                   help="also warn (DAGC160) about task options this backend ignores")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("ir", help="print the IR, optionally after a given pass",

@@ -47,14 +47,16 @@ __all__ = [
 # Bytes on the wire per byte of a floating value sent compressed (`compress="bf16"` or "fp16": 16 of 32 bits).
 COMPRESSED_FACTOR = 0.5
 
-# Seconds an engine spends starting one task, by backend (one table; the only place they live).
+# Seconds an engine spends starting one task, by backend (from the backend registry).
 #   local: a function call in one process;  torch: a collective-aware step in a torchrun worker;
 #   ray: scheduling a remote task through the Ray core worker.
-LAUNCH_OVERHEAD: dict[str, float] = {
-    "local": 5e-6,
-    "torch": 50e-6,
-    "ray": 1e-3,
-}
+def _launch_overheads() -> dict[str, float]:
+    from dagc.backends import REGISTRY  # the backend registry is where they are declared
+
+    return {name: backend.launch_overhead for name, backend in REGISTRY.items()}
+
+
+LAUNCH_OVERHEAD: dict[str, float] = _launch_overheads()
 
 # A task that gives neither `cost` nor `flops` is assumed to run this long (seconds at speed 1.0).
 DEFAULT_COST = 1.0

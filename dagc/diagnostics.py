@@ -90,6 +90,7 @@ CODES: dict[str, str] = {
     "DAGC153": "calls of a pure task merged",
     "DAGC154": "object built in the pipeline changed in place where dagc cannot track it",
     "DAGC155": "effect declaration contradicts the task's body",
+    "DAGC160": "task option the chosen backend ignores",
     "DAGC201": "cycle in the graph",
     "DAGC202": "input not bound to any value",
     "DAGC203": "value has more than one producer",

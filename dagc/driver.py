@@ -19,10 +19,11 @@ BASE_PIPELINE = "verify,dce,cse"
 def default_pipeline(cluster: Any, backend: str = "local") -> str:
     """`verify,dce,cse`, then placement and scheduling when a cluster is given; the torch backend
     always needs its placement, explicit transfers and the communication check."""
-    if backend == "torch":
-        from dagc.backends.torch import REQUIRED_PASSES
+    from dagc.backends import REGISTRY
 
-        return REQUIRED_PASSES
+    required = REGISTRY[backend].required_passes if backend in REGISTRY else None
+    if required:
+        return required
     if cluster is None:
         return BASE_PIPELINE
     known = registry()

@@ -121,6 +121,8 @@ class TaskOptions:
     pure: bool = False
     readonly: tuple[str, ...] = ()
     compress: str | None = None  # "bf16" | "fp16": floating tensors of the output travel in 16 bits
+    timeout: float | None = None
+    cache: bool = True
 
     def non_default(self) -> dict[str, object]:
         """Fields whose value differs from the default, in field order (for printing)."""
@@ -150,6 +152,8 @@ class TaskOptions:
                 out.append(f"{name} must be a finite non-negative number, got {value!r}")
         if not isinstance(self.retries, int) or self.retries < 0:
             out.append(f"retries must be a non-negative integer, got {self.retries!r}")
+        if self.timeout is not None and not (math.isfinite(self.timeout) and self.timeout > 0):
+            out.append(f"timeout must be a positive number of seconds, got {self.timeout!r}")
         if not isinstance(self.ranks, int) or self.ranks < 1:
             out.append(f"ranks must be a positive integer, got {self.ranks!r}")
         if self.compress not in COMPRESS_FORMATS:

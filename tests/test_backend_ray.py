@@ -349,7 +349,7 @@ def test_region_asks_for_what_its_body_needs(tmp_path: Path, write_project) -> N
     program = _write(tmp_path, graph, "r_ray.py", text)
     _ruff_clean(program)
     assert f"{cond.name!r}: {{'CPU': 1, 'GPU': 1}}," in text
-    assert "num_gpus=1" in text and "max_retries=2, retry_exceptions=True" in text
+    assert "num_gpus=1" in text and "max_retries=2" in text  # exceptions: retried by the executor
     assert "load_modules" not in text and "importlib" not in text and "unused = 3" not in text
     helped = subprocess.run([sys.executable, str(program), "--help"], capture_output=True, text=True, check=True)
     assert "--placement" in helped.stdout
@@ -477,3 +477,114 @@ def test_a_value_read_on_two_nodes_is_stored_once_and_fetched(tmp_path: Path, cl
     assert len(uses) == 4 and all(made["out"][0] in c["refs"] for c in uses)  # one ref, passed to all readers
     assert seen["puts"] == []  # the driver stores nothing itself
     assert max(c["inline"] for c in seen["calls"]) < 64 * 1024  # and sends no copy of the data with a task
+
+
+# ---- the task executor on Ray (tests/runtime_projects.py) ------------------------------------------------
+def _project_program(tmp_path: Path, write_project, files: dict[str, str], script: str, **compile_args):
+    from tests.test_runtime import emit_local
+
+    root = write_project(files)
+    graph = compile_file(root / script, **compile_args)
+    return root, _write(tmp_path, graph), emit_local(root, script, tmp_path / "local")
+
+
+def test_ray_retries_attempts_and_sys_exit(tmp_path: Path, cluster, write_project) -> None:
+    from tests import runtime_projects as projects
+
+    _, program, _ = _project_program(tmp_path, write_project, projects.RETRY, "retry.py")
+    proc = _run(program, cluster, "--run-dir", str(tmp_path / "run"), "--result", str(tmp_path / "r.pkl"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == projects.RETRY_RESULT
+    retries = read_events(tmp_path / "run" / "events.jsonl", event="retry")
+    assert [(e["task"], e["attempt"]) for e in retries] == [("flaky", 2), ("flaky", 3), ("exits", 2)]
+    _, program, _ = _project_program(tmp_path / "exit", write_project, projects.EXIT, "quits.py")
+    proc = _run(program, cluster, "--run-dir", str(tmp_path / "exit_run"))
+    assert proc.returncode == 1
+    assert "error: task `quits` failed (attempt 1): it called sys.exit(0)" in proc.stderr
+
+
+def test_ray_module_reads_argv_at_import_and_timeout(tmp_path: Path, cluster, write_project) -> None:
+    from tests import runtime_projects as projects
+
+    _, program, _ = _project_program(tmp_path, write_project, projects.ARGV, "job.py")
+    proc = _run(program, cluster, "--run-dir", str(tmp_path / "run"), "--result", str(tmp_path / "r.pkl"), "--",
+                "--scale", "3")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == (21, "job.py", str(program.parent))
+    _, program, _ = _project_program(tmp_path / "hang", write_project, projects.HANG, "hang.py")
+    began = time.perf_counter()
+    proc = _run(program, cluster, "--run-dir", str(tmp_path / "hang_run"))
+    assert proc.returncode == 1 and time.perf_counter() - began < 60
+    assert "task `hang` failed (attempt 1)" in proc.stderr and "timeout of 1s" in proc.stderr
+
+
+def test_ray_resumes_a_local_run_and_shares_its_cache(tmp_path: Path, cluster, write_project) -> None:
+    """One fingerprint everywhere: a run directory the local program wrote is resumed on Ray (nothing
+    runs again), and a cache the local program filled serves the Ray program; an unpicklable output
+    still travels between Ray tasks."""
+    from tests import runtime_projects as projects
+    from tests.test_runtime import run_program
+
+    _, program, local = _project_program(tmp_path, write_project, projects.CHAIN, "chain.py")
+    run_dir, cache = tmp_path / "run", tmp_path / "cache"
+    assert run_program(local, "--run-dir", str(run_dir), "--cache", str(cache)).returncode == 0
+    proc = _run(program, cluster, "--resume", str(run_dir), "--result", str(tmp_path / "a.pkl"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert pickle.loads((tmp_path / "a.pkl").read_bytes()) == projects.CHAIN_RESULT
+    last = read_events(run_dir / "events.jsonl")[-1]["run"]
+    assert not _ran(run_dir, last) and len(read_events(run_dir / "events.jsonl", event="skip", run=last)) == 4
+    proc = _run(program, cluster, "--cache", str(cache), "--run-dir", str(tmp_path / "b"),
+                "--result", str(tmp_path / "b.pkl"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _ran(tmp_path / "b") == {"fresh"}  # cache=False
+    _, program, _ = _project_program(tmp_path / "shapes", write_project, projects.LOCAL_CLASS, "shapes.py")
+    proc = _run(program, cluster, "--run-dir", str(tmp_path / "c"), "--result", str(tmp_path / "c.pkl"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert pickle.loads((tmp_path / "c.pkl").read_bytes()) == 12
+    assert "task `measure`: its output" in proc.stderr and "at module level" in proc.stderr
+
+
+def test_two_rank_task_then_downstream_on_a_local_two_device_ray(tmp_path: Path, write_project) -> None:
+    """`--cluster 2` on a Ray the program starts itself: the two ranks of `gang` take both devices,
+    `start` before and `after` after it still run (the gang's actors exist only while it runs), and a
+    rank that fails its first attempt is retried with its partner."""
+    from tests import runtime_projects as projects
+
+    _, program, _ = _project_program(tmp_path, write_project, projects.GANG, "gang.py",
+                                     cluster=parse_cluster_spec("2"))
+    assert "ranks=2" in program.read_text() and "DEVICES = [" in program.read_text()
+    proc = subprocess.run([sys.executable, str(program), "--run-dir", str(tmp_path / "run"),
+                           "--result", str(tmp_path / "r.pkl")], capture_output=True, text=True, timeout=240,
+                          cwd=program.parent)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == projects.GANG_RESULT
+    failures = read_events(tmp_path / "run" / "events.jsonl", event="failure")
+    assert [(e["task"], e["rank"], e["attempt"]) for e in failures] == [("gang", 1, 1)]
+
+
+def test_watchdog_names_a_task_waiting_for_resources(tmp_path: Path, cluster, write_project) -> None:
+    """Three tasks that each need a whole node's two GPUs, on two nodes: one must wait; past
+    --pending-timeout the run stops, naming a waiting task and what it needs, instead of hanging."""
+    root = write_project({"greedy.py": """
+        import time
+
+        import dagc
+
+        @dagc.task(gpus=2)
+        def hold(k: int) -> int:
+            time.sleep(60)
+            return k
+
+        @dagc.task
+        def total(a: int, b: int, c: int) -> int:
+            return a + b + c
+
+        @dagc.pipeline
+        def p():
+            return total(hold(1), hold(2), hold(3))
+    """})
+    program = _write(tmp_path, compile_file(root / "greedy.py"))
+    began = time.perf_counter()
+    proc = _run(program, cluster, "--run-dir", str(tmp_path / "run"), "--pending-timeout", "3", timeout=90)
+    assert proc.returncode == 1 and time.perf_counter() - began < 50, proc.stderr[-3000:]
+    assert "has waited" in proc.stderr and "{'CPU': 1, 'GPU': 2}" in proc.stderr

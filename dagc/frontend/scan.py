@@ -142,6 +142,8 @@ def _convert_option(project: Project, info: ModuleInfo, key: str, value: Any, no
             raise bad_type()
         try:
             parsed = units.parse_duration(value) if kind == "duration" else units.parse_size(value)
+            if key == "timeout" and not parsed > 0:
+                raise bad_type()
         except units.UnitError as exc:
             code = "DAGC122" if isinstance(value, str) else "DAGC121"
             _option_error(project, info, code, f"option `{key}`: {exc}", node, hint=f"write {key}= {spec.accepted}")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -37,7 +38,8 @@ class TaskContext:
     group       the torch.distributed process group of the task's ranks, or None (single process);
                 pass it to collectives and to DDP (`process_group=ctx.group`)
     device      the device this rank should compute on: `torch.device("cuda", i)` on a GPU rank,
-                else the CPU (a `torch.device` when torch is installed, else the string "cpu")
+                else the CPU (a `torch.device` when the program has imported torch, else the
+                string "cpu", which torch accepts wherever it takes a device)
     task        the IR name of the running task (None outside a pipeline run)
     run_dir     the run directory of the pipeline run (None when the run keeps no state)
     attempt     0 for the first run of the task, n for its n-th restart or retry
@@ -135,11 +137,10 @@ def _safe(name: str) -> str:
 
 
 def _as_device(spec: str) -> Any:
-    try:
-        import torch
-    except ImportError:  # pragma: no cover - torch is optional for the compiler
-        return spec
-    return torch.device(spec)
+    # a torch.device once the program uses torch; a run whose code never imports torch should not
+    # pay for importing it (seconds) to describe its device
+    torch = sys.modules.get("torch")
+    return torch.device(spec) if torch is not None else spec
 
 
 _DEFAULT: TaskContext | None = None

@@ -34,7 +34,6 @@ import pickle
 import socket
 import sys
 import time
-import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -49,14 +48,15 @@ os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from dagc.runtime.context import TaskContext, use_context
 from dagc.runtime.events import EventLog, new_run_id
+from dagc.runtime.executor import NOT_STORABLE, Executor, TaskFailed, TaskSpec, unpicklable_type
 from dagc.runtime.progress import Progress
-from dagc.runtime.store import RunStore
+from dagc.runtime.store import Cache, RunStore
 
 __all__ = ["Runner", "TaskInfo", "MoveInfo", "CollectiveInfo", "plan_steps", "send_value", "recv_value",
            "broadcast_value", "reduce_value", "compress_value", "decompress_value", "COMPRESS_DTYPES", "DTYPES",
-           "launch_main", "train_pipeline", "train_layers", "current_stages", "use_stages"]
+           "launch_main", "report_failure", "failure_line", "TaskFailed", "train_pipeline", "train_layers",
+           "current_stages", "use_stages"]
 
 # TASKS[name] = (ranks, inputs, outputs, fingerprint, retries)
 TaskInfo = tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], str, int]
@@ -416,10 +416,14 @@ class Runner:
         stages: Mapping[str, Sequence[int]] | None = None,
         collectives: Mapping[int, CollectiveInfo] | None = None,
         compress: Mapping[int, str] | None = None,
+        cache: Path | None = None,
+        policy: Mapping[str, tuple[float | None, bool]] | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.collectives = dict(collectives or {})
         self.compress = dict(compress or {})  # tag -> "bf16" | "fp16": sent narrowed
+        self.cache = Cache(cache) if cache is not None else None
+        self.policy = dict(policy or {})  # task -> (timeout, cache)
         self.stages = {name: tuple(s) for name, s in (stages or {}).items()}
         self.tasks = dict(tasks)
         self.moves = dict(moves)
@@ -475,8 +479,8 @@ class Runner:
                 self.store = RunStore(self.run_dir)
         run_id = new_run_id()
         done: set[str] = set()
-        if self.rank == 0 and self.store is not None:
-            done = {name for name, info in self.tasks.items() if self.store.has(name, info[3])}
+        if self.rank == 0 and (self.store is not None or self.cache is not None):
+            done = {name for name, info in self.tasks.items() if self._stored(name, info[3])}
         shared: list[Any] = [run_id, sorted(done)]
         dist.broadcast_object_list(shared, src=0)
         run_id, done = shared[0], set(shared[1])
@@ -504,6 +508,23 @@ class Runner:
             if self.tasks[name][0][0] == self.rank:
                 self._event("skip", name, fingerprint=self.tasks[name][3], rank=self.rank)
 
+    def _stored(self, name: str, fp: str) -> bool:
+        """Whether task `name`'s output can be had: in the run directory or in the cache (a cached
+        output is adopted into the run directory, so every rank finds it there)."""
+        if self.store is not None and self.store.has(name, fp):
+            return True
+        if self.cache is None or not self.policy.get(name, (None, True))[1] or not self.cache.has(fp):
+            return False
+        if self.store is not None:
+            self.store.adopt(name, fp, self.cache.path(fp))
+        return True
+
+    def _load(self, name: str, fp: str) -> Any:
+        if self.store is not None and self.store.has(name, fp):
+            return self.store.load(name, fp)
+        assert self.cache is not None
+        return self.cache.load(fp)
+
     def _store(self) -> Any:
         """The rendezvous store, with keys private to this attempt: a restarted group must not read
         the addresses its dead predecessors published (torchelastic's agent store outlives them)."""
@@ -529,51 +550,50 @@ class Runner:
     # ---- the three verbs -------------------------------------------------------------------------
     def task(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run task `name` on this rank (with the others of its group), load its stored output, or
-        skip it; returns its value, or placeholders where this rank does not hold it."""
+        skip it; returns its value, or placeholders where this rank does not hold it. Attempts,
+        retries (a multi-rank task's ranks retry together), timeouts and events are the executor's
+        (dagc.runtime.executor); a task that fails for good raises TaskFailed naming it and this rank."""
         ranks, _inputs, outputs, fp, retries = self.tasks[name]
         placeholder: Any = tuple(None for _ in outputs) if len(outputs) > 1 else None
         owner = ranks[0] == self.rank
         if name in self.load:
-            if owner and self.store is not None:
-                return self.store.load(name, fp)
-            return placeholder
+            return self._load(name, fp) if owner else placeholder
         if name not in self.run:
             return placeholder
         group = self.groups.get(ranks)
-        ctx = TaskContext(rank=ranks.index(self.rank), world_size=len(ranks), group=group, device=self.device,
-                          task=name, run_dir=self.run_dir, attempt=self.attempt)
-        attempts = 1 if group is not None else retries + 1
-        for attempt in range(1, attempts + 1):
-            where = {"rank": self.rank, "device": str(self.device), "node": socket.gethostname()}
-            if owner:
-                self._event("start", name, attempt=attempt + self.attempt, **where)
-            start = time.perf_counter()
-            try:
-                with use_context(ctx), use_stages(self.stages.get(name)):
-                    value = fn(*args, **kwargs)
-            except Exception as exc:
-                duration = time.perf_counter() - start
-                if self.log is not None:  # written now: this rank may be about to stop
-                    self.log.failure(name, duration, exc, traceback.format_exc(), **where)
-                if attempt == attempts:
-                    raise
-                continue
-            duration = time.perf_counter() - start
-            nbytes = None
-            if owner and self.store is not None:
-                nbytes = self.store.save(name, fp, value)
-            if owner:
-                self._event("end", name, duration=round(duration, 6), bytes=nbytes, **where)
-                if self.progress is not None:
-                    self.progress.advance(name=name)
-            return value if owner else placeholder
-        return placeholder  # pragma: no cover - the loop returns or raises
+        executor = Executor(
+            store=self.store, log=_RankLog(self) if self.log is not None else None, cache=self.cache,
+            context={"rank": ranks.index(self.rank), "world_size": len(ranks), "group": group,
+                     "device": self.device, "run_dir": self.run_dir},
+            where={"rank": self.rank, "device": str(self.device), "node": socket.gethostname()},
+            attempt_offset=self.attempt, process_rank=self.rank)
+        timeout, cache = self.policy.get(name, (None, True))
+        spec = TaskSpec(name, fp, retries, timeout, cache)
+        agree = (lambda failed: self._any_failed(failed, group)) if group is not None else None
+        with use_stages(self.stages.get(name)):
+            value = executor.run(spec, fn, *args, owner=owner, agree=agree, **kwargs)
+        if owner and self.progress is not None:
+            self.progress.advance(name=name)
+        return value if owner else placeholder
+
+    def _any_failed(self, failed: bool, group: Any) -> bool:
+        """Whether an attempt of a multi-rank task failed on any of its ranks (all of them ask)."""
+        flag = torch.tensor([int(failed)], dtype=torch.int64, device=self.comm_device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=group)
+        return bool(flag.item())
 
     def send(self, value: Any, tag: int) -> None:
         if tag not in self.active:
             return
-        _, _, _, dst, static = self.moves[tag]
-        self.moved_bytes += send_value(value, dst, tag, self.comm_device, static, self.compress.get(tag))
+        name, _, _, dst, static = self.moves[tag]
+        try:
+            self.moved_bytes += send_value(value, dst, tag, self.comm_device, static, self.compress.get(tag))
+        except NOT_STORABLE as exc:  # it must leave this rank, so it must pickle: say whose value it is
+            producer = next((t for t, info in self.tasks.items() if name in info[2]), name)
+            raise TaskFailed(producer, self.attempt, None, self.rank, detail=(
+                f"its output %{name} ({unpicklable_type(value)}) goes to rank {dst} but cannot be pickled "
+                f"({type(exc).__name__}: {exc}); define the type at module level, or place the tasks that "
+                "read it on the same device")) from exc
 
     def recv(self, tag: int) -> Any:
         if tag not in self.active:
@@ -645,6 +665,27 @@ class Runner:
                 dist.destroy_process_group()
 
 
+class _RankLog(EventLog):
+    """The event log as a rank writes it: rank 0 appends, the others hand their records to rank 0
+    at the end of the run, except a failure, which a rank about to stop writes itself."""
+
+    def __init__(self, runner: Runner) -> None:
+        assert runner.log is not None
+        super().__init__(runner.log.path, runner.log.run_id)
+        self.runner = runner
+
+    def write(self, event: str, task: str | None = None, **fields: Any) -> dict[str, Any]:
+        if self.runner.rank == 0 or event == "failure":
+            return super().write(event, task, **fields)
+        self.runner._event(event, task, **fields)
+        return {}
+
+
+def failure_line(exc: BaseException) -> str:
+    """The one line a failed run ends with."""
+    return f"dagc: error: {exc}" if isinstance(exc, TaskFailed) else f"dagc: error: {type(exc).__name__}: {exc}"
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -654,17 +695,46 @@ def _free_port() -> int:
 def launch_main(path: str, argv: Sequence[str], nproc: int, max_restarts: int = 0) -> int:
     """Start `path` under torchrun on this machine with `nproc` ranks (used when a program is run
     directly with `python PROGRAM.py`)."""
+    import tempfile
+
     from torch.distributed.run import main as torchrun
 
     args = ["--standalone", f"--nproc-per-node={nproc}", f"--max-restarts={max_restarts}", path, *argv]
-    try:
-        torchrun(args)
-    except SystemExit as exc:
-        return int(exc.code or 0)
-    except Exception as exc:  # ChildFailedError: torchrun printed the failure already
-        sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
-        return 1
-    return 0
+    # a rank whose task fails writes one line here; it is the last thing printed, whatever torchrun says
+    with tempfile.TemporaryDirectory(prefix="dagc-") as tmp:
+        os.environ[FAILURE_FILE] = os.path.join(tmp, "failure")
+        try:
+            torchrun(args)
+            code = 0
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        except Exception as exc:  # ChildFailedError: torchrun printed its report already
+            sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
+            code = 1
+        finally:
+            del os.environ[FAILURE_FILE]
+        failure = Path(tmp, "failure")
+        if code and failure.exists():
+            sys.stderr.write(failure.read_text(encoding="utf-8").splitlines()[0] + "\n")
+    return code
+
+
+FAILURE_FILE = "DAGC_FAILURE_FILE"
+
+
+def report_failure(exc: BaseException) -> None:
+    """Print the one line naming the failed task (and keep it for the launcher, which prints it last)."""
+    line = failure_line(exc)
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+    path = os.environ.get(FAILURE_FILE)
+    if path:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # the first failure wins
+        except OSError:
+            return
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(line + "\n")
 
 
 # ---- pipeline parallelism ------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-__all__ = ["FORMAT", "RunStore", "fingerprint", "value_fingerprint", "output_fingerprint", "atomic_write"]
+__all__ = ["FORMAT", "RunStore", "Cache", "fingerprint", "value_fingerprint", "output_fingerprint", "atomic_write"]
 
 FORMAT = 1
 _FP_TAG = "dagc-fingerprint-1"
@@ -129,9 +129,23 @@ class RunStore:
         """Persist a task's outputs; returns the number of bytes written."""
         buffer = io.BytesIO()
         pickle.dump(value, buffer, protocol=pickle.HIGHEST_PROTOCOL)
-        data = buffer.getvalue()
+        return self.save_bytes(task, fp, buffer.getvalue())
+
+    def save_bytes(self, task: str, fp: str, data: bytes) -> int:
+        """Persist a task's already pickled outputs."""
         atomic_write(self.path(task, fp), data)
         return len(data)
+
+    def adopt(self, task: str, fp: str, source: Path) -> None:
+        """Record a task's outputs from a file elsewhere (the cache): a hard link when possible."""
+        target = self.path(task, fp)
+        if target.exists():
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(source, target)
+        except OSError:
+            atomic_write(target, source.read_bytes())
 
     def load(self, task: str, fp: str) -> Any:
         with self.path(task, fp).open("rb") as f:
@@ -176,3 +190,31 @@ class RunStore:
 
     def __repr__(self) -> str:
         return f"RunStore({str(self.root)!r})"
+
+
+class Cache:
+    """A content-addressed cache of task outputs, shared by runs and pipelines: `ROOT/ab/abcd….pkl`
+    by fingerprint alone (the fingerprint covers the task's code, inputs and options). Files are
+    written atomically, so concurrent runs may share one cache."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def path(self, fp: str) -> Path:
+        return self.root / fp[:2] / f"{fp}.pkl"
+
+    def has(self, fp: str) -> bool:
+        return self.path(fp).is_file()
+
+    def load(self, fp: str) -> Any:
+        with self.path(fp).open("rb") as f:
+            return pickle.load(f)
+
+    def save_bytes(self, fp: str, data: bytes) -> int:
+        if not self.has(fp):
+            atomic_write(self.path(fp), data)
+        return len(data)
+
+    def __repr__(self) -> str:
+        return f"Cache({str(self.root)!r})"

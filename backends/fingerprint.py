@@ -1,0 +1,171 @@
+"""One fingerprint per task, the same for every backend, so a run directory or a cache written by
+one backend is reused by another.
+
+A task's fingerprint hashes what decides its output: its target and operands (as IR JSON), the
+source text of its function (decorators included: editing a task's code changes its fingerprint,
+so `--resume` reruns it), the options that can change what it computes (not estimates such as
+`cost` nor run policy such as `retries`), dagc's IR version, and the fingerprints of the values it
+reads. A fused group or a region hashes each task inside it the same way. Transfers pass their
+input's fingerprint through (they move a value, they do not change it).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import os
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from dagc.ir.core import REGION_OPS, Graph, Node, region_bodies
+from dagc.ir.serialize import FORMAT_VERSION, operand_to_json, options_to_json
+from dagc.ir.types import operand_to_python
+from dagc.runtime.store import fingerprint, output_fingerprint, value_fingerprint
+
+__all__ = ["task_fingerprints", "task_rows", "source_digest", "RUN_POLICY_OPTIONS"]
+
+# options that say how to run or estimate a task, not what it computes
+RUN_POLICY_OPTIONS = frozenset({"cost", "flops", "out_size", "priority", "retries", "timeout", "cache"})
+
+
+def _function_sources(path: str) -> dict[str, str]:
+    """`qualified name → hash of its source` for every function of a file (empty when unreadable)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return {}
+    return _parsed_sources(path, stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=256)
+def _parsed_sources(path: str, mtime_ns: int, size: int) -> dict[str, str]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return {}
+    lines = text.splitlines(keepends=True)
+    out: dict[str, str] = {}
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
+                segment = "".join(lines[first - 1 : stmt.end_lineno])
+                out[prefix + stmt.name] = hashlib.sha256(segment.encode("utf-8")).hexdigest()[:16]
+            elif isinstance(stmt, ast.ClassDef):
+                visit(stmt.body, f"{prefix}{stmt.name}.")
+
+    visit(tree.body, "")
+    return out
+
+
+def source_digest(graph: Graph, target: str | None) -> str | None:
+    """Hash of the source of a task's function (`module:function`), or None when it cannot be read."""
+    if not target or ":" not in target:
+        return None
+    module, _, function = target.partition(":")
+    file = graph.modules.get(module)
+    if file is None:
+        return None
+    return _function_sources(str((Path(graph.root) / file).resolve())).get(function)
+
+
+def _describe(graph: Graph, node: Node) -> dict[str, Any]:
+    """What, besides its inputs, decides one node's output."""
+    options = {k: v for k, v in options_to_json(node.options).items() if k not in RUN_POLICY_OPTIONS}
+    data: dict[str, Any] = {
+        "op": node.op, "target": node.target,
+        "args": [operand_to_json(a) for a in node.args],
+        "kwargs": [[k, operand_to_json(v)] for k, v in node.kwargs],
+        "outputs": len(node.outputs), "options": options,
+    }
+    if node.op == "task":
+        data["source"] = source_digest(graph, node.target)
+    if node.op == "fused":
+        from dagc.backends.local import _members
+
+        data["members"] = [_describe(graph, m) for m in _members(node)]
+    if node.op in REGION_OPS:  # the bodies decide the outputs too
+        data["region"] = {k: v for k, v in sorted(node.attrs.items()) if k.startswith("region.")}
+        data["bodies"] = {key: [_describe(graph, n) for n in body] for key, body in region_bodies(node).items()}
+    return data
+
+
+def _positional(data: Any, position: dict[str, int]) -> Any:
+    """`data` with every `{"ref": NAME}` of an input replaced by `{"input": INDEX}`."""
+    if isinstance(data, dict):
+        if len(data) == 1 and "ref" in data and data["ref"] in position:
+            return {"input": position[data["ref"]]}
+        return {k: _positional(v, position) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_positional(v, position) for v in data]
+    return data
+
+
+def _param_literal(value: Any) -> Any:
+    try:
+        return repr(operand_to_python(value))
+    except TypeError:
+        return json.dumps(operand_to_json(value), sort_keys=True)
+
+
+def task_fingerprints(graph: Graph) -> dict[str, str]:
+    """Fingerprint of every node that runs (transfers are skipped: their output is their input)."""
+    values: dict[str, str] = {p.name: value_fingerprint(p.name, _param_literal(p.value)) for p in graph.params}
+    out: dict[str, str] = {}
+    for name in graph.topological_order():
+        node = graph.node(name)
+        inputs = [values.get(v, f"unbound:{v}") for v in node.input_values()]
+        if node.op == "transfer":
+            for value in node.outputs:
+                values[value] = inputs[0] if inputs else fingerprint("transfer", name)
+            continue
+        # inputs are named by position: a pass that renames a value (a transfer) changes nothing here
+        position = {v: i for i, v in enumerate(node.input_values())}
+        described = _positional(_describe(graph, node), position)
+        constants = json.dumps({"ir": FORMAT_VERSION, **described}, sort_keys=True, default=str)
+        fp = fingerprint(node.target or node.op, constants, inputs)
+        out[name] = fp
+        for i, value in enumerate(node.outputs):
+            values[value] = output_fingerprint(fp, i)
+    return out
+
+
+def _inner(node: Node) -> list[Node]:
+    """The nodes a fused group or a region runs, recursively (empty for other nodes)."""
+    if node.op == "fused":
+        from dagc.backends.local import _members
+
+        found = _members(node)
+    elif node.op in REGION_OPS:
+        found = [n for body in region_bodies(node).values() for n in body]
+    else:
+        return []
+    return [m for n in found for m in (n, *_inner(n))]
+
+
+def task_rows(graph: Graph) -> dict[str, tuple[str, int, float | None, bool, int | None]]:
+    """The executor's table (dagc.runtime.executor): task → (fingerprint, retries, timeout, cache,
+    state group). A fused group or region is retried as often as its most retried task, has a timeout
+    only when every task inside has one (their sum, once per trip of a loop being unknown: none for a
+    loop), and is cached only when every task inside may be. A task that acts on the world
+    (side_effects, or effects the compiler found) is never taken from the cache."""
+    from dagc.ir.effects import state_groups
+
+    fps = task_fingerprints(graph)
+    state = {task: k for k, group in enumerate(state_groups(graph)) for task in group.nodes}
+    rows: dict[str, tuple[str, int, float | None, bool, int | None]] = {}
+    for name, fp in fps.items():
+        node = graph.node(name)
+        members = [n for n in (node, *_inner(node)) if n.op == "task"]
+        retries = max([node.options.retries, *(m.options.retries for m in members)])
+        timeouts = [m.options.timeout for m in members]
+        timeout = node.options.timeout if node.op == "task" else (
+            sum(timeouts) if timeouts and node.op == "fused" and all(t for t in timeouts) else None)  # type: ignore[misc]
+        cache = all(m.options.cache and not m.options.side_effects and not m.attrs.get("effects.io")
+                    for m in members)
+        rows[name] = (fp, retries, timeout, cache, state.get(name))
+    return rows

@@ -1,0 +1,333 @@
+"""The task executor every emitted program runs its tasks through (local, Ray workers, torch ranks).
+
+    rt = Executor(TASKS, store=RunStore(run_dir), log=EventLog(...), cache=Cache(dir), reuse=True)
+    value = rt.task("train", module.train, features, data, epochs=80)
+
+For one task it: reuses a stored output (the run directory on `--resume`, then the `--cache`
+directory, both addressed by the task's fingerprint); otherwise runs the function with the task
+context set (`dagc.context().attempt` is 0 for the first attempt, n for the n-th retry), under the
+task's `timeout=`, retrying up to `retries=` times; `SystemExit` raised in a task is a failure of
+that task like any exception, never the end of the program. Each attempt writes `start` (and
+`retry`), then `end` or `failure` to the event log; a finished task's output is saved in the run
+directory and the cache. An output that cannot be pickled is not stored (a warning says so and
+`--resume` recomputes it): a value that never leaves its process need not pickle.
+
+`TASKS` is the program's table: task → (fingerprint, retries, timeout in seconds or None, cache,
+state group or None). A task in a state group (it shares objects with other tasks, see
+dagc.ir.effects) is reused only when every task of its group is: its outputs alone would not
+rebuild the shared objects.
+
+Nothing here imports torch, Ray or the compiler.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from dagc.runtime.context import TaskContext, reset_context, set_context
+from dagc.runtime.events import EventLog
+from dagc.runtime.store import Cache, RunStore
+
+__all__ = ["Executor", "TaskSpec", "TaskFailed", "TaskTimeout", "deadline", "NOT_STORABLE"]
+
+# TASKS[name] = (fingerprint, retries, timeout, cache, state group)
+TaskRow = tuple[str, int, "float | None", bool, "int | None"]
+NOT_STORABLE = (pickle.PicklingError, TypeError, AttributeError, RecursionError)
+# how long after its timeout a task that did not stop (stuck outside Python code) ends its process
+HARD_STOP_GRACE = 10.0
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """How one task runs: its fingerprint and the run policy its options set."""
+
+    name: str
+    fingerprint: str | None = None
+    retries: int = 0
+    timeout: float | None = None
+    cache: bool = True
+    state: int | None = None
+
+    @classmethod
+    def from_row(cls, name: str, row: TaskRow | None) -> TaskSpec:
+        if row is None:
+            return cls(name)
+        fp, retries, timeout, cache, state = row
+        return cls(name, fp, int(retries), timeout, bool(cache), state)
+
+
+class TaskFailed(Exception):
+    """A task failed on its last attempt; the message names the task, rank and attempt."""
+
+    def __init__(self, task: str, attempt: int, error: BaseException | None, rank: int | None = None,
+                 detail: str | None = None) -> None:
+        self.task, self.attempt, self.rank, self.error = task, attempt, rank, error
+        where = f" on rank {rank}" if rank is not None else ""
+        self.detail = detail or (_describe(error) if error is not None else "another rank of the task failed")
+        super().__init__(f"task `{task}` failed{where} (attempt {attempt + 1}): {self.detail}")
+
+    def __reduce__(self) -> tuple:
+        # travels between processes (a Ray worker to its driver) without the original error, which
+        # may not pickle: the message keeps what it said
+        return (TaskFailed, (self.task, self.attempt, None, self.rank, self.detail))
+
+
+class TaskTimeout(Exception):
+    """Raised inside a task that ran longer than its `timeout=`."""
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, SystemExit):
+        return f"it called sys.exit({error.code!r})"
+    return f"{type(error).__name__}: {error}"
+
+
+@contextmanager
+def deadline(seconds: float | None, task: str) -> Iterator[None]:
+    """Stop the block after `seconds`: TaskTimeout is raised in it (SIGALRM, on the main thread);
+    a block that does not return to Python within HARD_STOP_GRACE more seconds ends its process,
+    naming the task (a hung task never hangs the run)."""
+    if not seconds:
+        yield
+        return
+    message = f"task `{task}` ran longer than its timeout of {seconds:g}s and was stopped"
+    use_alarm = threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer")
+    previous: Any = None
+    if use_alarm:
+        def on_alarm(signum: int, frame: Any) -> None:
+            raise TaskTimeout(message)
+
+        previous = signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+    done = threading.Event()
+
+    def hard_stop() -> None:
+        if not done.wait(seconds + (HARD_STOP_GRACE if use_alarm else 0.0)):
+            sys.stderr.write(f"dagc: {message} (its process is ended: it did not return to Python)\n")
+            sys.stderr.flush()
+            os._exit(124)
+
+    watchdog = threading.Thread(target=hard_stop, name=f"dagc-timeout-{task}", daemon=True)
+    watchdog.start()
+    try:
+        yield
+    finally:
+        done.set()
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+
+
+class Executor:
+    """Runs the tasks of one process of a pipeline run (see the module docstring).
+
+    store     the run directory (None: outputs are not kept)
+    log       the event log (None: no events)
+    cache     a content-addressed cache shared across runs (None: no cache)
+    reuse     reuse outputs found in the run directory (`--resume`)
+    context   the TaskContext fields of this process (rank, world_size, group, device, run_dir)
+    where     fields every event of this process carries (node, device, rank)
+    attempt_offset  attempts already used by earlier processes (torchrun restarts)
+    claim     number attempts with marker files in the run directory, so that an attempt in a new
+              process (a Ray worker that died) continues the count
+    process_rank  the rank a failure names (torch: this process's global rank)
+    """
+
+    def __init__(self, tasks: Mapping[str, TaskRow] | None = None, *, store: RunStore | None = None,
+                 log: EventLog | None = None, cache: Cache | None = None, reuse: bool = False,
+                 context: Mapping[str, Any] | None = None, where: Mapping[str, Any] | None = None,
+                 attempt_offset: int = 0, claim: bool = False, process_rank: int | None = None) -> None:
+        self.tasks = dict(tasks or {})
+        self.store, self.log, self.cache, self.reuse = store, log, cache, reuse
+        self.context = dict(context or {})
+        self.where = dict(where or {})
+        self.attempt_offset = attempt_offset
+        self.process_rank = process_rank
+        self.claim = claim and store is not None and log is not None
+        self.warned: set[str] = set()
+        self.specs = {name: TaskSpec.from_row(name, row) for name, row in self.tasks.items()}
+        self.groups: dict[int, list[TaskSpec]] = {}
+        for spec in self.specs.values():
+            if spec.state is not None:
+                self.groups.setdefault(spec.state, []).append(spec)
+
+    def spec(self, name: str) -> TaskSpec:
+        found = self.specs.get(name)
+        return found if found is not None else TaskSpec(name)
+
+    # ---- reuse -----------------------------------------------------------------------------------
+    def source(self, spec: TaskSpec) -> str | None:
+        """Where a finished output of `spec` can be had: "run", "cache" or None."""
+        if spec.fingerprint is None or (self.cache is None and not (self.reuse and self.store is not None)):
+            return None
+        members = self.groups.get(spec.state, [spec]) if spec.state is not None else [spec]
+        if self.reuse and self.store is not None and all(
+                m.fingerprint and self.store.has(m.name, m.fingerprint) for m in members):
+            return "run"
+        if self.cache is not None and all(m.cache and m.fingerprint and self.cache.has(m.fingerprint)
+                                          for m in members):
+            return "cache"
+        return None
+
+    def load(self, spec: TaskSpec, source: str) -> Any:
+        """The stored output of a finished task; one found in the cache is also copied into the run
+        directory (so a resumed run finds it there)."""
+        assert spec.fingerprint is not None
+        if source == "run":
+            assert self.store is not None
+            value = self.store.load(spec.name, spec.fingerprint)
+        else:
+            assert self.cache is not None
+            value = self.cache.load(spec.fingerprint)
+            if self.store is not None:
+                self.store.adopt(spec.name, spec.fingerprint, self.cache.path(spec.fingerprint))
+        if self.log is not None:
+            self.log.skip(spec.name, spec.fingerprint, source=source, **self.where)
+        return value
+
+    # ---- running ---------------------------------------------------------------------------------
+    def task(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Task `name`: its stored output when one may be reused, else the value of running it."""
+        spec = self.spec(name)
+        source = self.source(spec)
+        if source is not None:
+            return self.load(spec, source)
+        return self.run(spec, fn, *args, **kwargs)
+
+    def call(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run task `name` with retries, timeout and events, never storing its output (a task inside a
+        loop or branch runs anew each time)."""
+        return self.run(replace(self.spec(name), fingerprint=None), fn, *args, **kwargs)
+
+    def run(self, spec: TaskSpec, fn: Callable[..., Any], *args: Any, owner: bool = True,
+            agree: Callable[[bool], bool] | None = None, **kwargs: Any) -> Any:
+        """Run `fn(*args, **kwargs)` as task `spec`: attempts, events, storing. `owner`: this process
+        holds the task's value (rank 0 of a multi-rank task). `agree(failed)`: for a multi-rank task,
+        tells the other ranks whether this attempt failed here and returns whether it failed anywhere,
+        so that every rank retries together."""
+        rank = self.context.get("rank") if self.context.get("world_size", 1) > 1 else None
+        named_rank = self.process_rank if self.process_rank is not None else rank
+        tries = 0
+        while True:
+            attempt = self._next_attempt(spec.name, rank, tries)
+            tries += 1
+            ctx = self._task_context(spec.name, attempt)
+            if self.log is not None:  # every rank says it started; only the owner says it ended
+                self.log.start(spec.name, attempt + 1, **self.where)
+            start = time.perf_counter()
+            error: BaseException | None = None
+            token = set_context(ctx)
+            try:
+                if spec.timeout:
+                    with deadline(spec.timeout, spec.name):
+                        value = fn(*args, **kwargs)
+                else:  # the common case, kept free of context managers: it runs once per task
+                    value = fn(*args, **kwargs)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - SystemExit too: a failure of this task
+                error = exc
+                if self.log is not None:
+                    self.log.failure(spec.name, time.perf_counter() - start, exc, traceback.format_exc(),
+                                     attempt=attempt + 1, **self.where)
+            finally:
+                reset_context(token)
+            failed = error is not None
+            if agree is not None:
+                failed = agree(failed)
+            if not failed:
+                break
+            if attempt >= spec.retries:
+                raise TaskFailed(spec.name, attempt, error, named_rank) from error
+        duration = time.perf_counter() - start
+        nbytes = self.save(spec, value) if owner else None
+        if owner and self.log is not None:
+            self.log.end(spec.name, duration, nbytes, attempt=attempt + 1, **self.where)
+        return value
+
+    def _base_context(self) -> TaskContext:
+        """This process's context, built once (again if torch was imported since: its device then
+        becomes a torch.device)."""
+        base = getattr(self, "_base", None)
+        if base is None or (isinstance(base.device, str) and "torch" in sys.modules):
+            base = self._base = TaskContext(**self.context)
+        return base
+
+    def _task_context(self, task: str, attempt: int) -> TaskContext:
+        """The base context with the task's name and attempt. Copied field by field rather than with
+        dataclasses.replace (which validates again): this runs once per task."""
+        ctx = object.__new__(TaskContext)
+        ctx.__dict__.update(self._base_context().__dict__, task=task, attempt=attempt)
+        return ctx
+
+    def _next_attempt(self, task: str, rank: int | None, tries: int) -> int:
+        """The number of the attempt about to start: `tries` made in this call so far, or with `claim`
+        the next marker in the run directory (a task a dead worker was running continues its count)."""
+        if self.claim:
+            assert self.store is not None and self.log is not None
+            key = task if rank is None else f"{task}.rank{rank}"
+            return self.attempt_offset + self.store.next_attempt(self.log.run_id, key) - 1
+        return self.attempt_offset + tries
+
+    # ---- storing ---------------------------------------------------------------------------------
+    def save(self, spec: TaskSpec, value: Any) -> int | None:
+        """Store a finished task's output in the run directory and the cache; the pickled size, or None
+        when nothing was stored."""
+        if spec.fingerprint is None or (self.store is None and (self.cache is None or not spec.cache)):
+            return None
+        try:
+            data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        except NOT_STORABLE as exc:
+            self._not_storable(spec, value, exc)
+            return None
+        if self.store is not None:
+            self.store.save_bytes(spec.name, spec.fingerprint, data)
+        if self.cache is not None and spec.cache:
+            self.cache.save_bytes(spec.fingerprint, data)
+        return len(data)
+
+    def _not_storable(self, spec: TaskSpec, value: Any, exc: BaseException) -> None:
+        kind = unpicklable_type(value)
+        message = (f"task `{spec.name}`: its output ({kind}) cannot be pickled ({type(exc).__name__}: {exc}), "
+                   "so it is not stored and --resume or --cache will run the task again; "
+                   f"define {kind} at module level to make it storable")
+        if self.log is not None:
+            self.log.write("not_stored", spec.name, error=message, **self.where)
+        if spec.name not in self.warned:
+            self.warned.add(spec.name)
+            print(f"dagc: warning: {message}", file=sys.stderr)
+
+
+def unpicklable_type(value: Any, depth: int = 0) -> str:
+    """The type that keeps `value` from pickling, as `module.Qualified.Name` (best effort: looks
+    into tuples, lists and dict values)."""
+    if depth < 3 and isinstance(value, (tuple, list, dict)):
+        items = value.values() if isinstance(value, dict) else value
+        for item in items:
+            try:
+                pickle.dumps(item, protocol=pickle.HIGHEST_PROTOCOL)
+            except Exception:  # noqa: BLE001
+                return unpicklable_type(item, depth + 1)
+    kind = type(value)
+    return f"`{kind.__module__}.{kind.__qualname__}`"
+
+
+def where_here(**fields: Any) -> dict[str, Any]:
+    """The fields every event of this process carries: host and the given ones."""
+    return {"node": socket.gethostname(), **{k: v for k, v in fields.items() if v is not None}}
+
+
+def run_dir_path(value: str | os.PathLike[str] | None) -> Path | None:
+    return Path(value) if value is not None else None

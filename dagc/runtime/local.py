@@ -1,0 +1,75 @@
+"""The driver of the local backend's programs: options, run directory, executor, result.
+
+An emitted local program holds its tables and a `run(rt, modules)` function that calls every task
+through `rt` (a dagc.runtime.executor.Executor), in a topological order; `run_local` does the rest.
+A task that fails after its retries ends the program with status 1 and one line naming it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pickle
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from dagc.runtime.events import EventLog, new_run_id
+from dagc.runtime.executor import Executor, TaskFailed, TaskRow
+from dagc.runtime.program import add_run_options, open_cache, open_run, prepare_interpreter, split_argv
+
+__all__ = ["run_local", "load_modules"]
+
+
+def load_modules(source_root: Path, search_paths: Sequence[str], modules: Sequence[str]) -> dict[str, Any]:
+    """Import the pipeline's own modules from their source tree."""
+    for entry in reversed(search_paths):
+        path = str((source_root / entry).resolve())
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    return {name: importlib.import_module(name) for name in modules}
+
+
+def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tasks: Mapping[str, TaskRow],
+              source_root: Path, search_paths: Sequence[str], modules: Sequence[str], script: str,
+              argv: Sequence[str] | None = None) -> int:
+    ours, user_args = split_argv(argv)
+    parser = argparse.ArgumentParser(description=f"Run pipeline {pipeline!r} locally. Arguments after `--` "
+                                     "are the script's own (its sys.argv[1:]).")
+    add_run_options(parser, source_root)
+    args = parser.parse_args(ours)
+    run_id = new_run_id()
+    store = open_run(parser, args, pipeline, run_id)
+    cache = open_cache(args)
+    prepare_interpreter(str((args.source_root / script).resolve()), user_args)
+    loaded = load_modules(args.source_root, search_paths, modules)
+    log = EventLog(store.events_path, run_id) if store is not None else None
+    rt = Executor(tasks, store=store, log=log, cache=cache, reuse=args.resume is not None)
+    started = time.perf_counter()
+    if log is not None and store is not None:
+        log.write("run_start", pipeline=pipeline, tasks=len(tasks), resume=args.resume is not None,
+                  run_dir=str(store.root), backend="local")
+    try:
+        result = run(rt, loaded)
+    except TaskFailed as exc:
+        if log is not None:
+            log.write("run_failed", error=str(exc))
+        hint = f"; finish the run with: --resume {store.root}" if store is not None else ""
+        print(f"error: {exc}{hint}", file=sys.stderr)
+        return 1
+    nbytes = None
+    if store is not None:
+        try:
+            nbytes = store.save_result(result)
+        except (pickle.PicklingError, TypeError, AttributeError):
+            nbytes = None
+    if log is not None:
+        log.write("run_end", duration=round(time.perf_counter() - started, 6), bytes=nbytes)
+    if args.result is not None:
+        args.result.parent.mkdir(parents=True, exist_ok=True)
+        args.result.write_bytes(pickle.dumps(result))
+    else:
+        print(repr(result))
+    return 0

@@ -1,0 +1,114 @@
+"""What every emitted program does the same way: its run options, its run directory, and the
+interpreter state its user code sees.
+
+    python PROGRAM.py [--run-dir DIR | --resume RUN_DIR] [--cache DIR] [--result PATH] -- ARGS...
+
+`ARGS` (everything after `--`) is what the pipeline's own script would see in `sys.argv[1:]`:
+user modules are imported with `sys.argv == [SCRIPT, *ARGS]`, as in `python SCRIPT ARGS`, on the
+driver, on every Ray worker and on every torch rank, in the working directory the program started
+in. Default run directories go under `.dagc/runs/` in the working directory; `.dagc/` holds a
+`.gitignore` of `*`, so it never shows up in the user's version control.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from dagc.runtime.store import Cache, RunStore
+
+__all__ = ["split_argv", "prepare_interpreter", "default_run_dir", "add_run_options", "open_run", "open_cache",
+           "run_directory", "DAGC_DIR"]
+
+DAGC_DIR = ".dagc"
+
+
+def split_argv(argv: Sequence[str] | None) -> tuple[list[str], list[str]]:
+    """(the program's own arguments, the user script's arguments after `--`)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if "--" in args:
+        cut = args.index("--")
+        return args[:cut], args[cut + 1:]
+    return args, []
+
+
+def prepare_interpreter(script: str, user_args: Sequence[str], cwd: str | os.PathLike[str] | None = None) -> None:
+    """Make this process look like `python SCRIPT ARGS` to user code: `sys.argv` and, when given,
+    the working directory."""
+    sys.argv = [str(script), *user_args]
+    if cwd is not None and os.path.abspath(cwd) != os.getcwd():
+        os.chdir(cwd)
+
+
+def dagc_dir(base: str | os.PathLike[str] | None = None) -> Path:
+    """`.dagc/` under `base` (the working directory), created with a `.gitignore` that ignores it."""
+    root = Path(base or ".") / DAGC_DIR
+    root.mkdir(parents=True, exist_ok=True)
+    ignore = root / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# written by dagc: run directories and caches, never committed\n*\n", encoding="utf-8")
+    return root
+
+
+def default_run_dir(pipeline: str, run_id: str, base: str | os.PathLike[str] | None = None) -> Path:
+    """`.dagc/runs/PIPELINE-RUN_ID` in `base` (default: the working directory)."""
+    return dagc_dir(base) / "runs" / f"{pipeline}-{run_id}"
+
+
+def add_run_options(parser: argparse.ArgumentParser, source_root: Path) -> None:
+    """The options every emitted program takes."""
+    parser.add_argument("--run-dir", type=Path, metavar="DIR",
+                        help="keep task outputs (by fingerprint) and the event log in DIR")
+    parser.add_argument("--resume", type=Path, metavar="RUN_DIR",
+                        help="finish an earlier run: reuse its stored outputs, run only what did not finish "
+                             "(or what changed since)")
+    parser.add_argument("--cache", type=Path, metavar="DIR",
+                        help="reuse task outputs from DIR and add new ones to it (shared across runs and "
+                             "pipelines; tasks with cache=False are always run)")
+    parser.add_argument("--result", type=Path, metavar="PATH",
+                        help="write the pipeline's return value to PATH (pickle)")
+    parser.add_argument("--source-root", type=Path, default=source_root, metavar="DIR",
+                        help="directory of the pipeline's source files (default: %(default)s)")
+
+
+def open_run(parser: argparse.ArgumentParser, args: argparse.Namespace, pipeline: str, run_id: str, *,
+             always: bool = False) -> RunStore | None:
+    """The run directory the options ask for: `--resume`'s, `--run-dir`, or (with `always`) a new
+    one under `.dagc/runs/`; None when the run keeps no outputs."""
+    if args.resume is not None and args.run_dir is not None:
+        parser.error("--resume RUN_DIR already names the run directory; drop --run-dir")
+    if args.resume is not None:
+        try:
+            return RunStore.open(args.resume)
+        except (OSError, ValueError) as exc:
+            parser.error(f"--resume: {exc}")
+    if args.run_dir is not None:
+        return RunStore(args.run_dir, pipeline)
+    if always:
+        return RunStore(default_run_dir(pipeline, run_id), pipeline)
+    return None
+
+
+def open_cache(args: argparse.Namespace) -> Cache | None:
+    return Cache(args.cache) if getattr(args, "cache", None) is not None else None
+
+
+def run_directory(parser: argparse.ArgumentParser, args: argparse.Namespace, pipeline: str, run_id: str | None, *,
+                  restarts: bool = False) -> Path | None:
+    """The run directory of a program whose processes open it themselves (torch ranks): `--resume`'s,
+    `--run-dir`, or, when the launcher may restart the processes, `.dagc/runs/PIPELINE-RUN_ID`
+    under a run id every restart shares."""
+    if args.resume is not None and args.run_dir is not None:
+        parser.error("--resume RUN_DIR already names the run directory; drop --run-dir")
+    if args.resume is not None:
+        if not (args.resume / "run.json").is_file():
+            parser.error(f"--resume: {args.resume} is not a dagc run directory (no run.json)")
+        return Path(args.resume)
+    if args.run_dir is not None:
+        return Path(args.run_dir)
+    if restarts:
+        return default_run_dir(pipeline, run_id or "run")
+    return None

@@ -1,0 +1,625 @@
+"""Runtime of the programs the Ray backend emits: the driver, the placement, and the task wrapper.
+
+An emitted Ray program holds its plan (`Plan`: devices, each task's demand, the executor's task
+table, shared state groups) and one `@ray.remote` function per task whose body is
+`job.run(body)`; `ray_main(PLAN, run, argv)` does the rest:
+
+  * `Job` runs a task on a worker through dagc.runtime.executor (attempt numbers, retries of
+    exceptions and `SystemExit`, `timeout=`, events, the run directory and the cache), after making
+    the worker look like the plain run to user code (`sys.argv`, working directory). A worker that
+    dies is retried by Ray (`max_retries`); its attempt number continues the count.
+  * `Driver` submits every task up front, skips those whose output a resumed run or the cache
+    already has, waits, names the first failure, and stops a run whose tasks
+    wait for resources longer than `--pending-timeout`, naming them and what they lack.
+  * `Placement` holds tasks to their devices (node affinity or one placement-group bundle per
+    device), and warns when the cluster has fewer nodes than the plan.
+  * `Rank` actors run a multi-rank task's processes in one torch process group, started by a
+    launcher task once its inputs are ready and ended with it (so a gang never holds the CPUs that
+    the tasks before or after it need); `State` actors hold
+    objects that tasks share (dagc.ir.effects) and run those tasks in program order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pickle
+import socket
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray.util.placement_group import placement_group, remove_placement_group
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy, PlacementGroupSchedulingStrategy
+
+from dagc.runtime.events import EventLog, new_run_id
+from dagc.runtime.executor import Executor, TaskFailed, TaskRow
+from dagc.runtime.program import add_run_options, open_cache, open_run, prepare_interpreter, split_argv
+from dagc.runtime.progress import Progress
+from dagc.runtime.store import Cache, RunStore
+
+__all__ = ["Plan", "Job", "Driver", "Placement", "PlacementError", "RunFailed", "ray_main", "local_resources",
+           "PLACEMENTS", "HELD"]
+
+PLACEMENTS = ("node", "bundles")
+HELD = "__dagc_held__"  # (HELD, group, value): a value that stays in the actor of its state
+
+
+class RunFailed(Exception):
+    """A task failed after its retries; the message names it."""
+
+
+class PlacementError(Exception):
+    """The resources a task or the placement needs cannot be had; the message says which."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the compiler decided, as the emitted program states it."""
+
+    pipeline: str
+    source_root: Path
+    search_paths: tuple[str, ...]
+    script: str
+    tasks: Mapping[str, TaskRow]                     # executor rows (fingerprint, retries, ...)
+    demands: Mapping[str, dict[str, float]]          # what one process of each task needs
+    devices: Sequence[tuple[int, dict[str, float]]] = ()  # (cluster node, bundle) per device
+    state_groups: Sequence[dict[str, float]] = ()
+    state: Mapping[str, int] = field(default_factory=dict)
+    placement: str | None = None
+    placement_timeout: float = 30.0
+
+
+# ---- on the workers ---------------------------------------------------------------------------------
+class Job:
+    """What a running task knows about its run; `run(body)` runs it through the executor."""
+
+    def __init__(self, task: str, row: TaskRow, run_dir: str, run_id: str, cache: str | None, device: object,
+                 outputs: int, interpreter: tuple[str, tuple[str, ...], str]) -> None:
+        self.task, self.row, self.run_dir, self.run_id, self.cache = task, row, run_dir, run_id, cache
+        self.device, self.outputs, self.interpreter = device, outputs, interpreter
+        self.rank, self.world_size, self.group = 0, 1, None
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # unpickled on the worker before the task's other arguments, some of which may import user code
+        self.__dict__.update(state)
+        self.prepare()
+
+    def prepare(self) -> None:
+        script, args, cwd = self.interpreter
+        prepare_interpreter(script, args, cwd)
+
+    def run(self, body: Callable[[], Any]) -> tuple:
+        """Run the task's body; returns (*outputs, info)."""
+        self.prepare()
+        store = RunStore(self.run_dir)
+        where: dict[str, Any] = {"node": ray.get_runtime_context().get_node_id(), "device": self.device,
+                                 "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}
+        if self.world_size > 1:
+            where["rank"] = self.rank
+        context: dict[str, Any] = {"rank": self.rank, "world_size": self.world_size, "group": self.group,
+                                   "run_dir": Path(self.run_dir)}
+        if self.world_size > 1 or "torch" in sys.modules:
+            context["device"] = self.torch_device()
+        executor = Executor({self.task: self.row}, store=store, log=EventLog(store.events_path, self.run_id),
+                            cache=Cache(self.cache) if self.cache else None, context=context, where=where,
+                            claim=self.world_size == 1)
+        agree = self.agree if self.world_size > 1 else None
+        value = executor.run(executor.spec(self.task), body, owner=self.rank == 0, agree=agree)
+        info = {"task": self.task, **where}
+        return (*value, info) if self.outputs > 1 else (value, info)
+
+    def agree(self, failed: bool) -> bool:
+        """Whether this attempt failed on any rank of the task (its ranks retry together)."""
+        import torch
+        import torch.distributed as dist
+
+        flag = torch.tensor([int(failed)], dtype=torch.int64)
+        if dist.get_backend() == "nccl":
+            flag = flag.cuda()
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        return bool(flag.item())
+
+    def torch_device(self) -> str:
+        import torch
+
+        gpus = ray.get_gpu_ids()
+        return "cuda:0" if gpus and torch.cuda.is_available() else "cpu"
+
+
+@ray.remote(num_cpus=0)
+def load_stored(run_dir: str, task: str, fingerprint: str, outputs: int) -> object:
+    """The stored outputs of a task that finished earlier (read where they are needed)."""
+    return RunStore(run_dir).load(task, fingerprint)
+
+
+@ray.remote(num_cpus=0)
+class Rank:
+    """One process of a multi-rank task: joins the task's torch process group and runs the body."""
+
+    def address(self) -> str:
+        with socket.socket() as s:
+            s.bind(("", 0))
+            return f"tcp://{ray.util.get_node_ip_address()}:{s.getsockname()[1]}"
+
+    def run(self, function: Callable[..., tuple], job: Job, rank: int, world_size: int, address: str,
+            *args: object) -> tuple:
+        import torch
+        import torch.distributed as dist
+
+        backend = "nccl" if torch.cuda.is_available() and ray.get_gpu_ids() else "gloo"
+        dist.init_process_group(backend, init_method=address, rank=rank, world_size=world_size)
+        job.rank, job.world_size, job.group = rank, world_size, dist.group.WORLD
+        try:
+            return function(job, *args)
+        finally:
+            dist.destroy_process_group()
+
+
+@ray.remote(num_cpus=0, max_retries=0)
+def run_gang(function: Callable[..., tuple], job: Job, per_rank: list[dict[str, Any]], *args: object) -> tuple:
+    """Run a multi-rank task: start one `Rank` actor per rank (with that rank's resources and
+    placement), run the task on all of them, return rank 0's outputs, and end the actors."""
+    actors = [Rank.options(**options).remote() for options in per_rank]
+    try:
+        address = ray.get(actors[0].address.remote())
+        results = [actor.run.options(num_returns=job.outputs + 1).remote(function, job, rank, len(actors), address,
+                                                                         *args)
+                   for rank, actor in enumerate(actors)]
+        values = [ray.get(list(refs)) for refs in results]  # every rank's, so that a failure anywhere shows
+        return tuple(values[0])
+    finally:
+        for actor in actors:
+            ray.kill(actor)
+
+
+@ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0)
+class State:
+    """Holds one piece of shared state: runs every task that touches it, one at a time, in the order
+    the driver submits them (Ray keeps one submitter's order), on the objects themselves."""
+
+    def __init__(self, group: int) -> None:
+        self.group = group
+        self.values: dict[str, object] = {}
+
+    def run(self, function: Callable[..., tuple], job: Job, held: tuple, keep: tuple, *args: object) -> tuple:
+        inputs = [self.resolve(name, arg) for name, arg in zip(held, args)]
+        *values, info = function(job, *inputs, *args[len(held):])  # the executor retries inside
+        out = []
+        for name, value in zip(keep, values):
+            if name is None:
+                out.append(value)
+            else:
+                self.values[name] = value
+                out.append((HELD, self.group, name))
+        return (*out, info)
+
+    def resolve(self, name: str | None, arg: object) -> object:
+        """A held value by name; an argument that is state but new here (a parameter, a stored output)
+        becomes held on first sight, so every later task shares the one object."""
+        if isinstance(arg, tuple) and len(arg) == 3 and arg[0] == HELD:
+            return self.values[arg[2]]
+        if name is not None:
+            return self.values.setdefault(name, arg)
+        return arg
+
+    def value(self, name: str) -> object:
+        return self.values[name]
+
+
+class Stored:
+    """An output found in the run directory: loaded only if a task that runs reads it."""
+
+    def __init__(self, task: str, index: int, outputs: int) -> None:
+        self.task, self.index, self.outputs = task, index, outputs
+
+
+# ---- placement ----------------------------------------------------------------------------------------
+class Placement:
+    """Holds every task to its device. "node": hard node affinity to the Ray node chosen to stand for
+    the device's cluster node (its devices are interchangeable, so a task may take any free one).
+    "bundles": one placement group, a bundle per device pinned to that Ray node; a task runs in its
+    device's bundle. Fails within `timeout`, never hangs."""
+
+    def __init__(self, devices: Sequence[tuple[int, dict[str, float]]], mode: str, timeout: float) -> None:
+        self.devices, self.mode, self.group = list(devices), mode, None
+        self.nodes = self.choose_nodes(self.devices)
+        if mode != "bundles":
+            return
+        self.await_free(self.devices, min(timeout, 2.0))
+        selectors = [{"ray.io/node-id": self.nodes[node]} for node, _ in self.devices]
+        self.group = placement_group([bundle for _, bundle in self.devices], strategy="PACK",
+                                     bundle_label_selector=selectors)
+        ready, _ = ray.wait([self.group.ready()], timeout=timeout)
+        if not ready:
+            remove_placement_group(self.group)
+            raise PlacementError(f"could not reserve the plan's devices within {timeout:g}s: "
+                                 + "; ".join(f"device {i} (node {n}) needs {b}"
+                                             for i, (n, b) in enumerate(self.devices)))
+
+    @staticmethod
+    def await_free(devices: Sequence[tuple[int, dict[str, float]]], limit: float) -> None:
+        """Wait, at most `limit` seconds, until the cluster has the bundles' resources free (those of
+        a group removed a moment ago take about 0.1 s to come back)."""
+        need = _total(bundle for _, bundle in devices)
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline:
+            free = ray.available_resources()
+            if all(free.get(key, 0.0) >= amount - 1e-9 for key, amount in need.items()):
+                return
+            time.sleep(0.01)
+
+    @staticmethod
+    def choose_nodes(devices: Sequence[tuple[int, dict[str, float]]]) -> dict[int, str]:
+        """Map each cluster node of the plan to a live Ray node that can hold its devices' bundles:
+        distinct Ray nodes while there are enough, the head node first. Warns when plan nodes have to
+        share a Ray node."""
+        alive = sorted((n for n in ray.nodes() if n["Alive"]),
+                       key=lambda n: ("node:__internal_head__" not in n["Resources"], n["NodeID"]))
+        free = {n["NodeID"]: dict(n["Resources"]) for n in alive}
+        chosen: dict[int, str] = {}
+        for node in sorted({node for node, _ in devices}):
+            need = _total(bundle for owner, bundle in devices if owner == node)
+            fits = [i for i, n in free.items() if all(n.get(k, 0.0) >= v - 1e-9 for k, v in need.items())]
+            fresh = [i for i in fits if i not in chosen.values()]
+            if not fits:
+                tasks = ", ".join(str(i) for i, (owner, _) in enumerate(devices) if owner == node)
+                raise PlacementError(f"no Ray node can hold node {node} of the plan (devices {tasks}), "
+                                     f"which needs {need}; the cluster has "
+                                     + "; ".join(f"{i[:8]}: {r}" for i, r in free.items()))
+            chosen[node] = (fresh or fits)[0]
+            for key, amount in need.items():
+                free[chosen[node]][key] = free[chosen[node]].get(key, 0.0) - amount
+        planned, used = len(chosen), len(set(chosen.values()))
+        if used < planned:
+            print(f"dagc: warning: the plan has {planned} nodes but the Ray cluster gives it {used} "
+                  f"({len(alive)} alive); plan nodes share Ray nodes, so tasks placed apart run together",
+                  file=sys.stderr)
+        return chosen
+
+    def release(self) -> None:
+        """Give the placement group back (asynchronously: Ray returns its resources shortly after)."""
+        if self.group is not None:
+            remove_placement_group(self.group)
+            self.group = None
+
+    def strategy(self, device: int) -> NodeAffinitySchedulingStrategy | PlacementGroupSchedulingStrategy:
+        if self.group is None:
+            return NodeAffinitySchedulingStrategy(self.nodes[self.devices[device][0]], soft=False)
+        return PlacementGroupSchedulingStrategy(self.group, placement_group_bundle_index=device)
+
+
+def _total(bundles: Any) -> dict[str, float]:
+    need: dict[str, float] = {}
+    for bundle in bundles:
+        for key, amount in bundle.items():
+            need[key] = need.get(key, 0.0) + amount
+    return need
+
+
+# ---- the driver ---------------------------------------------------------------------------------------
+class Driver:
+    """Submits tasks, skips those a resumed run or the cache already has, and waits."""
+
+    def __init__(self, plan: Plan, store: RunStore, log: EventLog, resume: bool, placement: Placement | None,
+                 cache: Cache | None = None, interpreter: tuple[str, tuple[str, ...], str] = ("", (), "."),
+                 pending_timeout: float = 600.0) -> None:
+        self.plan, self.store, self.log, self.placement, self.cache = plan, store, log, placement, cache
+        self.interpreter, self.pending_timeout = interpreter, pending_timeout
+        self.reuse = Executor(plan.tasks, store=store, log=log, cache=cache, reuse=resume)
+        self.run_dir = str(store.root.resolve())
+        self.pending: dict[ray.ObjectRef, str] = {}
+        self.submitted: dict[str, ray.ObjectRef] = {}  # task -> the ref that says it finished
+        self.since: dict[str, float] = {}
+        self.inputs: dict[str, list[ray.ObjectRef]] = {}
+        self.last: dict[int, ray.ObjectRef] = {}  # device -> its task submitted last (bundles: run in order)
+        self.loaded: dict[str, list[ray.ObjectRef]] = {}
+        self.actors: dict[int, Any] = {}
+        self.progress = Progress(len(plan.tasks))
+        self.nodes: list[dict[str, float]] | None = None
+
+    def fingerprint(self, task: str) -> str:
+        return self.plan.tasks[task][0]
+
+    def check(self, task: str, ranks: int = 1) -> None:
+        """Fail now, naming the task, when no live Ray node has what one of its processes needs."""
+        need = self.plan.demands[task]
+        if self.nodes is None:  # asked once per run: the cluster's nodes, not what they have free
+            self.nodes = [n["Resources"] for n in ray.nodes() if n["Alive"]]
+        if not any(all(r.get(k, 0.0) >= v for k, v in need.items()) for r in self.nodes):
+            have = "; ".join(str({k: v for k, v in r.items() if not k.startswith("node:")}) for r in self.nodes)
+            raise PlacementError(f"task `{task}` needs {need}{f' per rank ({ranks} ranks)' if ranks > 1 else ''},"
+                                 f" but no node of the Ray cluster has it (nodes: {have})")
+
+    def stored(self, task: str, outputs: int) -> object:
+        """Placeholders for the outputs of a task finished earlier (run directory or cache), or None."""
+        spec = self.reuse.spec(task)
+        source = self.reuse.source(spec)
+        if source is None:
+            return None
+        if source == "cache":
+            assert self.cache is not None
+            self.store.adopt(task, self.fingerprint(task), self.cache.path(self.fingerprint(task)))
+        self.log.skip(task, self.fingerprint(task), source=source)
+        self.progress.advance(name=task)
+        values = tuple(Stored(task, i, outputs) for i in range(outputs))
+        return values if outputs > 1 else values[0]
+
+    def resolve(self, value: object) -> object:
+        """An argument as a task receives it: stored outputs are loaded on a worker first."""
+        if not isinstance(value, Stored):
+            return value
+        if value.task not in self.loaded:
+            refs = load_stored.options(num_returns=value.outputs).remote(
+                self.run_dir, value.task, self.fingerprint(value.task), value.outputs)
+            self.loaded[value.task] = refs if value.outputs > 1 else [refs]
+        return self.loaded[value.task][value.index]
+
+    def job(self, task: str, device: object, outputs: int) -> Job:
+        return Job(task, self.plan.tasks[task], self.run_dir, self.log.run_id,
+                   str(self.cache.root.resolve()) if self.cache is not None else None, device, outputs,
+                   self.interpreter)
+
+    def waits(self, after: tuple[str, ...], devices: list[int]) -> list[ray.ObjectRef]:
+        """Refs a task must wait for besides its inputs (passed as trailing arguments, which Ray
+        resolves first): tasks it is ordered after, and with one bundle per device the task
+        submitted before it on its device, so that a device runs its tasks in the schedule's order."""
+        refs = [self.submitted[t] for t in after if t in self.submitted]  # a stored task has finished
+        if self.placement is not None and self.placement.mode == "bundles":
+            refs += [self.last[d] for d in devices if d in self.last]
+        return refs
+
+    def _track(self, task: str, refs: list, values: list, devices: list[int]) -> None:
+        self.pending[refs[-1]] = task
+        self.submitted[task] = refs[-1]
+        self.since[task] = time.monotonic()
+        self.inputs[task] = [v for v in values if isinstance(v, ray.ObjectRef)]
+        self.last.update((d, refs[-1]) for d in devices)
+
+    def submit(self, function: Any, task: str, *args: object, device: int | None = None, outputs: int = 1,
+               after: tuple[str, ...] = ()) -> object:
+        """Submit one task (unless its output is already stored); returns its output ref(s)."""
+        found = self.stored(task, outputs)
+        if found is not None:
+            return found
+        self.check(task)
+        options = {}
+        if self.placement is not None and device is not None:
+            options["scheduling_strategy"] = self.placement.strategy(device)
+        devices = [device] if device is not None else []
+        values = [*(self.resolve(a) for a in args), *self.waits(after, devices)]
+        refs = function.options(**options).remote(self.job(task, device, outputs), *values)
+        self._track(task, refs, values, devices)
+        return refs[0] if outputs == 1 else tuple(refs[:-1])
+
+    def state_actor(self, group: int, device: int | None) -> Any:
+        """The actor holding state `group`, started on first use (on its device when placed)."""
+        if group not in self.actors:
+            need = dict(self.plan.state_groups[group])
+            need.pop("CPU", None)  # it runs one task at a time: it takes the GPUs they need, no CPU slot
+            need.pop("memory", None)
+            options: dict[str, object] = {"num_gpus": need.pop("GPU", 0.0), "resources": need}
+            if self.placement is not None and device is not None:
+                options["scheduling_strategy"] = self.placement.strategy(device)
+            self.actors[group] = State.options(**options).remote(group)
+        return self.actors[group]
+
+    def submit_state(self, function: Any, task: str, *args: object, held: tuple, keep: tuple,
+                     device: int | None = None, outputs: int = 1, after: tuple[str, ...] = ()) -> object:
+        """Submit a task that touches shared state to the actor holding it. Such a task is reused only
+        when every task of its state is (the state is rebuilt from the start otherwise)."""
+        found = self.stored(task, outputs)
+        if found is not None:
+            return found
+        self.check(task)
+        actor = self.state_actor(self.plan.state[task], device)
+        devices = [device] if device is not None else []
+        values = [*(self.resolve(a) for a in args), *self.waits(after, devices)]
+        refs = actor.run.options(num_returns=outputs + 1).remote(function, self.job(task, device, outputs), held,
+                                                                 keep, *values)
+        self._track(task, refs, values, devices)
+        return refs[0] if outputs == 1 else tuple(refs[:-1])
+
+    def submit_gang(self, function: Any, task: str, *args: object, ranks: int, device: list[int] | None = None,
+                    outputs: int = 1, after: tuple[str, ...] = ()) -> object:
+        """Submit a multi-rank task: `ranks` actors, one per device, in one process group. The actors
+        are started by a launcher task once the inputs are ready and end with the task, so they never
+        hold resources that the tasks before or after it need."""
+        found = self.stored(task, outputs)
+        if found is not None:
+            return found
+        self.check(task, ranks)
+        need = dict(self.plan.demands[task])
+        options: dict[str, Any] = {"num_cpus": need.pop("CPU", 1.0), "num_gpus": need.pop("GPU", 0.0)}
+        if "memory" in need:
+            options["memory"] = need.pop("memory")
+        options["resources"] = need
+        per_rank = []
+        for rank in range(ranks):
+            mine = dict(options)
+            if self.placement is not None and device is not None:
+                mine["scheduling_strategy"] = self.placement.strategy(device[rank])
+            per_rank.append(mine)
+        devices = list(device or [])
+        values = [*(self.resolve(a) for a in args), *self.waits(after, devices)]
+        refs = run_gang.options(num_returns=outputs + 1).remote(function, self.job(task, device, outputs),
+                                                               per_rank, *values)
+        self._track(task, refs, values, devices)
+        return refs[0] if outputs == 1 else tuple(refs[:-1])
+
+    def wait(self) -> None:
+        """Wait for every submitted task; raise RunFailed, naming the task, on the first failure."""
+        order = {task: i for i, task in enumerate(self.submitted)}
+        next_check = time.monotonic() + min(5.0, self.pending_timeout)
+        while self.pending:
+            ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=0.1, fetch_local=False)
+            failed: list[tuple[int, str, Exception]] = []
+            for ref in ready:
+                task = self.pending.pop(ref)
+                try:
+                    ray.get(ref)
+                except ray.exceptions.RayError as exc:  # the task, or one it waited for, failed
+                    failed.append((order.get(task, 0), task, exc))
+                    continue
+                if task not in self.pending.values():
+                    self.progress.advance(name=task)
+            if failed:  # name the first in submission order: what fails after it may fail because of it
+                _, task, exc = min(failed, key=lambda f: f[0])
+                raise RunFailed(_failure_message(task, exc)) from exc
+            if time.monotonic() >= next_check:
+                self.watch()
+                next_check = time.monotonic() + min(5.0, self.pending_timeout)
+        self.progress.close()
+
+    def watch(self) -> None:
+        """Stop the run when a task whose inputs are all ready has not started for `pending_timeout`
+        seconds: it is waiting for resources it may never get. The message names it, its demand, and
+        what the cluster has free."""
+        now = time.monotonic()
+        waiting = set(self.pending.values())
+        stuck = [t for t in waiting if now - self.since[t] > self.pending_timeout]
+        if not stuck:
+            return
+        started = {e.get("task") for e in _events(self.store, self.log.run_id, "start")}
+        stuck = [t for t in stuck if t not in started and _ready(self.inputs.get(t, []))]
+        if stuck:
+            free = {k: v for k, v in ray.available_resources().items() if not k.startswith("node:")}
+            lines = [f"task `{t}` has waited {now - self.since[t]:.0f}s for {self.plan.demands[t]}" for t in stuck]
+            raise PlacementError("; ".join(lines) + f" (free in the cluster now: {free}); tasks never started "
+                                 f"within --pending-timeout {self.pending_timeout:g}s")
+
+    def close(self) -> None:
+        for actor in self.actors.values():
+            ray.kill(actor)
+
+    def fetch(self, *values: object) -> tuple:
+        """The pipeline's result values, brought to the driver."""
+        out = []
+        for value in values:
+            if isinstance(value, Stored):
+                stored = self.store.load(value.task, self.fingerprint(value.task))
+                out.append(stored if value.outputs == 1 else stored[value.index])
+            else:
+                got = ray.get(value)
+                if isinstance(got, tuple) and len(got) == 3 and got[0] == HELD:  # its state's final object
+                    got = ray.get(self.actors[got[1]].value.remote(got[2]))
+                out.append(got)
+        return tuple(out)
+
+
+def _ready(refs: list) -> bool:
+    if not refs:
+        return True
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=0, fetch_local=False)
+    return len(ready) == len(refs)
+
+
+def _events(store: RunStore, run_id: str, event: str) -> list[dict[str, Any]]:
+    from dagc.runtime.events import read_events
+
+    return read_events(store.events_path, run=run_id, event=event)
+
+
+def _failure_message(task: str, exc: Exception) -> str:
+    """One line naming the failed task: the executor's own message when the task failed in it."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, TaskFailed):
+        return str(cause)
+    if isinstance(exc, ray.exceptions.RayTaskError):
+        return f"task `{task}` failed: {getattr(cause, '__class__', type(exc)).__name__}: {cause}"
+    return f"task `{task}` failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+
+
+# ---- starting Ray -------------------------------------------------------------------------------------
+def local_resources(plan: Plan) -> dict[str, object]:
+    """Size a local Ray for the plan: enough CPUs, GPUs (fake ones on a CPU-only machine) and custom
+    resources for every device's bundle and every task."""
+    total = _total(bundle for _, bundle in plan.devices)
+    for need in plan.demands.values():
+        for key, amount in need.items():
+            total[key] = max(total.get(key, 0.0), amount)
+    cpus = max(os.cpu_count() or 1, int(-(-total.pop("CPU", 1.0) // 1)))
+    gpus = int(-(-total.pop("GPU", 0.0) // 1))
+    total.pop("memory", None)
+    return {"num_cpus": cpus, "num_gpus": gpus, "resources": total}
+
+
+def connect(plan: Plan, address: str | None, source_root: Path) -> None:
+    """Connect to the Ray cluster at `address`, or start a local one sized for the plan. Workers find the
+    pipeline's modules through PYTHONPATH."""
+    paths = [str((source_root / entry).resolve()) for entry in plan.search_paths]
+    for path in reversed(paths):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    inherited = os.environ.get("PYTHONPATH")
+    runtime_env = {"env_vars": {"PYTHONPATH": os.pathsep.join([*paths, *([inherited] if inherited else [])])}}
+    if ray.is_initialized():  # main() called from a process that is already a Ray driver
+        return
+    if address:
+        ray.init(address=address, runtime_env=runtime_env, log_to_driver=True)
+    else:  # "local": a Ray of our own, even when another one runs on this machine
+        ray.init(address="local", runtime_env=runtime_env, include_dashboard=False, **local_resources(plan))
+
+
+def ray_main(plan: Plan, run: Callable[[Driver], object], argv: Sequence[str] | None = None) -> int:
+    """The emitted program's `main`: options, run directory, Ray, the run, the result."""
+    ours, user_args = split_argv(argv)
+    parser = argparse.ArgumentParser(description=f"Run pipeline {plan.pipeline!r} on Ray. Arguments after `--` "
+                                     "are the script's own (its sys.argv[1:]).")
+    parser.add_argument("--address", default=os.environ.get("RAY_ADDRESS"), metavar="ADDR",
+                        help="Ray cluster to connect to (default: $RAY_ADDRESS, else start a local Ray)")
+    parser.add_argument("--placement", choices=PLACEMENTS, default=plan.placement,
+                        help="hold tasks to their devices by node affinity or by one placement-group bundle "
+                             "per device (default: %(default)s)")
+    parser.add_argument("--pending-timeout", type=float, default=600.0, metavar="SECONDS",
+                        help="stop the run when a task whose inputs are ready has not started for this long "
+                             "(default: %(default)s)")
+    add_run_options(parser, plan.source_root)
+    args = parser.parse_args(ours)
+    run_id = new_run_id()
+    store = open_run(parser, args, plan.pipeline, run_id, always=True)
+    assert store is not None
+    cache = open_cache(args)
+    log = EventLog(store.events_path, run_id)
+    interpreter = (str((args.source_root / plan.script).resolve()), tuple(user_args), os.getcwd())
+    prepare_interpreter(*interpreter)
+    print(f"run {run_id}: run directory {store.root}", file=sys.stderr)
+    connect(plan, args.address, args.source_root)
+    start = time.perf_counter()
+    placement = None
+    try:
+        placement = Placement(plan.devices, args.placement, plan.placement_timeout) if plan.devices else None
+        log.write("run_start", pipeline=plan.pipeline, tasks=len(plan.tasks), resume=args.resume is not None,
+                  run_dir=str(store.root), nodes=placement.nodes if placement else None,
+                  placement=placement.mode if placement else None, backend="ray")
+        driver = Driver(plan, store, log, args.resume is not None, placement, cache, interpreter,
+                        args.pending_timeout)
+        try:
+            result = run(driver)
+        finally:
+            driver.close()
+    except (RunFailed, PlacementError) as exc:
+        log.write("run_failed", error=str(exc))
+        print(f"error: {exc}", file=sys.stderr)
+        if isinstance(exc, RunFailed):
+            print(f"finish the run with: --resume {store.root}", file=sys.stderr)
+        return 1
+    finally:
+        if placement is not None:
+            placement.release()
+    try:
+        nbytes: int | None = store.save_result(result)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        nbytes = None
+    log.write("run_end", duration=round(time.perf_counter() - start, 6), bytes=nbytes)
+    if args.result is not None:
+        args.result.parent.mkdir(parents=True, exist_ok=True)
+        args.result.write_bytes(pickle.dumps(result))
+    else:
+        print(repr(result))
+    return 0
+

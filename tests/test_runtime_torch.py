@@ -1,0 +1,63 @@
+"""The task executor inside torch.distributed programs (gloo ranks on CPU): retries and attempt
+numbers (also of a multi-rank task), sys.exit as a named failure ending with one line, argv."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from dagc.runtime import read_events  # noqa: E402
+from tests import runtime_projects as projects  # noqa: E402
+from tests.test_backend_torch import _emit, launch  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+def test_torch_retries_and_attempts(tmp_path: Path, write_project) -> None:
+    program = _emit(write_project(projects.RETRY) / "retry.py", tmp_path / "out" / "prog_torch.py", 2)
+    launch(program, 2, ["--run-dir", str(tmp_path / "run"), "--result", str(tmp_path / "r.pkl")])
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == projects.RETRY_RESULT
+    retries = read_events(tmp_path / "run" / "events.jsonl", event="retry")
+    assert [(e["task"], e["attempt"]) for e in retries] == [("flaky", 2), ("flaky", 3), ("exits", 2)]
+
+
+def test_torch_multi_rank_task_retries_on_every_rank(tmp_path: Path, write_project) -> None:
+    program = _emit(write_project(projects.GANG) / "gang.py", tmp_path / "out" / "prog_torch.py", 2)
+    launch(program, 2, ["--run-dir", str(tmp_path / "run"), "--result", str(tmp_path / "r.pkl")])
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == projects.GANG_RESULT
+    failures = read_events(tmp_path / "run" / "events.jsonl", event="failure")
+    assert [(e["task"], e["rank"], e["attempt"]) for e in failures] == [("gang", 1, 1)]
+
+
+def test_torch_sys_exit_ends_with_one_line_naming_task_rank_attempt(tmp_path: Path, write_project) -> None:
+    program = _emit(write_project(projects.EXIT) / "quits.py", tmp_path / "out" / "prog_torch.py", 2)
+    proc = subprocess.run([sys.executable, str(program), "--dist-backend", "gloo"], capture_output=True,
+                          text=True, timeout=180, cwd=tmp_path)
+    assert proc.returncode != 0
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("dagc: error: task `quits` failed on rank "), proc.stderr[-3000:]
+    assert last.endswith("(attempt 1): it called sys.exit(0)")
+
+
+def test_torch_module_reads_argv_at_import(tmp_path: Path, write_project) -> None:
+    program = _emit(write_project(projects.ARGV) / "job.py", tmp_path / "out" / "prog_torch.py", 2)
+    launch(program, 2, ["--result", str(tmp_path / "r.pkl"), "--", "--scale", "3"])
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == (21, "job.py", os.getcwd())
+
+
+def test_torch_unpicklable_value_crossing_ranks_names_task_and_type(tmp_path: Path, write_project) -> None:
+    program = _emit(write_project(projects.LOCAL_CLASS_FANOUT) / "fanout.py", tmp_path / "out" / "prog_torch.py", 2)
+    assert "rt.send(measure" in program.read_text()  # the two readers were placed apart
+    proc = subprocess.run([sys.executable, str(program), "--dist-backend", "gloo", "--timeout", "30"],
+                          capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    assert proc.returncode != 0
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("dagc: error: task `measure` failed on rank "), proc.stderr[-3000:]
+    assert "(`fanout.Shape`) goes to rank 1 but cannot be pickled" in last and "at module level" in last
