@@ -22,7 +22,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 class OptionSpec:
     """What one task option accepts. `kind` drives both validation and the IR field it fills."""
 
-    kind: str  # "cpus" | "count" | "number" | "int" | "bool" | "duration" | "size" | "names" | "paths" | "resources" | "compress"
+    kind: str  # "cpus" | "count" | "number" | "int" | "bool" | "duration" | "size" | "names" | "paths" | "resources" | "compress" | "reduce"
     doc: str
 
     @property
@@ -40,6 +40,7 @@ class OptionSpec:
             "paths": "a list of path strings or pipeline parameters",
             "resources": 'a dict of custom resource names to amounts, e.g. {"tpu": 1}',
             "compress": "'bf16' or 'fp16'",
+            "reduce": "'sum' or 'mean'",
         }[self.kind]
 
 
@@ -60,6 +61,8 @@ TASK_OPTIONS: dict[str, OptionSpec] = {
     "readonly": OptionSpec("names", "parameters the task never changes in place, e.g. ['model']"),
     "compress": OptionSpec("compress", "send the output's floating tensors (also inside lists, tuples and "
                            "dicts) to other devices in 16 bits: 'bf16' or 'fp16' (docs/annotations.md)"),
+    "reduce": OptionSpec("reduce", "the task adds up ('sum') or averages ('mean') the tensors of its one list "
+                         "argument; the torch backend may compute it with a reduce collective (docs/annotations.md)"),
     "ranks": OptionSpec("posint", "number of processes the task runs as (e.g. DDP), default 1"),
     "resources": OptionSpec("resources", "custom resources (Ray custom resources)"),
     "after": OptionSpec("names", "tasks that must finish before this one starts"),

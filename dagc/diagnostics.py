@@ -78,6 +78,7 @@ CODES: dict[str, str] = {
     "DAGC127": "file read before or without its writer",
     "DAGC128": "bad dagc.after call",
     "DAGC129": "task option value looks like the wrong unit",
+    "DAGC136": "a reduction task must take one list of tensors",
     "DAGC130": "imported user module not found",
     "DAGC131": "name not found in user module",
     "DAGC132": "unsupported parameter kind",

@@ -123,6 +123,7 @@ class TaskOptions:
     compress: str | None = None  # "bf16" | "fp16": floating tensors of the output travel in 16 bits
     timeout: float | None = None
     cache: bool = True
+    reduce: str | None = None  # "sum" | "mean": the task adds up (averages) the tensors of its list argument
 
     def non_default(self) -> dict[str, object]:
         """Fields whose value differs from the default, in field order (for printing)."""
@@ -156,6 +157,8 @@ class TaskOptions:
             out.append(f"timeout must be a positive number of seconds, got {self.timeout!r}")
         if not isinstance(self.ranks, int) or self.ranks < 1:
             out.append(f"ranks must be a positive integer, got {self.ranks!r}")
+        if self.reduce not in (None, "sum", "mean"):
+            out.append(f"reduce must be 'sum' or 'mean', got {self.reduce!r}")
         if self.compress not in COMPRESS_FORMATS:
             out.append(f"compress must be one of {', '.join(repr(c) for c in COMPRESS_FORMATS)}, got {self.compress!r}")
         for key, amount in self.resources:

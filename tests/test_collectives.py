@@ -378,13 +378,18 @@ REDUCE = {
             return [w["w"] * k, w["pair"][0] * k, w["pair"][1] + k]
 
 
+        @dagc.task(reduce="mean", pure=True)
+        def average(parts: list[torch.Tensor]) -> torch.Tensor:
+            return sum(parts) / len(parts)
+
+
         @dagc.pipeline
         def red(seed: int = 0) -> dict:
             a, b, c, d = part(0), part(1), part(2), part(3)
             w, x, y, z = odd(0), odd(1), odd(2), odd(3)
             params = weights(seed)
             return {"total": a + b + c + d, "mean": (a + b + c + d) / 4, "mixed": w + x + y + z,
-                    "scaled": [scale(params, k) for k in range(4)]}
+                    "averaged": average([a, b, c, d]), "scaled": [scale(params, k) for k in range(4)]}
     ''',
 }
 
@@ -403,13 +408,14 @@ def test_torch_program_reduces_and_compresses_and_equals_plain_run(tmp_path: Pat
     namespace: dict[str, object] = {}
     exec(text.split("COLLECTIVES = ", 1)[1].split("\nRETURNS", 1)[0].join(["C = ", "\n"]), namespace)
     kinds = sorted(entry[0] for entry in namespace["C"].values())  # type: ignore[attr-defined]
-    assert kinds.count("reduce") == 3 and text.count("rt.reduce(") == 12
-    assert [e[6] for e in namespace["C"].values() if e[0] == "reduce"].count(4.0) == 1  # type: ignore[attr-defined]
+    assert kinds.count("reduce") == 4 and text.count("rt.reduce(") == 16
+    assert [e[6] for e in namespace["C"].values() if e[0] == "reduce"].count(4.0) == 2  # type: ignore[attr-defined]
+    assert "rt.task('average'" not in text  # the declared reduction runs as the collective
     assert set(namespace["COMPRESS"].values()) == {"bf16"}  # type: ignore[attr-defined]
     result = tmp_path / "result.pkl"
     launch(program, 4, ["--result", str(result)])
     got = pickle.loads(result.read_bytes())
-    for key in ("total", "mean", "mixed"):
+    for key in ("total", "mean", "mixed", "averaged"):
         assert got[key].dtype == expected[key].dtype and torch.equal(got[key], expected[key]), key
     for k, (mine, plain) in enumerate(zip(got["scaled"], expected["scaled"])):
         assert mine[2] == plain[2]
@@ -441,3 +447,41 @@ def test_a_sum_read_on_every_rank_of_its_group_becomes_an_all_reduce() -> None:
     run_comm_with_sink(graph, 5)
     assert graph.node("s").attrs["comm.reduce"] == "sum"
     assert [n.attrs["transfer.dst"] for n in graph if n.op == "transfer"] == [4]
+
+
+def test_a_task_declared_a_reduction_becomes_a_reduce() -> None:
+    graph = sum_graph("_0 + _1 + _2 + _3", ["torch.Tensor"] * 4, [0, 1, 2, 3], 2)
+    graph.remove_node("s")
+    graph.add_node(Node("s", "task", "m:average", (Seq("list", tuple(Ref(f"p{i}") for i in range(4))),),
+                        options=TaskOptions(reduce="mean"), span=SourceSpan("m.py", 9, 9),
+                        attrs={"partition.device": 2}))
+    sink = run_comm_with_sink(graph, 4)
+    node = graph.node("s")
+    assert node.attrs["comm.reduce"] == "sum" and node.attrs["comm.divisor"] == 4.0
+    assert node.attrs["comm.operands"] == ["p0", "p1", "p2", "p3"]
+    assert "`average`'s body does not run there" in sink.diagnostics[0].message
+    assert [s.kind for s in plan_communication(graph).collectives] == ["reduce"]
+    undeclared = sum_graph("_0", ["torch.Tensor"], [0], 0)  # the same call without reduce= stays a task
+    undeclared.remove_node("s")
+    undeclared.add_node(Node("s", "task", "m:average", (Seq("list", (Ref("p0"),)),), attrs={"partition.device": 0}))
+    from dagc.passes.reductions import task_sum
+
+    assert task_sum(undeclared.node("s"), undeclared) is None
+
+
+def test_reduction_declarations_are_checked_statically(tmp_path: Path) -> None:
+    from dagc.frontend import compile_source
+
+    good = tmp_path / "good.py"
+    good.write_text("import dagc\nimport torch\n\n\n@dagc.task(reduce='sum')\n"
+                    "def total(parts: list[torch.Tensor]) -> torch.Tensor:\n    return sum(parts)\n")
+    assert [d.code for d in compile_source(good).sink.diagnostics] == ["DAGC003"]  # no pipeline: nothing else
+    for signature in ("def total(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:",
+                      "def total(parts: list) -> torch.Tensor:", "def total(parts: list[torch.Tensor]):"):
+        bad = tmp_path / "bad.py"
+        bad.write_text(f"import dagc\nimport torch\n\n\n@dagc.task(reduce='sum')\n{signature}\n    return 0\n")
+        (diag,) = [d for d in compile_source(bad).sink.diagnostics if d.code != "DAGC003"]
+        assert diag.code == "DAGC136" and diag.span.line == 6 and "list[torch.Tensor]" in diag.hint
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text("import dagc\n\n\n@dagc.task(reduce='max')\ndef f(x):\n    return x\n")
+    assert [d.code for d in compile_source(wrong).sink.diagnostics if d.code != "DAGC003"] == ["DAGC121"]

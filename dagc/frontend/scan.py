@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 from typing import Any
 
 from dagc import units
@@ -166,6 +167,10 @@ def _convert_option(project: Project, info: ModuleInfo, key: str, value: Any, no
         if value not in ("bf16", "fp16"):
             raise bad_type()
         return value
+    if kind == "reduce":
+        if value not in ("sum", "mean"):
+            raise bad_type()
+        return value
     if kind == "resources":
         if not isinstance(value, dict) or not all(
             isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
@@ -230,6 +235,8 @@ def _define_function(project: Project, info: ModuleInfo, fn: ast.FunctionDef | a
     sig = FunctionSig.of(fn)
     if kind == "task":
         options, after = task_options(project, info, call)
+        if options.reduce is not None:
+            _check_reduction(project, info, fn)
         info.tasks[fn.name] = TaskDef(
             fn.name, info.name, fn.name, sig, options,
             ast.unparse(fn.returns) if fn.returns is not None else None, fn, info.source, after,
@@ -245,6 +252,26 @@ def _define_function(project: Project, info: ModuleInfo, fn: ast.FunctionDef | a
                 name = kw.value.value
         info.pipelines[name] = PipelineDef(name, info.name, sig, fn, info.source, info)
         info.symbols[fn.name] = info.pipelines[name]
+
+
+_TENSOR_LIST = re.compile(r"^(?:list|List|Sequence|typing\.List)\[\s*(?:torch\.)?Tensor\s*\]$")
+_TENSOR = re.compile(r"^(?:torch\.)?Tensor$")
+
+
+def _check_reduction(project: Project, info: ModuleInfo, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    """`reduce=` promises that the task adds up its one argument, a list of tensors, into a tensor:
+    its signature must say so (the torch backend may run a collective instead of its body)."""
+    args = fn.args
+    params = [*args.posonlyargs, *args.args]
+    annotation = ast.unparse(params[0].annotation).strip("'\"") if params and params[0].annotation else ""
+    returns = ast.unparse(fn.returns).strip("'\"") if fn.returns is not None else ""
+    if len(params) != 1 or args.vararg or args.kwonlyargs or args.kwarg or not _TENSOR_LIST.match(annotation) \
+            or not _TENSOR.match(returns):
+        project.sink.error(
+            "DAGC136", f"`{fn.name}` declares reduce= but is not `def {fn.name}(parts: list[torch.Tensor]) -> "
+            "torch.Tensor`", info.source.span(params[0] if params else fn),
+            hint="a reduction task takes exactly one parameter annotated list[torch.Tensor] and returns a "
+            "torch.Tensor: their sum (reduce=\"sum\") or mean (reduce=\"mean\")")
 
 
 def _define_constant(project: Project, info: ModuleInfo, target: ast.expr, value: ast.expr | None) -> None:

@@ -11,7 +11,7 @@ from dagc.ir.types import Ref, TaskOptions
 from dagc.passes._rewrite import replace_uses
 from dagc.passes.base import Pass, PassContext, register
 from dagc.passes.partition import cluster_of, cost_model_of
-from dagc.passes.reductions import glue_sum
+from dagc.passes.reductions import glue_sum, task_sum
 from dagc.passes.schedule import device_list
 
 __all__ = ["Comm", "TRANSFER_TARGET", "REDUCE_ORDER_CODE"]
@@ -110,7 +110,7 @@ class Comm(Pass):
         cluster, cost = cluster_of(ctx), cost_model_of(ctx)
         out: set[str] = set()
         for node in graph:
-            total = glue_sum(node, graph)
+            total = glue_sum(node, graph) or task_sum(node, graph)
             if total is None:
                 continue
             producers = [graph.producer(value) for value in total.values]
@@ -139,7 +139,9 @@ class Comm(Pass):
                 + ("an all-reduce collective" if node.attrs["comm.reduce"] == "all"
                    else f"a reduce collective onto rank {root}") + ": "
                 "floating-point additions may run in another order than Python's left to right, so the "
-                "result may differ in the last bits (integer tensors are exact)",
+                "result may differ in the last bits (integer tensors are exact)"
+                + (f"; `{node.function}`'s body does not run there: the collective computes what its "
+                   f"reduce=\"{node.options.reduce}\" declares" if node.op == "task" else ""),
                 node.span,
                 hint="to keep Python's order exactly, compile with -p '...,comm{collectives=false},...'",
             )

@@ -2,7 +2,9 @@
 
 A glue node whose expression is `_i + _j + …` (or `_0[0] + _0[1] + …`: `gs[0] + gs[1] + …` over a
 list of task results), optionally divided by a number (`(_0 + _1 + _2) / 3`, a mean), each addend a
-distinct task result whose declared type is a tensor, and nothing else read, is a *sum*. The `comm` pass turns such a sum, when its operands lie on distinct ranks, into a reduce
+distinct task result whose declared type is a tensor, and nothing else read, is a *sum*. So is a
+task declared `@dagc.task(reduce="sum")` (or `"mean"`) called on a list of such results
+(`task_sum`): the declaration promises that its body adds them up. The `comm` pass turns such a sum, when its operands lie on distinct ranks, into a reduce
 collective (`comm.reduce` attributes): each rank contributes its operand and the glue's rank gets
 the total. What the runtime does when the operands turn out not to be tensors of one dtype and
 shape (or not tensors at all) is documented in docs/torch_backend.md: it falls back to gathering
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from dagc.ir.core import Graph, Node
 from dagc.ir.types import Ref, Seq
 
-__all__ = ["GlueSum", "glue_sum", "is_tensor_type"]
+__all__ = ["GlueSum", "glue_sum", "task_sum", "is_tensor_type"]
 
 _TENSOR = re.compile(r"^(?:torch\.)?Tensor(?:\[.*\])?$")
 
@@ -94,3 +96,22 @@ def glue_sum(node: Node, graph: Graph) -> GlueSum | None:
         if not is_tensor_type(producer.types[producer.outputs.index(value)]):
             return None
     return GlueSum(tuple(values), divisor)
+
+
+def task_sum(node: Node, graph: Graph) -> GlueSum | None:
+    """The sum a task declared `reduce="sum"` / `"mean"` computes over its one list argument, when
+    every item is a distinct tensor task result (the frontend has checked the signature: DAGC136)."""
+    if node.op != "task" or node.options.reduce is None or node.kwargs or len(node.args) != 1:
+        return None
+    (arg,) = node.args
+    if not isinstance(arg, Seq) or len(arg.items) < 2 or not all(isinstance(i, Ref) for i in arg.items):
+        return None
+    values = [i.name for i in arg.items]  # type: ignore[union-attr]
+    if len(set(values)) != len(values):
+        return None
+    for value in values:
+        producer = graph.producer(value)
+        if producer is None or producer.op == "transfer" or \
+                not is_tensor_type(producer.types[producer.outputs.index(value)]):
+            return None
+    return GlueSum(tuple(values), float(len(values)) if node.options.reduce == "mean" else None)
