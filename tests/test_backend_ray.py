@@ -588,3 +588,70 @@ def test_watchdog_names_a_task_waiting_for_resources(tmp_path: Path, cluster, wr
     proc = _run(program, cluster, "--run-dir", str(tmp_path / "run"), "--pending-timeout", "3", timeout=90)
     assert proc.returncode == 1 and time.perf_counter() - began < 50, proc.stderr[-3000:]
     assert "has waited" in proc.stderr and "{'CPU': 1, 'GPU': 2}" in proc.stderr
+
+
+# ---- a real multi-process Ray cluster -----------------------------------------------------------------
+def _ray_start(*args: str) -> subprocess.Popen:
+    """`ray start --block ...` in its own process group (so that stopping it stops only what it started)."""
+    import os
+
+    ray_cli = Path(sys.executable).with_name("ray")
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    return subprocess.Popen([str(ray_cli), "start", "--block", "--node-ip-address", "127.0.0.1", "--num-cpus", "1",
+                             "--object-store-memory", str(80 * MB), "--disable-usage-stats", *args],
+                            env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _ray_stop(process: subprocess.Popen) -> None:
+    import os
+
+    os.killpg(process.pid, signal.SIGTERM)  # `ray start --block` stops the node's processes on SIGTERM
+    try:
+        process.wait(60)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def test_program_on_a_two_process_ray_cluster(tmp_path: Path) -> None:
+    """`ray start --head` and a second `ray start --address` on this machine: the emitted program,
+    run with --address, places the plan's two nodes on the two Ray nodes and computes the plain result."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"127.0.0.1:{port}"
+    graph = compile_file(SAMPLES / "quickstart.py", cluster=parse_cluster_spec("2x1"), backend="ray")
+    program = _write(tmp_path, graph)
+    head = _ray_start("--head", "--port", str(port), "--include-dashboard=false")
+    worker = None
+    try:
+        time.sleep(5)
+        worker = _ray_start("--address", address)
+        env = {"RAY_AUTH_MODE": "disabled"}
+        import os
+
+        deadline = time.monotonic() + 90
+        probe = ("import ray, sys; ray.init(address=sys.argv[1], log_to_driver=False); "
+                 "print(sum(n['Alive'] for n in ray.nodes()))")
+        while time.monotonic() < deadline:
+            nodes = subprocess.run([sys.executable, "-c", probe, address], capture_output=True, text=True,
+                                   env={**os.environ, **env}, timeout=60)
+            if nodes.stdout.strip() == "2":
+                break
+            time.sleep(2)
+        else:
+            pytest.fail(f"the second Ray node did not join: {nodes.stdout} {nodes.stderr[-2000:]}")
+        proc = subprocess.run([sys.executable, str(program), "--address", address, "--run-dir", str(tmp_path / "run"),
+                               "--result", str(tmp_path / "r.pkl")], capture_output=True, text=True, timeout=240,
+                              cwd=tmp_path, env={**os.environ, **env})
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    finally:
+        for process in (worker, head):
+            if process is not None:
+                _ray_stop(process)
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == _plain_result(SAMPLES / "quickstart.py", "quickstart",
+                                                                           tmp_path)
+    ends = read_events(tmp_path / "run" / "events.jsonl", event="end")
+    assert len({e["node"] for e in ends}) == 2  # both Ray nodes ran tasks, as the plan placed them

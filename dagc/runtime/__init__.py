@@ -1,6 +1,10 @@
-"""Thin helpers that emitted programs import: task context, run store, event log, progress.
+"""Thin helpers that emitted programs import: the task executor, task context, run store and cache,
+event log, progress.
 
-    from dagc.runtime import RunStore, EventLog, Progress, fingerprint, context
+    from dagc.runtime import Executor, RunStore, Cache, EventLog, Progress, fingerprint, context
+
+The engines' drivers (`dagc.runtime.local`, `dagc.runtime.ray`, `dagc.runtime.distributed`) are
+imported by the programs of their backend only.
 
 Nothing here imports the compiler, an engine or torch at import time; see docs/runtime.md for
 the run directory and event log formats and docs/context.md for the task context.
@@ -10,10 +14,22 @@ from __future__ import annotations
 
 from dagc.runtime.context import TaskContext, context, reset_context, set_context, use_context
 from dagc.runtime.events import EventLog, new_run_id, read_events
+from dagc.runtime.executor import Executor, TaskFailed, TaskTimeout
 from dagc.runtime.progress import Progress
-from dagc.runtime.store import RunStore, atomic_write, fingerprint, output_fingerprint, value_fingerprint
+from dagc.runtime.store import (
+    Cache,
+    RunStore,
+    atomic_write,
+    fingerprint,
+    output_fingerprint,
+    value_fingerprint,
+)
 
 __all__ = [
+    "Executor",
+    "TaskFailed",
+    "TaskTimeout",
+    "Cache",
     "TaskContext",
     "context",
     "set_context",

@@ -25,7 +25,6 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import socket
 import sys
 import threading
 import time
@@ -33,7 +32,6 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from dagc.runtime.context import TaskContext, reset_context, set_context
@@ -322,12 +320,3 @@ def unpicklable_type(value: Any, depth: int = 0) -> str:
                 return unpicklable_type(item, depth + 1)
     kind = type(value)
     return f"`{kind.__module__}.{kind.__qualname__}`"
-
-
-def where_here(**fields: Any) -> dict[str, Any]:
-    """The fields every event of this process carries: host and the given ones."""
-    return {"node": socket.gethostname(), **{k: v for k, v in fields.items() if v is not None}}
-
-
-def run_dir_path(value: str | os.PathLike[str] | None) -> Path | None:
-    return Path(value) if value is not None else None

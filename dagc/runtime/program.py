@@ -39,7 +39,8 @@ def prepare_interpreter(script: str, user_args: Sequence[str], cwd: str | os.Pat
     """Make this process look like `python SCRIPT ARGS` to user code: `sys.argv` and, when given,
     the working directory."""
     sys.argv = [str(script), *user_args]
-    if cwd is not None and os.path.abspath(cwd) != os.getcwd():
+    # on another machine of a cluster the driver's directory may not exist: stay where the worker is
+    if cwd is not None and os.path.abspath(cwd) != os.getcwd() and os.path.isdir(cwd):
         os.chdir(cwd)
 
 
