@@ -696,19 +696,37 @@ def _legend(graph: Graph, nodes: list[Node], cluster: Any, collapsed: bool, fuse
                     f'<TD ALIGN="LEFT">{html.escape(where)}</TD></TR>')
     if len(devices) > 12:
         rows.append(f'<TR><TD> </TD><TD ALIGN="LEFT">… {len(devices) - 12} more devices</TD></TR>')
-    rows.append(f'<TR><TD><FONT COLOR="{_CROSS_COLOUR}"><B>━━</B></FONT></TD>'
-                '<TD ALIGN="LEFT">data crossing devices (bytes)</TD></TR>')
-    rows.append(f'<TR><TD><FONT COLOR="{CRITICAL_COLOUR}"><B>━━</B></FONT></TD>'
-                '<TD ALIGN="LEFT">critical path</TD></TR>')
-    rows.append('<TR><TD><FONT COLOR="#555555">╌╌</FONT></TD><TD ALIGN="LEFT">loop / region; ordering edge</TD></TR>')
+    rows.append(f'<TR><TD>{_swatch_line(_CROSS_COLOUR, 4)}</TD><TD ALIGN="LEFT">data crossing devices (bytes)</TD></TR>')
+    rows.append(f'<TR><TD>{_swatch_line(CRITICAL_COLOUR, 4)}</TD><TD ALIGN="LEFT">critical path</TD></TR>')
+    rows.append(f'<TR><TD>{_swatch_line("#555555", 2, dashed=True)}</TD>'
+                '<TD ALIGN="LEFT">loop / region; ordering edge</TD></TR>')
     if fused:
-        rows.append('<TR><TD>▭</TD><TD ALIGN="LEFT">fused group (white box)</TD></TR>')
+        rows.append(f'<TR><TD>{_swatch_box(1)}</TD><TD ALIGN="LEFT">fused group (white box)</TD></TR>')
     if collapsed:
-        rows.append('<TR><TD>❒</TD><TD ALIGN="LEFT">collapsed loop instances</TD></TR>')
+        rows.append(f'<TR><TD>{_swatch_box(3)}</TD><TD ALIGN="LEFT">collapsed loop instances</TD></TR>')
     if any(n.op == "transfer" for n in nodes):
         rows.append('<TR><TD>→ d</TD><TD ALIGN="LEFT">transfer to device d</TD></TR>')
     return ('<<TABLE BORDER="1" COLOR="#bbbbbb" CELLBORDER="0" CELLSPACING="2" CELLPADDING="3" BGCOLOR="#ffffff">'
             + "".join(rows) + "</TABLE>>")
+
+
+# Legend swatches are drawn with table cells, not line-drawing characters: the fonts that draw a picture
+# (the system's, or graphviz-pure's bundled ones) need not have those glyphs.
+def _swatch_line(colour: str, thickness: int, dashed: bool = False) -> str:
+    """A short horizontal line, solid or dashed, as a one-row table."""
+    if dashed:
+        cells = "".join(f'<TD BGCOLOR="{colour}" WIDTH="5" HEIGHT="{thickness}" FIXEDSIZE="TRUE"></TD>'
+                        f'<TD WIDTH="3" HEIGHT="{thickness}" FIXEDSIZE="TRUE"></TD>' for _ in range(3))
+    else:
+        cells = f'<TD BGCOLOR="{colour}" WIDTH="24" HEIGHT="{thickness}" FIXEDSIZE="TRUE"></TD>'
+    return f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0"><TR>{cells}</TR></TABLE>'
+
+
+def _swatch_box(periphery: int) -> str:
+    """A small white box: one border (a fused group) or a thick one (stacked, collapsed instances)."""
+    return (f'<TABLE BORDER="{periphery}" COLOR="#555555" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0" '
+            f'BGCOLOR="#ffffff"><TR><TD WIDTH="{22 - 2 * periphery}" HEIGHT="{12 - 2 * periphery}" '
+            'FIXEDSIZE="TRUE"></TD></TR></TABLE>')
 
 
 def _node_style(node: Node, colour: str | None, critical: bool) -> dict[str, str]:

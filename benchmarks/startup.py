@@ -78,13 +78,16 @@ def measure(rounds: int) -> dict[str, list[float]]:
 
 def run(quick: bool = False) -> str:
     rounds = 10 if quick else 40
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     times = measure(rounds)
     base = statistics.median(times["python -c pass"])
     lines = [
         "## Start-up",
         "",
         f"Whole processes, {rounds} interleaved rounds, bytecode cached; median and fastest run, the median's "
-        "ratio to the bare interpreter's, and the time on top of it.",
+        "ratio to the bare interpreter's, and the time on top of it. Load average when the run began: "
+        f"{load:.1f} on {os.cpu_count()} cores (other work on a shared machine slows every row alike; the ratios "
+        "and the fastest runs are the steadier figures).",
         "",
         "| command | median | fastest | ratio to `python -c pass` | on top of the interpreter |",
         "|---|---:|---:|---:|---:|",
