@@ -604,3 +604,31 @@ def test_a_module_level_config_that_is_not_frozen_is_not_passed_whole(write_proj
     source = CHANGED_CONFIG.replace("    warmup(tc)\n", "    warmup(SHARED)\n")
     diag = _only(_diagnostics(write_project, source), "DAGC109")
     assert diag.span.line == _line(source, "warmup(SHARED)") and "frozen=True" in diag.hint
+
+
+CLASS_CONSTANTS = """
+import dagc
+
+
+class Flow:
+    GENRES = ("a", "b", "c")
+    N = 3
+
+    @dagc.task
+    @staticmethod
+    def repeat(x: str, n: int) -> str:
+        return x * n
+
+    @dagc.pipeline
+    def run(self):
+        out = [self.repeat(g, self.N) for g in self.GENRES]
+        return out, Flow.N, len(Flow.GENRES)
+"""
+
+
+def test_class_constants_fold_through_the_class_and_self(write_project, tmp_path: Path) -> None:
+    assert _local_equals_plain(write_project, tmp_path, CLASS_CONSTANTS) == (["aaa", "bbb", "ccc"], 3, 3)
+    # an __init__ may set instance attributes that hide the class's: `self.N` is not folded then
+    source = CLASS_CONSTANTS.replace("    N = 3\n", "    N = 3\n\n    def __init__(self):\n        self.N = 4\n")
+    diag = _only(_diagnostics(write_project, source), "DAGC109")
+    assert diag.span.line == _line(source, "self.N) for g")

@@ -116,6 +116,13 @@ class ClassValue:
 
     steps: ClassSteps
     info: ModuleInfo
+    instance: bool = False  # `self` in a pipeline method (an instance), rather than the class
+
+    def static_attribute(self, name: str) -> Any:
+        """A class constant (`Flow.GENRES`); through `self` only when no `__init__` could hide it."""
+        if name in self.steps.constants and not (self.instance and self.steps.has_init):
+            return self.steps.constants[name]
+        raise KeyError(name)
 
 
 @dataclass(frozen=True)
@@ -415,7 +422,8 @@ class Extractor:
             return
         symbol = pipeline.info.symbols.get(pipeline.owner)
         if isinstance(symbol, Opaque) and symbol.steps is not None:
-            scope.env[pipeline.receiver] = ClassValue(symbol.steps, pipeline.info)
+            instance = not any(isinstance(d, ast.Name) and d.id == "classmethod" for d in pipeline.node.decorator_list)
+            scope.env[pipeline.receiver] = ClassValue(symbol.steps, pipeline.info, instance)
 
     def _check_overrides(self) -> None:
         """Constants folded here that `exec(...)`/`globals()` may replace when the script runs."""
@@ -1383,7 +1391,7 @@ class Extractor:
             return External(f"module `{symbol.module}`")
         if isinstance(symbol, ImportedName):
             return External(f"`{symbol.name}` from `{symbol.module}`")
-        if isinstance(symbol, Opaque) and symbol.steps is not None and symbol.steps.members:
+        if isinstance(symbol, Opaque) and symbol.steps is not None and (symbol.steps.members or symbol.steps.constants):
             return ClassValue(symbol.steps, self.project.module(symbol.steps.module) or info)
         if isinstance(symbol, Opaque) and symbol.kind == "value":
             self._run_time_setting(name, symbol, info, use)
@@ -1401,6 +1409,8 @@ class Extractor:
                     return value.value
                 if isinstance(value, ParamValue):
                     return value.value
+                if isinstance(value, ClassValue):
+                    return value
                 raise _RuntimeUse(node)
             if node.id in scope.assigned_later:
                 raise _UsedBefore(node)
@@ -1694,7 +1704,7 @@ class Extractor:
                             hint="only tasks can run on task results: decorate the function with @dagc.task, "
                             "or call it inside a task")
             raise ExtractError
-        if isinstance(callee, External):
+        if isinstance(callee, (External, ClassValue)):  # a builtin, os.path, a dataclass config on constants
             try:
                 return Static(eval_static(call, self._static_lookup(scope, info)))
             except _Poisoned:

@@ -163,6 +163,11 @@ class ClassSteps:
     module: str
     members: dict[str, Any] = field(default_factory=dict)  # method name -> TaskDef | PipelineDef
     methods: set[str] = field(default_factory=set)  # the class's other methods and attributes
+    constants: dict[str, Any] = field(default_factory=dict)  # class attributes with literal values
+    has_init: bool = False  # an __init__ may give instances attributes that hide the class's
+
+    def static_attribute(self, name: str) -> Any:
+        return self.constants[name]
 
 
 Symbol = Any  # TaskDef | PipelineDef | ImportedName | ImportedModule | Constant | Opaque | "dagc"
@@ -316,6 +321,8 @@ def static_symbol(project: Project, info: ModuleInfo, name: ast.Name, symbol: Sy
         found = project.configs[key]
         if found is not None:
             return found
+        if symbol.steps is not None and symbol.steps.constants:
+            return symbol.steps  # `Flow.GENRES`: the class's constants
         raise NotStatic(name, f"class `{name.id}` is not a dataclass config dagc can build at compile time "
                         "(a @dataclass with literal defaults, no base class and no __post_init__)")
     if symbol is None and name.id == "__file__" and info.name in project.paths:

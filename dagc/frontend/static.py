@@ -262,6 +262,12 @@ def _eval_attribute(node: ast.Attribute, lookup: Callable[[ast.Name], Any]) -> A
             raise NotStatic(node, f"`{base.name}.{node.attr}` cannot be evaluated at compile time (only a few pure "
                             "functions of os.path and math can)")
         return value
+    getter = getattr(base, "static_attribute", None)  # a user class's constants (`Flow.GENRES`)
+    if getter is not None:
+        try:
+            return getter(node.attr)
+        except KeyError:
+            raise NotStatic(node, f"`{ast.unparse(node)}` is not a class constant dagc can fold") from None
     raise NotStatic(node, "attribute access is not a compile-time constant")
 
 
