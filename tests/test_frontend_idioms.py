@@ -632,3 +632,44 @@ def test_class_constants_fold_through_the_class_and_self(write_project, tmp_path
     source = CLASS_CONSTANTS.replace("    N = 3\n", "    N = 3\n\n    def __init__(self):\n        self.N = 4\n")
     diag = _only(_diagnostics(write_project, source), "DAGC109")
     assert diag.span.line == _line(source, "self.N) for g")
+
+
+def test_config_from_a_user_module_and_glue_over_a_task_call_in_a_pipeline_method(write_project,
+                                                                                   tmp_path: Path) -> None:
+    config = ("import dataclasses\n\n\n@dataclasses.dataclass(frozen=True)\nclass GPTConfig:\n"
+              "    n_layer: int = 2\n    n_embd: int = 8\n")
+    flow = """
+import dagc
+from config import GPTConfig
+
+CFG = GPTConfig(n_layer=4)
+
+
+@dagc.task
+def width(cfg: GPTConfig) -> int:
+    return cfg.n_embd * cfg.n_layer
+
+
+@dagc.task
+def layers(n: int) -> int:
+    return n + 1
+
+
+class Flow:
+    @dagc.pipeline
+    @staticmethod
+    def prep(n: int = 2):
+        return layers(n)
+
+    @dagc.pipeline
+    def run(self):
+        k = self.prep(CFG.n_layer)
+        return dict(n_layer=k, n_embd=CFG.n_embd, w=width(CFG)), str(k)
+"""
+    root = write_project({"flow.py": flow, "config.py": config})
+    result = compile_source(root / "flow.py", pipeline_name="Flow.run")
+    assert not result.sink.diagnostics  # the task call inside dict(...) is made once
+    assert [n.function for n in result.graph if n.op == "task"] == ["layers", "GPTConfig", "width"]
+    assert result.graph.node("GPTConfig").target == "config:GPTConfig"
+    expected = ({"n_layer": 5, "n_embd": 8, "w": 32}, "5")
+    assert _local_equals_plain(write_project, tmp_path, flow, {"config.py": config}, pipeline="Flow.run") == expected

@@ -1685,13 +1685,13 @@ class Extractor:
             return self._inline_pipeline(call, callee.symbol, scope, info)
         if isinstance(callee, DagcFunction):
             return self._after_call(call, scope, info, n_outputs)
+        if self._is_glue_call(call, scope) and self._needs_glue(call, scope, info):
+            return self._glue(call, scope, info)  # `len(xs)`, `dict(n_layer=n)`, `str(loss)` on task results
         # not a task: it may still be a compile-time builtin on constants (range, len, …)
         args = [self._eval(a.value if isinstance(a, ast.Starred) else a, scope, info) for a in call.args]
         kwargs = [self._eval(k.value, scope, info) for k in call.keywords]
         runtime = [v for v in args + kwargs if _is_task_result(v)]
         what = callee.description if isinstance(callee, External) else f"`{ast.unparse(call.func)}`"
-        if runtime and self._is_glue_call(call, scope):
-            return self._glue(call, scope, info)  # `len(xs)`, `dict(n_layer=n)`, `str(loss)` on task results
         if runtime or (isinstance(call.func, ast.Attribute) and self._needs_glue(call.func.value, scope, info)):
             kfp = _KFP_METHOD_HINTS.get(call.func.attr) if isinstance(call.func, ast.Attribute) else None
             if kfp is not None:
