@@ -673,3 +673,29 @@ class Flow:
     assert result.graph.node("GPTConfig").target == "config:GPTConfig"
     expected = ({"n_layer": 5, "n_embd": 8, "w": 32}, "5")
     assert _local_equals_plain(write_project, tmp_path, flow, {"config.py": config}, pipeline="Flow.run") == expected
+
+
+def test_the_event_log_records_method_tasks(write_project, tmp_path: Path) -> None:
+    from dagc.profile import load_run
+
+    root = write_project({"flow.py": FLOW_CLASS})
+    program = tmp_path / "flow_local.py"
+    program.write_text(emit(compile_file(root / "flow.py"), "local", program))
+    subprocess.run([sys.executable, str(program), "--run-dir", str(tmp_path / "run")], check=True, timeout=120)
+    run = load_run(tmp_path / "run")
+    assert run.status == "ok" and set(run.tasks) == {"start", "square", "total"}
+    # in process: the wrapper keeps calls through the class working, and the class's own
+    # attributes (the staticmethod/classmethod objects) are put back afterwards
+    import types
+
+    from dagc.runtime.instrument import Recorder
+
+    module = types.ModuleType("flowmod")
+    exec(compile(FLOW_CLASS, "flow.py", "exec"), module.__dict__)  # the test's own source
+    before = dict(vars(module.StatsFlow))
+    with Recorder(tmp_path / "run2", "p", [("flowmod:StatsFlow.total", "total"),
+                                           ("flowmod:StatsFlow.start", "start")]) as recorder:
+        recorder.instrument({"flowmod": module})
+        assert module.StatsFlow.total(module.StatsFlow.start(3)) == 6
+    assert set(load_run(tmp_path / "run2").tasks) == {"start", "total"}
+    assert all(vars(module.StatsFlow)[k] is before[k] for k in ("start", "square", "total"))

@@ -43,12 +43,20 @@ class Recorder:
     def instrument(self, modules: dict[str, object]) -> dict[str, object]:
         for target in self._queues:
             module_name, _, function = target.partition(":")
-            module = modules.get(module_name)
-            original = getattr(module, function, None) if module is not None else None
-            if original is None or "." in function:
+            owner: object = modules.get(module_name)
+            *path, name = function.split(".")
+            for part in path:  # a task that is a static or class method: `Flow.start`
+                owner = getattr(owner, part, None)
+            original = getattr(owner, name, None) if owner is not None else None
+            if original is None:
                 continue
-            self._saved.append((module, function, original))
-            setattr(module, function, self._wrap(target, original))
+            if path:  # keep the class's own attribute (a staticmethod/classmethod object) to restore it
+                raw = vars(owner).get(name, original)
+                self._saved.append((owner, name, raw))
+                setattr(owner, name, staticmethod(self._wrap(target, original)))
+                continue
+            self._saved.append((owner, name, original))
+            setattr(owner, name, self._wrap(target, original))
         return modules
 
     def _wrap(self, target: str, fn: Callable[..., Any]) -> Callable[..., Any]:
