@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dagc.diagnostics import DiagnosticSink, Note
+from dagc.frontend.configs import ConfigClass, ConfigValue, StaticFunction
 from dagc.frontend.effects import EffectAnalyzer
 from dagc.frontend.modules import (
     ClassSteps,
@@ -55,7 +56,7 @@ from dagc.frontend.typecheck import compatible, describe_mismatch, item_type, ty
 from dagc.ir.core import Graph, Node, Param, output_name
 from dagc.ir.effects import order_by_effects
 from dagc.ir.location import SourceSpan
-from dagc.ir.types import Const, Map, Operand, Ref, Seq, iter_refs, operand_from_python
+from dagc.ir.types import Const, Map, Operand, Ref, Seq, TaskOptions, iter_refs, operand_from_python
 
 __all__ = ["extract_pipeline", "Extractor", "MAX_UNROLL"]
 
@@ -1151,7 +1152,6 @@ class Extractor:
         return list(uses), list(deps)
 
     def _region_options(self, body: list[Node]) -> Any:
-        from dagc.ir.types import TaskOptions
 
         if any(n.options.side_effects for n in body):
             return TaskOptions(side_effects=True)
@@ -1365,7 +1365,7 @@ class Extractor:
             self.sink.error("DAGC101", f"name `{name}` is not defined", info.source.span(expr),
                             hint=self._suggest(name, scope, info))
             raise ExtractError
-        return self._symbol_value(symbol, name, info, info.source.span(expr))
+        return self._symbol_value(symbol, name, info, expr)
 
     def _suggest(self, name: str, scope: Scope, info: ModuleInfo) -> str:
         import difflib
@@ -1376,7 +1376,7 @@ class Extractor:
             return f"did you mean `{close[0]}`?"
         return "define it, import it, or pass it as a pipeline parameter"
 
-    def _symbol_value(self, symbol: Any, name: str, info: ModuleInfo, use: SourceSpan | None = None) -> Value:
+    def _symbol_value(self, symbol: Any, name: str, info: ModuleInfo, use: ast.AST | None = None) -> Value:
         if isinstance(symbol, (TaskDef, PipelineDef)):
             owner = self.project.module(symbol.module) or info
             return Callee(symbol, owner)
@@ -1394,7 +1394,7 @@ class Extractor:
         if isinstance(symbol, Opaque) and symbol.steps is not None and (symbol.steps.members or symbol.steps.constants):
             return ClassValue(symbol.steps, self.project.module(symbol.steps.module) or info)
         if isinstance(symbol, Opaque) and symbol.kind == "value":
-            self._run_time_setting(name, symbol, info, use)
+            self._run_time_setting(name, symbol, info, info.source.span(use) if use is not None else None)
         if isinstance(symbol, Opaque):
             return External(f"{symbol.kind} `{name}`")
         return External(f"`{name}`")
@@ -1729,7 +1729,6 @@ class Extractor:
         raise ExtractError
 
     def _compile_time_callable(self, func: ast.expr, scope: Scope, info: ModuleInfo) -> bool:
-        from dagc.frontend.configs import ConfigClass, StaticFunction
 
         try:
             return isinstance(eval_static(func, self._static_lookup(scope, info)), (ConfigClass, StaticFunction))
@@ -1738,8 +1737,6 @@ class Extractor:
 
     def _argument(self, expr: ast.expr, scope: Scope, info: ModuleInfo) -> Value:
         """A task argument; a config instance passed whole is built at run time by its class."""
-        from dagc.frontend.configs import ConfigValue
-
         value = self._eval(expr, scope, info)
         if isinstance(value, Static) and isinstance(value.value, ConfigValue):
             return self._build_config(value.value, expr, scope, info)
@@ -1747,7 +1744,6 @@ class Extractor:
 
     def _build_config(self, config: Any, expr: ast.expr, scope: Scope, info: ModuleInfo) -> Value:
         """One node per instance (as in Python, every use shares the object): `module.Cls(**given)`."""
-        from dagc.ir.types import TaskOptions
 
         found = self._configs.get(id(config))
         if found is not None:

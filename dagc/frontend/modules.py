@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dagc.diagnostics import DiagnosticSink
+from dagc.frontend.configs import STDLIB_MODULES, config_class, stdlib_value
 from dagc.frontend.source import SourceFile, read_source
 from dagc.frontend.static import NotStatic, eval_static, is_literal_value
 from dagc.ir.types import TaskOptions
@@ -302,7 +303,6 @@ class Project:
 def static_symbol(project: Project, info: ModuleInfo, name: ast.Name, symbol: Symbol | None) -> Any:
     """The compile-time value of a module-level name that is not a plain constant: a dataclass
     config class, a pure part of the standard library (`os.path`, `math.pi`), or `__file__`."""
-    from dagc.frontend.configs import STDLIB_MODULES, config_class, stdlib_value
 
     if isinstance(symbol, ImportedModule) and symbol.module in STDLIB_MODULES:
         return stdlib_value(symbol.module)

@@ -11,6 +11,7 @@ from typing import Any
 
 from dagc import units
 from dagc.annotations import TASK_OPTIONS
+from dagc.frontend.configs import ConfigValue
 from dagc.frontend.modules import (
     Constant,
     FunctionSig,
@@ -246,7 +247,6 @@ def _define_constant(project: Project, info: ModuleInfo, target: ast.expr, value
         return
     if value is None:
         return
-    from dagc.frontend.configs import ConfigValue
 
     try:
         constant = static_value(value, info, project)
