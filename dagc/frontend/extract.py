@@ -329,7 +329,7 @@ class Extractor:
         self._bound_exprs: dict[str, ast.expr] = {}  # parameter -> argument expression, of the last bind
         self._last_task: Node | None = None  # node of the task call evaluated last
         self._effect_warned: set[tuple[int, str]] = set()
-        self._folded: dict[tuple[str, str], SourceSpan | None] = {}  # module constants folded into the graph
+        self._folded: dict[tuple[str, str], None] = {}  # module constants folded into the graph (ordered set)
         self._configs: dict[int, tuple[Any, Value]] = {}  # id(config instance) -> (instance, its node's value)
         self._config_nodes: dict[str, Any] = {}  # node building a config -> the instance
         self._module_configs: set[int] = set()  # ids of module-level constants (configs among them)
@@ -1416,7 +1416,7 @@ class Extractor:
                 raise _UsedBefore(node)
             symbol = self.project.lookup(info, node.id)
             if isinstance(symbol, Constant):
-                self._folded.setdefault((info.name, node.id), info.source.span(node))
+                self._folded.setdefault((info.name, node.id), None)
                 self._module_configs.add(id(symbol.value))
                 return symbol.value
             if symbol is None and node.id in STATIC_BUILTINS:
