@@ -408,11 +408,15 @@ def ast_text(source: str, diag: Diagnostic) -> str:
     return line[diag.span.col - 1:]
 
 
-def test_a_config_changed_at_module_level_is_not_folded(write_project) -> None:
+@pytest.mark.parametrize("change", ["BASE.n_layer = 5", "setattr(BASE, 'n_layer', 5)",
+                                    "def grow():\n    BASE.__dict__.update(n_layer=5)"])
+def test_a_config_changed_in_its_module_is_not_folded(write_project, change: str) -> None:
     source = CONFIGS.replace("@dataclass(frozen=True)", "@dataclass").replace(
-        "BASE = ModelConfig(n_layer=3)\n", "BASE = ModelConfig(n_layer=3)\nBASE.n_layer = 5\n")
+        "BASE = ModelConfig(n_layer=3)\n", f"BASE = ModelConfig(n_layer=3)\n{change}\n")
     diagnostics = _diagnostics(write_project, source)
-    assert ("DAGC109", _line(source, "settings = dict(")) in _errors(diagnostics)
+    assert _errors(diagnostics) == [("DAGC109", _line(source, "build(BASE, SEED)")),
+                                    ("DAGC109", _line(source, "settings = dict("))]
+    assert all("module changes" in d.message and "frozen=True" in d.hint for d in diagnostics)
 
 
 # ---- run-time configuration (nanoGPT's configurator, argparse, the environment) -------------------------

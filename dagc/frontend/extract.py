@@ -407,6 +407,10 @@ class Extractor:
         """A module value read from the command line or the environment: say so, with the fix."""
         from dagc.frontend.overrides import run_time_source
 
+        if symbol.why is not None:  # a config the module changes
+            message, _, hint = symbol.why.partition("; ")
+            self.sink.error("DAGC109", f"`{name}` {message}", span or info.source.span(symbol.node), hint=hint)
+            raise ExtractError
         source = run_time_source(info, symbol.node)
         if source is None:
             return

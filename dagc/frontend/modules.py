@@ -154,6 +154,7 @@ class Opaque:
     kind: str  # "function" | "class" | "value"
     node: ast.AST
     steps: ClassSteps | None = field(default=None, compare=False, hash=False)
+    why: str | None = field(default=None, compare=False, hash=False)  # why a value is not known, if dagc can say
 
 
 @dataclass
@@ -325,6 +326,8 @@ def static_symbol(project: Project, info: ModuleInfo, name: ast.Name, symbol: Sy
             return symbol.steps  # `Flow.GENRES`: the class's constants
         raise NotStatic(name, f"class `{name.id}` is not a dataclass config dagc can build at compile time "
                         "(a @dataclass with literal defaults, no base class and no __post_init__)")
+    if isinstance(symbol, Opaque) and symbol.why is not None:
+        raise NotStatic(name, f"`{name.id}` {symbol.why}")
     if symbol is None and name.id == "__file__" and info.name in project.paths:
         return project.paths[info.name].as_posix()
     raise NotStatic(name, f"`{name.id}` is not a module-level constant")
