@@ -29,6 +29,7 @@ from typing import Any
 from dagc.diagnostics import DiagnosticSink, Note
 from dagc.frontend.configs import ConfigClass, ConfigValue, StaticFunction
 from dagc.frontend.effects import EffectAnalyzer
+from dagc.frontend.forms import GLUE_CALLS, KFP_METHOD_HINTS, as_literal
 from dagc.frontend.modules import (
     ClassSteps,
     Constant,
@@ -42,6 +43,7 @@ from dagc.frontend.modules import (
     static_option_value,
     static_symbol,
 )
+from dagc.frontend.overrides import report_overrides, unknown_setting
 from dagc.frontend.source import name_span
 from dagc.frontend.static import (
     BUILTIN,
@@ -245,17 +247,6 @@ def _assigned_names(body: list[ast.stmt]) -> set[str]:
     return names
 
 
-def _as_literal(call: ast.Call) -> ast.expr | None:
-    """The display a builtin call means: `tuple([a, b])` → `(a, b)`, `dict(k=v)` → `{'k': v}`."""
-    name = call.func.id if isinstance(call.func, ast.Name) else None
-    if name in ("tuple", "list") and len(call.args) == 1 and not call.keywords and isinstance(
-            call.args[0], (ast.List, ast.Tuple)) and not any(isinstance(x, ast.Starred) for x in call.args[0].elts):
-        return (ast.Tuple if name == "tuple" else ast.List)(list(call.args[0].elts), ast.Load())
-    if name == "dict" and not call.args and all(k.arg is not None for k in call.keywords):
-        return ast.Dict([ast.Constant(k.arg) for k in call.keywords], [k.value for k in call.keywords])
-    return None
-
-
 def _names_in(expr: ast.expr) -> set[str]:
     return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
 
@@ -397,29 +388,19 @@ class Extractor:
                             hint="return task results, parameters or literals")
             graph.returns = Const(None)
         self._check_reads()
-        self._check_overrides()
+        report_overrides(self.project, self.sink, self._folded, pipeline.name)
         order_by_effects(graph)
         self._check_state(graph)
         graph.modules = dict(sorted((m, f) for m, f in self.project.files.items() if self._module_used(m)))
         return graph
 
     def _run_time_setting(self, name: str, symbol: Opaque, info: ModuleInfo, span: SourceSpan | None = None) -> None:
-        """A module value read from the command line or the environment: say so, with the fix."""
-        from dagc.frontend.overrides import run_time_source
-
-        if symbol.why is not None:  # a config the module changes
-            message, _, hint = symbol.why.partition("; ")
-            self.sink.error("DAGC109", f"`{name}` {message}", span or info.source.span(symbol.node), hint=hint)
+        """A module value dagc cannot know (read from the command line, a config the module changes)."""
+        found = unknown_setting(name, symbol, info, self.graph.name if self.graph else "p")
+        if found is not None:
+            message, hint, notes = found
+            self.sink.error("DAGC109", message, span or info.source.span(symbol.node), hint=hint, notes=notes)
             raise ExtractError
-        source = run_time_source(info, symbol.node)
-        if source is None:
-            return
-        self.sink.error("DAGC109", f"`{name}` is set from {source} when the script runs, so dagc cannot know it "
-                        "at compile time", span or info.source.span(symbol.node),
-                        hint=f"make it a pipeline parameter: `def {self.graph.name if self.graph else 'p'}"
-                        f"({name}=DEFAULT)` and compile with `--param {name}=VALUE`",
-                        notes=[Note(f"`{name}` is assigned here", info.source.span(symbol.node))])
-        raise ExtractError
 
     def _bind_receiver(self, pipeline: PipelineDef, scope: Scope) -> None:
         """`self`/`cls` of a pipeline method stands for its class: `self.train(x)` is `Flow.train(x)`."""
@@ -429,33 +410,6 @@ class Extractor:
         if isinstance(symbol, Opaque) and symbol.steps is not None:
             instance = not any(isinstance(d, ast.Name) and d.id == "classmethod" for d in pipeline.node.decorator_list)
             scope.env[pipeline.receiver] = ClassValue(symbol.steps, pipeline.info, instance)
-
-    def _check_overrides(self) -> None:
-        """Constants folded here that `exec(...)`/`globals()` may replace when the script runs."""
-        from dagc.frontend.overrides import rewrites_globals
-
-        by_module: dict[str, list[str]] = {}
-        for module, name in self._folded:
-            by_module.setdefault(module, []).append(name)
-        for module, names in sorted(by_module.items()):
-            info = self.project.module(module)
-            if info is None:
-                continue
-            for override in rewrites_globals(info):
-                line = override.node.lineno  # type: ignore[attr-defined]
-                folded = [n for n in sorted(names) if isinstance(info.symbols.get(n), Constant)
-                          and info.symbols[n].node.lineno < line]
-                if not folded:
-                    continue
-                shown = ", ".join(f"{n}={info.symbols[n].value!r}" for n in folded[:8])
-                more = f" and {len(folded) - 8} more" if len(folded) > 8 else ""
-                first = folded[0]
-                self.sink.warning(
-                    "DAGC134", f"{override.what} may change module settings when the script runs; dagc folded "
-                    f"them at compile time: {shown}{more}", info.source.span(override.node),
-                    hint=f"make each setting the pipeline varies a pipeline parameter, e.g. `def "
-                    f"{self.graph.name if self.graph else 'train'}({first}=...)` with the default "
-                    f"`{first}={info.symbols[first].value!r}`, and set it with `--param {first}=VALUE`")
 
     def _module_used(self, module: str) -> bool:
         assert self.graph is not None
@@ -1568,7 +1522,7 @@ class Extractor:
                     self._not_a_value(e, info)
                     raise
             if isinstance(e, ast.Call) and self._is_glue_call(e, scope):
-                literal = _as_literal(e)  # `tuple([a, b])` is `(a, b)`: emitted code stays lint-clean
+                literal = as_literal(e)  # `tuple([a, b])` is `(a, b)`: emitted code stays lint-clean
                 if literal is not None:
                     return conv(literal)
                 return ast.Call(ast.Name(e.func.id, ast.Load()), [conv(a) for a in e.args],  # type: ignore[attr-defined]
@@ -1697,7 +1651,7 @@ class Extractor:
         runtime = [v for v in args + kwargs if _is_task_result(v)]
         what = callee.description if isinstance(callee, External) else f"`{ast.unparse(call.func)}`"
         if runtime or (isinstance(call.func, ast.Attribute) and self._needs_glue(call.func.value, scope, info)):
-            kfp = _KFP_METHOD_HINTS.get(call.func.attr) if isinstance(call.func, ast.Attribute) else None
+            kfp = KFP_METHOD_HINTS.get(call.func.attr) if isinstance(call.func, ast.Attribute) else None
             if kfp is not None:
                 self.sink.error("DAGC107", f"`.{call.func.attr}()` on a task result is Kubeflow's form; a dagc task "
                                 "result is the task's return value, not a step object", info.source.span(call),
@@ -2263,23 +2217,6 @@ class Extractor:
         return result if result is not None else Static(None)
 
 
-# Kubeflow Pipelines configures a step by calling methods on it; dagc reads the same from the task.
-_KFP_METHOD_HINTS: dict[str, str] = {
-    "after": "order a call without a data dependency with `x = dagc.after(train(data), prepared)`, "
-    "or `@dagc.task(after=[\"prepare\"])`",
-    "set_memory_limit": "declare it on the task: `@dagc.task(memory=\"4Gi\")`",
-    "set_memory_request": "declare it on the task: `@dagc.task(memory=\"4Gi\")`",
-    "set_cpu_limit": "declare it on the task: `@dagc.task(cpus=\"500m\")`",
-    "set_cpu_request": "declare it on the task: `@dagc.task(cpus=\"500m\")`",
-    "set_gpu_limit": "declare it on the task: `@dagc.task(gpus=1)`",
-    "set_accelerator_limit": "declare it on the task: `@dagc.task(gpus=1)`",
-    "set_retry": "declare it on the task: `@dagc.task(retries=3)`",
-    "set_caching_options": "dagc caches every task by fingerprint in the run directory (docs/runtime.md); "
-    "mark a task that acts on the world with `@dagc.task(side_effects=True)`",
-    "set_display_name": "the node is named after the task; rename the function or the pipeline",
-}
-
-
 class _PathError(Exception):
     pass
 
@@ -2456,10 +2393,6 @@ _GLUE_EXPRS = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Subscript, a
                ast.IfExp, ast.Set, ast.SetComp, ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom,
                ast.Starred)
 _PY_BUILTINS = frozenset(dir(builtins))
-# builtins a glue node may call on task results: they build or read values and call no user code
-# beyond the values' own protocols (`str(x)` calls `x.__str__`, as plain Python would)
-GLUE_CALLS = frozenset({"len", "str", "int", "float", "bool", "list", "tuple", "dict", "sorted", "min", "max",
-                        "sum", "abs", "round"})
 _GLUE_NAMES = {
     ast.UnaryOp: "unary",
     ast.BoolOp: "boolop",
