@@ -408,11 +408,15 @@ def ast_text(source: str, diag: Diagnostic) -> str:
     return line[diag.span.col - 1:]
 
 
-def test_a_config_changed_at_module_level_is_not_folded(write_project) -> None:
+@pytest.mark.parametrize("change", ["BASE.n_layer = 5", "setattr(BASE, 'n_layer', 5)",
+                                    "def grow():\n    BASE.__dict__.update(n_layer=5)"])
+def test_a_config_changed_in_its_module_is_not_folded(write_project, change: str) -> None:
     source = CONFIGS.replace("@dataclass(frozen=True)", "@dataclass").replace(
-        "BASE = ModelConfig(n_layer=3)\n", "BASE = ModelConfig(n_layer=3)\nBASE.n_layer = 5\n")
+        "BASE = ModelConfig(n_layer=3)\n", f"BASE = ModelConfig(n_layer=3)\n{change}\n")
     diagnostics = _diagnostics(write_project, source)
-    assert ("DAGC109", _line(source, "settings = dict(")) in _errors(diagnostics)
+    assert _errors(diagnostics) == [("DAGC109", _line(source, "build(BASE, SEED)")),
+                                    ("DAGC109", _line(source, "settings = dict("))]
+    assert all("module changes" in d.message and "frozen=True" in d.hint for d in diagnostics)
 
 
 # ---- run-time configuration (nanoGPT's configurator, argparse, the environment) -------------------------
@@ -604,3 +608,83 @@ def test_a_module_level_config_that_is_not_frozen_is_not_passed_whole(write_proj
     source = CHANGED_CONFIG.replace("    warmup(tc)\n", "    warmup(SHARED)\n")
     diag = _only(_diagnostics(write_project, source), "DAGC109")
     assert diag.span.line == _line(source, "warmup(SHARED)") and "frozen=True" in diag.hint
+
+
+CLASS_CONSTANTS = """
+import dagc
+
+
+class Flow:
+    GENRES = ("a", "b", "c")
+    N = 3
+
+    @dagc.task
+    @staticmethod
+    def repeat(x: str, n: int) -> str:
+        return x * n
+
+    @dagc.pipeline
+    def run(self):
+        out = [self.repeat(g, self.N) for g in self.GENRES]
+        return out, Flow.N, len(Flow.GENRES)
+"""
+
+
+def test_class_constants_fold_through_the_class_and_self(write_project, tmp_path: Path) -> None:
+    assert _local_equals_plain(write_project, tmp_path, CLASS_CONSTANTS) == (["aaa", "bbb", "ccc"], 3, 3)
+    # an __init__ may set instance attributes that hide the class's: `self.N` is not folded then
+    source = CLASS_CONSTANTS.replace("    N = 3\n", "    N = 3\n\n    def __init__(self):\n        self.N = 4\n")
+    diag = _only(_diagnostics(write_project, source), "DAGC109")
+    assert diag.span.line == _line(source, "self.N) for g")
+
+
+def test_config_from_a_user_module_and_glue_over_a_task_call_in_a_pipeline_method(write_project,
+                                                                                   tmp_path: Path) -> None:
+    config = ("import dataclasses\n\n\n@dataclasses.dataclass(frozen=True)\nclass GPTConfig:\n"
+              "    n_layer: int = 2\n    n_embd: int = 8\n")
+    flow = """
+import dagc
+from config import GPTConfig
+
+CFG = GPTConfig(n_layer=4)
+
+
+@dagc.task
+def width(cfg: GPTConfig) -> int:
+    return cfg.n_embd * cfg.n_layer
+
+
+@dagc.task
+def layers(n: int) -> int:
+    return n + 1
+
+
+class Flow:
+    @dagc.pipeline
+    @staticmethod
+    def prep(n: int = 2):
+        return layers(n)
+
+    @dagc.pipeline
+    def run(self):
+        k = self.prep(CFG.n_layer)
+        return dict(n_layer=k, n_embd=CFG.n_embd, w=width(CFG)), str(k)
+"""
+    root = write_project({"flow.py": flow, "config.py": config})
+    result = compile_source(root / "flow.py", pipeline_name="Flow.run")
+    assert not result.sink.diagnostics  # the task call inside dict(...) is made once
+    assert [n.function for n in result.graph if n.op == "task"] == ["layers", "GPTConfig", "width"]
+    assert result.graph.node("GPTConfig").target == "config:GPTConfig"
+    expected = ({"n_layer": 5, "n_embd": 8, "w": 32}, "5")
+    assert _local_equals_plain(write_project, tmp_path, flow, {"config.py": config}, pipeline="Flow.run") == expected
+
+
+def test_the_event_log_records_method_tasks(write_project, tmp_path: Path) -> None:
+    from dagc.profile import load_run
+
+    root = write_project({"flow.py": FLOW_CLASS})
+    program = tmp_path / "flow_local.py"
+    program.write_text(emit(compile_file(root / "flow.py"), "local", program))
+    subprocess.run([sys.executable, str(program), "--run-dir", str(tmp_path / "run")], check=True, timeout=120)
+    run = load_run(tmp_path / "run")
+    assert run.status == "ok" and set(run.tasks) == {"start", "square", "total"}

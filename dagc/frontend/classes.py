@@ -34,16 +34,38 @@ def _without_receiver(sig: FunctionSig) -> FunctionSig:
     return FunctionSig(tuple(params))
 
 
+def _class_constant(project: Project, info: ModuleInfo, steps: ClassSteps, name: str, value: ast.expr | None,
+                    single: bool) -> None:
+    """`GENRES = ("a", "b")` in a class body: `Flow.GENRES` / `self.GENRES` fold like a module constant."""
+    from dagc.frontend.modules import static_value
+    from dagc.frontend.static import NotStatic, is_literal_value
+
+    steps.constants.pop(name, None)
+    if value is None or not single:
+        return
+    try:
+        found = static_value(value, info, project)
+    except (NotStatic, RecursionError):
+        return
+    if is_literal_value(found):
+        steps.constants[name] = found
+
+
 def scan_class(project: Project, info: ModuleInfo, node: ast.ClassDef) -> Opaque:
     from dagc.frontend.scan import dagc_decorator_error, decorator_kind, task_options
 
     steps = ClassSteps(node.name, info.name)
     for stmt in node.body:
         if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            for target in stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+            value = getattr(stmt, "value", None)
+            for target in targets:
                 if isinstance(target, ast.Name):
                     steps.methods.add(target.id)
+                    _class_constant(project, info, steps, target.id, value, len(targets) == 1)
             continue
+        if stmt.name == "__init__":
+            steps.has_init = True
         found = [(d, k) for d in stmt.decorator_list if (k := decorator_kind(info, d)) is not None]
         if not found:
             steps.methods.add(stmt.name)

@@ -27,7 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dagc.diagnostics import DiagnosticSink, Note
+from dagc.frontend.configs import ConfigClass, ConfigValue, StaticFunction
 from dagc.frontend.effects import EffectAnalyzer
+from dagc.frontend.forms import GLUE_CALLS, KFP_METHOD_HINTS, as_literal
 from dagc.frontend.modules import (
     ClassSteps,
     Constant,
@@ -41,6 +43,7 @@ from dagc.frontend.modules import (
     static_option_value,
     static_symbol,
 )
+from dagc.frontend.overrides import report_overrides, unknown_setting
 from dagc.frontend.source import name_span
 from dagc.frontend.static import (
     BUILTIN,
@@ -55,7 +58,7 @@ from dagc.frontend.typecheck import compatible, describe_mismatch, item_type, ty
 from dagc.ir.core import Graph, Node, Param, output_name
 from dagc.ir.effects import order_by_effects
 from dagc.ir.location import SourceSpan
-from dagc.ir.types import Const, Map, Operand, Ref, Seq, iter_refs, operand_from_python
+from dagc.ir.types import Const, Map, Operand, Ref, Seq, TaskOptions, iter_refs, operand_from_python
 
 __all__ = ["extract_pipeline", "Extractor", "MAX_UNROLL"]
 
@@ -116,6 +119,13 @@ class ClassValue:
 
     steps: ClassSteps
     info: ModuleInfo
+    instance: bool = False  # `self` in a pipeline method (an instance), rather than the class
+
+    def static_attribute(self, name: str) -> Any:
+        """A class constant (`Flow.GENRES`); through `self` only when no `__init__` could hide it."""
+        if name in self.steps.constants and not (self.instance and self.steps.has_init):
+            return self.steps.constants[name]
+        raise KeyError(name)
 
 
 @dataclass(frozen=True)
@@ -257,17 +267,6 @@ def _assigned_names(body: list[ast.stmt]) -> set[str]:
     return names
 
 
-def _as_literal(call: ast.Call) -> ast.expr | None:
-    """The display a builtin call means: `tuple([a, b])` → `(a, b)`, `dict(k=v)` → `{'k': v}`."""
-    name = call.func.id if isinstance(call.func, ast.Name) else None
-    if name in ("tuple", "list") and len(call.args) == 1 and not call.keywords and isinstance(
-            call.args[0], (ast.List, ast.Tuple)) and not any(isinstance(x, ast.Starred) for x in call.args[0].elts):
-        return (ast.Tuple if name == "tuple" else ast.List)(list(call.args[0].elts), ast.Load())
-    if name == "dict" and not call.args and all(k.arg is not None for k in call.keywords):
-        return ast.Dict([ast.Constant(k.arg) for k in call.keywords], [k.value for k in call.keywords])
-    return None
-
-
 def _names_in(expr: ast.expr) -> set[str]:
     return {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
 
@@ -344,11 +343,11 @@ class Extractor:
         self._captured: dict[int, tuple[Operand, set[int]]] = {}
         # module-level constants the pipeline reads (folded at compile time): `module.NAME` -> first read;
         # and the lists and dicts inside them (id -> (`module.NAME`, the value, kept alive))
-        self._module_reads: dict[str, SourceSpan] = {}
+        self._module_reads: dict[str, tuple[ast.AST, ModuleInfo]] = {}
         self._module_objects: dict[int, tuple[str, Any]] = {}
         self._last_task: Node | None = None  # node of the task call evaluated last
         self._effect_warned: set[tuple[int, str]] = set()
-        self._folded: dict[tuple[str, str], SourceSpan | None] = {}  # module constants folded into the graph
+        self._folded: dict[tuple[str, str], None] = {}  # module constants folded into the graph (ordered set)
         self._configs: dict[int, tuple[Any, Value]] = {}  # id(config instance) -> (instance, its node's value)
         self._config_nodes: dict[str, Any] = {}  # node building a config -> the instance
         self._module_configs: set[int] = set()  # ids of module-level constants (configs among them)
@@ -416,7 +415,7 @@ class Extractor:
                             hint="return task results, parameters or literals")
             graph.returns = Const(None)
         self._check_reads()
-        self._check_overrides()
+        report_overrides(self.project, self.sink, self._folded, pipeline.name)
         order_by_effects(graph)
         self._check_state(graph)
         self._check_module_reads(graph)
@@ -424,18 +423,12 @@ class Extractor:
         return graph
 
     def _run_time_setting(self, name: str, symbol: Opaque, info: ModuleInfo, span: SourceSpan | None = None) -> None:
-        """A module value read from the command line or the environment: say so, with the fix."""
-        from dagc.frontend.overrides import run_time_source
-
-        source = run_time_source(info, symbol.node)
-        if source is None:
-            return
-        self.sink.error("DAGC109", f"`{name}` is set from {source} when the script runs, so dagc cannot know it "
-                        "at compile time", span or info.source.span(symbol.node),
-                        hint=f"make it a pipeline parameter: `def {self.graph.name if self.graph else 'p'}"
-                        f"({name}=DEFAULT)` and compile with `--param {name}=VALUE`",
-                        notes=[Note(f"`{name}` is assigned here", info.source.span(symbol.node))])
-        raise ExtractError
+        """A module value dagc cannot know (read from the command line, a config the module changes)."""
+        found = unknown_setting(name, symbol, info, self.graph.name if self.graph else "p")
+        if found is not None:
+            message, hint, notes = found
+            self.sink.error("DAGC109", message, span or info.source.span(symbol.node), hint=hint, notes=notes)
+            raise ExtractError
 
     def _bind_receiver(self, pipeline: PipelineDef, scope: Scope) -> None:
         """`self`/`cls` of a pipeline method stands for its class: `self.train(x)` is `Flow.train(x)`."""
@@ -443,34 +436,8 @@ class Extractor:
             return
         symbol = pipeline.info.symbols.get(pipeline.owner)
         if isinstance(symbol, Opaque) and symbol.steps is not None:
-            scope.env[pipeline.receiver] = ClassValue(symbol.steps, pipeline.info)
-
-    def _check_overrides(self) -> None:
-        """Constants folded here that `exec(...)`/`globals()` may replace when the script runs."""
-        from dagc.frontend.overrides import rewrites_globals
-
-        by_module: dict[str, list[str]] = {}
-        for module, name in self._folded:
-            by_module.setdefault(module, []).append(name)
-        for module, names in sorted(by_module.items()):
-            info = self.project.module(module)
-            if info is None:
-                continue
-            for override in rewrites_globals(info):
-                line = override.node.lineno  # type: ignore[attr-defined]
-                folded = [n for n in sorted(names) if isinstance(info.symbols.get(n), Constant)
-                          and info.symbols[n].node.lineno < line]
-                if not folded:
-                    continue
-                shown = ", ".join(f"{n}={info.symbols[n].value!r}" for n in folded[:8])
-                more = f" and {len(folded) - 8} more" if len(folded) > 8 else ""
-                first = folded[0]
-                self.sink.warning(
-                    "DAGC134", f"{override.what} may change module settings when the script runs; dagc folded "
-                    f"them at compile time: {shown}{more}", info.source.span(override.node),
-                    hint=f"make each setting the pipeline varies a pipeline parameter, e.g. `def "
-                    f"{self.graph.name if self.graph else 'train'}({first}=...)` with the default "
-                    f"`{first}={info.symbols[first].value!r}`, and set it with `--param {first}=VALUE`")
+            instance = not any(isinstance(d, ast.Name) and d.id == "classmethod" for d in pipeline.node.decorator_list)
+            scope.env[pipeline.receiver] = ClassValue(symbol.steps, pipeline.info, instance)
 
     def _module_used(self, module: str) -> bool:
         assert self.graph is not None
@@ -1171,7 +1138,6 @@ class Extractor:
         return list(uses), list(deps)
 
     def _region_options(self, body: list[Node]) -> Any:
-        from dagc.ir.types import TaskOptions
 
         if any(n.options.side_effects for n in body):
             return TaskOptions(side_effects=True)
@@ -1397,7 +1363,7 @@ class Extractor:
             self.sink.error("DAGC101", f"name `{name}` is not defined", info.source.span(expr),
                             hint=self._suggest(name, scope, info))
             raise ExtractError
-        return self._symbol_value(symbol, name, info, info.source.span(expr))
+        return self._symbol_value(symbol, name, info, expr)
 
     def _suggest(self, name: str, scope: Scope, info: ModuleInfo) -> str:
         import difflib
@@ -1408,7 +1374,11 @@ class Extractor:
             return f"did you mean `{close[0]}`?"
         return "define it, import it, or pass it as a pipeline parameter"
 
-    def _symbol_value(self, symbol: Any, name: str, info: ModuleInfo, use: SourceSpan | None = None) -> Value:
+    def _symbol_value(self, symbol: Any, name: str, info: ModuleInfo, use: ast.AST | None = None,
+                      use_info: ModuleInfo | None = None) -> Value:
+        """The value of module-level `symbol` of `info`; `use` is the expression that reads it, in the
+        source of `use_info` (default: `info`)."""
+        use_info = use_info or info
         if isinstance(symbol, (TaskDef, PipelineDef)):
             owner = self.project.module(symbol.module) or info
             return Callee(symbol, owner)
@@ -1416,7 +1386,7 @@ class Extractor:
             # read at compile time: remembered so that a task changing it at run time is reported
             qualified = f"{info.name}.{name}"
             if use is not None:
-                self._module_reads.setdefault(qualified, use)
+                self._module_reads.setdefault(qualified, (use, use_info))
             for ident in _mutable_ids(symbol.value):
                 self._module_objects.setdefault(ident, (qualified, symbol.value))
             self._folded.setdefault((info.name, name), None)
@@ -1429,10 +1399,10 @@ class Extractor:
             return External(f"module `{symbol.module}`")
         if isinstance(symbol, ImportedName):
             return External(f"`{symbol.name}` from `{symbol.module}`")
-        if isinstance(symbol, Opaque) and symbol.steps is not None and symbol.steps.members:
+        if isinstance(symbol, Opaque) and symbol.steps is not None and (symbol.steps.members or symbol.steps.constants):
             return ClassValue(symbol.steps, self.project.module(symbol.steps.module) or info)
         if isinstance(symbol, Opaque) and symbol.kind == "value":
-            self._run_time_setting(name, symbol, info, use)
+            self._run_time_setting(name, symbol, info, use_info.source.span(use) if use is not None else None)
         if isinstance(symbol, Opaque):
             return External(f"{symbol.kind} `{name}`")
         return External(f"`{name}`")
@@ -1447,12 +1417,14 @@ class Extractor:
                     return value.value
                 if isinstance(value, ParamValue):
                     return value.value
+                if isinstance(value, ClassValue):
+                    return value
                 raise _RuntimeUse(node)
             if node.id in scope.assigned_later:
                 raise _UsedBefore(node)
             symbol = self.project.lookup(info, node.id)
             if isinstance(symbol, Constant):
-                self._folded.setdefault((info.name, node.id), info.source.span(node))
+                self._folded.setdefault((info.name, node.id), None)
                 self._module_configs.add(id(symbol.value))
                 return symbol.value
             if symbol is None and node.id in STATIC_BUILTINS:
@@ -1600,7 +1572,7 @@ class Extractor:
                     self._not_a_value(e, info)
                     raise
             if isinstance(e, ast.Call) and self._is_glue_call(e, scope):
-                literal = _as_literal(e)  # `tuple([a, b])` is `(a, b)`: emitted code stays lint-clean
+                literal = as_literal(e)  # `tuple([a, b])` is `(a, b)`: emitted code stays lint-clean
                 if literal is not None:
                     return conv(literal)
                 return ast.Call(ast.Name(e.func.id, ast.Load()), [conv(a) for a in e.args],  # type: ignore[attr-defined]
@@ -1686,7 +1658,7 @@ class Extractor:
                     self.sink.error("DAGC131", f"user module `{base.module}` has no `{func.attr}`",
                                     info.source.span(func), hint=f"check the name in {base.info.source.display}")
                     raise ExtractError
-                return self._symbol_value(symbol, func.attr, base.info, info.source.span(func))
+                return self._symbol_value(symbol, func.attr, base.info, func, info)
             if isinstance(base, ClassValue):
                 return self._class_member(base, func, info)
             if _is_runtime(base):
@@ -1721,15 +1693,15 @@ class Extractor:
             return self._inline_pipeline(call, callee.symbol, scope, info)
         if isinstance(callee, DagcFunction):
             return self._after_call(call, scope, info, n_outputs)
+        if self._is_glue_call(call, scope) and self._needs_glue(call, scope, info):
+            return self._glue(call, scope, info)  # `len(xs)`, `dict(n_layer=n)`, `str(loss)` on task results
         # not a task: it may still be a compile-time builtin on constants (range, len, …)
         args = [self._eval(a.value if isinstance(a, ast.Starred) else a, scope, info) for a in call.args]
         kwargs = [self._eval(k.value, scope, info) for k in call.keywords]
         runtime = [v for v in args + kwargs if _is_task_result(v)]
         what = callee.description if isinstance(callee, External) else f"`{ast.unparse(call.func)}`"
-        if runtime and self._is_glue_call(call, scope):
-            return self._glue(call, scope, info)  # `len(xs)`, `dict(n_layer=n)`, `str(loss)` on task results
         if runtime or (isinstance(call.func, ast.Attribute) and self._needs_glue(call.func.value, scope, info)):
-            kfp = _KFP_METHOD_HINTS.get(call.func.attr) if isinstance(call.func, ast.Attribute) else None
+            kfp = KFP_METHOD_HINTS.get(call.func.attr) if isinstance(call.func, ast.Attribute) else None
             if kfp is not None:
                 self.sink.error("DAGC107", f"`.{call.func.attr}()` on a task result is Kubeflow's form; a dagc task "
                                 "result is the task's return value, not a step object", info.source.span(call),
@@ -1740,7 +1712,7 @@ class Extractor:
                             hint="only tasks can run on task results: decorate the function with @dagc.task, "
                             "or call it inside a task")
             raise ExtractError
-        if isinstance(callee, External):
+        if isinstance(callee, (External, ClassValue)):  # a builtin, os.path, a dataclass config on constants
             try:
                 return Static(eval_static(call, self._static_lookup(scope, info)))
             except _Poisoned:
@@ -1765,7 +1737,6 @@ class Extractor:
         raise ExtractError
 
     def _compile_time_callable(self, func: ast.expr, scope: Scope, info: ModuleInfo) -> bool:
-        from dagc.frontend.configs import ConfigClass, StaticFunction
 
         try:
             return isinstance(eval_static(func, self._static_lookup(scope, info)), (ConfigClass, StaticFunction))
@@ -1774,8 +1745,6 @@ class Extractor:
 
     def _argument(self, expr: ast.expr, scope: Scope, info: ModuleInfo) -> Value:
         """A task argument; a config instance passed whole is built at run time by its class."""
-        from dagc.frontend.configs import ConfigValue
-
         value = self._eval(expr, scope, info)
         if isinstance(value, Static) and isinstance(value.value, ConfigValue):
             return self._build_config(value.value, expr, scope, info)
@@ -1783,7 +1752,6 @@ class Extractor:
 
     def _build_config(self, config: Any, expr: ast.expr, scope: Scope, info: ModuleInfo) -> Value:
         """One node per instance (as in Python, every use shares the object): `module.Cls(**given)`."""
-        from dagc.ir.types import TaskOptions
 
         found = self._configs.get(id(config))
         if found is not None:
@@ -2290,7 +2258,9 @@ class Extractor:
                 writers.setdefault(name, node.name)
             for body in region_bodies(node).values():
                 pending.extend(body)
-        for name, span in sorted(self._module_reads.items(), key=lambda item: (item[1].line, item[1].col)):
+        reads = {name: use_info.source.span(use) for name, (use, use_info) in self._module_reads.items()
+                 if name in writers}
+        for name, span in sorted(reads.items(), key=lambda item: (item[1].line, item[1].col)):
             if name in writers:
                 short = name.rpartition(".")[2]
                 self.sink.error("DAGC154", f"the pipeline reads module-level `{short}`, which task `{writers[name]}` "
@@ -2370,23 +2340,6 @@ class Extractor:
         finally:
             self._stack.pop()
         return result if result is not None else Static(None)
-
-
-# Kubeflow Pipelines configures a step by calling methods on it; dagc reads the same from the task.
-_KFP_METHOD_HINTS: dict[str, str] = {
-    "after": "order a call without a data dependency with `x = dagc.after(train(data), prepared)`, "
-    "or `@dagc.task(after=[\"prepare\"])`",
-    "set_memory_limit": "declare it on the task: `@dagc.task(memory=\"4Gi\")`",
-    "set_memory_request": "declare it on the task: `@dagc.task(memory=\"4Gi\")`",
-    "set_cpu_limit": "declare it on the task: `@dagc.task(cpus=\"500m\")`",
-    "set_cpu_request": "declare it on the task: `@dagc.task(cpus=\"500m\")`",
-    "set_gpu_limit": "declare it on the task: `@dagc.task(gpus=1)`",
-    "set_accelerator_limit": "declare it on the task: `@dagc.task(gpus=1)`",
-    "set_retry": "declare it on the task: `@dagc.task(retries=3)`",
-    "set_caching_options": "dagc caches every task by fingerprint in the run directory (docs/runtime.md); "
-    "mark a task that acts on the world with `@dagc.task(side_effects=True)`",
-    "set_display_name": "the node is named after the task; rename the function or the pipeline",
-}
 
 
 class _PathError(Exception):
@@ -2566,10 +2519,6 @@ _GLUE_EXPRS = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Subscript, a
                ast.IfExp, ast.Set, ast.SetComp, ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom,
                ast.Starred)
 _PY_BUILTINS = frozenset(dir(builtins))
-# builtins a glue node may call on task results: they build or read values and call no user code
-# beyond the values' own protocols (`str(x)` calls `x.__str__`, as plain Python would)
-GLUE_CALLS = frozenset({"len", "str", "int", "float", "bool", "list", "tuple", "dict", "sorted", "min", "max",
-                        "sum", "abs", "round"})
 _GLUE_NAMES = {
     ast.UnaryOp: "unary",
     ast.BoolOp: "boolop",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dagc.diagnostics import DiagnosticSink
+from dagc.frontend.configs import STDLIB_MODULES, config_class, stdlib_value
 from dagc.frontend.source import SourceFile, read_source
 from dagc.frontend.static import NotStatic, eval_static, is_literal_value
 from dagc.ir.types import TaskOptions
@@ -153,6 +154,7 @@ class Opaque:
     kind: str  # "function" | "class" | "value"
     node: ast.AST
     steps: ClassSteps | None = field(default=None, compare=False, hash=False)
+    why: str | None = field(default=None, compare=False, hash=False)  # why a value is not known, if dagc can say
 
 
 @dataclass
@@ -163,6 +165,11 @@ class ClassSteps:
     module: str
     members: dict[str, Any] = field(default_factory=dict)  # method name -> TaskDef | PipelineDef
     methods: set[str] = field(default_factory=set)  # the class's other methods and attributes
+    constants: dict[str, Any] = field(default_factory=dict)  # class attributes with literal values
+    has_init: bool = False  # an __init__ may give instances attributes that hide the class's
+
+    def static_attribute(self, name: str) -> Any:
+        return self.constants[name]
 
 
 Symbol = Any  # TaskDef | PipelineDef | ImportedName | ImportedModule | Constant | Opaque | "dagc"
@@ -297,7 +304,6 @@ class Project:
 def static_symbol(project: Project, info: ModuleInfo, name: ast.Name, symbol: Symbol | None) -> Any:
     """The compile-time value of a module-level name that is not a plain constant: a dataclass
     config class, a pure part of the standard library (`os.path`, `math.pi`), or `__file__`."""
-    from dagc.frontend.configs import STDLIB_MODULES, config_class, stdlib_value
 
     if isinstance(symbol, ImportedModule) and symbol.module in STDLIB_MODULES:
         return stdlib_value(symbol.module)
@@ -316,8 +322,12 @@ def static_symbol(project: Project, info: ModuleInfo, name: ast.Name, symbol: Sy
         found = project.configs[key]
         if found is not None:
             return found
+        if symbol.steps is not None and symbol.steps.constants:
+            return symbol.steps  # `Flow.GENRES`: the class's constants
         raise NotStatic(name, f"class `{name.id}` is not a dataclass config dagc can build at compile time "
                         "(a @dataclass with literal defaults, no base class and no __post_init__)")
+    if isinstance(symbol, Opaque) and symbol.why is not None:
+        raise NotStatic(name, f"`{name.id}` {symbol.why}")
     if symbol is None and name.id == "__file__" and info.name in project.paths:
         return project.paths[info.name].as_posix()
     raise NotStatic(name, f"`{name.id}` is not a module-level constant")

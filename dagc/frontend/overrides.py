@@ -10,11 +10,13 @@ parameter (set at compile time with `--param`, or when calling the pipeline).
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from dagc.frontend.modules import ModuleInfo, Opaque
+from dagc.diagnostics import DiagnosticSink, Note
+from dagc.frontend.modules import Constant, ModuleInfo, Opaque, Project
 
-__all__ = ["Override", "rewrites_globals", "run_time_source"]
+__all__ = ["Override", "rewrites_globals", "run_time_source", "report_overrides", "unknown_setting"]
 
 
 @dataclass(frozen=True)
@@ -73,3 +75,41 @@ def run_time_source(info: ModuleInfo, expr: ast.AST, depth: int = 0) -> str | No
                 if found is not None:
                     return found
     return None
+
+
+def report_overrides(project: Project, sink: DiagnosticSink, folded: Iterable[tuple[str, str]], pipeline: str) -> None:
+    """DAGC134: the constants folded into a pipeline that `exec(...)`/`globals()` may replace at run time."""
+    by_module: dict[str, list[str]] = {}
+    for module, name in folded:
+        by_module.setdefault(module, []).append(name)
+    for module, names in sorted(by_module.items()):
+        info = project.module(module)
+        if info is None:
+            continue
+        for override in rewrites_globals(info):
+            line = override.node.lineno  # type: ignore[attr-defined]
+            constants = [n for n in sorted(names) if isinstance(info.symbols.get(n), Constant)
+                         and info.symbols[n].node.lineno < line]
+            if not constants:
+                continue
+            shown = ", ".join(f"{n}={info.symbols[n].value!r}" for n in constants[:8])
+            more = f" and {len(constants) - 8} more" if len(constants) > 8 else ""
+            first = constants[0]
+            sink.warning(
+                "DAGC134", f"{override.what} may change module settings when the script runs; dagc folded "
+                f"them at compile time: {shown}{more}", info.source.span(override.node),
+                hint=f"make each setting the pipeline varies a pipeline parameter, e.g. `def {pipeline}({first}=...)` "
+                f"with the default `{first}={info.symbols[first].value!r}`, and set it with `--param {first}=VALUE`")
+
+
+def unknown_setting(name: str, symbol: Opaque, info: ModuleInfo, pipeline: str) -> tuple[str, str, list[Note]] | None:
+    """(message, hint, notes) for a module value a pipeline uses but dagc cannot know, if it can say why."""
+    if symbol.why is not None:  # a config the module changes
+        message, _, hint = symbol.why.partition("; ")
+        return f"`{name}` {message}", hint, []
+    source = run_time_source(info, symbol.node)
+    if source is None:
+        return None
+    return (f"`{name}` is set from {source} when the script runs, so dagc cannot know it at compile time",
+            f"make it a pipeline parameter: `def {pipeline}({name}=DEFAULT)` and compile with `--param {name}=VALUE`",
+            [Note(f"`{name}` is assigned here", info.source.span(symbol.node))])

@@ -12,6 +12,7 @@ from typing import Any
 
 from dagc import units
 from dagc.annotations import TASK_OPTIONS
+from dagc.frontend.configs import ConfigValue
 from dagc.frontend.modules import (
     Constant,
     FunctionSig,
@@ -279,7 +280,6 @@ def _define_constant(project: Project, info: ModuleInfo, target: ast.expr, value
         return
     if value is None:
         return
-    from dagc.frontend.configs import ConfigValue
 
     try:
         constant = static_value(value, info, project)
@@ -289,22 +289,34 @@ def _define_constant(project: Project, info: ModuleInfo, target: ast.expr, value
     if is_literal_value(constant) or isinstance(constant, ConfigValue) and (
             constant.cls.frozen or not _changed_in_module(info, target.id)):
         info.symbols[target.id] = Constant(constant, value)
+    elif isinstance(constant, ConfigValue):
+        info.symbols[target.id] = Opaque("value", value, why=(
+            f"is a `{constant.cls.name}` the module changes after building it, so its fields are not known at "
+            f"compile time; declare `{constant.cls.name}` with @dataclass(frozen=True) and build changed copies "
+            "with dataclasses.replace, or build the config in the pipeline"))
     else:
         info.symbols[target.id] = Opaque("value", value)
 
 
 def _changed_in_module(info: ModuleInfo, name: str) -> bool:
-    """`CFG.lr = …` (or `global CFG`) anywhere in the module: a config instance that is not frozen
-    may then hold other values at run time than the ones it was built with."""
+    """`CFG.lr = …`, `CFG.tags.append(…)`, `setattr(CFG, …)` or `global CFG` anywhere in the module:
+    a config instance that is not frozen may then hold other values at run time than it was built with."""
     for node in ast.walk(info.source.tree):
         if isinstance(node, ast.Global) and name in node.names:
             return True
         if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
             root = node.value
-            while isinstance(root, (ast.Attribute, ast.Subscript)):
-                root = root.value
-            if isinstance(root, ast.Name) and root.id == name:
-                return True
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            root = node.func.value  # `CFG.tags.append(x)`: a method may change the object
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
+                "setattr", "delattr", "vars") and node.args:
+            root = node.args[0]
+        else:
+            continue
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id == name:
+            return True
     return False
 
 

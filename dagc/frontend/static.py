@@ -12,6 +12,15 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from dagc.frontend.configs import (
+    ConfigClass,
+    ConfigValue,
+    StaticFunction,
+    StaticNamespace,
+    call_config,
+    stdlib_value,
+)
+
 __all__ = ["NotStatic", "StaticRange", "eval_static", "MAX_STATIC_ITEMS", "is_literal_value", "iterate_static"]
 
 MAX_STATIC_ITEMS = 1_000_000
@@ -248,7 +257,6 @@ _METHODS: dict[tuple[type, str], tuple[int, int]] = {
 
 def _eval_attribute(node: ast.Attribute, lookup: Callable[[ast.Name], Any]) -> Any:
     """`cfg.lr` on a dataclass config, `os.sep` / `math.pi` / `os.path` on the standard library."""
-    from dagc.frontend.configs import ConfigValue, StaticNamespace, stdlib_value
 
     base = eval_static(node.value, lookup)
     if isinstance(base, ConfigValue):
@@ -262,12 +270,17 @@ def _eval_attribute(node: ast.Attribute, lookup: Callable[[ast.Name], Any]) -> A
             raise NotStatic(node, f"`{base.name}.{node.attr}` cannot be evaluated at compile time (only a few pure "
                             "functions of os.path and math can)")
         return value
+    getter = getattr(base, "static_attribute", None)  # a user class's constants (`Flow.GENRES`)
+    if getter is not None:
+        try:
+            return getter(node.attr)
+        except KeyError:
+            raise NotStatic(node, f"`{ast.unparse(node)}` is not a class constant dagc can fold") from None
     raise NotStatic(node, "attribute access is not a compile-time constant")
 
 
 def _call_function(node: ast.Call, fn: Any, lookup: Callable[[ast.Name], Any]) -> Any:
     """A call of a dataclass config or of a pure standard library function, at compile time."""
-    from dagc.frontend.configs import ConfigClass, call_config
 
     if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
         raise NotStatic(node, "`*args`/`**kwargs` cannot be evaluated at compile time")
@@ -285,12 +298,10 @@ def _call_function(node: ast.Call, fn: Any, lookup: Callable[[ast.Name], Any]) -
 
 
 def _eval_method_call(node: ast.Call, lookup: Callable[[ast.Name], Any]) -> Any:
-    from dagc.frontend.configs import StaticFunction
 
     assert isinstance(node.func, ast.Attribute)
     base = eval_static(node.func.value, lookup)
     name = node.func.attr
-    from dagc.frontend.configs import StaticNamespace
 
     if isinstance(base, StaticNamespace):
         fn = _eval_attribute(node.func, lambda n: lookup(n))
@@ -337,7 +348,6 @@ def _eval_builtin_call(node: ast.Call, lookup: Callable[[ast.Name], Any]) -> Any
         shadow = lookup(node.func)
     except NotStatic:
         shadow = None
-    from dagc.frontend.configs import ConfigClass, StaticFunction
 
     if isinstance(shadow, (ConfigClass, StaticFunction)):
         return _call_function(node, shadow, lookup)
