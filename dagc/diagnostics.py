@@ -83,6 +83,7 @@ CODES: dict[str, str] = {
     "DAGC132": "unsupported parameter kind",
     "DAGC133": "task or pipeline method needs an instance",
     "DAGC134": "module settings changed when the script runs",
+    "DAGC135": "bad dagc.trips call",
     "DAGC140": "type mismatch between producer and consumer",
     "DAGC150": "task draws from the global random number generator without seeding it",
     "DAGC151": "discarded result of a call without effects",
