@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dagc.backends import emit
+from dagc.backends.graphviz import to_dot
 from dagc.cluster import parse_cluster_spec
 from dagc.cost import CostModel
 from dagc.diagnostics import CompileError
@@ -134,6 +135,7 @@ def test_trips_hint_is_stored_and_runs_like_plain_python(tmp_path: Path, write_p
     graph = compile_file(root / "p.py")
     [loop] = [n for n in graph if n.op == "loop"]
     assert loop.attrs[regions.TRIPS_ATTR] == 10 and regions.max_trips(loop) == 40
+    assert "≤ 40 trips, planned 10" in to_dot(graph)
     program = tmp_path / "p_local.py"
     program.write_text(emit(graph, "local", program))
     out = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, check=True)
