@@ -142,6 +142,24 @@ def test_trips_hint_is_stored_and_runs_like_plain_python(tmp_path: Path, write_p
     assert out.stdout.strip() == repr(_plain_result(root / "p.py", "p", tmp_path))
 
 
+def test_profile_gives_a_loop_its_measured_trips(tmp_path: Path, write_project) -> None:
+    root = write_project({"p.py": EARLY_STOP.format(items="dagc.trips(range(40), expected=30)")})
+    program = tmp_path / "p_local.py"
+    program.write_text(emit(compile_file(root / "p.py"), "local", program))
+    subprocess.run([sys.executable, str(program), "--run-dir", str(tmp_path / "run")], check=True,
+                   capture_output=True)
+    graph = compile_file(root / "p.py", profile=tmp_path / "run", passes="verify,partition,schedule")
+    [loop] = [n for n in graph if n.op == "loop"]
+    # 1.0 halves until below 0.01: 7 trips, whatever the annotation said
+    assert loop.attrs[regions.TRIPS_ATTR] == 7 == loop.attrs["profile.trips"]
+    assert loop.attrs["profile.annotated"] == {"trips": 30}
+    body = regions.bodies(loop)["region.body"]
+    per_trip = sum(n.attrs["profile.duration"] for n in body)
+    assert all(n.options.cost == pytest.approx(n.attrs["profile.duration"], abs=1e-6) for n in body)
+    assert CostModel().work(loop)[0] == pytest.approx(7 * per_trip, abs=1e-5)
+    assert float(graph.attrs["schedule.makespan"]) < 1.0  # measured microseconds, not 7 × 0.7 s planned
+
+
 @pytest.mark.parametrize("items", ['dagc.trips(range(40), expected="many")', "dagc.trips(range(40))",
                                    "dagc.trips(range(40), expected=-1)"])
 def test_bad_trips_hint_is_dagc135(write_project, items: str) -> None:
