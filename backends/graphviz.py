@@ -34,7 +34,8 @@ from typing import Any
 
 import graphviz
 
-from dagc.ir.core import Graph, Node
+from dagc.ir import regions
+from dagc.ir.core import REGION_BODIES, Graph, Node
 from dagc.renderer import RenderError, render_dot
 from dagc.units import format_duration, format_size
 
@@ -627,7 +628,7 @@ def to_dot(
     return dot.source
 
 
-_REGION_BODIES = {"cond": ("region.then", "region.else"), "loop": ("region.body",)}
+_REGION_BODIES = REGION_BODIES
 
 
 def _body_nodes(node: Node, key: str) -> list[Node]:
@@ -651,7 +652,10 @@ def _region_head(node: Node) -> str:
     trips = node.attrs.get("region.iter")
     items = next((v for v in trips.values() if isinstance(v, list)), None) if isinstance(trips, dict) else None
     count = len(items) if items is not None else None
-    return f"<<B>loop</B>{f' ≤ {count} trips' if count is not None else ''}>"
+    planned = ""
+    if count is not None and regions.TRIPS_ATTR in node.attrs:  # `dagc.trips(..., expected=N)`
+        planned = f", planned {regions.expected_trips(node):g}"
+    return f"<<B>loop</B>{f' ≤ {count} trips{planned}' if count is not None else ''}>"
 
 
 def _subtitle(graph: Graph, nodes: list[Node], cluster: Any, visible: set[str] | None, focus: str | None) -> str:
@@ -745,9 +749,7 @@ def _node_style(node: Node, colour: str | None, critical: bool) -> dict[str, str
 
 
 def _members(node: Node) -> list[Node]:
-    from dagc.ir.serialize import node_from_json
-
-    return [node_from_json(m) for m in node.attrs.get("fuse.members", [])]
+    return regions.members(node)
 
 
 def _param_id(name: str) -> str:

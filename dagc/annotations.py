@@ -7,7 +7,7 @@ each option accepts, used both here and by the frontend's validation.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
 
@@ -110,6 +110,12 @@ def pipeline(fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
 
 
 T = TypeVar("T")
+
+
+def trips(items: Iterable[T], /, *, expected: int) -> Iterable[T]:
+    """Planning hint for a loop that may leave early: `for epoch in dagc.trips(range(40), expected=12):`
+    plans the loop as 12 trips of its body instead of 40. Returns `items` unchanged when run."""
+    return items
 
 
 def after(value: T, /, *prerequisites: Any) -> T:

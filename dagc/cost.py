@@ -7,6 +7,7 @@
     transfer time  = 0 on the same device, else link.latency + bytes / link.bandwidth
                      (the intra-node link between devices of one node, the inter-node link otherwise)
     bytes of a value = the producer's `out_size`, or DEFAULT_OUT_SIZE when not given (reported)
+    a region's work  = cond: its costlier branch; loop: its body × expected trips (dagc.ir.regions)
 
 `CostModel.defaulted(graph)` lists the tasks that used a default, so that `dagc plan` can say so.
 
@@ -28,7 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dagc.cluster import Cluster, Device, Link
-from dagc.ir.core import Graph, Node
+from dagc.ir import regions
+from dagc.ir.core import REGION_OPS, Graph, Node
 
 __all__ = [
     "LAUNCH_OVERHEAD",
@@ -86,8 +88,11 @@ class CostModel:
     # ---- tasks -------------------------------------------------------------------------------
     def work(self, node: Node) -> tuple[float, float]:
         """(seconds at speed 1.0, flops) of a node's own work; exactly one of them is non-zero
-        (or both zero). A node without an estimate gets `default_cost` seconds."""
+        (or both zero). A node without an estimate gets `default_cost` seconds; a region node is
+        planned from its bodies (`regions.expected_work`), so both may then be non-zero."""
         opts = node.options
+        if node.op in REGION_OPS:
+            return regions.expected_work(node, self.work)
         if node.op == "transfer":
             return 0.0, 0.0
         if opts.cost is not None:
@@ -104,8 +109,10 @@ class CostModel:
         return seconds / device.speed + flops / device.flops_rate + self.overhead
 
     def uses_default_cost(self, node: Node) -> bool:
+        """Whether `node`'s own estimate is the default (a region answers through its inner nodes)."""
         return (
             node.op not in _FREE_OPS
+            and node.op not in REGION_OPS
             and node.op != "transfer"
             and node.options.cost is None
             and node.options.flops is None
@@ -137,10 +144,12 @@ class CostModel:
     def defaulted(self, graph: Graph) -> dict[str, list[str]]:
         """Which tasks used a default: {"cost": [...], "out_size": [...]} (node names, program order).
 
-        `out_size` lists only producers whose value is read by another node."""
+        `out_size` lists only producers whose value is read by another node. Nodes inside a region
+        are listed by their own names, after the region's place in program order."""
         read = {src for src, _, _ in graph.data_edges()}
+        planned = [m for n in graph for m in ([n, *regions.walk(n)] if n.op in REGION_OPS else [n])]
         return {
-            "cost": [n.name for n in graph if self.uses_default_cost(n)],
+            "cost": [n.name for n in planned if self.uses_default_cost(n)],
             "out_size": [n.name for n in graph if n.name in read and self.uses_default_size(n)],
         }
 

@@ -11,6 +11,10 @@ of the annotations before the passes run:
   `profile.duration` / `profile.bytes`;
 - a fused group measured as a whole is split over its members in proportion to their annotated
   costs; members measured one by one are summed into their group;
+- inside a `cond` or `loop` region, a measured task gets its mean duration over the times it ran
+  (once per trip in a loop), and a loop gets as its planned trips (`region.trips`, see
+  dagc.ir.regions) the times its first body task ran per run of the loop; the region gets
+  `attrs["profile.trips"]` (loops) and `attrs["profile.duration"]`, the sum of its inner measurements;
 - the graph gets `attrs["profile.run"]` (the run's id) and `attrs["profile.dir"]`.
 
 Durations of a task that ran several times (retries) are those of its last successful attempt.
@@ -24,7 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dagc.ir.core import Graph, Node
+from dagc.ir.core import REGION_BODIES, REGION_OPS, Graph, Node
+from dagc.ir.regions import TRIPS_ATTR, walk
 
 __all__ = ["TaskRecord", "RunRecord", "ProfileError", "load_run", "apply_profile", "profiled_tasks"]
 
@@ -44,6 +49,8 @@ class TaskRecord:
     bytes: int | None = None
     attempts: int = 0
     status: str = "pending"  # ok | failed | skipped | running | pending
+    runs: int = 0  # successful ends in this run: once per trip for a task inside a loop region
+    total: float = 0.0  # their durations, summed
     failures: list[dict[str, Any]] = field(default_factory=list)  # {error, traceback, attempt, start, end}
     device: Any = None
     host: str | None = None
@@ -154,6 +161,8 @@ def load_run(run_dir: str | Path, run: str | None = None) -> RunRecord:
             task.end = ts
             task.start = task.start if task.start is not None else ts - duration
             task.duration = duration
+            task.runs += 1
+            task.total += duration
             task.bytes = e.get("bytes") if isinstance(e.get("bytes"), int) else task.bytes
             task.status = "ok"
         elif kind == "failure":
@@ -203,6 +212,9 @@ def apply_profile(graph: Graph, run: RunRecord) -> list[str]:
     for node in graph:
         if node.op == "transfer":
             continue
+        if node.op in REGION_OPS:
+            _measure_region(node, measured, 1)
+            continue
         record = measured.get(node.name)
         if record is not None:
             _measure(node, record.duration or 0.0, record.bytes)
@@ -238,13 +250,45 @@ def apply_profile(graph: Graph, run: RunRecord) -> list[str]:
     names = profiled_tasks(graph)
     from dagc.console import logger
 
-    unused = sorted(set(measured) - {n.name for n in graph} - {m for n in graph for m in _member_names(n)})
+    inside = {m.name for n in graph if n.op in REGION_OPS for m in walk(n)}
+    unused = sorted(set(measured) - {n.name for n in graph} - {m for n in graph for m in _member_names(n)} - inside)
     if unused:
         logger.debug("profile %s: measured tasks not in the graph: %s", run.run_dir, ", ".join(unused))
     if names:
         graph.attrs["profile.run"] = run.run_id
         graph.attrs["profile.dir"] = str(run.run_dir)
     return names
+
+
+def _measure_region(node: Node, measured: dict[str, TaskRecord], times: int) -> float:
+    """Put the measurements of `node`'s inner tasks in its bodies (mean per run) and, for a loop, its
+    measured trips; `times` is how often the region itself ran. Returns the seconds measured inside."""
+    from dagc.ir.serialize import node_from_json, node_to_json
+
+    seconds = 0.0
+    trips: float | None = None
+    for key in REGION_BODIES[node.op]:
+        body = [node_from_json(item) for item in node.attrs.get(key) or []]
+        if node.op == "loop" and body and (first := measured.get(body[0].name)) is not None and first.runs:
+            trips = first.runs / times
+        inner_times = max(1, round(times * trips)) if trips else times
+        for inner in body:
+            record = measured.get(inner.name)
+            if inner.op in REGION_OPS:
+                seconds += _measure_region(inner, measured, inner_times)
+            elif record is not None and record.runs:
+                _measure(inner, record.total / record.runs, record.bytes)
+                seconds += record.total
+        node.attrs[key] = [node_to_json(n) for n in body]
+    if trips is not None:
+        if TRIPS_ATTR in node.attrs:
+            node.attrs["profile.annotated"] = {"trips": node.attrs[TRIPS_ATTR]}
+        measured_trips = int(trips) if trips == int(trips) else round(trips, 6)
+        node.attrs["profile.trips"] = measured_trips
+        node.attrs[TRIPS_ATTR] = measured_trips
+    if seconds:
+        node.attrs["profile.duration"] = round(seconds / times, 6)
+    return seconds
 
 
 def _member_names(node: Node) -> list[str]:

@@ -56,11 +56,9 @@ class NodeEffects:
 
 
 def _members(node: Node) -> list[Node]:
-    if node.op != "fused":
-        return []
-    from .serialize import node_from_json
+    from .regions import members
 
-    return [node_from_json(m) for m in node.attrs.get("fuse.members", [])]
+    return members(node)
 
 
 _NONE = NodeEffects()

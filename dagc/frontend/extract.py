@@ -58,6 +58,7 @@ from dagc.frontend.typecheck import compatible, describe_mismatch, item_type, ty
 from dagc.ir.core import Graph, Node, Param, output_name
 from dagc.ir.effects import order_by_effects
 from dagc.ir.location import SourceSpan
+from dagc.ir.regions import TRIPS_ATTR
 from dagc.ir.types import Const, Map, Operand, Ref, Seq, TaskOptions, iter_refs, operand_from_python
 
 __all__ = ["extract_pipeline", "Extractor", "MAX_UNROLL"]
@@ -717,14 +718,44 @@ class Extractor:
             self.sink.error("DAGC117", "`for ... else` is not supported in a pipeline", span,
                             hint="use a flag, or restructure the loop")
             raise ExtractError
-        items = self._loop_items(stmt.iter, scope, info, "this `for` loop")
+        iter_expr, trips = self._trips_hint(stmt.iter, scope, info)
+        items = self._loop_items(iter_expr, scope, info, "this `for` loop")
         assigned = _assigned_names(stmt.body)
         exits = [(node, tests) for node, tests in _loop_level_breaks(stmt.body)  # constant-false exits fold away
                  if not any(not (_names_in(t) & assigned) and self._known_false(t, scope, info) for t in tests)]
         if exits and self._exits_are_dynamic(exits, stmt, scope, info):
-            self._loop_region(stmt, items, scope, info)
+            self._loop_region(stmt, items, scope, info, trips)
             return
         self._unroll(stmt, stmt.target, items, stmt.body, scope, info)
+
+    def _trips_hint(self, expr: ast.expr, scope: Scope, info: ModuleInfo) -> tuple[ast.expr, int | None]:
+        """`dagc.trips(ITEMS, expected=N)` → (ITEMS, N); any other loop iterable → (it, None).
+        The hint only plans a loop region; an unrolled loop runs every item anyway."""
+        if not isinstance(expr, ast.Call):
+            return expr, None
+        func = expr.func
+        if isinstance(func, ast.Name) and func.id not in scope.env:
+            named = info.dagc_names.get(func.id) == "trips"
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+            named = (func.attr == "trips" and func.value.id in info.dagc_modules
+                     and func.value.id not in scope.env)
+        else:
+            named = False
+        if not named:
+            return expr, None
+        expected: Any = None
+        if (len(expr.args) == 1 and not isinstance(expr.args[0], ast.Starred) and len(expr.keywords) == 1
+                and expr.keywords[0].arg == "expected"):
+            try:
+                expected = self._static(expr.keywords[0].value, scope, info)
+            except ExtractError:
+                expected = None
+        if not isinstance(expected, int) or isinstance(expected, bool) or expected < 0:
+            self.sink.error("DAGC135", "dagc.trips takes the loop's items and `expected=`, a whole number of "
+                            "trips known at compile time", info.source.span(expr),
+                            hint="write `for epoch in dagc.trips(range(40), expected=12):`")
+            raise ExtractError
+        return expr.args[0], expected
 
     def _exits_are_dynamic(self, exits: list[tuple[ast.stmt, list[ast.expr]]], stmt: ast.For,
                            scope: Scope, info: ModuleInfo) -> bool:
@@ -886,7 +917,8 @@ class Extractor:
         ast.copy_location(loop, stmt)
         return loop
 
-    def _loop_region(self, stmt: ast.For, items: list[Value], scope: Scope, info: ModuleInfo) -> None:
+    def _loop_region(self, stmt: ast.For, items: list[Value], scope: Scope, info: ModuleInfo,
+                     trips: int | None = None) -> None:
         """`for x in STATIC: ...; if <task result>: break` → one `loop` node (see docs/ir.md)."""
         span = info.source.span(stmt)
         if not isinstance(stmt.target, ast.Name):
@@ -958,6 +990,8 @@ class Extractor:
                 "yield": [_operand_json(y) for y in context.break_yield or []],
             },
         }
+        if trips is not None:
+            attrs[TRIPS_ATTR] = trips  # planning only (dagc.ir.regions.expected_trips)
         extra = [iter_operand, *yields, *(context.break_yield or [])]
         if context.break_cond is not None:
             extra.append(context.break_cond)
@@ -1350,8 +1384,8 @@ class Extractor:
             raise ExtractError
         if name in info.dagc_modules:
             return ModuleValue("dagc", info)
-        if info.dagc_names.get(name) == "after":
-            return DagcFunction("after")
+        if info.dagc_names.get(name) in ("after", "trips"):
+            return DagcFunction(info.dagc_names[name])
         symbol = self.project.lookup(info, name)
         if symbol is None:
             if name == "__file__":
@@ -1646,8 +1680,8 @@ class Extractor:
         if isinstance(func, ast.Attribute):
             base = self._callee(func.value, scope, info)
             if isinstance(base, ModuleValue) and base.module == "dagc":
-                if func.attr == "after":
-                    return DagcFunction("after")
+                if func.attr in ("after", "trips"):
+                    return DagcFunction(func.attr)
                 return External(f"`dagc.{func.attr}`")
             if isinstance(base, ModuleValue):
                 symbol = self.project.lookup(base.info, func.attr)
@@ -1691,6 +1725,10 @@ class Extractor:
             return self._task_call(call, callee.symbol, scope, info, n_outputs)
         if isinstance(callee, Callee) and isinstance(callee.symbol, PipelineDef):
             return self._inline_pipeline(call, callee.symbol, scope, info)
+        if isinstance(callee, DagcFunction) and callee.name == "trips":
+            self.sink.error("DAGC135", "dagc.trips is a hint for the items of a `for` loop, not a value",
+                            info.source.span(call), hint="write `for epoch in dagc.trips(range(40), expected=12):`")
+            raise ExtractError
         if isinstance(callee, DagcFunction):
             return self._after_call(call, scope, info, n_outputs)
         if self._is_glue_call(call, scope) and self._needs_glue(call, scope, info):

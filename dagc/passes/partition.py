@@ -12,7 +12,8 @@ from typing import Any, ClassVar
 from dagc.cluster import Cluster
 from dagc.cost import CostModel
 from dagc.diagnostics import CompileError, Diagnostic, Severity
-from dagc.ir.core import Graph
+from dagc.ir.core import REGION_OPS, Graph, Node
+from dagc.ir.regions import walk
 from dagc.passes.base import Pass, PassContext, register
 from dagc.sched import ALGORITHMS, DEFAULT_BUDGET, Problem, Schedule, schedule
 
@@ -30,7 +31,9 @@ def cost_model_of(ctx: PassContext) -> CostModel:
 
 
 def build_problem(ctx: PassContext, graph: Graph) -> Problem:
-    """The scheduling problem of `graph`; raises CompileError (DAGC302) for tasks that fit no device."""
+    """The scheduling problem of `graph`; raises CompileError (DAGC302) for tasks that fit no device.
+
+    A region fits no device when a task it may run fits none: that task is reported, at its own line."""
     cluster = cluster_of(ctx)
     p = Problem.from_graph(graph, cost_model_of(ctx), cluster)
     if p.infeasible:
@@ -38,18 +41,28 @@ def build_problem(ctx: PassContext, graph: Graph) -> Problem:
         diags = []
         for i, why in p.infeasible:
             node = nodes[i]
-            diags.append(
-                Diagnostic(
-                    "DAGC302",
-                    Severity.ERROR,
-                    f"task `{node.name}` does not fit on any device: {why}",
-                    node.span,
-                    hint=f"the cluster has {cluster.describe()}; lower the task's gpus/memory/ranks "
-                    "or describe a bigger cluster (--cluster, docs/cluster.md)",
+            culprits = _inner_culprits(node, cluster) if node.op in REGION_OPS else []
+            for inner, inner_why in culprits or [(node, why)]:
+                where = f" (inside the `{node.op}` region `{node.name}`)" if inner is not node else ""
+                diags.append(
+                    Diagnostic(
+                        "DAGC302",
+                        Severity.ERROR,
+                        f"task `{inner.name}`{where} does not fit on any device: {inner_why}",
+                        inner.span,
+                        hint=f"the cluster has {cluster.describe()}; lower the task's gpus/memory/ranks "
+                        "or describe a bigger cluster (--cluster, docs/cluster.md)",
+                    )
                 )
-            )
         raise CompileError(diags)
     return p
+
+
+def _inner_culprits(region: Node, cluster: Cluster) -> list[tuple[Node, str]]:
+    """The tasks inside `region` that fit no device of `cluster`, each with the reason."""
+    inner = [n for n in walk(region) if n.op not in REGION_OPS]
+    p = Problem.of_nodes(inner, cluster)
+    return [(inner[i], why) for i, why in p.infeasible]
 
 
 def device_attr(devs: tuple[int, ...]) -> int | list[int]:

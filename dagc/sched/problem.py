@@ -19,12 +19,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dagc.cluster import Cluster
     from dagc.cost import CostModel
-    from dagc.ir.core import Graph
+    from dagc.ir.core import Graph, Node
 
 __all__ = ["Problem", "Schedule", "EPS"]
 
@@ -211,9 +211,11 @@ class Problem:
     # ---- construction from the IR ------------------------------------------------------------
     @classmethod
     def from_graph(cls, graph: Graph, cost_model: CostModel | None = None, cluster: Cluster | None = None) -> Problem:
-        """One task per IR node (program order); edge bytes from the producers' `out_size`."""
+        """One task per IR node (program order); edge bytes from the producers' `out_size`. A region
+        node asks for what its bodies need and takes what they are expected to take (dagc.ir.regions)."""
         from dagc.cluster import Cluster
         from dagc.cost import CostModel
+        from dagc.ir.regions import demand
 
         cost_model = cost_model or CostModel()
         cluster = cluster or Cluster.local()
@@ -233,16 +235,24 @@ class Problem:
         for (j, i), b in data.items():
             preds[i].append((j, b))
         work, flops = zip(*(cost_model.work(n) for n in nodes)) if nodes else ((), ())
-        devs = cluster.devices
+        demands = [demand(n) for n in nodes]
         return cls(
             names=[n.name for n in nodes],
             work=list(work),
             flops=list(flops),
             preds=preds,
-            gpus=[float(n.options.gpus) for n in nodes],
-            ranks=[int(n.options.ranks) for n in nodes],
-            memory=[n.options.memory for n in nodes],
+            gpus=[d.gpus for d in demands],
+            ranks=[d.ranks for d in demands],
+            memory=[d.memory for d in demands],
             priority=[int(n.options.priority) for n in nodes],
+            **cls._device_fields(cluster),
+            overhead=cost_model.overhead,
+        )
+
+    @classmethod
+    def _device_fields(cls, cluster: Cluster) -> dict[str, Any]:
+        devs = cluster.devices
+        return dict(
             speed=[d.speed for d in devs],
             node_of=[d.node for d in devs],
             flops_rate=[d.flops_rate for d in devs],
@@ -250,9 +260,19 @@ class Problem:
             dev_gpus=[d.gpus for d in devs],
             intra=(cluster.intra.latency, cluster.intra.bandwidth),
             inter=(cluster.inter.latency, cluster.inter.bandwidth),
-            overhead=cost_model.overhead,
             enforce=not cluster.implicit,
         )
+
+    @classmethod
+    def of_nodes(cls, nodes: Sequence[Node], cluster: Cluster) -> Problem:
+        """Independent tasks with the nodes' own demands and no work: which of them fit `cluster`
+        (`infeasible`), e.g. to name the task inside a region that makes the region not fit."""
+        from dagc.ir.regions import Demand
+
+        demands = [Demand.of_options(n) for n in nodes]
+        return cls(names=[n.name for n in nodes], work=[0.0] * len(nodes), preds=[[] for _ in nodes],
+                   gpus=[d.gpus for d in demands], ranks=[d.ranks for d in demands],
+                   memory=[d.memory for d in demands], **cls._device_fields(cluster))
 
 
 @dataclass

@@ -1,0 +1,148 @@
+"""What passes and backends ask of a node, answered in one place (docs/ir.md, "Region nodes").
+
+    members(node)        the tasks a `fused` node runs, in order
+    bodies(node)         the bodies of a `cond` / `loop` region, by attribute key
+    walk(node)           every node inside `node` (members and bodies, nested regions too), depth first
+    leaves(node)         the nodes that run user code: `node` itself, or what it holds, recursively
+    devices(node)        the devices it is placed on (`partition.device`), () before `partition`
+    demand(node)         what it needs of one device: the most any body path needs
+    expected_trips(node) trips a loop is planned for: its `region.trips` annotation, else its item count
+    expected_work(...)   (seconds, flops) it is planned to take: a cond its costlier branch, a loop its
+                         body × expected trips
+
+A region runs on the device(s) it is placed on, its bodies one node after another, so its demand is
+the element-wise maximum over every node it may run, and its work the sum along the path it takes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from .core import REGION_BODIES, REGION_OPS, Node, region_bodies
+
+__all__ = ["Demand", "members", "bodies", "walk", "leaves", "devices", "demand", "expected_trips",
+           "expected_work", "max_trips", "TRIPS_ATTR", "FLOPS_PER_SECOND"]
+
+# A loop's planned trip count (from `dagc.trips(items, expected=N)`); absent: every item runs.
+TRIPS_ATTR = "region.trips"
+# To compare a branch given in seconds with one given in flops (as the fusion pass does): a device of
+# speed 1.0 runs 1e12 flops a second (dagc.cluster's default flops rate).
+FLOPS_PER_SECOND = 1e12
+
+Work = Callable[[Node], tuple[float, float]]
+
+
+@dataclass(frozen=True)
+class Demand:
+    """What a node needs of the device(s) it runs on. `memory` None: not declared."""
+
+    gpus: float = 0.0
+    memory: int | None = None
+    ranks: int = 1
+    cpus: float = 1.0
+
+    @classmethod
+    def of_options(cls, node: Node) -> Demand:
+        o = node.options
+        return cls(float(o.gpus), o.memory, int(o.ranks), float(o.cpus))
+
+    def most(self, other: Demand) -> Demand:
+        """The element-wise maximum: enough for either to run (they run one after the other)."""
+        memories = [m for m in (self.memory, other.memory) if m is not None]
+        return Demand(max(self.gpus, other.gpus), max(memories) if memories else None,
+                      max(self.ranks, other.ranks), max(self.cpus, other.cpus))
+
+
+def members(node: Node) -> list[Node]:
+    """The tasks of a `fused` node, in the order they run; [] for other ops."""
+    from .serialize import node_from_json
+
+    return [node_from_json(m) for m in node.attrs.get("fuse.members", [])] if node.op == "fused" else []
+
+
+def bodies(node: Node) -> dict[str, list[Node]]:
+    """A region's bodies (`{"region.then": [...], "region.else": [...]}` or `{"region.body": [...]}`)."""
+    return region_bodies(node)
+
+
+def _children(node: Node) -> list[Node]:
+    if node.op == "fused":
+        return members(node)
+    return [inner for body in bodies(node).values() for inner in body]
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """Every node inside `node`, depth first in program order (not `node` itself)."""
+    for child in _children(node):
+        yield child
+        yield from walk(child)
+
+
+def leaves(node: Node) -> list[Node]:
+    """The nodes that run user code for `node`: itself unless it is a fused group or a region."""
+    if node.op == "fused" or node.op in REGION_OPS:
+        return [leaf for child in _children(node) for leaf in leaves(child)]
+    return [node]
+
+
+def devices(node: Node) -> tuple[int, ...]:
+    """The device(s) `partition` placed `node` on; () when it has not run."""
+    dev = node.attrs.get("partition.device")
+    if dev is None:
+        return ()
+    return tuple(dev) if isinstance(dev, list) else (int(dev),)
+
+
+def demand(node: Node) -> Demand:
+    """What `node` needs of a device: its own options, raised to the most any inner node needs."""
+    need = Demand.of_options(node)
+    if node.op in REGION_OPS:
+        for inner in walk(node):
+            need = need.most(Demand.of_options(inner))
+    return need
+
+
+def max_trips(node: Node) -> int:
+    """Most trips a loop can make: the number of items it iterates over (1 for other nodes)."""
+    if node.op != "loop":
+        return 1
+    items = node.attrs.get("region.iter")  # operand JSON: {"list": [...]} or {"tuple": [...]}
+    if isinstance(items, dict) and len(items) == 1:
+        ((tag, value),) = items.items()
+        if tag in ("list", "tuple") and isinstance(value, list):
+            return len(value)
+    return 1
+
+
+def expected_trips(node: Node) -> float:
+    """Trips a loop is planned for: its `region.trips` (capped by its items), else every item."""
+    most = max_trips(node)
+    declared = node.attrs.get(TRIPS_ATTR)
+    if isinstance(declared, (int, float)) and not isinstance(declared, bool) and declared >= 0:
+        return float(min(declared, most))
+    return float(most)
+
+
+def _seconds(work: tuple[float, float]) -> float:
+    return work[0] + work[1] / FLOPS_PER_SECOND
+
+
+def _body_work(body: list[Node], own_work: Work) -> tuple[float, float]:
+    parts = [expected_work(n, own_work) for n in body]
+    return sum(p[0] for p in parts), sum(p[1] for p in parts)
+
+
+def expected_work(node: Node, own_work: Work) -> tuple[float, float]:
+    """(seconds at speed 1.0, flops) `node` is planned to take; `own_work` answers for plain nodes.
+
+    cond: the costlier branch (both are possible; plan for the worse). loop: the body × expected trips."""
+    if node.op not in REGION_OPS:
+        return own_work(node)
+    found = bodies(node)
+    if node.op == "cond":
+        branches = [_body_work(found.get(key, []), own_work) for key in REGION_BODIES["cond"]]
+        return max(branches, key=_seconds)
+    seconds, flops = _body_work(found.get("region.body", []), own_work)
+    trips = expected_trips(node)
+    return seconds * trips, flops * trips
