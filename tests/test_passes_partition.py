@@ -98,7 +98,12 @@ def test_comm_makes_transfers_explicit(g):
     dev = {n.name: n.attrs["partition.device"] for n in g}
     for src, dst, value in g.data_edges():
         s, d = g.node(src), g.node(dst)
-        if s.op == "transfer":
+        if s.op == "transfer" and s.attrs.get("transfer.kind") == "broadcast":  # one value to several devices
+            targets = s.attrs["transfer.dst"]
+            assert dev[dst] in targets and value.endswith("@" + "-".join(map(str, targets)))
+            assert s.args == (Ref(value.rsplit("@", 1)[0]),)
+            assert s.attrs["transfer.src"] == dev[g.producer(s.args[0].name).name] not in targets
+        elif s.op == "transfer":
             assert s.attrs["transfer.dst"] == dev[dst] and value.endswith(f"@{dev[dst]}")
             assert s.args == (Ref(value.rsplit("@", 1)[0]),)
             assert s.attrs["transfer.src"] == dev[g.producer(s.args[0].name).name]
