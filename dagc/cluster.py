@@ -96,6 +96,10 @@ class Device:
     speed: float = 1.0
     gpus: int = 1
     flops: float | None = None  # FLOP/s; None = DEFAULT_FLOPS[kind] × speed
+    # what the device's node offers a task besides its devices: CPU cores (None = not stated: no
+    # limit) and custom resources (Ray's); a task needing more than its node has cannot run there
+    cpus: float | None = None
+    resources: tuple[tuple[str, float], ...] = ()
 
     @property
     def flops_rate(self) -> float:
@@ -105,7 +109,9 @@ class Device:
 
     def describe(self) -> str:
         mem = format_size(self.memory) if self.memory is not None else "unlimited"
-        return f"device {self.id} (node {self.node}, {self.kind}, memory {mem}, speed {self.speed:g})"
+        offer = "".join([f", node CPUs {self.cpus:g}" if self.cpus is not None else "",
+                         *(f", {key} {amount:g}" for key, amount in self.resources)])
+        return f"device {self.id} (node {self.node}, {self.kind}, memory {mem}, speed {self.speed:g}{offer})"
 
 
 @dataclass(frozen=True)
@@ -264,7 +270,7 @@ def load_cluster_file(path: str) -> Cluster:
 
 _LINK_KEYS = {"bandwidth", "latency"}
 _DEVICE_KEYS = {"kind", "memory", "speed", "gpus", "flops", "count"}
-_NODE_KEYS = {"name", "devices", "count"} | _DEVICE_KEYS - {"count"}
+_NODE_KEYS = {"name", "devices", "count", "cpus", "resources"} | _DEVICE_KEYS - {"count"}
 _TOP_KEYS = {"links", "device", "nodes", "intra", "inter"}
 
 
@@ -362,6 +368,7 @@ def cluster_from_toml(data: dict[str, Any], source: str = "<toml>") -> Cluster:
                 f"{where}.devices must be a device count or a list of device tables; got {spec!r}",
                 hint='e.g. devices = 4, or devices = [{kind = "gpu", memory = "80GiB", count = 8}]',
             )
+        cpus, resources = _node_offer(node, where)
         for r in range(repeat):
             node_index = len(names)
             base_name = node.get("name", f"node{node_index}")
@@ -381,11 +388,32 @@ def cluster_from_toml(data: dict[str, Any], source: str = "<toml>") -> Cluster:
                             speed=fields_.get("speed", 1.0),
                             gpus=gpus,
                             flops=fields_.get("flops"),
+                            cpus=cpus,
+                            resources=resources,
                         )
                     )
     if len(set(names)) != len(names):
         raise ClusterError(f"node names in {source!r} are not unique", hint="give each [[nodes]] its own name")
     return Cluster(tuple(devices), intra=intra, inter=inter, node_names=tuple(names), source=source)
+
+
+def _node_offer(node: dict[str, Any], where: str) -> tuple[float | None, tuple[tuple[str, float], ...]]:
+    """A node's `cpus` (cores: a number or "500m") and `resources` (a table of name = amount)."""
+    from dagc.units import UnitError, parse_cpus
+
+    cpus = None
+    if "cpus" in node:
+        try:
+            cpus = parse_cpus(node["cpus"])
+        except UnitError as exc:
+            raise ClusterError(f"{where}.cpus: {exc}", hint='e.g. cpus = 32, or cpus = "500m"') from None
+    table = node.get("resources", {})
+    if not isinstance(table, dict) or not all(
+            isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0
+            for k, v in table.items()):
+        raise ClusterError(f"{where}.resources must be a table of name = amount (amounts ≥ 0); got {table!r}",
+                           hint='e.g. resources = { tpu = 4, "accelerator_type:A100" = 1 }')
+    return cpus, tuple(sorted((k, float(v)) for k, v in table.items()))
 
 
 def find_pyproject(path: str | os.PathLike[str]) -> str | None:

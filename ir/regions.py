@@ -41,17 +41,21 @@ class Demand:
     memory: int | None = None
     ranks: int = 1
     cpus: float = 1.0
+    resources: tuple[tuple[str, float], ...] = ()  # custom resources (Ray's), sorted by name
 
     @classmethod
     def of_options(cls, node: Node) -> Demand:
         o = node.options
-        return cls(float(o.gpus), o.memory, int(o.ranks), float(o.cpus))
+        return cls(float(o.gpus), o.memory, int(o.ranks), float(o.cpus), tuple(sorted(o.resources)))
 
     def most(self, other: Demand) -> Demand:
         """The element-wise maximum: enough for either to run (they run one after the other)."""
         memories = [m for m in (self.memory, other.memory) if m is not None]
+        resources = dict(self.resources)
+        for key, amount in other.resources:
+            resources[key] = max(resources.get(key, 0.0), amount)
         return Demand(max(self.gpus, other.gpus), max(memories) if memories else None,
-                      max(self.ranks, other.ranks), max(self.cpus, other.cpus))
+                      max(self.ranks, other.ranks), max(self.cpus, other.cpus), tuple(sorted(resources.items())))
 
 
 def members(node: Node) -> list[Node]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from dagc.cluster import Cluster, ClusterError, cluster_from_pyproject, load_cluster_file, parse_cluster_spec
@@ -128,3 +130,87 @@ def test_pyproject_defaults(tmp_path):
     py.write_text('[tool.dagc]\ncluster = "2x4"\ncluster-file = "c.toml"\n')
     with pytest.raises(ClusterError, match="both"):
         cluster_from_pyproject(str(py))
+
+
+# ---- CPUs and custom resources of nodes (cluster files) -------------------------------------------------
+OFFERS_CLUSTER = """
+[device]
+kind = "cpu"
+
+[[nodes]]
+name = "small"
+devices = 2
+cpus = 4
+
+[[nodes]]
+name = "tpu"
+devices = 2
+cpus = "16"
+resources = { tpu = 4 }
+"""
+
+OFFERS_PIPELINE = """
+import dagc
+
+@dagc.task(cpus={cpus!r}, resources={resources!r}, cost="1s")
+def work(x: int) -> int:
+    return x + 1
+
+@dagc.task(cost="1s")
+def other(x: int) -> int:
+    return x * 2
+
+@dagc.pipeline
+def p():
+    return work(1), other(2), other(3), other(4)
+"""
+
+
+def _offers_project(write_project, cpus: object, resources: dict[str, float]) -> tuple[Path, Path]:
+    root = write_project({"p.py": OFFERS_PIPELINE.format(cpus=cpus, resources=resources),
+                          "cluster.toml": OFFERS_CLUSTER})
+    return root / "p.py", root / "cluster.toml"
+
+
+def test_node_cpus_and_resources_are_read_from_the_cluster_file(tmp_path: Path, write_project) -> None:
+    _, cluster_file = _offers_project(write_project, 1, {})
+    cluster = parse_cluster_spec(str(cluster_file))
+    assert [(d.node, d.cpus, d.resources) for d in cluster.devices] == [
+        (0, 4.0, ()), (0, 4.0, ()), (1, 16.0, (("tpu", 4.0),)), (1, 16.0, (("tpu", 4.0),))]
+    assert "node CPUs 16, tpu 4" in cluster.devices[2].describe()
+
+
+@pytest.mark.parametrize("cpus, resources", [(8, {}), ("8000m", {}), (1, {"tpu": 2})])
+def test_tasks_go_only_where_their_cpus_and_resources_are(write_project, cpus: object,
+                                                          resources: dict[str, float]) -> None:
+    from dagc.driver import compile_file
+
+    script, cluster_file = _offers_project(write_project, cpus, resources)
+    graph = compile_file(script, cluster=parse_cluster_spec(str(cluster_file)))
+    assert graph.node("work").attrs["partition.device"] in (2, 3)  # only the second node has them
+
+
+@pytest.mark.parametrize("cpus, resources, text", [
+    (32, {}, "it needs 32 CPU(s) and the largest node has 16"),
+    (1, {"tpu": 8}, "it needs 8 of the custom resource `tpu` and the most a node has is 4"),
+    (1, {"fpga": 1}, "it needs 1 of the custom resource `fpga` and no node has it"),
+])
+def test_cpus_or_resources_no_node_has_are_dagc302(write_project, cpus: object, resources: dict[str, float],
+                                                   text: str) -> None:
+    from dagc.diagnostics import CompileError
+    from dagc.driver import compile_file
+
+    script, cluster_file = _offers_project(write_project, cpus, resources)
+    with pytest.raises(CompileError) as caught:
+        compile_file(script, cluster=parse_cluster_spec(str(cluster_file)))
+    (diag,) = caught.value.diagnostics
+    assert diag.code == "DAGC302" and text in diag.message
+    assert script.read_text().splitlines()[diag.span.line - 1].strip().startswith("return work(1)")
+
+
+def test_custom_resources_are_not_checked_on_a_cluster_that_states_none(write_project) -> None:
+    from dagc.driver import compile_file
+
+    script, _ = _offers_project(write_project, 2, {"tpu": 1})
+    graph = compile_file(script, cluster=parse_cluster_spec("2"))  # "2" says nothing of CPUs or resources
+    assert graph.node("work").attrs["partition.device"] in (0, 1)

@@ -41,12 +41,16 @@ class Problem:
     ranks: list[int] | None = None
     memory: list[int | None] | None = None
     priority: list[int] | None = None
+    cpus: list[float] | None = None
+    resources: list[tuple[tuple[str, float], ...]] | None = None  # custom resources per task
     # devices
     speed: list[float] = field(default_factory=lambda: [1.0])
     node_of: list[int] | None = None
     flops_rate: list[float] | None = None
     dev_memory: list[int | None] | None = None
     dev_gpus: list[int] | None = None
+    dev_cpus: list[float | None] | None = None  # the CPUs of the device's node (None: not stated)
+    dev_resources: list[tuple[tuple[str, float], ...]] | None = None  # the node's custom resources
     # links: (latency seconds, bandwidth bytes/s); bandwidth inf = free
     intra: tuple[float, float] = (0.0, math.inf)
     inter: tuple[float, float] = (0.0, math.inf)
@@ -65,6 +69,13 @@ class Problem:
         self.flops_rate = self.flops_rate or [1e12 * s for s in self.speed]
         self.dev_memory = self.dev_memory or [None] * D
         self.dev_gpus = self.dev_gpus or [1] * D
+        self.cpus = self.cpus or [1.0] * n
+        self.resources = self.resources or [()] * n
+        self.dev_cpus = self.dev_cpus or [None] * D
+        self.dev_resources = self.dev_resources or [()] * D
+        # custom resources are checked only on a cluster that states some (else nothing is known of them)
+        self.dev_offers = [dict(r) for r in self.dev_resources]
+        self.check_resources = any(self.dev_resources)
         self.succs: list[list[tuple[int, float]]] = [[] for _ in range(n)]
         for i, ps in enumerate(self.preds):
             for j, b in ps:
@@ -130,6 +141,7 @@ class Problem:
                 for d in range(D)
                 if (g <= 0 or self.dev_gpus[d] >= 1)
                 and (mem is None or self.dev_memory[d] is None or mem <= self.dev_memory[d])
+                and self._offers(i, d)
             )
             if k > 1:
                 elig = tuple(d for d in elig if sum(1 for e in elig if self.node_of[e] == self.node_of[d]) >= k)
@@ -139,8 +151,25 @@ class Problem:
                 self.need[i] = 1
             self.eligible.append(elig)
 
+    def _offers(self, i: int, d: int) -> bool:
+        """Whether device `d`'s node has the CPUs and custom resources task `i` needs."""
+        cap = self.dev_cpus[d]
+        if cap is not None and self.cpus[i] > cap + EPS:
+            return False
+        return not self.check_resources or all(self.dev_offers[d].get(key, 0.0) >= amount - EPS
+                                               for key, amount in self.resources[i])
+
     def _why_not(self, i: int, k: int) -> str:
         g, mem = self.gpus[i], self.memory[i]
+        stated = [c for c in self.dev_cpus if c is not None]
+        if stated and len(stated) == self.D and self.cpus[i] > max(stated) + EPS:
+            return f"it needs {self.cpus[i]:g} CPU(s) and the largest node has {max(stated):g}"
+        if self.check_resources:
+            for key, amount in self.resources[i]:
+                most = max(offer.get(key, 0.0) for offer in self.dev_offers)
+                if most < amount - EPS:
+                    have = f"the most a node has is {most:g}" if most > 0 else "no node has it"
+                    return f"it needs {amount:g} of the custom resource `{key}` and {have}"
         gpu_devs = [d for d in range(self.D) if self.dev_gpus[d] >= 1]
         if g > 0 and not gpu_devs:
             return f"it needs {g:g} GPU(s) and the cluster has no GPU device"
@@ -244,6 +273,8 @@ class Problem:
             gpus=[d.gpus for d in demands],
             ranks=[d.ranks for d in demands],
             memory=[d.memory for d in demands],
+            cpus=[d.cpus for d in demands],
+            resources=[d.resources for d in demands],
             priority=[int(n.options.priority) for n in nodes],
             **cls._device_fields(cluster),
             overhead=cost_model.overhead,
@@ -258,6 +289,8 @@ class Problem:
             flops_rate=[d.flops_rate for d in devs],
             dev_memory=[d.memory for d in devs],
             dev_gpus=[d.gpus for d in devs],
+            dev_cpus=[d.cpus for d in devs],
+            dev_resources=[d.resources for d in devs],
             intra=(cluster.intra.latency, cluster.intra.bandwidth),
             inter=(cluster.inter.latency, cluster.inter.bandwidth),
             enforce=not cluster.implicit,
@@ -272,7 +305,8 @@ class Problem:
         demands = [Demand.of_options(n) for n in nodes]
         return cls(names=[n.name for n in nodes], work=[0.0] * len(nodes), preds=[[] for _ in nodes],
                    gpus=[d.gpus for d in demands], ranks=[d.ranks for d in demands],
-                   memory=[d.memory for d in demands], **cls._device_fields(cluster))
+                   memory=[d.memory for d in demands], cpus=[d.cpus for d in demands],
+                   resources=[d.resources for d in demands], **cls._device_fields(cluster))
 
 
 @dataclass

@@ -57,6 +57,8 @@ def validate(p: Problem, s: Schedule) -> list[str]:
                 mem, cap = p.memory[i], p.dev_memory[d]
                 if mem is not None and cap is not None and mem > cap:
                     out.append(f"{name}: needs {mem} bytes, device {d} has {cap}")
+                if i not in infeasible and not p._offers(i, d):
+                    out.append(f"{name}: needs CPUs or custom resources the node of device {d} does not have")
         want_dur = max(
             p.work[i] / p.speed[d] + p.flops[i] / p.flops_rate[d] + p.overhead for d in devs
         )
