@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dagc.ir.core import REGION_OPS, Graph, Node, region_bodies
+from dagc.ir.regions import walk
 from dagc.ir.serialize import FORMAT_VERSION, operand_to_json, options_to_json
 from dagc.ir.types import operand_to_python
 from dagc.runtime.store import fingerprint, output_fingerprint, value_fingerprint
@@ -134,19 +135,6 @@ def task_fingerprints(graph: Graph) -> dict[str, str]:
     return out
 
 
-def _inner(node: Node) -> list[Node]:
-    """The nodes a fused group or a region runs, recursively (empty for other nodes)."""
-    if node.op == "fused":
-        from dagc.backends.local import _members
-
-        found = _members(node)
-    elif node.op in REGION_OPS:
-        found = [n for body in region_bodies(node).values() for n in body]
-    else:
-        return []
-    return [m for n in found for m in (n, *_inner(n))]
-
-
 def task_rows(graph: Graph) -> dict[str, tuple[str, int, float | None, bool, int | None]]:
     """The executor's table (dagc.runtime.executor): task → (fingerprint, retries, timeout, cache,
     state group). A fused group or region is retried as often as its most retried task, has a timeout
@@ -160,7 +148,7 @@ def task_rows(graph: Graph) -> dict[str, tuple[str, int, float | None, bool, int
     rows: dict[str, tuple[str, int, float | None, bool, int | None]] = {}
     for name, fp in fps.items():
         node = graph.node(name)
-        members = [n for n in (node, *_inner(node)) if n.op == "task"]
+        members = [n for n in (node, *walk(node)) if n.op == "task"]
         retries = max([node.options.retries, *(m.options.retries for m in members)])
         timeouts = [m.options.timeout for m in members]
         timeout = node.options.timeout if node.op == "task" else (

@@ -41,8 +41,9 @@ from dagc.backends.local import (
     script_path,
     used_values,
 )
-from dagc.ir.core import REGION_OPS, Graph, Node, region_bodies
+from dagc.ir.core import Graph, Node
 from dagc.ir.effects import state_cells, state_groups
+from dagc.ir.regions import walk
 
 __all__ = ["emit_ray", "placement_devices", "placement_mode", "task_demand", "task_fingerprints"]
 
@@ -53,23 +54,12 @@ _RESERVED = {
 
 
 # ---- what the emitter computes --------------------------------------------------------------------
-def _inner(node: Node) -> list[Node]:
-    """The nodes a fused group or a region runs, recursively (empty for other nodes)."""
-    if node.op == "fused":
-        found = _members(node)
-    elif node.op in REGION_OPS:
-        found = [n for body in region_bodies(node).values() for n in body]
-    else:
-        return []
-    return [m for n in found for m in (n, *_inner(n))]
-
-
 def task_demand(node: Node) -> dict[str, float]:
     """Ray resources one process of `node` needs: CPU, GPU, memory and custom resources. A region
     (or fused group) runs its tasks one after another in one process, so it needs the largest
     demand of any of them."""
     demand: dict[str, float] = {}
-    for n in (node, *_inner(node)):
+    for n in (node, *walk(node)):
         if n.op == "transfer":
             continue
         opts = n.options
@@ -83,7 +73,7 @@ def task_demand(node: Node) -> dict[str, float]:
 def _retries(node: Node) -> int:
     """Retries of a node; a region (or fused group) is retried as a whole as often as its most
     retried task."""
-    return max([node.options.retries, *(n.options.retries for n in _inner(node))])
+    return max([node.options.retries, *(n.options.retries for n in walk(node))])
 
 
 def _device_list(value: Any) -> list[int]:
