@@ -61,3 +61,16 @@ def test_torch_unpicklable_value_crossing_ranks_names_task_and_type(tmp_path: Pa
     last = proc.stderr.strip().splitlines()[-1]
     assert last.startswith("dagc: error: task `measure` failed on rank "), proc.stderr[-3000:]
     assert "(`fanout.Shape`) goes to rank 1 but cannot be pickled" in last and "at module level" in last
+
+
+def test_torch_result_that_cannot_pickle_is_printed_not_a_failure(tmp_path: Path, write_project) -> None:
+    """As on the local and Ray programs: the run directory keeps no copy of such a result, and the
+    program prints it (a run without --result)."""
+    source = projects.LOCAL_CLASS["shapes.py"].replace("return area(measure(n))", "return measure(n)")
+    program = _emit(write_project({"shapes.py": source}) / "shapes.py", tmp_path / "out" / "prog_torch.py", 1)
+    proc = subprocess.run([sys.executable, str(program), "--dist-backend", "gloo", "--run-dir", str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Shape(rows=3, cols=4)" in proc.stdout
+    (end,) = read_events(tmp_path / "run" / "events.jsonl", event="run_end")
+    assert end["bytes"] is None

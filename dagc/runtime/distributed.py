@@ -50,6 +50,7 @@ import torch.distributed as dist  # noqa: E402
 
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import NOT_STORABLE, Executor, TaskFailed, TaskSpec, unpicklable_type
+from dagc.runtime.program import deliver_result, store_result
 from dagc.runtime.progress import Progress
 from dagc.runtime.store import Cache, RunStore
 
@@ -645,12 +646,9 @@ class Runner:
                         fields["time"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record["ts"])) + \
                             f".{int(record['ts'] % 1 * 1e3):03d}Z"
                         self.log.write(record["event"], record.get("task"), **fields)
-                nbytes = None
-                if self.store is not None:
-                    nbytes = self.store.save_result(result)
+                nbytes = store_result(self.store, result)
                 if result_path is not None:
-                    result_path.parent.mkdir(parents=True, exist_ok=True)
-                    result_path.write_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+                    deliver_result(result, result_path)
                 self._event("run_end", duration=round(time.perf_counter() - started, 6), bytes=nbytes)
                 if self.progress is not None:
                     self.progress.close()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import pickle
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -18,7 +17,15 @@ from typing import Any
 
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import Executor, TaskFailed, TaskRow
-from dagc.runtime.program import add_run_options, open_cache, open_run, prepare_interpreter, split_argv
+from dagc.runtime.program import (
+    add_run_options,
+    deliver_result,
+    open_cache,
+    open_run,
+    prepare_interpreter,
+    split_argv,
+    store_result,
+)
 
 __all__ = ["run_local", "load_modules"]
 
@@ -59,17 +66,8 @@ def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tas
         hint = f"; finish the run with: --resume {store.root}" if store is not None else ""
         print(f"error: {exc}{hint}", file=sys.stderr)
         return 1
-    nbytes = None
-    if store is not None:
-        try:
-            nbytes = store.save_result(result)
-        except (pickle.PicklingError, TypeError, AttributeError):
-            nbytes = None
+    nbytes = store_result(store, result)
     if log is not None:
         log.write("run_end", duration=round(time.perf_counter() - started, 6), bytes=nbytes)
-    if args.result is not None:
-        args.result.parent.mkdir(parents=True, exist_ok=True)
-        args.result.write_bytes(pickle.dumps(result))
-    else:
-        print(repr(result))
+    deliver_result(result, args.result)
     return 0

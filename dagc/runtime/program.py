@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,7 +22,7 @@ from pathlib import Path
 from dagc.runtime.store import Cache, RunStore
 
 __all__ = ["split_argv", "prepare_interpreter", "default_run_dir", "add_run_options", "open_run", "open_cache",
-           "run_directory", "DAGC_DIR"]
+           "run_directory", "store_result", "deliver_result", "DAGC_DIR"]
 
 DAGC_DIR = ".dagc"
 
@@ -113,3 +114,25 @@ def run_directory(parser: argparse.ArgumentParser, args: argparse.Namespace, pip
     if restarts:
         return default_run_dir(pipeline, run_id or "run")
     return None
+
+
+def store_result(store: RunStore | None, result: object) -> int | None:
+    """Keep the pipeline's result in the run directory when it pickles; its size in bytes, else None
+    (a result that cannot pickle is still returned, printed or written by the program itself)."""
+    if store is None:
+        return None
+    from dagc.runtime.executor import NOT_STORABLE
+
+    try:
+        return store.save_result(result)
+    except NOT_STORABLE:
+        return None
+
+
+def deliver_result(result: object, path: Path | None) -> None:
+    """The pipeline's return value: pickled to `--result PATH`, else printed as its repr."""
+    if path is None:
+        print(repr(result))
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import pickle
 import socket
 import sys
 import time
@@ -38,7 +37,15 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy, Place
 
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import Executor, TaskFailed, TaskRow
-from dagc.runtime.program import add_run_options, open_cache, open_run, prepare_interpreter, split_argv
+from dagc.runtime.program import (
+    add_run_options,
+    deliver_result,
+    open_cache,
+    open_run,
+    prepare_interpreter,
+    split_argv,
+    store_result,
+)
 from dagc.runtime.progress import Progress
 from dagc.runtime.store import Cache, RunStore
 
@@ -611,15 +618,7 @@ def ray_main(plan: Plan, run: Callable[[Driver], object], argv: Sequence[str] | 
     finally:
         if placement is not None:
             placement.release()
-    try:
-        nbytes: int | None = store.save_result(result)
-    except (pickle.PicklingError, TypeError, AttributeError):
-        nbytes = None
-    log.write("run_end", duration=round(time.perf_counter() - start, 6), bytes=nbytes)
-    if args.result is not None:
-        args.result.parent.mkdir(parents=True, exist_ok=True)
-        args.result.write_bytes(pickle.dumps(result))
-    else:
-        print(repr(result))
+    log.write("run_end", duration=round(time.perf_counter() - start, 6), bytes=store_result(store, result))
+    deliver_result(result, args.result)
     return 0
 
