@@ -303,6 +303,11 @@ def emit_tables(w: CodeWriter, graph: Graph, out_path: Path | None, aliases: dic
     w.line(f"SEARCH_PATHS = {tuple(module_search_paths(graph))!r}")
     w.line(f"MODULES = {tuple(sorted(aliases))!r}")
     w.line(f"SCRIPT = {script_path(graph)!r}  # sys.argv[0] of the user's code, relative to SOURCE_ROOT")
+    emit_task_table(w, rows)
+
+
+def emit_task_table(w: CodeWriter, rows: dict[str, tuple]) -> None:
+    """The executor's table of tasks (backends/fingerprint.py `task_rows`), as every program has it."""
     w.line("# task: (fingerprint, retries, timeout in seconds, cache, state group); see dagc.runtime.executor")
     w.line("TASKS = {")
     with w.indent():

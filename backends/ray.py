@@ -38,6 +38,7 @@ from dagc.backends.local import (
     _task_modules,
     emit_prologue,
     emit_task_lines,
+    emit_task_table,
     script_path,
     used_values,
 )
@@ -260,12 +261,7 @@ def _emit_tables(w: CodeWriter, graph: Graph, devices: list, mode: str | None, r
                 ranks = f"  # x{node.options.ranks} ranks" if node.options.ranks > 1 else ""
                 w.line(f"{name!r}: {_dict(task_demand(node))},{ranks}")
     w.line("}")
-    w.line("# task: (fingerprint, retries, timeout in seconds, cache, state group); see dagc.runtime.executor")
-    w.line("TASKS = {")
-    with w.indent():
-        for name, row in rows.items():
-            w.line(f"{name!r}: {row!r},")
-    w.line("}")
+    emit_task_table(w, rows)
     w.line("# How tasks are held to their devices: node affinity (a node's devices are interchangeable and")
     w.line("# share its queue) or a placement group with one bundle per device (None: not placed).")
     w.line(f"PLACEMENT = {mode!r}")
