@@ -35,7 +35,7 @@ from typing import Any
 import graphviz
 
 from dagc.ir import regions
-from dagc.ir.core import REGION_BODIES, Graph, Node
+from dagc.ir.core import REGION_OPS, Graph, Node
 from dagc.renderer import RenderError, render_dot
 from dagc.units import format_duration, format_size
 
@@ -438,7 +438,7 @@ def to_dot(
 
     def add_node(sub: graphviz.Digraph, node: Node, colour: str | None) -> None:
         critical = node.name in crit_nodes
-        if node.op in _REGION_BODIES:
+        if node.op in REGION_OPS:
             add_region(sub, node, colour, critical)
             return
         if node.op == "fused" and node.name in member_nodes:
@@ -473,12 +473,11 @@ def to_dot(
             head.update(shape="diamond" if node.op == "cond" else "hexagon", style="filled,dashed", fontsize="9")
             box.node(_node_id(node.name), label=_region_head(node), tooltip=_tooltip(node, cost_model, cluster,
                                                                                         critical), **head)
-            for key in _REGION_BODIES[node.op]:
-                body = _body_nodes(node, key)
+            for key, body in regions.bodies(node).items():
                 if not body:
                     continue
                 with box.subgraph(name=f"cluster_region_{_safe(node.name)}_{_safe(key)}") as part:
-                    part.attr(label=key.rpartition(".")[2], style="dashed,rounded", color="#999999",
+                    part.attr(label=key, style="dashed,rounded", color="#999999",
                               fontsize="9", fontcolor="#777777")
                     made: dict[str, str] = {}
                     for member in body:
@@ -626,21 +625,6 @@ def to_dot(
         dot.node("legend", label=_legend(graph, nodes, cluster, collapse and bool(groups), bool(member_nodes)),
                  shape="plaintext", style="", margin="0")
     return dot.source
-
-
-_REGION_BODIES = REGION_BODIES
-
-
-def _body_nodes(node: Node, key: str) -> list[Node]:
-    from dagc.ir.serialize import node_from_json
-
-    out = []
-    for item in node.attrs.get(key) or []:
-        try:
-            out.append(node_from_json(item))
-        except (ValueError, KeyError, TypeError):
-            continue
-    return out
 
 
 def _region_head(node: Node) -> str:

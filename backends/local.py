@@ -19,7 +19,7 @@ from dagc.backends.emitter import (
     render_operand,
     source_root_expr,
 )
-from dagc.ir.core import Graph, Node
+from dagc.ir.core import Graph, Node, region_bodies
 
 __all__ = ["emit_local", "emit_prologue", "emit_task_lines"]
 
@@ -85,9 +85,7 @@ def _inner_calls(names: Names) -> Iterator[None]:
 
 
 def _body(node: Node, key: str) -> list[Node]:
-    from dagc.ir.serialize import node_from_json
-
-    return [node_from_json(m) for m in node.attrs.get(key) or []]
+    return region_bodies(node).get(key, [])
 
 
 def _operands(node: Node, key: str) -> list:
@@ -114,9 +112,8 @@ def used_values(graph: Graph) -> set[str]:
             used.update(n.input_values())
             if n.op == "fused":
                 visit(_members(n))
-            for key in ("region.then", "region.else", "region.body"):
-                if n.op in ("cond", "loop"):
-                    visit(_body(n, key))
+            for body in region_bodies(n).values():
+                visit(body)
             if n.op in ("cond", "loop"):
                 for key in ("region.then.yield", "region.else.yield", "region.yield"):
                     for o in _operands(n, key):
@@ -148,7 +145,7 @@ def _emit_cond(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, 
         if label == "else":
             w.line("else:")
         with w.indent():
-            for inner in _body(node, f"region.{label}"):
+            for inner in _body(node, label):
                 emit_task_lines(w, inner, names, module_alias)
             yields = _operands(node, f"region.{label}.yield")
             if yields and any(o != "_" for o in outputs):
@@ -171,7 +168,7 @@ def _emit_loop(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, 
             if used is None or k == 0 or c in used or node.outputs[k] in used]
     carried = [names[carried_ir[k]] for k in keep]
     inits = [node.args[k] for k in keep]
-    body = _body(node, "region.body")
+    body = _body(node, "body")
     brk = node.attrs.get("region.break")
     at = brk["at"] if brk else len(body)
     w.line(f"# {node.name}: at most {len(operand_from_json(node.attrs['region.iter']).items)} trips  ({node.span})")
@@ -206,9 +203,9 @@ def _task_modules(nodes: list[Node]) -> set[str]:
             out.add(n.module)
         elif n.op == "fused":
             out |= _task_modules(_members(n))
-        elif n.op in ("cond", "loop"):
-            for key in ("region.then", "region.else", "region.body"):
-                out |= _task_modules(_body(n, key))
+        else:
+            for body in region_bodies(n).values():
+                out |= _task_modules(body)
     return out
 
 

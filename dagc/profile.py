@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dagc.ir.core import REGION_BODIES, REGION_OPS, Graph, Node
+from dagc.ir.core import REGION_OPS, Graph, Node, region_bodies
 from dagc.ir.regions import TRIPS_ATTR, walk
 
 __all__ = ["TaskRecord", "RunRecord", "ProfileError", "load_run", "apply_profile", "profiled_tasks"]
@@ -263,12 +263,9 @@ def apply_profile(graph: Graph, run: RunRecord) -> list[str]:
 def _measure_region(node: Node, measured: dict[str, TaskRecord], times: int) -> float:
     """Put the measurements of `node`'s inner tasks in its bodies (mean per run) and, for a loop, its
     measured trips; `times` is how often the region itself ran. Returns the seconds measured inside."""
-    from dagc.ir.serialize import node_from_json, node_to_json
-
     seconds = 0.0
     trips: float | None = None
-    for key in REGION_BODIES[node.op]:
-        body = [node_from_json(item) for item in node.attrs.get(key) or []]
+    for body in region_bodies(node).values():
         if node.op == "loop" and body and (first := measured.get(body[0].name)) is not None and first.runs:
             trips = first.runs / times
         inner_times = max(1, round(times * trips)) if trips else times
@@ -279,7 +276,6 @@ def _measure_region(node: Node, measured: dict[str, TaskRecord], times: int) -> 
             elif record is not None and record.runs:
                 _measure(inner, record.total / record.runs, record.bytes)
                 seconds += record.total
-        node.attrs[key] = [node_to_json(n) for n in body]
     if trips is not None:
         if TRIPS_ATTR in node.attrs:
             node.attrs["profile.annotated"] = {"trips": node.attrs[TRIPS_ATTR]}

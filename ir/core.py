@@ -19,26 +19,41 @@ from .location import SourceSpan
 from .types import Operand, TaskOptions, iter_refs
 
 __all__ = ["Node", "Param", "Graph", "OPS", "REGION_OPS", "ALL_OPS", "REGION_BODIES", "output_name",
-           "region_bodies"]
+           "region_bodies", "body_names", "clone_node"]
 
 # Node kinds. `task` calls a user function; `fused` runs its members (attrs["fuse.members"]) in order;
 # `transfer` moves a value between devices (inserted by the comm pass); `glue` evaluates a small
 # expression on task results where its inputs are.
 OPS = ("task", "fused", "transfer", "glue")
 # Region kinds (docs/ir.md): `cond` runs one of two bodies on a run-time predicate; `loop` runs its
-# body at most len(iter) times, leaving early on a run-time value. Bodies are lists of node JSON in
-# attrs, so a pass that does not look inside treats a region as one node.
+# body at most len(iter) times, leaving early on a run-time value. A region node owns its bodies
+# (`Node.bodies`, lists of Nodes in program order), so a pass that does not look inside treats a
+# region as one node; dagc.ir.regions answers what is inside.
 REGION_OPS = ("cond", "loop")
 ALL_OPS = OPS + REGION_OPS
-REGION_BODIES: dict[str, tuple[str, ...]] = {"cond": ("region.then", "region.else"), "loop": ("region.body",)}
+# The bodies each region kind holds, in the order they are printed and walked.
+REGION_BODIES: dict[str, tuple[str, ...]] = {"cond": ("then", "else"), "loop": ("body",)}
 
 
 def region_bodies(node: Node) -> dict[str, list[Node]]:
-    """The bodies of a region node as Nodes (`{"region.then": [...], ...}`); {} for other ops."""
-    from .serialize import node_from_json
+    """The bodies of a region node by name (`{"then": [...], "else": [...]}`); {} for other ops.
 
-    return {key: [node_from_json(item) for item in node.attrs.get(key) or []]
-            for key in REGION_BODIES.get(node.op, ())}
+    The lists are the node's own: a pass that edits a body edits the region."""
+    return {key: node.bodies.setdefault(key, []) for key in REGION_BODIES.get(node.op, ())}
+
+
+def body_names(node: Node) -> list[str]:
+    """The bodies `node` is written with: its kind's, in order, then any others it holds (sorted)."""
+    known = list(REGION_BODIES.get(node.op, ()))
+    return known + sorted(key for key in node.bodies if key not in known)
+
+
+def clone_node(node: Node) -> Node:
+    """A copy of `node` that shares nothing mutable with it (attrs and bodies are copied too)."""
+    twin = copy.copy(node)
+    twin.attrs = copy.deepcopy(node.attrs)
+    twin.bodies = {key: [clone_node(inner) for inner in body] for key, body in node.bodies.items()}
+    return twin
 
 
 def output_name(node_name: str, index: int, count: int) -> str:
@@ -55,7 +70,10 @@ class Node:
     several names has several; by convention `name`, or `name#0`, `name#1`, … — see `output_name`),
     with `types` giving each one's declared type when known. `deps` are explicit ordering
     dependencies on other nodes.
-    `attrs` holds pass results under namespaced keys such as `partition.device`.
+    `attrs` holds pass results under namespaced keys such as `partition.device`. A region node
+    (`cond`, `loop`) owns its `bodies`: named lists of the nodes it runs (see REGION_BODIES); their
+    names and values are unique in the whole graph, and they read outer values only through the
+    region's operands.
     """
 
     name: str
@@ -69,6 +87,7 @@ class Node:
     span: SourceSpan = field(default_factory=lambda: SourceSpan("<unknown>", 0, 0))
     deps: tuple[str, ...] = ()
     attrs: dict[str, Any] = field(default_factory=dict)
+    bodies: dict[str, list[Node]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.outputs:
@@ -369,8 +388,7 @@ class Graph:
             attrs=copy.deepcopy(self.attrs),
         )
         for node in self._nodes.values():
-            clone.add_node(copy.copy(node))
-            clone._nodes[node.name].attrs = copy.deepcopy(node.attrs)
+            clone.add_node(clone_node(node))
         return clone
 
     def __repr__(self) -> str:

@@ -11,9 +11,9 @@ optional, `{x}` repeats, `|` separates choices, quoted text is literal):
                     ["{" option {"," option} "}"] ["[" key "=" JSON {"," key "=" JSON} "]"]
                     ["after" "(" name {"," name} ")"] [span]
               | "return" operand
-              region                                   (after a `cond` or `loop` node, indented deeper)
-    region   := ("then:" block "else:" block) | ("body over" operand ":" block)      (cond | loop)
-    block    := {node | "break if" operand "yield" [operands]} "yield" [operands]   (each indented deeper)
+              {header block}                           (a region's bodies, under its node, indented deeper)
+    header   := IDENT ":" | "body over" operand ":"   (cond: then, else; loop: body over its items)
+    block    := {node | "break if" operand "yield" [operands]} ["yield" [operands]]  (each indented deeper)
     outputs  := "()" | "%" name [":" type] {"," "%" name [":" type]}
     args     := operand {"," operand} {"," IDENT "=" operand}  |  IDENT "=" operand {"," ...}
     operand  := "%" name | INT | FLOAT | STRING | "None" | "True" | "False" | "inf" | "-inf" | "nan"
@@ -43,13 +43,12 @@ from dagc import units
 
 from .core import Graph, Node, Param
 from .location import SourceSpan
-from .printer import ATTR_KEY_RE, DURATION_RE, IDENT_RE, NAME_RE, SIZE_RE, TARGET_RE, scan_type
-from .serialize import make_node, no_gc, node_to_json, operand_to_json
+from .printer import ATTR_KEY_RE, DURATION_RE, IDENT_RE, NAME_RE, SIZE_RE, TARGET_RE, scan_type, yield_key
+from .serialize import READABLE_VERSIONS, make_node, no_gc, operand_to_json, upgrade_v1_node
 from .types import Const, Map, Operand, Ref, Seq, TaskOptions, operand_to_python
 
 __all__ = ["IRParseError", "parse_graph", "parse_operand"]
 
-FORMAT_VERSION = 1
 
 _WS = re.compile(r"[ \t]*")
 _BLANKS = (" ", "\t")
@@ -549,31 +548,33 @@ def _operand_list(cursor: _Line) -> list[Operand]:
         return items
 
 
-_REGION_HEADERS = {"cond": ("then", "else"), "loop": ("body",)}
-
-
-def _parse_region(lines: list[tuple[int, str]], i: int, node: Node, base: int) -> int:
-    """Read the blocks of region `node` (whose line is indented `base`) starting at lines[i]; fill its
-    region attributes; return the index of the first line after the region."""
-    for header in _REGION_HEADERS[node.op]:
-        if i >= len(lines):
-            number = lines[-1][0] + 1
-            raise IRParseError(f"expected '{header}:' for region {node.name!r}", number, 1)
+def _parse_blocks(lines: list[tuple[int, str]], i: int, node: Node, base: int) -> int:
+    """Read the blocks of region `node` (whose line is indented `base`) starting at lines[i] into its
+    bodies (and its `yield` / `break if` / `body over` attributes); return the first line after them."""
+    while i < len(lines) and _indent(lines[i][1]) > base:
         number, line = lines[i]
         indent = _indent(line)
+        cursor = _Line(line.rstrip(" \t"), number, indent)
         over: Operand | None = None
-        if indent > base and header == "body" and line.strip(" \t").startswith("body over "):
-            cursor = _Line(line.rstrip(" \t"), number, indent + len("body over "))
+        if line.startswith("body over ", indent):
+            cursor.pos += len("body over ")
             cursor.ws()
             over = cursor.operand()
             cursor.ws()
             cursor.expect(":", "':' after the loop's items")
-            cursor.done()
-        elif indent <= base or line.strip(" \t") != f"{header}:":
-            what = "body over [items]:" if header == "body" else f"{header}:"
-            raise IRParseError(f"expected '{what}' (indented under region {node.name!r})", number, indent + 1)
+            header = "body"
+        else:
+            match = IDENT_RE.match(line, indent)
+            if match is None or not line.startswith(":", match.end()):
+                raise cursor.error(f"expected a block header such as 'then:' or 'body over [items]:' (indented under "
+                                   f"region {node.name!r}), found {cursor.found()}")
+            header = match.group()
+            cursor.pos = match.end() + 1
+        cursor.done()
+        if header in node.bodies:
+            raise IRParseError(f"region {node.name!r} has two '{header}:' blocks", number, indent + 1)
         i += 1
-        items: list[dict[str, Any]] = []
+        body: list[Node] = []
         yields: list[Operand] | None = None
         brk: dict[str, Any] | None = None
         while i < len(lines) and _indent(lines[i][1]) > indent:
@@ -589,7 +590,7 @@ def _parse_region(lines: list[tuple[int, str]], i: int, node: Node, base: int) -
                 i += 1
                 continue
             if line.startswith("break", start) and not _WORD_CHAR.match(line, start + 5):
-                if node.op != "loop" or brk is not None:
+                if node.op != "loop" or header != "body" or brk is not None:
                     raise cursor.error("'break if' is allowed once, in the body of a loop")
                 cursor.pos += 5
                 cursor.ws()
@@ -598,31 +599,29 @@ def _parse_region(lines: list[tuple[int, str]], i: int, node: Node, base: int) -
                 cond = cursor.operand()
                 cursor.ws()
                 cursor.expect("yield", "'yield' after the break condition")
-                brk = {"at": len(items), "cond": operand_to_json(cond),
+                brk = {"at": len(body), "cond": operand_to_json(cond),
                        "yield": [operand_to_json(o) for o in _operand_list(cursor)]}
                 i += 1
                 continue
             inner = _parse_node(cursor)
             i += 1
-            if inner.op in _REGION_HEADERS and i < len(lines) and _indent(lines[i][1]) > _indent(line):
-                i = _parse_region(lines, i, inner, _indent(line))
-            items.append(node_to_json(inner))
-        if yields is None:
-            raise IRParseError(f"block '{header}:' of region {node.name!r} does not end with 'yield'", number,
-                               indent + 1)
-        keys = {"then": ("region.then", "region.then.yield"), "else": ("region.else", "region.else.yield"),
-                "body": ("region.body", "region.yield")}[header]
-        for key in (*keys, *(("region.break",) if header == "body" else ())):
-            if key in node.attrs:
-                raise IRParseError(f"region {node.name!r} gives {key!r} both inline and as a block", number, 1)
-        node.attrs[keys[0]] = items
-        node.attrs[keys[1]] = [operand_to_json(o) for o in yields]
-        if header == "body":
-            node.attrs["region.break"] = brk
+            i = _parse_blocks(lines, i, inner, _indent(line))
+            body.append(inner)
+        node.bodies[header] = body
+        if yields is None:  # the region's attributes were printed inline (see printer.region_form)
+            if brk is not None or over is not None:
+                raise IRParseError(f"block '{header}:' of region {node.name!r} does not end with 'yield'", number,
+                                   indent + 1)
+            continue
+        found: dict[str, Any] = {yield_key(node.op, header): [operand_to_json(o) for o in yields]}
+        if node.op == "loop" and header == "body":
+            found["region.break"] = brk
             if over is not None:
-                if "region.iter" in node.attrs:
-                    raise IRParseError(f"region {node.name!r} gives 'region.iter' twice", number, 1)
-                node.attrs["region.iter"] = operand_to_json(over)
+                found["region.iter"] = operand_to_json(over)
+        for key, value in found.items():
+            if key in node.attrs:
+                raise IRParseError(f"region {node.name!r} gives {key!r} both inline and in its blocks", number, 1)
+            node.attrs[key] = value
     return i
 
 
@@ -672,20 +671,20 @@ def parse_graph(text: str) -> Graph:
 def _parse_graph(text: str) -> Graph:
     lines = _significant_lines(text)
     if not lines:
-        raise IRParseError("empty input: expected the header 'dagc_ir 1'", 1, 1)
+        raise IRParseError("empty input: expected the header 'dagc_ir 2'", 1, 1)
     number, line = lines[0]
     cursor = _Line(line, number)
     cursor.ws()
-    cursor.expect("dagc_ir", "the header 'dagc_ir 1'")
+    cursor.expect("dagc_ir", "the header 'dagc_ir 2'")
     cursor.ws()
     start = cursor.pos
     match = re.compile(r"\d+").match(line, start)
     if match is None:
         raise cursor.error(f"expected the IR version number, found {cursor.found()}")
-    if int(match.group()) != FORMAT_VERSION:
-        raise cursor.error(
-            f"unsupported IR version {match.group()}: this dagc reads version {FORMAT_VERSION}", start
-        )
+    version = int(match.group())
+    if version not in READABLE_VERSIONS:
+        raise cursor.error(f"unsupported IR version {match.group()}: this dagc reads versions "
+                           f"{', '.join(map(str, READABLE_VERSIONS))}", start)
     cursor.pos = match.end()
     cursor.done()
 
@@ -713,8 +712,9 @@ def _parse_graph(text: str) -> Graph:
             node = _parse_node(cursor)
             if node.name in graph:
                 raise cursor.error(f"duplicate node name {node.name!r}", start)
-            if node.op in _REGION_HEADERS and i < len(lines) and _indent(lines[i][1]) > _indent(line):
-                i = _parse_region(lines, i, node, _indent(line))
+            i = _parse_blocks(lines, i, node, _indent(line))
+            if version == 1:
+                upgrade_v1_node(node)
             graph.add_node(node)
             continue
         start = cursor.pos

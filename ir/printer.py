@@ -1,6 +1,6 @@
 """Text form of the IR: one line per item, sorted attributes, the source location at the end.
 
-    dagc_ir 1
+    dagc_ir 2
     graph @quickstart  # samples/quickstart.py:60:1-70:20
       root 'samples'
       module 'quickstart'
@@ -34,13 +34,13 @@ import re
 
 from dagc import units
 
-from .core import Graph, Node, Param
+from .core import Graph, Node, Param, body_names
 from .location import SourceSpan
 from .types import Const, Map, Operand, Ref, Seq, TaskOptions
 
 __all__ = ["print_graph", "print_node", "format_operand", "format_span", "VERSION_LINE"]
 
-VERSION_LINE = "dagc_ir 1"
+VERSION_LINE = "dagc_ir 2"
 
 # Shared with the parser, which scans exactly these forms.
 NAME_RE = re.compile(r"(?:[\w.#@\-]|\[[\w.#@\-]*\])+")
@@ -223,10 +223,16 @@ def format_attrs(attrs: dict[str, object]) -> str:
     )
 
 
+# The attributes a region's blocks print as `yield`, `break if` and `body over` lines.
 REGION_KEYS: dict[str, tuple[str, ...]] = {
-    "cond": ("region.then", "region.then.yield", "region.else", "region.else.yield"),
-    "loop": ("region.body", "region.yield", "region.break", "region.iter"),
+    "cond": ("region.then.yield", "region.else.yield"),
+    "loop": ("region.yield", "region.break", "region.iter"),
 }
+
+
+def yield_key(op: str, body: str) -> str:
+    """The attribute holding what body `body` of a region of kind `op` yields."""
+    return "region.yield" if op == "loop" and body == "body" else f"region.{body}.yield"
 
 
 def _canonical_operands(items: object) -> bool:
@@ -238,71 +244,65 @@ def _canonical_operands(items: object) -> bool:
     )
 
 
-def _canonical_nodes(items: object) -> bool:
-    from .serialize import node_from_json, node_to_json
-
-    return isinstance(items, list) and all(
-        json.dumps(node_to_json(node_from_json(n)), sort_keys=True) == json.dumps(n, sort_keys=True)
-        for n in items
-    )
-
-
 def region_form(node: Node) -> bool:
-    """True when `node`'s region attributes are printed as nested blocks (they are well formed and
-    canonical, so that reading the blocks back gives exactly the same attributes)."""
+    """True when `node`'s region attributes print as `yield` / `break if` / `body over` lines of its
+    blocks (they are well formed and canonical, so reading them back gives the same attributes);
+    otherwise they print inline, as any other attributes, and the blocks hold only nodes."""
     keys = REGION_KEYS.get(node.op)
     if keys is None or not all(k in node.attrs for k in keys):
         return False
     a = node.attrs
     try:
         if node.op == "cond":
-            return (_canonical_nodes(a["region.then"]) and _canonical_nodes(a["region.else"])
-                    and _canonical_operands(a["region.then.yield"]) and _canonical_operands(a["region.else.yield"]))
+            return _canonical_operands(a["region.then.yield"]) and _canonical_operands(a["region.else.yield"])
         brk = a["region.break"]
-        body = a["region.body"]
         if brk is not None and not (
             isinstance(brk, dict) and set(brk) == {"at", "cond", "yield"} and type(brk["at"]) is int
-            and isinstance(body, list) and 0 <= brk["at"] <= len(body)
+            and 0 <= brk["at"] <= len(node.bodies.get("body", []))
             and _canonical_operands([brk["cond"]]) and _canonical_operands(brk["yield"])
         ):
             return False
-        return (_canonical_nodes(body) and _canonical_operands(a["region.yield"])
-                and _canonical_operands([a["region.iter"]]))
+        return _canonical_operands(a["region.yield"]) and _canonical_operands([a["region.iter"]])
     except Exception:  # malformed attributes print inline, as any other attributes
         return False
 
 
+def has_blocks(node: Node) -> bool:
+    """Whether `node` prints indented blocks under its line (every region node does)."""
+    return node.op in REGION_KEYS or bool(node.bodies)
+
+
 def _print_region(node: Node, indent: str, lines: list[str]) -> None:
-    from .serialize import node_from_json, operand_from_json
+    from .serialize import operand_from_json
+
+    structured = region_form(node)
+    a = node.attrs
 
     def yield_line(ops: list[object], head: str = "yield") -> str:
         items = ", ".join(format_operand(operand_from_json(o)) for o in ops)
         return f"{head} {items}" if items else head
 
-    def body(items: list[dict], at: int | None, brk: dict | None) -> None:
-        for position, item in enumerate(items):
-            if at == position and brk is not None:
-                lines.append(indent + "    " + yield_line(brk["yield"], f"break if "
-                                                           f"{format_operand(operand_from_json(brk['cond']))} yield"))
-            inner = node_from_json(item)
-            lines.append(indent + "    " + print_node(inner))
-            if region_form(inner):
-                _print_region(inner, indent + "    ", lines)
-        if brk is not None and at == len(items):
-            lines.append(indent + "    " + yield_line(brk["yield"], f"break if "
-                                                       f"{format_operand(operand_from_json(brk['cond']))} yield"))
+    def break_line(brk: dict) -> str:
+        return indent + "    " + yield_line(brk["yield"], f"break if {format_operand(operand_from_json(brk['cond']))} "
+                                                          "yield")
 
-    a = node.attrs
-    if node.op == "cond":
-        for label in ("then", "else"):
-            lines.append(f"{indent}  {label}:")
-            body(a[f"region.{label}"], None, None)
-            lines.append(indent + "    " + yield_line(a[f"region.{label}.yield"]))
-    else:
-        brk = a["region.break"]
-        lines.append(f"{indent}  body over {format_operand(operand_from_json(a['region.iter']))}:")
-        body(a["region.body"], brk["at"] if brk else None, brk)
-        lines.append(indent + "    " + yield_line(a["region.yield"]))
+    for key in body_names(node):
+        body = node.bodies.get(key, [])
+        brk = a["region.break"] if structured and node.op == "loop" and key == "body" else None
+        if structured and node.op == "loop" and key == "body":
+            lines.append(f"{indent}  body over {format_operand(operand_from_json(a['region.iter']))}:")
+        else:
+            lines.append(f"{indent}  {_format_word(key, IDENT_RE)}:")
+        for position, inner in enumerate(body):
+            if brk is not None and brk["at"] == position:
+                lines.append(break_line(brk))
+            lines.append(indent + "    " + print_node(inner))
+            if has_blocks(inner):
+                _print_region(inner, indent + "    ", lines)
+        if brk is not None and brk["at"] == len(body):
+            lines.append(break_line(brk))
+        if structured:
+            lines.append(indent + "    " + yield_line(a[yield_key(node.op, key)]))
 
 
 def print_node(node: Node) -> str:
@@ -327,7 +327,7 @@ def print_node(node: Node) -> str:
     if options:
         parts.append(" " + options)
     attrs = node.attrs
-    if attrs and node.op in REGION_KEYS and region_form(node):
+    if attrs and region_form(node):
         attrs = {k: v for k, v in attrs.items() if k not in REGION_KEYS[node.op]}
     if attrs:
         parts.append(" [" + format_attrs(attrs) + "]")
@@ -361,7 +361,7 @@ def print_graph(graph: Graph) -> str:
         lines.append("  " + _print_param(param))
     for node in graph:
         lines.append("  " + print_node(node))
-        if node.op in REGION_KEYS and region_form(node):
+        if has_blocks(node):
             _print_region(node, "  ", lines)
     if graph.returns is not None:
         lines.append("  return " + format_operand(graph.returns))

@@ -66,7 +66,7 @@ def members(node: Node) -> list[Node]:
 
 
 def bodies(node: Node) -> dict[str, list[Node]]:
-    """A region's bodies (`{"region.then": [...], "region.else": [...]}` or `{"region.body": [...]}`)."""
+    """A region's bodies by name (`{"then": [...], "else": [...]}` or `{"body": [...]}`); {} otherwise."""
     return region_bodies(node)
 
 
@@ -147,6 +147,6 @@ def expected_work(node: Node, own_work: Work) -> tuple[float, float]:
     if node.op == "cond":
         branches = [_body_work(found.get(key, []), own_work) for key in REGION_BODIES["cond"]]
         return max(branches, key=_seconds)
-    seconds, flops = _body_work(found.get("region.body", []), own_work)
+    seconds, flops = _body_work(found.get("body", []), own_work)
     trips = expected_trips(node)
     return seconds * trips, flops * trips

@@ -1,7 +1,12 @@
 """JSON form of the IR: versioned, canonical, exact.
 
-    {"dagc_ir": 1, "name": ..., "root": ..., "module": ..., "modules": {...}, "span": [...],
+    {"dagc_ir": 2, "name": ..., "root": ..., "module": ..., "modules": {...}, "span": [...],
      "attrs": {...}, "params": [...], "returns": <operand> | null, "nodes": [...]}
+
+A node is {"name", "op", "target", "args", "kwargs", "outputs", "types", "options", "span", "deps",
+"attrs"}, and a region node (`cond`, `loop`) also has "bodies": {"then": [node, ...], ...}, its
+nested nodes written the same way. Version 1 kept bodies as node lists in the attributes
+`region.then`, `region.else` and `region.body`; `graph_from_json` still reads it.
 
 `ir/schema.json` describes the document. Operands are tagged objects so that every kind stays
 distinct after a round trip:
@@ -28,17 +33,19 @@ from contextlib import contextmanager
 from dataclasses import fields
 from typing import Any
 
-from .core import Graph, Node, Param
+from .core import REGION_BODIES, REGION_OPS, Graph, Node, Param, body_names
 from .location import SourceSpan
 from .types import Const, Map, Operand, Ref, Seq, TaskOptions
 
 __all__ = [
     "FORMAT_VERSION",
+    "READABLE_VERSIONS",
     "IRFormatError",
     "graph_to_json",
     "graph_from_json",
     "node_to_json",
     "node_from_json",
+    "upgrade_v1_node",
     "operand_to_json",
     "operand_from_json",
     "options_to_json",
@@ -47,12 +54,15 @@ __all__ = [
     "loads",
 ]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# Versions `graph_from_json` reads; older ones are upgraded on load (`_upgrade_v1`).
+READABLE_VERSIONS = (1, 2)
 
 _OPTION_FIELDS = tuple(f.name for f in fields(TaskOptions))
 _OPTION_SET = frozenset(_OPTION_FIELDS)
 _NODE_KEYS = ("name", "op", "target", "args", "kwargs", "outputs", "types", "options", "span", "deps", "attrs")
 _NODE_KEY_SET = frozenset(_NODE_KEYS)
+_REGION_NODE_KEY_SET = _NODE_KEY_SET | {"bodies"}
 _GRAPH_KEYS = ("dagc_ir", "name", "root", "module", "modules", "span", "attrs", "params", "returns", "nodes")
 _GRAPH_KEY_SET = frozenset(_GRAPH_KEYS)
 _PARAM_KEY_SET = frozenset(("name", "value", "type", "span"))
@@ -189,6 +199,14 @@ def options_from_json(data: object) -> TaskOptions:
 # ---- nodes and graphs ----------------------------------------------------------------------------
 def node_to_json(node: Node) -> dict[str, Any]:
     """A node as a JSON-ready dict (also how `fuse.members` stores member nodes)."""
+    data = _plain_node_json(node)
+    if node.op in REGION_OPS or node.bodies:
+        data["bodies"] = {key: [node_to_json(inner) for inner in node.bodies.get(key, [])]
+                          for key in body_names(node)}
+    return data
+
+
+def _plain_node_json(node: Node) -> dict[str, Any]:
     return {
         "name": node.name,
         "op": node.op,
@@ -246,7 +264,8 @@ def make_node(
 
 def node_from_json(data: object) -> Node:
     """Inverse of `node_to_json`."""
-    d = _check_keys(data, _NODE_KEY_SET, "node")
+    has_bodies = isinstance(data, dict) and "bodies" in data
+    d = _check_keys(data, _REGION_NODE_KEY_SET if has_bodies else _NODE_KEY_SET, "node")
     name = d["name"]
     where = f"node {name!r}" if isinstance(name, str) else "node"
     try:
@@ -262,7 +281,8 @@ def node_from_json(data: object) -> Node:
             raise IRFormatError(f"'kwargs' must be an array of [name, operand] pairs, got {kwargs!r}")
         if not isinstance(d["attrs"], dict):
             raise IRFormatError(f"'attrs' must be an object, got {d['attrs']!r}")
-        return make_node(
+        bodies = _bodies_from_json(d["bodies"]) if has_bodies else {}
+        node = make_node(
             name,
             d["op"],
             d["target"],
@@ -275,10 +295,54 @@ def node_from_json(data: object) -> Node:
             _str_list(d["deps"], "'deps'"),
             dict(d["attrs"]),
         )
+        node.bodies = bodies
+        return node
     except IRFormatError as exc:
         raise IRFormatError(f"{where}: {exc}") from None
     except (TypeError, ValueError) as exc:  # e.g. a TaskOptions field of the wrong shape
         raise IRFormatError(f"{where}: {exc}") from None
+
+
+def _bodies_from_json(data: object) -> dict[str, list[Node]]:
+    if not isinstance(data, dict) or not all(isinstance(body, list) for body in data.values()):
+        raise IRFormatError(f"'bodies' must map body names to arrays of nodes, got {data!r}")
+    bodies: dict[str, list[Node]] = {}
+    for key, items in data.items():
+        body = []
+        for index, item in enumerate(items):
+            try:
+                body.append(node_from_json(item))
+            except IRFormatError as exc:
+                raise IRFormatError(f"bodies[{key!r}][{index}]: {exc}") from None
+        bodies[key] = body
+    return bodies
+
+
+# Version 1 stored a region's bodies as node lists in these attributes.
+_V1_BODY_ATTRS = {"region.then": "then", "region.else": "else", "region.body": "body"}
+
+
+def _upgrade_v1(item: object) -> object:
+    """A version-1 node's JSON in the version-2 form: region bodies move out of the attributes."""
+    if not isinstance(item, dict) or not isinstance(item.get("attrs"), dict) or item.get("op") not in REGION_OPS:
+        return item
+    attrs = dict(item["attrs"])
+    bodies: dict[str, object] = {}
+    for key, name in _V1_BODY_ATTRS.items():
+        if name in REGION_BODIES[item["op"]] and isinstance(attrs.get(key), list):
+            bodies[name] = [_upgrade_v1(inner) for inner in attrs.pop(key)]
+    return {**item, "attrs": attrs, "bodies": bodies}
+
+
+def upgrade_v1_node(node: Node) -> None:
+    """Move a version-1 node's region bodies (node lists in its attributes) into `node.bodies`."""
+    if node.op not in REGION_OPS:
+        return
+    for key, name in _V1_BODY_ATTRS.items():
+        items = node.attrs.get(key)
+        if name in REGION_BODIES[node.op] and isinstance(items, list) and name not in node.bodies:
+            del node.attrs[key]
+            node.bodies[name] = [node_from_json(_upgrade_v1(item)) for item in items]
 
 
 def graph_to_json(graph: Graph) -> dict[str, Any]:
@@ -317,9 +381,10 @@ def check_version(data: object) -> None:
     if not isinstance(data, dict) or "dagc_ir" not in data:
         raise IRFormatError("not a dagc IR document: expected a JSON object with a \"dagc_ir\" version key")
     version = data["dagc_ir"]
-    if type(version) is not int or version != FORMAT_VERSION:
+    if type(version) is not int or version not in READABLE_VERSIONS:
         raise IRFormatError(
-            f"unsupported dagc IR version {version!r}: this dagc reads version {FORMAT_VERSION}"
+            f"unsupported dagc IR version {version!r}: this dagc reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}"
         )
 
 
@@ -353,9 +418,10 @@ def graph_from_json(data: object) -> Graph:
         span=span,
         attrs=d["attrs"],
     )
+    upgrade = d["dagc_ir"] == 1
     for index, item in enumerate(d["nodes"]):
         try:
-            node = node_from_json(item)
+            node = node_from_json(_upgrade_v1(item) if upgrade else item)
         except IRFormatError as exc:
             raise IRFormatError(f"nodes[{index}]: {exc}") from None
         if node.name in graph:

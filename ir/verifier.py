@@ -12,7 +12,8 @@
              not a topological order (a node placed before a value or node it depends on)
     DAGC206  a node has no source location (span line 0)
 
-Region nodes (`cond`, `loop`; docs/ir.md) are checked inside too: their bodies must be well formed,
+Region nodes (`cond`, `loop`; docs/ir.md) are checked inside too: they hold exactly the bodies of their
+kind (and no other node holds any), their bodies must be well formed,
 every value a body reads must be one of the region's operands, one of its block arguments or an
 earlier output of the same body, and names defined inside must not clash with any other value.
 
@@ -25,7 +26,7 @@ from collections.abc import Iterator
 
 from dagc.diagnostics import Diagnostic, Note, Severity
 
-from .core import ALL_OPS, REGION_OPS, Graph, Node
+from .core import ALL_OPS, REGION_BODIES, REGION_OPS, Graph, Node
 from .location import SourceSpan
 from .types import Const, Map, Operand, Ref, Seq, TaskOptions
 
@@ -264,6 +265,8 @@ def _verify(graph: Graph) -> list[Diagnostic]:
     for node in nodes:
         if node.op in REGION_OPS:
             _check_region(node, defined, set(index), out)
+        elif _stray_bodies(node) is not None:
+            _error(out, "DAGC205", f"node `{node.name}`: {_stray_bodies(node)}", _span(node))
 
     # ---- acyclicity and program order --------------------------------------------------------------
     cycle = _find_cycle(preds)
@@ -296,20 +299,22 @@ def _json_operand(data: object, what: str, problems: list[str]) -> Operand | Non
         return None
 
 
-def _json_body(data: object, what: str, problems: list[str]) -> list[Node] | None:
-    from .serialize import IRFormatError, node_from_json
-
-    if not isinstance(data, list):
-        problems.append(f"{what} must be a list of nodes")
+def _body(node: Node, key: str, problems: list[str]) -> list[Node] | None:
+    body = node.bodies.get(key)
+    if not isinstance(body, list) or not all(isinstance(inner, Node) for inner in body):
+        problems.append(f"its `{key}` body is missing or is not a list of nodes")
         return None
-    body = []
-    for k, item in enumerate(data):
-        try:
-            body.append(node_from_json(item))
-        except IRFormatError as exc:
-            problems.append(f"{what}[{k}]: {exc}")
-            return None
     return body
+
+
+def _stray_bodies(node: Node) -> str | None:
+    """What is wrong with the set of bodies `node` holds, if anything."""
+    expected = REGION_BODIES.get(node.op, ())
+    extra = sorted(set(node.bodies) - set(expected))
+    if extra:
+        what = f"a `{node.op}` node has no" if not expected else f"a `{node.op}` region has no"
+        return f"{what} `{extra[0]}` body"
+    return None
 
 
 def _check_region(node: Node, defined: set[str], outer_nodes: set[str], out: list[Diagnostic]) -> None:
@@ -336,11 +341,14 @@ def _check_region(node: Node, defined: set[str], outer_nodes: set[str], out: lis
         return ops  # type: ignore[return-value]
 
     bodies: list[tuple[str, list[Node], set[str], list[Operand], int | None, list[Operand]]] = []
+    stray = _stray_bodies(node)
+    if stray is not None:
+        problems.append(stray)
     if node.op == "cond":
         if not node.args:
             problems.append("a cond node's first operand is its predicate")
         for label in ("then", "else"):
-            body = _json_body(attrs.get(f"region.{label}"), f"`region.{label}`", problems)
+            body = _body(node, label, problems)
             ys = yields(f"region.{label}.yield")
             if body is not None and ys is not None:
                 bodies.append((label, body, set(), ys, None, []))
@@ -361,7 +369,7 @@ def _check_region(node: Node, defined: set[str], outer_nodes: set[str], out: lis
             missing = captured_iter - captured
             if missing:
                 problems.append(f"`region.iter` uses `%{sorted(missing)[0]}`, which is not an operand of the loop")
-        body = _json_body(attrs.get("region.body"), "`region.body`", problems)
+        body = _body(node, "body", problems)
         ys = yields("region.yield", count_ok=False)
         if ys is not None and len(ys) != len(carried):
             problems.append(f"`region.yield` has {len(ys)} values for {len(carried)} carried values")
@@ -426,6 +434,8 @@ def _check_region(node: Node, defined: set[str], outer_nodes: set[str], out: lis
                            "is neither earlier in its body nor a dependency of the region", ispan)
             if inner.op in REGION_OPS:
                 _check_region(inner, defined, outer_nodes | inner_nodes, out)
+            elif _stray_bodies(inner) is not None:
+                _error(out, "DAGC205", f"node `{inner.name}` in region `{node.name}`: {_stray_bodies(inner)}", ispan)
             inner_nodes.add(inner.name)
             for value in inner.outputs:
                 if value in defined:

@@ -83,7 +83,7 @@ def quickstart() -> Graph:
 
 
 GOLDEN = """\
-dagc_ir 1
+dagc_ir 2
 graph @quickstart  # samples/quickstart.py:60:1-70:20
   root 'samples'
   module 'quickstart'
@@ -119,7 +119,7 @@ def test_golden_text_parses_back_to_the_same_graph() -> None:
 
 def test_golden_json_shape() -> None:
     data = json.loads(dumps(quickstart()))
-    assert data["dagc_ir"] == 1
+    assert data["dagc_ir"] == 2
     assert data["nodes"][1]["kwargs"] == [["seed", {"const": 0}]]
     assert data["nodes"][1]["options"] == {"cost": 1.0, "out_size": 65536}
     assert data["nodes"][2]["args"][1] == {"list": [{"ref": "n"}, {"ref": "make_data#1"}, {"const": 3}]}
@@ -195,7 +195,7 @@ def test_schema_is_valid_and_rejects_bad_documents() -> None:
     good = json.loads(dumps(quickstart()))
     assert validator.is_valid(good)
     for mutate in (
-        lambda d: d.update(dagc_ir=2),
+        lambda d: d.update(dagc_ir=3),
         lambda d: d["nodes"][0].pop("span"),
         lambda d: d["nodes"][0]["args"].append({"ref": 3}),
         lambda d: d["nodes"][0]["args"].append({"cosnt": 3}),
@@ -384,15 +384,15 @@ def test_straight_line_10k_nodes_round_trip() -> None:
 
 
 # ---- errors -----------------------------------------------------------------------------------------
-HEAD = "dagc_ir 1\ngraph @g  # g.py:1:1\n"
+HEAD = "dagc_ir 2\ngraph @g  # g.py:1:1\n"
 
 
 @pytest.mark.parametrize(
     "text, line, col, fragment",
     [
         ("", 1, 1, "empty input"),
-        ("dagc_ir 2\ngraph @g\n", 1, 9, "unsupported IR version 2"),
-        ("dagc 1\n", 1, 1, "expected the header 'dagc_ir 1'"),
+        ("dagc_ir 3\ngraph @g\n", 1, 9, "unsupported IR version 3"),
+        ("dagc 1\n", 1, 1, "expected the header 'dagc_ir 2'"),
         ("dagc_ir 1\n", 2, 1, "expected a 'graph @name' line"),
         ("dagc_ir 1\nnode @g\n", 2, 1, "expected 'graph @name'"),
         (HEAD + "  %a = task @m:f(1, 'open)\n", 3, 21, "unterminated string"),
@@ -433,7 +433,7 @@ def test_parse_errors_point_at_line_and_column(text: str, line: int, col: int, f
 @pytest.mark.parametrize(
     "mutate, fragment",
     [
-        (lambda d: d.update(dagc_ir=2), "unsupported dagc IR version 2: this dagc reads version 1"),
+        (lambda d: d.update(dagc_ir=3), "unsupported dagc IR version 3: this dagc reads versions 1, 2"),
         (lambda d: d.update(dagc_ir=True), "unsupported dagc IR version True"),
         (lambda d: d.pop("dagc_ir"), "not a dagc IR document"),
         (lambda d: d.pop("nodes"), "graph has no 'nodes' key"),
@@ -503,3 +503,49 @@ def test_output_is_independent_of_hash_seed() -> None:
         assert result.returncode == 0, result.stderr
         outputs.add(result.stdout)
     assert len(outputs) == 1
+
+
+# ---- version 1 -----------------------------------------------------------------------------------------
+V1 = REPO / "tests" / "golden" / "v1"
+
+
+def test_version_1_files_load_as_the_version_2_graph(monkeypatch: pytest.MonkeyPatch) -> None:
+    """IR saved by a release that kept region bodies as node JSON in attributes (version 1) loads, from
+    JSON and from text, as exactly the graph this release compiles from the same script."""
+    from dagc.frontend import compile_source
+
+    old_json = (V1 / "regions_v1.ir.json").read_text(encoding="utf-8")
+    old_text = (V1 / "regions_v1.ir.txt").read_text(encoding="utf-8")
+    assert '"dagc_ir": 1' in old_json and '"region.body"' in old_json and old_text.startswith("dagc_ir 1\n")
+    monkeypatch.chdir(V1)
+    fresh = compile_source(Path("regions_v1.py")).graph
+    assert fresh is not None
+    from_json, from_text = loads(old_json), parse_graph(old_text)
+    assert dumps(from_json) == dumps(fresh) == dumps(from_text)
+    assert ir.verify(from_json) == []
+    [loop] = [n for n in from_json if n.op == "loop"]
+    assert "region.body" not in loop.attrs and [n.op for n in loop.bodies["body"]] == ["glue", "cond", "glue"]
+    cond = loop.bodies["body"][1]
+    assert [n.name for n in cond.bodies["then"]] == ["loop.cond.then.step"]
+    assert json.loads(dumps(from_json))["dagc_ir"] == 2
+
+
+def test_a_region_with_malformed_yields_still_round_trips_through_text() -> None:
+    g = parse_graph(HEAD + "  %x = task @m:f()  # g.py:2:1\n"
+                    "  %c = cond @if(%x) [region.then.yield=[{\"bogus\": 1}], region.else.yield=[]]  # g.py:3:1\n"
+                    "    then:\n      %c.then.a = task @m:a(%x)  # g.py:4:1\n    else:\n")
+    c = g.node("c")
+    assert [n.name for n in c.bodies["then"]] == ["c.then.a"] and c.bodies["else"] == []
+    text = print_graph(g)
+    # printed inline; the blocks hold only nodes
+    assert "region.then.yield" in text and not any(line.strip().startswith("yield") for line in text.splitlines())
+    assert print_graph(parse_graph(text)) == text and dumps(parse_graph(text)) == dumps(g)
+    assert any(d.code == "DAGC205" for d in ir.verify(g))
+
+
+def test_bodies_on_a_task_or_an_unknown_body_are_malformed() -> None:
+    g = parse_graph(HEAD + "  %x = task @m:f()  # g.py:2:1\n    then:\n      %y = task @m:g()  # g.py:3:1\n")
+    assert [d.code for d in ir.verify(g)] == ["DAGC205"]
+    assert "a `task` node has no `then` body" in ir.verify(g)[0].message
+    text = print_graph(g)
+    assert dumps(parse_graph(text)) == dumps(loads(dumps(g)))

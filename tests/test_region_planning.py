@@ -19,7 +19,6 @@ from dagc.frontend import compile_source
 from dagc.ir import regions
 from dagc.ir.core import Node
 from dagc.ir.location import SourceSpan
-from dagc.ir.serialize import node_to_json
 from dagc.ir.types import Const, Ref, TaskOptions
 from tests.test_backend_local import _plain_result
 
@@ -153,7 +152,7 @@ def test_profile_gives_a_loop_its_measured_trips(tmp_path: Path, write_project) 
     # 1.0 halves until below 0.01: 7 trips, whatever the annotation said
     assert loop.attrs[regions.TRIPS_ATTR] == 7 == loop.attrs["profile.trips"]
     assert loop.attrs["profile.annotated"] == {"trips": 30}
-    body = regions.bodies(loop)["region.body"]
+    body = regions.bodies(loop)["body"]
     per_trip = sum(n.attrs["profile.duration"] for n in body)
     assert all(n.options.cost == pytest.approx(n.attrs["profile.duration"], abs=1e-6) for n in body)
     assert CostModel().work(loop)[0] == pytest.approx(7 * per_trip, abs=1e-5)
@@ -187,19 +186,19 @@ def _task(name: str, **options: object) -> Node:
 
 
 def _loop(name: str, body: list[Node], items: int, trips: int | None = None) -> Node:
-    attrs: dict[str, object] = {"region.body": [node_to_json(n) for n in body], "region.carried": [f"{name}@i"],
+    attrs: dict[str, object] = {"region.carried": [f"{name}@i"],
                                 "region.iter": {"list": [{"const": k} for k in range(items)]},
                                 "region.yield": [{"ref": f"{name}@i"}], "region.break": None}
     if trips is not None:
         attrs[regions.TRIPS_ATTR] = trips
-    return Node(name, "loop", "for", (Const(None),), span=SPAN, attrs=attrs)
+    return Node(name, "loop", "for", (Const(None),), span=SPAN, attrs=attrs, bodies={"body": body})
 
 
 def test_nested_regions_aggregate_demand_and_work() -> None:
     inner = _loop("inner", [_task("a", cost=2.0, memory=1 << 30), _task("b", flops=3e12)], items=4, trips=2)
-    cond = Node("c", "cond", "if", (Ref("x"),), span=SPAN, attrs={
-        "region.then": [node_to_json(inner)], "region.then.yield": [],
-        "region.else": [node_to_json(_task("e", cost=7.0, gpus=2.0))], "region.else.yield": []})
+    cond = Node("c", "cond", "if", (Ref("x"),), span=SPAN,
+                attrs={"region.then.yield": [], "region.else.yield": []},
+                bodies={"then": [inner], "else": [_task("e", cost=7.0, gpus=2.0)]})
     outer = _loop("outer", [cond, _task("z", ranks=4)], items=3)
     assert [n.name for n in regions.walk(outer)] == ["c", "inner", "a", "b", "e", "z"]
     assert [n.name for n in regions.leaves(outer)] == ["a", "b", "e", "z"]

@@ -213,7 +213,7 @@ def p():
     return x
 """)
     [loop] = [n for n in graph if n.op == "loop"]
-    assert loop.attrs["region.body"][1]["op"] == "cond"
+    assert loop.bodies["body"][1].op == "cond"
     assert _run(graph, root, tmp_path) == _plain(root)
 
 

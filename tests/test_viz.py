@@ -226,26 +226,23 @@ def test_partitioned_dot_is_identical_across_hash_seeds(tmp_path: Path) -> None:
 
 
 def test_cond_and_loop_regions_are_dashed_boxes() -> None:
-    from dagc.ir.serialize import node_to_json
-
     span = SourceSpan("r.py", 3, 5)
     g = Graph("regions", params=[Param("flag", Const(True), "bool", span)], span=span)
     g.add_node(Node("data", "task", "r:data", options=TaskOptions(cost=1.0), span=span))
     body = [Node("loop.step", "task", "r:step", args=(Ref("data"),), span=span),
             Node("loop.check", "task", "r:check", args=(Ref("loop.step"),), span=span)]
     g.add_node(Node("loop", "loop", "for", args=(Ref("data"),), span=span,
-                    attrs={"region.body": [node_to_json(n) for n in body],
-                           "region.iter": {"list": [{"const": i} for i in range(5)]}}))
+                    attrs={"region.iter": {"list": [{"const": i} for i in range(5)]}}, bodies={"body": body}))
     g.add_node(Node("pick", "cond", "if", args=(Ref("flag"), Ref("loop")), span=span,
-                    attrs={"region.then": [node_to_json(Node("then.a", "task", "r:a", span=span))],
-                           "region.else": [node_to_json(Node("else.b", "task", "r:b", span=span))]}))
+                    bodies={"then": [Node("then.a", "task", "r:a", span=span)],
+                            "else": [Node("else.b", "task", "r:b", span=span)]}))
     g.returns = Ref("pick")
     dot = to_dot(g)
     assert "subgraph cluster_region_loop {" in dot and "subgraph cluster_region_pick {" in dot
     assert re.search(r'cluster_region_loop \{\n\t\tlabel="loop loop"\n\t\tstyle="dashed,rounded"', dot) or \
         'style="dashed,rounded"' in dot
     assert "≤ 5 trips" in dot and "<B>if</B> %flag" in dot
-    assert '"region.loop.region.body.loop.step" -> "region.loop.region.body.loop.check"' in dot
+    assert '"region.loop.body.loop.step" -> "region.loop.body.loop.check"' in dot
     assert '"task.data" -> "task.loop"' in dot and '"task.loop" -> "task.pick"' in dot
     assert b"</svg>" in pipe(dot, "svg")
 

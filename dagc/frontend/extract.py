@@ -980,7 +980,6 @@ class Extractor:
             raise ExtractError
         body = context.block
         attrs: dict[str, Any] = {
-            "region.body": [_node_json(n) for n in body],
             "region.carried": block_args,
             "region.iter": _operand_json(iter_operand),
             "region.yield": [_operand_json(y) for y in yields],
@@ -998,7 +997,8 @@ class Extractor:
         captures, deps = self._captures(body, set(block_args), extra)
         outputs = tuple(output_name(name, i, len(carried)) for i in range(len(carried)))
         node = Node(name, "loop", "for", (*inits, *[Ref(c) for c in captures]), (), outputs,
-                    (None,) * len(outputs), self._region_options(body), span, tuple(deps), attrs)
+                    (None,) * len(outputs), self._region_options(body), span, tuple(deps), attrs,
+                    {"body": body})
         self._close_region(node, body)
         scope.env.clear()
         scope.env.update(saved_env)
@@ -1126,9 +1126,7 @@ class Extractor:
                 scope.env[var] = POISON
             raise ExtractError
         attrs: dict[str, Any] = {
-            "region.then": [_node_json(n) for n in then_block],
             "region.then.yield": [_operand_json(y) for y in then_yield],
-            "region.else": [_node_json(n) for n in else_block],
             "region.else.yield": [_operand_json(y) for y in else_yield],
         }
         captures, deps = self._captures(then_block + else_block, set(), then_yield + else_yield)
@@ -1137,7 +1135,8 @@ class Extractor:
                       for a, b in zip(then_yield, else_yield)) or (None,)
         captured = [c for c in captures if not (isinstance(pred, Ref) and pred.name == c)]
         node = Node(name, "cond", "if", (pred, *[Ref(c) for c in captured]), (), outputs, types,
-                    self._region_options(then_block + else_block), span, tuple(deps), attrs)
+                    self._region_options(then_block + else_block), span, tuple(deps), attrs,
+                    {"then": then_block, "else": else_block})
         self._close_region(node, then_block + else_block)
         for var, out, t in zip(merged, outputs, types):
             scope.env[var] = Dyn(Ref(out))
@@ -2425,12 +2424,6 @@ def _const_value(operand: Operand) -> Any:
     return operand_to_python(operand)
 
 
-def _node_json(node: Node) -> dict[str, Any]:
-    from dagc.ir.serialize import node_to_json
-
-    return node_to_json(node)
-
-
 def _operand_json(operand: Operand | None) -> Any:
     from dagc.ir.serialize import operand_to_json
 
@@ -2504,38 +2497,20 @@ def _aggregate_effects(node: Node, body: list[Node]) -> None:
 
 
 def _region_defined(node: Node) -> set[str]:
-    """Every value defined inside a region node's bodies (recursively), block arguments included."""
-    out: set[str] = set()
-    for key in ("region.body", "region.then", "region.else"):
-        for inner in node.attrs.get(key, ()) or ():
-            out.update(inner.get("outputs", ()))
-            out.update((inner.get("attrs") or {}).get("region.carried", ()) or ())
-            out.update(_region_defined_json(inner))
-    return out
+    """Every value defined inside a region node's bodies (recursively), inner block arguments included."""
+    from dagc.ir.regions import walk
 
-
-def _region_defined_json(data: dict[str, Any]) -> set[str]:
     out: set[str] = set()
-    attrs = data.get("attrs") or {}
-    for key in ("region.body", "region.then", "region.else"):
-        for inner in attrs.get(key, ()) or ():
-            out.update(inner.get("outputs", ()))
-            out.update((inner.get("attrs") or {}).get("region.carried", ()) or ())
-            out.update(_region_defined_json(inner))
+    for inner in walk(node):
+        out.update(inner.outputs)
+        out.update(inner.attrs.get("region.carried", ()) or ())
     return out
 
 
 def _region_node_names(node: Node) -> set[str]:
-    out: set[str] = set()
+    from dagc.ir.regions import walk
 
-    def visit(attrs: dict[str, Any]) -> None:
-        for key in ("region.body", "region.then", "region.else"):
-            for inner in attrs.get(key, ()) or ():
-                out.add(inner.get("name"))
-                visit(inner.get("attrs") or {})
-
-    visit(node.attrs)
-    return out
+    return {inner.name for inner in walk(node)}
 
 
 def _split_types(returns: str | None, n_outputs: int) -> tuple[str | None, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dagc.ir.core import REGION_BODIES, REGION_OPS, Graph, Node
+from dagc.ir.core import REGION_OPS, Graph, Node, region_bodies
 from dagc.ir.types import Map, Operand, Ref, Seq
 
 
@@ -42,14 +42,10 @@ def _substitute_node(node: Node, mapping: Mapping[str, str]) -> None:
         return
     if node.op not in REGION_OPS:
         return
-    attrs = dict(node.attrs)
-    for key in REGION_BODIES[node.op]:
-        body = []
-        for item in attrs.get(key) or []:
-            inner = node_from_json(item)
+    for body in region_bodies(node).values():
+        for inner in body:
             _substitute_node(inner, mapping)
-            body.append(node_to_json(inner))
-        attrs[key] = body
+    attrs = dict(node.attrs)
     for key in ("region.then.yield", "region.else.yield", "region.yield"):
         if attrs.get(key):
             attrs[key] = [_substitute_json(o, mapping) for o in attrs[key]]
