@@ -42,6 +42,7 @@ from dagc.backends.local import (
     script_path,
     used_values,
 )
+from dagc.ir import regions
 from dagc.ir.core import Graph, Node
 from dagc.ir.effects import state_cells, state_groups
 from dagc.ir.regions import walk
@@ -57,18 +58,13 @@ _RESERVED = {
 # ---- what the emitter computes --------------------------------------------------------------------
 def task_demand(node: Node) -> dict[str, float]:
     """Ray resources one process of `node` needs: CPU, GPU, memory and custom resources. A region
-    (or fused group) runs its tasks one after another in one process, so it needs the largest
-    demand of any of them."""
-    demand: dict[str, float] = {}
-    for n in (node, *walk(node)):
-        if n.op == "transfer":
-            continue
-        opts = n.options
-        mine = {"CPU": float(opts.cpus), "GPU": float(opts.gpus), "memory": float(opts.memory or 0)}
-        mine.update((key, float(amount)) for key, amount in opts.resources)
-        for key, amount in mine.items():
-            demand[key] = max(demand.get(key, 0.0), amount)
-    return {k: v for k, v in demand.items() if v or k == "CPU"}
+    (or fused group) runs its tasks one after another in one process, so it asks for the most any
+    of them needs (`dagc.ir.regions.demand`, as partition and the scheduler do)."""
+    if node.op == "transfer":
+        return {}
+    need = regions.demand(node)
+    wanted = {"CPU": need.cpus, "GPU": need.gpus, "memory": float(need.memory or 0), **dict(need.resources)}
+    return {key: float(amount) for key, amount in wanted.items() if amount or key == "CPU"}
 
 
 def _retries(node: Node) -> int:

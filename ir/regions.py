@@ -101,7 +101,7 @@ def devices(node: Node) -> tuple[int, ...]:
 def demand(node: Node) -> Demand:
     """What `node` needs of a device: its own options, raised to the most any inner node needs."""
     need = Demand.of_options(node)
-    if node.op in REGION_OPS:
+    if node.op in REGION_OPS or node.op == "fused":  # one process runs them one after another
         for inner in walk(node):
             need = need.most(Demand.of_options(inner))
     return need
