@@ -287,11 +287,12 @@ def pipeline_steps(graph: Graph) -> dict[str, tuple[tuple[int, ...], tuple[int, 
 def _collective_entry(graph: Graph, plan: CommPlan, step: Step, types: dict[str, str | None]) -> tuple:
     if step.kind == "bcast":
         return ("broadcast", step.value, step.out, step.src, tuple(step.ranks),
-                static_tensor(types.get(step.value or "")), None)
-    divisor = graph.node(step.node).attrs.get("comm.divisor")
+                static_tensor(types.get(step.value or "")), None, None)
+    attrs = graph.node(step.node).attrs
+    divisor, start = attrs.get("comm.divisor"), attrs.get("comm.start")
     kind = "all_reduce" if step.kind == "allreduce" else "reduce"
     return (kind, plan.operands[step.node], step.out, step.src, tuple(step.ranks), None,
-            float(divisor) if divisor is not None else None)
+            float(divisor) if divisor is not None else None, int(start) if start is not None else None)
 
 
 def compressed_tags(graph: Graph, plan: CommPlan) -> dict[int, str]:
@@ -377,8 +378,9 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
             entry = (step.value, step.out, step.src, step.dst, static_tensor(types.get(step.value or "")))
             w.line(f"{step.tag}: {entry!r},")
     w.line("}")
-    w.line("# tag: (kind, value(s), value defined, root rank, group ranks, static tensor, divisor):")
+    w.line("# tag: (kind, value(s), value defined, root rank, group ranks, static tensor, divisor, start):")
     w.line("#   a broadcast gives the root's value to the group; a reduce sums ((operand, rank), ...) onto the root")
+    w.line("#   (after `start`, 0 for Python's sum(), when it is not None)")
     w.line("COLLECTIVES = {")
     with w.indent():
         for step in plan.collectives:

@@ -42,7 +42,8 @@ class Comm(Pass):
     (`reduce_time` against `fanin_time`) says so: the glue node keeps its expression (the local and
     Ray backends still evaluate it) and gets `comm.reduce = "sum"`, `comm.operands` (the values
     added, in Python's order), `comm.sources` (the rank of each), `comm.divisor` (a mean),
-    `comm.bytes`; its operands are not transferred.
+    `comm.bytes`, `comm.start` (0 for Python's `sum(xs)`, which adds to 0); its operands are not
+    transferred.
     When the sum is read only on ranks of the group, an all-reduce (`comm.reduce = "all"`,
     `comm.holders` = the group) leaves it on all of them, if `allreduce_time` says it beats a
     reduce followed by moving the sum.
@@ -126,6 +127,8 @@ class Comm(Pass):
                                "comm.bytes": nbytes})
             if total.divisor is not None:
                 node.attrs["comm.divisor"] = total.divisor
+            if total.start is not None:
+                node.attrs["comm.start"] = total.start  # `sum(xs)`: Python adds the operands to 0
             readers = {home[c][0] for c in graph.consumers(node.outputs[0])} - {root}
             if readers and readers <= set(sources):
                 then_move = (broadcast_time if len(readers) > 1 else fanout_time)(cluster, nbytes, root, sorted(readers))

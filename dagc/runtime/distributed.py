@@ -63,12 +63,14 @@ __all__ = ["Runner", "TaskInfo", "MoveInfo", "CollectiveInfo", "plan_steps", "se
 TaskInfo = tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], str, int]
 # MOVES[tag] = (value on src, value on dst, src, dst, static tensor (dtype, shape) or None)
 MoveInfo = tuple[str, str, int, int, "tuple[str, tuple[int, ...]] | None"]
-# COLLECTIVES[tag] = (kind, value(s), value defined, root, group, static, divisor):
-#   ("broadcast", value on the root, value on every rank of the group, root, group, static tensor, None)
+# COLLECTIVES[tag] = (kind, value(s), value defined, root, group, static, divisor, start):
+#   ("broadcast", value on the root, value on every rank of the group, root, group, static tensor, None, None)
 #   ("reduce", ((operand, its rank), … in Python's order of addition), sum on the root, root, group, None,
-#    the number the sum is divided by (a mean) or None)
+#    the number the sum is divided by (a mean) or None, the value the operands are added to (0 for
+#    Python's `sum(xs)`) or None)
 #   ("all_reduce", …)  the same, and every rank of the group gets the sum
-CollectiveInfo = tuple[str, Any, str, int, tuple[int, ...], "tuple[str, tuple[int, ...]] | None", "float | None"]
+CollectiveInfo = tuple[str, Any, str, int, tuple[int, ...], "tuple[str, tuple[int, ...]] | None", "float | None",
+                       "int | None"]
 
 DTYPES: tuple[torch.dtype, ...] = (
     torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
@@ -317,10 +319,12 @@ def _describe(value: Any) -> list[int]:
 
 
 def reduce_value(value: Any, root: int, group: Any, device: torch.device, order: Sequence[int],
-                 divisor: float | None = None, everywhere: bool = False) -> Any:
+                 divisor: float | None = None, everywhere: bool = False, start: int | None = None) -> Any:
     """Sum every rank's `value` onto global rank `root` (a collective over `group`); `order` lists
-    the ranks in the order Python adds their operands. Returns the sum (divided by `divisor` when
-    given) on the root, None elsewhere; with `everywhere`, on every rank (an all-reduce).
+    the ranks in the order Python adds their operands, after `start` when given (Python's `sum`
+    starts from 0: `0 + t` makes a bool tensor int64 and -0.0 0.0). Returns the sum (divided by
+    `divisor` when given) on the root, None elsewhere; with `everywhere`, on every rank (an
+    all-reduce).
 
     The ranks first exchange what they hold (a 96-byte header each). Tensors of one dtype and shape
     are summed by `dist.reduce` (each rank's operand is copied first: the collective works in
@@ -341,6 +345,8 @@ def reduce_value(value: Any, root: int, group: Any, device: torch.device, order:
             return None
         if not rows[0][3] and total.device.type != "cpu":
             total = total.cpu()
+        if start is not None:
+            total = start + total  # the same dtype and value as ((0 + a) + b) + …, up to the order
         return total / divisor if divisor is not None else total
     gathered: list[Any] = [None] * len(ranks) if rank == root or everywhere else []
     if everywhere:
@@ -350,7 +356,7 @@ def reduce_value(value: Any, root: int, group: Any, device: torch.device, order:
     if rank != root and not everywhere:
         return None
     by_rank = dict(zip(ranks, gathered))
-    total = by_rank[order[0]]
+    total = by_rank[order[0]] if start is None else start + by_rank[order[0]]
     for r in order[1:]:
         total = total + by_rank[r]
     return total / divisor if divisor is not None else total
@@ -623,9 +629,9 @@ class Runner:
         other ranks None."""
         if tag not in self.active:
             return None
-        kind, operands, _, root, group, _, divisor = self.collectives[tag]
+        kind, operands, _, root, group, _, divisor, start = self.collectives[tag]
         total = reduce_value(value, root, self.groups[group], self.comm_device, [rank for _, rank in operands],
-                             divisor, everywhere=kind == "all_reduce")
+                             divisor, everywhere=kind == "all_reduce", start=start)
         if isinstance(total, torch.Tensor) and total.device != self.device and total.device.type != "cpu":
             total = total.to(self.device)
         return total
