@@ -55,7 +55,7 @@ from dagc.runtime.progress import Progress
 from dagc.runtime.store import Cache, RunStore
 
 __all__ = ["Runner", "TaskInfo", "MoveInfo", "CollectiveInfo", "plan_steps", "send_value", "recv_value",
-           "broadcast_value", "reduce_value", "compress_value", "decompress_value", "COMPRESS_DTYPES", "DTYPES",
+           "broadcast_value", "reduce_value", "gather_value", "compress_value", "decompress_value", "COMPRESS_DTYPES", "DTYPES",
            "launch_main", "report_failure", "failure_line", "TaskFailed", "train_pipeline", "train_layers",
            "current_stages", "use_stages"]
 
@@ -69,6 +69,8 @@ MoveInfo = tuple[str, str, int, int, "tuple[str, tuple[int, ...]] | None"]
 #    the number the sum is divided by (a mean) or None, the value the operands are added to (0 for
 #    Python's `sum(xs)`) or None)
 #   ("all_reduce", …)  the same, and every rank of the group gets the sum
+#   ("gather", ((value, its rank), … in the reader's order), (its name on the root, …), root, group,
+#    static tensor every value is (or None), None, None)
 CollectiveInfo = tuple[str, Any, str, int, tuple[int, ...], "tuple[str, tuple[int, ...]] | None", "float | None",
                        "int | None"]
 
@@ -362,6 +364,36 @@ def reduce_value(value: Any, root: int, group: Any, device: torch.device, order:
     return total / divisor if divisor is not None else total
 
 
+def gather_value(value: Any, root: int, group: Any, device: torch.device, order: Sequence[int],
+                 static: tuple[str, tuple[int, ...]] | None = None, compress: str | None = None) -> Any:
+    """Gather the `value` of every rank of `group` but `root` onto global rank `root` (a collective:
+    every rank of the group calls it, the root with None); returns on the root the values of the
+    ranks in `order` (a list), None elsewhere. Statically shaped tensors (`static`) are gathered by
+    `dist.gather` into buffers; anything else by `dist.gather_object` (pickled, as a message's
+    value would be). With `compress`, floating tensors travel narrowed and are widened on the root."""
+    rank = dist.get_rank()
+    ranks = sorted({root, *order})
+    if static is not None and compress is None:
+        if rank != root and not (isinstance(value, torch.Tensor) and value.dtype == getattr(torch, static[0])
+                                 and tuple(value.shape) == tuple(static[1])):
+            raise TypeError(f"expected a {static[0]} tensor of shape {list(static[1])} to gather, "
+                            f"got {type(value).__name__}")
+        mine = static_buffer(static, device) if rank == root else value.detach().to(device).contiguous()
+        buffers = [static_buffer(static, device) for _ in ranks] if rank == root else None
+        dist.gather(mine, buffers, dst=root, group=group)
+        if rank != root:
+            return None
+        by_rank: dict[int, Any] = dict(zip(ranks, buffers))  # type: ignore[arg-type]
+        return [by_rank[r] for r in order]
+    sent = compress_value(value, compress) if compress is not None and rank != root else value
+    gathered: list[Any] | None = [None] * len(ranks) if rank == root else None
+    dist.gather_object(sent, gathered, dst=root, group=group)
+    if rank != root:
+        return None
+    by_rank = dict(zip(ranks, gathered))  # type: ignore[arg-type]
+    return [decompress_value(by_rank[r]) if compress is not None else by_rank[r] for r in order]
+
+
 def static_buffer(static: tuple[str, tuple[int, ...]], device: torch.device) -> torch.Tensor:
     """A buffer for a statically shaped tensor, its pages already mapped (so receiving into it
     runs at the link's speed rather than the page-fault handler's)."""
@@ -395,6 +427,9 @@ def plan_steps(
             elif kind == "broadcast" and any((out, r) in needed for r in group):
                 active.add(tag)
                 needed.add((value, root))
+            elif kind == "gather" and any((o, root) in needed for o in out):
+                active.add(tag)  # the whole gather: every sender takes part
+                needed.update((operand, rank) for operand, rank in value)
             continue
         value, out, src, dst, _ = moves[tag]
         if (out, dst) in needed:
@@ -635,6 +670,19 @@ class Runner:
         if isinstance(total, torch.Tensor) and total.device != self.device and total.device.type != "cpu":
             total = total.to(self.device)
         return total
+
+    def gather(self, value: Any, tag: int) -> Any:
+        """The gather collective `tag`: every sender passes its value, the root None; the root gets
+        the senders' values as a list (in the reader's order), the other ranks None."""
+        if tag not in self.active:
+            return None if self.rank != self.collectives[tag][3] else [None] * len(self.collectives[tag][1])
+        _, parts, _, root, group, static = self.collectives[tag][:6]
+        values = gather_value(value, root, self.groups[group], self.comm_device, [rank for _, rank in parts],
+                              static, self.compress.get(tag))
+        if values is None:
+            return None
+        return [v.to(self.device) if isinstance(v, torch.Tensor) and v.device != self.device
+                and v.device.type != "cpu" else v for v in values]
 
     # ---- the whole run ---------------------------------------------------------------------------
     def execute(self, program: Callable[[Runner], Any], result_path: Path | None = None) -> Any:
