@@ -19,6 +19,8 @@ inter-node link for every step, its slowest):
     reduce             from k ranks   = ⌈log2(k+1)⌉ (α + n/β)   binomial tree
     all-reduce         over p ranks   = min(2(p-1)(α + n/(p β)),  ring: reduce-scatter + all-gather
                                             2⌈log2 p⌉ (α + n/β))   tree: reduce, then broadcast
+    gather             from k ranks   = ⌈log2(k+1)⌉ α + Σ_i n_i/β  binomial tree: every byte still crosses
+                                                                 the root's link, so only latency is saved
 `n` is the bytes on the wire: halved for a value sent compressed to 16 bits (`compress="bf16"`).
 """
 
