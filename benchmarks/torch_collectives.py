@@ -10,7 +10,8 @@ Four gloo ranks on this machine, interleaved rounds so that every way sees the s
             cast on both ends);
 - gather:   one value from each of ranks 1, 2, 3 onto rank 0, read there as a list: three receives
             (`recv_value`, in the list's order) against one `gather_value`, for 64 KiB statically
-            shaped tensors (into buffers), small dicts (pickled) and 16 MiB tensors.
+            shaped tensors (into buffers allocated before the run, as the programs do), small dicts
+            (pickled) and 16 MiB tensors.
 
 Times are medians over the rounds, from a shared barrier to the end of the slowest rank's part
 (a barrier after the operation; it costs every way the same). "Root sends" is what rank 0 wrote to
@@ -85,6 +86,10 @@ def _worker(out: str, reps: int) -> None:
             # the emitted program allocates static tensors' buffers (in the wire's dtype) before the run
             wire = ("bfloat16", static[1]) if kind == "bf16" else static
             buffers = [static_buffer(wire, cpu)] if rank else []
+            what = kind.split("_")[-1]
+            shape = ("float32", tuple(pieces[what].shape)) if what in pieces else None
+            if kind.startswith(("recv_", "gather_")) and rank == 0 and shape is not None:
+                buffers = [static_buffer(shape, cpu) for _ in range(1, world)]
             dist.barrier()
             before = _written()
             start = time.perf_counter()
@@ -108,19 +113,16 @@ def _worker(out: str, reps: int) -> None:
                 total = part.clone()
                 dist.reduce(total, 0, group=group)
             elif kind.startswith("recv_"):  # what the emitted program did before: receives in the list's order
-                what = kind.split("_")[1]
-                value = info if what == "obj" else pieces[what]
-                shape = None if what == "obj" else ("float32", tuple(value.shape))
+                value = pieces.get(what, info)
                 if rank == 0:
-                    gathered = [recv_value(src, 4, cpu, shape, static_buffer(shape, cpu) if shape else None)
+                    gathered = [recv_value(src, 4, cpu, shape, buffers[src - 1] if shape else None)
                                 for src in range(1, world)]
                 else:
                     send_value(value, 0, 4, cpu, shape)
             elif kind.startswith("gather_"):
-                what = kind.split("_")[1]
-                value = info if what == "obj" else pieces[what]
-                shape = None if what == "obj" else ("float32", tuple(value.shape))
-                gathered = gather_value(None if rank == 0 else value, 0, group, cpu, list(range(1, world)), shape)
+                value = pieces.get(what, info)
+                gathered = gather_value(None if rank == 0 else value, 0, group, cpu, list(range(1, world)), shape,
+                                        tag=5, out=buffers if rank == 0 and shape else None)
             elif rank in (0, 1):  # point-to-point, fp32 against bf16 on the wire
                 compress = "bf16" if kind == "bf16" else None
                 if rank == 0:

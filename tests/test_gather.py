@@ -204,8 +204,8 @@ GATHER = {
 
 
         @dagc.task(cost=10, out_size="1KiB", pure=True, compress="bf16")
-        def noisy(k: int) -> torch.Tensor:
-            return torch.linspace(0, 1, 5, dtype=torch.float64) / 3 + k
+        def noisy(k: int) -> "torch.Tensor[float64, 5]":
+            return torch.linspace(0, 1, 5, dtype=torch.float64) / 3 + k  # static and narrowed: bf16 buffers
 
 
         @dagc.task(cost=1, pure=True)
@@ -248,7 +248,7 @@ def test_torch_program_gathers_and_equals_plain_run(tmp_path: Path, write_projec
     entries = collectives_of(text)
     assert sorted(e[0] for e in entries.values()) == ["gather"] * 3  # each list: one gather, no receives
     statics = sorted(str(e[5]) for e in entries.values())
-    assert statics == ["('float32', (16,))", "None", "None"]  # shards into buffers; the rest pickled
+    assert statics == ["('float32', (16,))", "('float64', (5,))", "None"]  # tensors into buffers; dicts pickled
     namespace: dict[str, object] = {}
     exec(text.split("COMPRESS = ", 1)[1].split("\n", 1)[0].join(["C = ", "\n"]), namespace)
     assert list(namespace["C"].values()) == ["bf16"]  # type: ignore[attr-defined]
@@ -264,3 +264,17 @@ def test_torch_program_gathers_and_equals_plain_run(tmp_path: Path, write_projec
     assert stacked.dtype == plain.dtype == torch.float64
     assert ((stacked - plain).abs() <= plain.abs() * 2.0**-8).all()  # bf16 on the wire: relative error ≤ 2^-8
     assert not torch.equal(stacked, plain)  # it did compress
+
+
+def test_a_resumed_run_keeps_or_drops_a_gather_whole() -> None:
+    pytest.importorskip("torch")
+    from dagc.runtime.distributed import plan_steps
+
+    tasks = {f"v{r}": ((r,), (), (f"v{r}",), f"fp{r}", 0) for r in (1, 2, 3)}
+    tasks["reader"] = ((0,), ("v1@0", "v2@0", "v3@0"), ("reader",), "fpr", 0)
+    collectives = {0: ("gather", (("v1", 1), ("v2", 2), ("v3", 3)), ("v1@0", "v2@0", "v3@0"), 0, (0, 1, 2, 3),
+                       None, None, None)}
+    run, load, active = plan_steps(tasks, {}, ("reader",), {"v2"}, collectives)
+    assert active == {0} and run == {"v1", "v3", "reader"} and load == {"v2"}  # v2 stored: loaded to be sent
+    run, load, active = plan_steps(tasks, {}, ("reader",), {"reader", "v1"}, collectives)
+    assert active == set() and run == {"v2", "v3"} and load == {"reader"}  # the reader is done: no gather

@@ -365,26 +365,37 @@ def reduce_value(value: Any, root: int, group: Any, device: torch.device, order:
 
 
 def gather_value(value: Any, root: int, group: Any, device: torch.device, order: Sequence[int],
-                 static: tuple[str, tuple[int, ...]] | None = None, compress: str | None = None) -> Any:
-    """Gather the `value` of every rank of `group` but `root` onto global rank `root` (a collective:
-    every rank of the group calls it, the root with None); returns on the root the values of the
-    ranks in `order` (a list), None elsewhere. Statically shaped tensors (`static`) are gathered by
-    `dist.gather` into buffers; anything else by `dist.gather_object` (pickled, as a message's
-    value would be). With `compress`, floating tensors travel narrowed and are widened on the root."""
+                 static: tuple[str, tuple[int, ...]] | None = None, compress: str | None = None,
+                 tag: int = 0, out: Sequence[torch.Tensor] | None = None) -> Any:
+    """Gather the `value` of every rank in `order` onto global rank `root` (a collective over
+    `group`: every rank of it calls it, the root with None); returns on the root the values in
+    `order` (a list), None elsewhere.
+
+    Statically shaped tensors (`static`) go straight into the root's buffers (`out`, one per sender
+    in `order`, allocated before the run; else here): the root posts one receive per sender at once
+    and each sender sends, as NCCL's gather does — gloo's `dist.gather` would stage everything in
+    one flat buffer and copy it out again. Anything else goes by `dist.gather_object` (pickled, as a
+    message's value would be). With `compress`, floating tensors travel narrowed and are widened on
+    the root."""
     rank = dist.get_rank()
-    ranks = sorted({root, *order})
-    if static is not None and compress is None:
-        if rank != root and not (isinstance(value, torch.Tensor) and value.dtype == getattr(torch, static[0])
-                                 and tuple(value.shape) == tuple(static[1])):
-            raise TypeError(f"expected a {static[0]} tensor of shape {list(static[1])} to gather, "
-                            f"got {type(value).__name__}")
-        mine = static_buffer(static, device) if rank == root else value.detach().to(device).contiguous()
-        buffers = [static_buffer(static, device) for _ in ranks] if rank == root else None
-        dist.gather(mine, buffers, dst=root, group=group)
+    if static is not None:
+        wire = _wire_static(static, compress) if compress is not None else static
         if rank != root:
+            sent = compress_value(value, compress) if compress is not None else value
+            tensor = sent.tensor if isinstance(sent, _Narrowed) else sent
+            if not (isinstance(tensor, torch.Tensor) and tensor.dtype == getattr(torch, wire[0])
+                    and tuple(tensor.shape) == tuple(wire[1])):
+                raise TypeError(f"expected a {static[0]} tensor of shape {list(static[1])} to gather, "
+                                f"got {type(value).__name__}")
+            dist.send(tensor.detach().to(device).contiguous(), root, tag=tag)
             return None
-        by_rank: dict[int, Any] = dict(zip(ranks, buffers))  # type: ignore[arg-type]
-        return [by_rank[r] for r in order]
+        buffers = list(out) if out is not None else [static_buffer(wire, device) for _ in order]
+        requests = dist.batch_isend_irecv([dist.P2POp(dist.irecv, buffer, src, tag=tag)
+                                           for buffer, src in zip(buffers, order)])
+        for request in requests:
+            request.wait()
+        return [_widen_from_wire(b, static) if compress is not None else b for b in buffers]
+    ranks = sorted({root, *order})
     sent = compress_value(value, compress) if compress is not None and rank != root else value
     gathered: list[Any] | None = [None] * len(ranks) if rank == root else None
     dist.gather_object(sent, gathered, dst=root, group=group)
@@ -489,7 +500,7 @@ class Runner:
         self.device = torch.device("cpu")
         self.comm_device = torch.device("cpu")
         self.moved_bytes = 0
-        self.buffers: dict[int, torch.Tensor] = {}
+        self.buffers: dict[int, Any] = {}  # tag -> a receive buffer (a list of them for a gather)
 
     # ---- setup -----------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -529,6 +540,12 @@ class Runner:
         self.run, self.load, self.active = plan_steps(self.tasks, self.moves, self.returns, done,
                                                       self.collectives)
         for tag in sorted(self.active):  # preallocate the receive buffers of statically shaped tensors
+            if tag in self.collectives and self.collectives[tag][0] == "gather":
+                _, parts, _, root, _, static = self.collectives[tag][:6]
+                if root == self.rank and static is not None:
+                    wire = _wire_static(static, self.compress[tag]) if tag in self.compress else static
+                    self.buffers[tag] = [static_buffer(wire, self.comm_device) for _ in parts]  # type: ignore[assignment]
+                continue
             if tag in self.collectives:
                 kind, _, _, root, group, static = self.collectives[tag][:6]
                 src, dst = root, (self.rank if self.rank in group and kind == "broadcast" else -1)
@@ -678,7 +695,7 @@ class Runner:
             return None if self.rank != self.collectives[tag][3] else [None] * len(self.collectives[tag][1])
         _, parts, _, root, group, static = self.collectives[tag][:6]
         values = gather_value(value, root, self.groups[group], self.comm_device, [rank for _, rank in parts],
-                              static, self.compress.get(tag))
+                              static, self.compress.get(tag), tag, self.buffers.pop(tag, None))
         if values is None:
             return None
         return [v.to(self.device) if isinstance(v, torch.Tensor) and v.device != self.device
