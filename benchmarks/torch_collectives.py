@@ -148,7 +148,8 @@ def _worker(out: str, reps: int) -> None:
     if rank == 0:
         assert everyone is not None
         senders = {k: [sum(w[k][i] for w in everyone[1:]) for i in range(reps)] for k in kinds}
-        Path(out).write_text(json.dumps({"times": times, "sent": sent, "senders": senders}))
+        total = {k: [sum(w[k][i] for w in everyone) for i in range(reps)] for k in kinds}
+        Path(out).write_text(json.dumps({"times": times, "sent": sent, "senders": senders, "total": total}))
     dist.barrier()
     dist.destroy_process_group()
 
@@ -181,7 +182,7 @@ def run(quick: bool = False) -> str:
 
     reps = 5 if quick else 15
     data = measure(reps)
-    times, sent, senders = data["times"], data["sent"], data["senders"]
+    times, sent, senders, total = data["times"], data["sent"], data["senders"], data["total"]
     lines = [
         "### torch backend: collectives vs point-to-point, and bf16 transfer",
         "",
@@ -199,6 +200,13 @@ def run(quick: bool = False) -> str:
         sa, sb = statistics.median(sent[a]), statistics.median(sent[b])
         lines.append(f"| {label} | {ta * 1e3:.1f} ms | {_mib(sa)} | {tb * 1e3:.1f} ms | {_mib(sb)} | "
                      f"{ta / tb:.2f}× |")
+    ta, tb = statistics.median(total["sends"]), statistics.median(total["broadcast"])
+    lines += [
+        "",
+        f"All 4 ranks together wrote {_mib(ta)} for the 3 sends and {_mib(tb)} for the broadcast "
+        f"({ta / tb:.2f}×): the tree takes {statistics.median(sent['sends']) / statistics.median(sent['broadcast']):.2f}× "
+        "fewer bytes off the root's link, but not off the machine.",
+    ]
     lines += [
         "",
         "| gather onto rank 0 from ranks 1-3 | 3 receives | senders send | gather | senders send | speed-up |",
