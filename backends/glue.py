@@ -64,6 +64,11 @@ class _Substitute(ast.NodeTransformer):
     def visit_Call(self, call: ast.Call) -> ast.expr:
         call.args = [self.visit(a) for a in call.args]
         call.keywords = [self.visit(k) for k in call.keywords]
+        # `tuple(_0)` of a list operand: `(a, b)`, not `tuple([a, b])` (the same value; lint-clean)
+        if isinstance(call.func, ast.Name) and call.func.id in ("tuple", "list") and len(call.args) == 1 \
+                and not call.keywords and isinstance(call.args[0], (ast.List, ast.Tuple)) \
+                and not any(isinstance(e, ast.Starred) for e in call.args[0].elts):
+            return (ast.Tuple if call.func.id == "tuple" else ast.List)(call.args[0].elts, ast.Load())
         return call  # the builtin's name is kept; only placeholders are substituted
 
     def visit_Name(self, name: ast.Name) -> ast.expr:

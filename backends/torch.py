@@ -107,7 +107,7 @@ def _used_on(plan: CommPlan, ops: list[Op], rank: int) -> set[str]:
             used.add(op.value)
         elif op.kind == "bcast" and op.peer == rank and op.value is not None:
             used.add(op.value)
-        elif op.kind in ("reduce", "allreduce") and op.value is not None:
+        elif op.kind in ("reduce", "allreduce", "gather") and op.value is not None:
             used.add(op.value)
     if rank == 0:
         used.update(plan.returns)
@@ -169,7 +169,7 @@ def _emit_rank(w: CodeWriter, graph: Graph, plan: CommPlan, rank: int, ops: list
     with w.indent():
         n_tasks = sum(1 for op in ops if op.kind in ("run", "coll"))
         n_msgs = sum(1 for op in ops if op.kind in ("send", "recv"))
-        n_coll = sum(1 for op in ops if op.kind in ("bcast", "reduce", "allreduce"))
+        n_coll = sum(1 for op in ops if op.kind in ("bcast", "reduce", "allreduce", "gather"))
         colls = f", {n_coll} collective(s)" if n_coll else ""
         w.line(f'"""Rank {rank}: {n_tasks} task(s), {n_msgs} message(s){colls}, in schedule order."""')
         modules_used = sorted({m for op in ops if op.kind in ("run", "coll")
@@ -213,6 +213,13 @@ def _emit_rank(w: CodeWriter, graph: Graph, plan: CommPlan, rank: int, ops: list
                     w.line(f"{target}rt.reduce({names[op.value]}, {op.tag})  # {what}, here")  # type: ignore[index]
                 else:
                     w.line(f"rt.reduce({names[op.value]}, {op.tag})  # {what}, onto rank {op.peer}")  # type: ignore[index]
+            elif op.kind == "gather" and op.peer == rank:
+                senders = [src for _, _, src in plan.gathers[op.node]]
+                targets = [names[o] if o in used else "_" for o in op.outs]
+                target = f"{', '.join(targets)} = " if any(t != "_" for t in targets) else ""
+                w.line(f"{target}rt.gather(None, {op.tag})  # %{', %'.join(op.outs)} from ranks {senders}")
+            elif op.kind == "gather":
+                w.line(f"rt.gather({names[op.value]}, {op.tag})  # %{op.value} to rank {op.peer}")  # type: ignore[index]
             elif op.kind == "alias":
                 w.line(f"{names[op.out]} = {names[op.value]}  # %{op.out}: already here as %{op.value}")  # type: ignore[index]
         if rank == 0:
@@ -287,11 +294,18 @@ def pipeline_steps(graph: Graph) -> dict[str, tuple[tuple[int, ...], tuple[int, 
 def _collective_entry(graph: Graph, plan: CommPlan, step: Step, types: dict[str, str | None]) -> tuple:
     if step.kind == "bcast":
         return ("broadcast", step.value, step.out, step.src, tuple(step.ranks),
-                static_tensor(types.get(step.value or "")), None)
-    divisor = graph.node(step.node).attrs.get("comm.divisor")
+                static_tensor(types.get(step.value or "")), None, None)
+    if step.kind == "gather":
+        parts = plan.gathers[step.node]
+        statics = {static_tensor(types.get(value)) for value, _, _ in parts}
+        static = statics.pop() if len(statics) == 1 else None  # one buffer shape for every sender
+        return ("gather", tuple((value, src) for value, _, src in parts), tuple(out for _, out, _ in parts),
+                step.src, tuple(step.ranks), static, None, None)
+    attrs = graph.node(step.node).attrs
+    divisor, start = attrs.get("comm.divisor"), attrs.get("comm.start")
     kind = "all_reduce" if step.kind == "allreduce" else "reduce"
     return (kind, plan.operands[step.node], step.out, step.src, tuple(step.ranks), None,
-            float(divisor) if divisor is not None else None)
+            float(divisor) if divisor is not None else None, int(start) if start is not None else None)
 
 
 def compressed_tags(graph: Graph, plan: CommPlan) -> dict[int, str]:
@@ -301,6 +315,11 @@ def compressed_tags(graph: Graph, plan: CommPlan) -> dict[int, str]:
     for step in [*plan.moves, *plan.collectives]:
         if step.kind in ("reduce", "allreduce"):  # summed in full precision
             continue
+        if step.kind == "gather":  # narrowed when every sender's task declares the same format
+            kinds = {_compress_of(graph, value) for value, _, _ in plan.gathers[step.node]}
+            if len(kinds) == 1 and None not in kinds and step.tag is not None:
+                out[step.tag] = kinds.pop()  # type: ignore[assignment]
+            continue
         node = graph.producer(step.value or "")
         while node is not None and node.op == "transfer" and node.args and isinstance(node.args[0], Ref):
             node = graph.producer(node.args[0].name)
@@ -308,6 +327,13 @@ def compressed_tags(graph: Graph, plan: CommPlan) -> dict[int, str]:
         if kind and step.tag is not None:
             out[step.tag] = kind
     return dict(sorted(out.items()))
+
+
+def _compress_of(graph: Graph, value: str) -> str | None:
+    node = graph.producer(value)
+    while node is not None and node.op == "transfer" and node.args and isinstance(node.args[0], Ref):
+        node = graph.producer(node.args[0].name)
+    return getattr(node.options, "compress", None) if node is not None else None
 
 
 def build_plan(graph: Graph) -> CommPlan:
@@ -377,8 +403,9 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
             entry = (step.value, step.out, step.src, step.dst, static_tensor(types.get(step.value or "")))
             w.line(f"{step.tag}: {entry!r},")
     w.line("}")
-    w.line("# tag: (kind, value(s), value defined, root rank, group ranks, static tensor, divisor):")
+    w.line("# tag: (kind, value(s), value defined, root rank, group ranks, static tensor, divisor, start):")
     w.line("#   a broadcast gives the root's value to the group; a reduce sums ((operand, rank), ...) onto the root")
+    w.line("#   (after `start`, 0 for Python's sum(), when it is not None); a gather brings the root ((value, rank), ...)")
     w.line("COLLECTIVES = {")
     with w.indent():
         for step in plan.collectives:

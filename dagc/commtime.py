@@ -10,6 +10,8 @@ all-reduce. `timed_makespan(graph)` replays the graph in schedule order with tho
                   takes `broadcast_time`
     a reduce /    starts when every operand is ready and every member's link is free; takes
     all-reduce    `reduce_time` / `allreduce_time`; the sum is ready on the root (on every member)
+    a gather      starts when every sender's value is ready and every member's link is free;
+                  takes `gather_time`; every value is ready on the root
 
 A device has one link (one message in or out at a time, as on a node's network card), so the
 messages into a parameter server queue up. `dagc plan` prints this estimate beside the scheduler's
@@ -19,9 +21,9 @@ messages into a parameter server queue up. `dagc plan` prints this estimate besi
 from __future__ import annotations
 
 from dagc.cluster import Cluster
-from dagc.cost import CostModel, allreduce_time, broadcast_time, reduce_time
+from dagc.cost import CostModel, allreduce_time, broadcast_time, gather_time, reduce_time
 from dagc.ir.core import Graph
-from dagc.passes.commcheck import _priority_order, node_ranks
+from dagc.passes.commcheck import _gather_members, _priority_order, _transfer_src, node_ranks
 
 __all__ = ["timed_makespan"]
 
@@ -47,9 +49,27 @@ def timed_makespan(graph: Graph, cluster: Cluster, cost: CostModel | None = None
         t, d = min(holders)
         return t + cluster.transfer_time(cost.default_out_size, d, device)
 
+    members = _gather_members(graph)
+    arrived: dict[str, int] = {}
     for name in _priority_order(graph):
         node = graph.node(name)
         ranks = [r for r in node_ranks(node) if r < cluster.n_devices] or [0]
+        gather = node.attrs.get("transfer.gather") if node.op == "transfer" else None
+        if isinstance(gather, str) and gather in members:
+            arrived[gather] = arrived.get(gather, 0) + 1
+            if arrived[gather] < len(members[gather]):
+                continue  # the gather starts with its last value
+            parts = [(m.input_values()[0], m.outputs[0], _transfer_src(m),
+                      float(m.attrs.get("transfer.bytes", cost.wire_bytes(m)))) for m in members[gather]]
+            group = sorted({ranks[0], *(src for _, _, src, _ in parts)})
+            start = max([*(at(v, src) for v, _, src, _ in parts), *(link_free.get(r, 0.0) for r in group)])
+            finish = start + gather_time(cluster, [n for *_, n in parts], ranks[0], [src for _, _, src, _ in parts])
+            for r in group:
+                link_free[r] = finish
+            for _, out, _, _ in parts:
+                ready[(out, ranks[0])] = finish
+            end = max(end, finish)
+            continue
         if node.op == "transfer":
             (value,) = node.input_values()[:1]
             src = int(node.attrs.get("transfer.src", ranks[0]))

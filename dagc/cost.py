@@ -19,6 +19,8 @@ inter-node link for every step, its slowest):
     reduce             from k ranks   = ⌈log2(k+1)⌉ (α + n/β)   binomial tree
     all-reduce         over p ranks   = min(2(p-1)(α + n/(p β)),  ring: reduce-scatter + all-gather
                                             2⌈log2 p⌉ (α + n/β))   tree: reduce, then broadcast
+    gather             from k ranks   = ⌈log2(k+1)⌉ α + Σ_i n_i/β  binomial tree: every byte still crosses
+                                                                 the root's link, so only latency is saved
 `n` is the bytes on the wire: halved for a value sent compressed to 16 bits (`compress="bf16"`).
 """
 
@@ -43,6 +45,7 @@ __all__ = [
     "fanin_time",
     "reduce_time",
     "allreduce_time",
+    "gather_time",
     "group_link",
 ]
 
@@ -200,3 +203,14 @@ def allreduce_time(cluster: Cluster, nbytes: float, ranks: Sequence[int]) -> flo
     link = group_link(cluster, group[0], group[1:])
     ring = 2 * (p - 1) * link.time(nbytes / p)
     return min(ring, 2 * _tree_steps(p) * link.time(nbytes))
+
+
+def gather_time(cluster: Cluster, sizes: Sequence[float], root: int, senders: Sequence[int]) -> float:
+    """Seconds for a binomial-tree gather onto `root` of `sizes[i]` bytes from `senders[i]`: the
+    tree's ⌈log₂ p⌉ latencies, and every byte crossing the root's link once (Σ n/β). Against
+    `fanin_time` (p−1 latencies and the same bytes) it saves latency only: from 3 senders on."""
+    others = [(n, s) for n, s in zip(sizes, senders) if s != root]
+    if not others:
+        return 0.0
+    link = group_link(cluster, root, [s for _, s in others])
+    return _tree_steps(len(others) + 1) * link.latency + sum(n for n, _ in others) / link.bandwidth

@@ -10,7 +10,7 @@ and `transfers`, one `{src, dst, bytes, from_device, to_device, start, end}` per
 crosses devices: it leaves when its producer ends and must arrive before its consumer starts.
 For a pipeline script the plan also gives its makespan once the `comm` pass has chosen the
 transfers (`dagc.commtime`): with point-to-point messages only, and with the collectives the cost
-model prefers (broadcast, reduce, all-reduce).
+model prefers (broadcast, reduce, all-reduce, gather).
 """
 
 from __future__ import annotations
@@ -241,7 +241,9 @@ def _comm_estimates(result: PlanResult, path: str, cluster: Cluster, cost: CostM
         makespan = timed_makespan(graph, cluster, cost)
         if collectives:
             result.comm_makespan = makespan
-            result.collectives = sum(1 for n in graph if n.attrs.get("transfer.kind") or n.attrs.get("comm.reduce"))
+            result.collectives = sum(1 for n in graph if n.attrs.get("transfer.kind") in ("broadcast",)
+                                     or n.attrs.get("comm.reduce")) \
+                + len({n.attrs.get("transfer.gather") for n in graph if n.attrs.get("transfer.kind") == "gather"})
         else:
             result.p2p_makespan = makespan
 

@@ -1608,8 +1608,11 @@ class Extractor:
                 literal = as_literal(e)  # `tuple([a, b])` is `(a, b)`: emitted code stays lint-clean
                 if literal is not None:
                     return conv(literal)
-                return ast.Call(ast.Name(e.func.id, ast.Load()), [conv(a) for a in e.args],  # type: ignore[attr-defined]
+                return ast.Call(ast.Name(e.func.id, ast.Load()),  # type: ignore[attr-defined]
+                                [conv(_generator_as_list(e, a)) for a in e.args],
                                 [ast.keyword(k.arg, conv(k.value)) for k in e.keywords])
+            if isinstance(e, (ast.ListComp, ast.DictComp)):  # `sum([grad(w, s) for s in shards])`
+                return placeholder(_to_operand(self._comprehension(e, scope, info)))
             if isinstance(e, ast.Call):
                 value = self._eval(e, scope, info)
                 return placeholder(_to_operand(value))
@@ -2432,6 +2435,19 @@ def _operand_json(operand: Operand | None) -> Any:
 
 def _value_of(operand: Operand) -> Value:
     return Dyn(operand) if any(True for _ in iter_refs(operand)) else Static(_const_value(operand))
+
+
+# builtins that consume a generator argument whole, in order: given the list of its items instead,
+# they return the same (`sum(g(k) for k in ks)` is `sum([g(k) for k in ks])`)
+_CONSUME_ITERABLE = frozenset({"sum", "min", "max", "sorted", "list", "tuple"})
+
+
+def _generator_as_list(call: ast.Call, arg: ast.expr) -> ast.expr:
+    """`arg` of a glue builtin `call`, a generator expression that it consumes whole made a list
+    comprehension (which the pipeline unrolls); any other argument as it is."""
+    if isinstance(arg, ast.GeneratorExp) and isinstance(call.func, ast.Name) and call.func.id in _CONSUME_ITERABLE:
+        return ast.copy_location(ast.ListComp(arg.elt, arg.generators), arg)
+    return arg
 
 
 def _known_container(value: Value) -> tuple[str, list[Value]] | None:

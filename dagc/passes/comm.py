@@ -5,21 +5,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from dagc.cost import allreduce_time, broadcast_time, fanin_time, fanout_time, reduce_time
+from dagc.cluster import Cluster
+from dagc.cost import allreduce_time, broadcast_time, fanin_time, fanout_time, gather_time, reduce_time
 from dagc.ir.core import Graph, Node
-from dagc.ir.types import Ref, TaskOptions
+from dagc.ir.types import Ref, Seq, TaskOptions
 from dagc.passes._rewrite import replace_uses
 from dagc.passes.base import Pass, PassContext, register
 from dagc.passes.partition import cluster_of, cost_model_of
 from dagc.passes.reductions import glue_sum, task_sum
 from dagc.passes.schedule import device_list
 
-__all__ = ["Comm", "TRANSFER_TARGET", "REDUCE_ORDER_CODE"]
+__all__ = ["Comm", "TRANSFER_TARGET", "REDUCE_ORDER_CODE", "fanin_time_each"]
 
 # Warning: a sum became a reduce collective, whose floating-point additions may run in another order.
 REDUCE_ORDER_CODE = "DAGC311"
 
 TRANSFER_TARGET = "dagc.runtime.transfer:transfer"
+
+
+def fanin_time_each(cluster: Cluster, sizes: list[int], root: int, senders: list[int]) -> float:
+    """Seconds for `root` to receive `sizes[i]` bytes from `senders[i]` in turn (point-to-point)."""
+    return sum(fanin_time(cluster, n, root, [s]) for n, s in zip(sizes, senders))
 
 
 @register
@@ -42,12 +48,20 @@ class Comm(Pass):
     (`reduce_time` against `fanin_time`) says so: the glue node keeps its expression (the local and
     Ray backends still evaluate it) and gets `comm.reduce = "sum"`, `comm.operands` (the values
     added, in Python's order), `comm.sources` (the rank of each), `comm.divisor` (a mean),
-    `comm.bytes`; its operands are not transferred.
+    `comm.bytes`, `comm.start` (0 for Python's `sum(xs)`, which adds to 0); its operands are not
+    transferred.
     When the sum is read only on ranks of the group, an all-reduce (`comm.reduce = "all"`,
     `comm.holders` = the group) leaves it on all of them, if `allreduce_time` says it beats a
     reduce followed by moving the sum.
     Floating-point sums may then round differently from Python's left-to-right order: a warning
-    (DAGC311) at the line says so."""
+    (DAGC311) at the line says so.
+
+    A list (or tuple) operand of a node whose items are values from k ≥ 2 other ranks, one each,
+    that only this node reads on its rank, becomes a gather onto the node's rank when
+    `gather_time` beats `fanin_time` (from k = 3 on): each item still gets its own transfer node
+    `value@dst`, marked `transfer.kind = "gather"`, `transfer.gather` = the reading node's name (the
+    gather's name) and `transfer.group` = the ranks taking part (the root first, then the
+    senders in the list's order). `commcheck` makes one collective step of them."""
 
     name: ClassVar[str] = "comm"
     collectives: bool = True  # comm{collectives=false}: point-to-point messages only
@@ -70,7 +84,8 @@ class Comm(Pass):
             d_src, d_dst = home[src][0], home[dst][0]
             if d_src != d_dst:
                 needed.setdefault(value, {}).setdefault(d_dst, []).append(dst)
-        if not needed:
+        gathers = self._gathers(ctx, graph, home, needed, reduced) if self.collectives else []
+        if not needed and not gathers:
             return
         inserted: dict[str, list[str]] = {}
         broadcasts = 0
@@ -92,6 +107,17 @@ class Comm(Pass):
                 time = cluster.transfer_time(nbytes, d_src, d_dst)
                 name = self._insert(graph, producer, value, d_src, [d_dst], nbytes, time, consumers)
                 inserted.setdefault(producer.name, []).append(name)
+        for reader, root, values, sources in gathers:
+            group = [root, *sources]
+            sizes = [int(cost.wire_bytes(graph.producer(v))) for v in values]  # type: ignore[arg-type]
+            time = gather_time(cluster, sizes, root, sources)
+            for value, src, nbytes in zip(values, sources, sizes):
+                producer = graph.producer(value)
+                assert producer is not None
+                name = self._insert(graph, producer, value, src, [root], nbytes, time, [reader])
+                graph.node(name).attrs.update({"transfer.kind": "gather", "transfer.gather": reader,
+                                               "transfer.group": group})
+                inserted.setdefault(producer.name, []).append(name)
         new = {t for ts in inserted.values() for t in ts}
         order: list[str] = []
         for n in graph:
@@ -103,7 +129,46 @@ class Comm(Pass):
         graph.invalidate()
         total = sum(len(v) for v in inserted.values())
         ctx.remark(self.name, f"inserted {total} transfer(s)" + (f", {broadcasts} of them broadcast(s)"
-                                                                 if broadcasts else ""))
+                                                                 if broadcasts else "")
+                   + (f"; {len(gathers)} gather(s)" if gathers else ""))
+
+    @staticmethod
+    def _gathers(ctx: PassContext, graph: Graph, home: dict[str, tuple[int, ...]],
+                 needed: dict[str, dict[int, list[str]]], reduced: set[str],
+                 ) -> list[tuple[str, int, list[str], list[int]]]:
+        """(reader, its rank, values, their ranks) of every list operand that a gather brings to its
+        reader faster than messages do; their entries leave `needed` (see the class docstring)."""
+        cluster, cost = cluster_of(ctx), cost_model_of(ctx)
+        out: list[tuple[str, int, list[str], list[int]]] = []
+        taken: set[str] = set()
+        for node in graph:
+            if node.op == "transfer" or node.name in reduced or len(home[node.name]) != 1:
+                continue
+            root = home[node.name][0]
+            for operand in (*node.args, *(v for _, v in node.kwargs)):
+                if not isinstance(operand, Seq):
+                    continue
+                values: list[str] = []
+                for item in operand.items:
+                    producer = graph.producer(item.name) if isinstance(item, Ref) else None
+                    if producer is not None and home[producer.name][0] != root and item.name not in values:
+                        values.append(item.name)  # type: ignore[union-attr]
+                sources = [home[graph.producer(v).name][0] for v in values]  # type: ignore[union-attr]
+                # one value per rank, read on this rank by this node alone, not in another gather
+                if len(values) < 2 or len(set(sources)) != len(sources) or taken & set(values) or any(
+                        set(needed.get(v, {}).get(root, ())) != {node.name} for v in values):
+                    continue
+                sizes = [int(cost.wire_bytes(graph.producer(v))) for v in values]  # type: ignore[arg-type]
+                if not gather_time(cluster, sizes, root, sources) < fanin_time_each(cluster, sizes, root, sources):
+                    continue
+                for value in values:
+                    del needed[value][root]
+                    if not needed[value]:
+                        del needed[value]
+                taken.update(values)
+                out.append((node.name, root, values, sources))
+                break  # one gather per reader
+        return out
 
     def _reductions(self, ctx: PassContext, graph: Graph, home: dict[str, tuple[int, ...]]) -> set[str]:
         """Mark the glue sums that become reduce collectives; their names."""
@@ -126,6 +191,8 @@ class Comm(Pass):
                                "comm.bytes": nbytes})
             if total.divisor is not None:
                 node.attrs["comm.divisor"] = total.divisor
+            if total.start is not None:
+                node.attrs["comm.start"] = total.start  # `sum(xs)`: Python adds the operands to 0
             readers = {home[c][0] for c in graph.consumers(node.outputs[0])} - {root}
             if readers and readers <= set(sources):
                 then_move = (broadcast_time if len(readers) > 1 else fanout_time)(cluster, nbytes, root, sorted(readers))

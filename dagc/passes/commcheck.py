@@ -93,7 +93,8 @@ class Op:
     locally: a transfer whose two ends are the same rank), "bcast" (a broadcast collective over
     `group`: root `peer` gives `value`, every rank of the group holds `out` afterwards), "reduce"
     (a sum over `group`: each rank gives its `value`, root `peer` holds `out` afterwards),
-    "allreduce" (the same, and every rank of the group holds `out`)."""
+    "allreduce" (the same, and every rank of the group holds `out`), "gather" (each rank of `group`
+    but the root `peer` gives its `value`; the root holds `outs` afterwards, one per sender)."""
 
     kind: str
     node: str
@@ -102,6 +103,7 @@ class Op:
     peer: int | None = None
     tag: int | None = None
     group: tuple[int, ...] = ()
+    outs: tuple[str, ...] = ()
 
     def describe(self) -> str:
         if self.kind == "run":
@@ -112,6 +114,8 @@ class Op:
             return f"all-reduce `{self.node}` over ranks {list(self.group)} (tag {self.tag})"
         if self.kind == "reduce":
             return f"reduce `{self.node}` onto rank {self.peer} over ranks {list(self.group)} (tag {self.tag})"
+        if self.kind == "gather":
+            return f"gather `{self.node}` onto rank {self.peer} over ranks {list(self.group)} (tag {self.tag})"
         if self.kind == "bcast":
             return f"broadcast `{self.value}` from rank {self.peer} over ranks {list(self.group)} (tag {self.tag})"
         if self.kind == "send":
@@ -128,7 +132,7 @@ class Step:
     For a move, `node` names the transfer node (or the consumer that needed the value, for a move
     the backend adds itself), `value` is read on `src` and `out` is defined on `dst`."""
 
-    kind: str  # "run" | "move" | "bcast" | "reduce" | "allreduce" (`ranks` = the group, `src` = its root)
+    kind: str  # "run" | "move" | "bcast" | "reduce" | "allreduce" | "gather" (`ranks` = the group, `src` = its root)
     node: str
     ranks: tuple[int, ...] = ()
     value: str | None = None
@@ -153,6 +157,8 @@ class CommPlan:
     outputs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     returns: tuple[str, ...] = ()
     operands: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)  # reduce: (value, rank)s
+    # gather: (value on its rank, its name on the root, the rank) for each sender, in the list's order
+    gathers: dict[str, tuple[tuple[str, str, int], ...]] = field(default_factory=dict)
 
     def programs(self) -> list[list[Op]]:
         """Each rank's sequence of operations (index = rank)."""
@@ -173,6 +179,12 @@ class CommPlan:
                     gets = step.kind == "allreduce" or r == step.src
                     out[r].append(Op(step.kind, step.node, mine, step.out if gets else None, step.src,
                                      step.tag, step.ranks))
+            elif step.kind == "gather":
+                parts = self.gathers[step.node]
+                for r in step.ranks:
+                    mine = next((v for v, _, src in parts if src == r), None)
+                    outs = tuple(out for _, out, _ in parts) if r == step.src else ()
+                    out[r].append(Op("gather", step.node, mine, None, step.src, step.tag, step.ranks, outs))
             elif step.src == step.dst:
                 assert step.src is not None
                 out[step.src].append(Op("alias", step.node, step.value, step.out, tag=step.tag))
@@ -189,7 +201,7 @@ class CommPlan:
 
     @property
     def collectives(self) -> list[Step]:
-        """The collectives (broadcasts and reduces)."""
+        """The collectives (broadcasts, reduces and gathers)."""
         return [s for s in self.steps if s.kind in _COLLECTIVES]
 
     @property
@@ -283,8 +295,32 @@ def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
     inputs: dict[str, tuple[str, ...]] = {}
     outputs: dict[str, tuple[str, ...]] = {}
     operands: dict[str, tuple[tuple[str, int], ...]] = {}
+    gathers: dict[str, tuple[tuple[str, str, int], ...]] = {}
+    members = _gather_members(graph)
+    arrived: dict[str, int] = {}
     for name in order:
         node = graph.node(name)
+        gather = node.attrs.get("transfer.gather") if node.op == "transfer" else None
+        if isinstance(gather, str) and gather in members:
+            # one collective for all of a gather's transfers, once the last of their values exists
+            arrived[gather] = arrived.get(gather, 0) + 1
+            if arrived[gather] < len(members[gather]):
+                continue
+            parts = []
+            for member in members[gather]:
+                value, out, src = member.input_values()[0], member.outputs[0], _transfer_src(member)
+                fetch(gather, value, src)
+                parts.append((value, out, src))
+            target = home[name][0]
+            gathers[gather] = tuple(parts)
+            steps.append(Step("gather", gather, ranks=tuple(sorted({target, *(p[2] for p in parts)})), src=target,
+                              tag=tag))
+            tag += 1
+            for value, out, _ in parts:
+                origin.setdefault(out, root(value))
+                holders[out] = [target]
+                copies.setdefault((root(out), target), out)
+            continue
         if node.attrs.get("comm.reduce") and _device_list(node.attrs.get("comm.sources")):
             # a sum computed by a reduce collective: each operand stays on its own rank
             sources = _device_list(node.attrs["comm.sources"]) or ()
@@ -343,11 +379,30 @@ def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
     for value in returns:
         fetch("<return>", value, 0)
     return CommPlan(n_ranks, steps, home, {n.name: n.span for n in graph}, params, inputs, outputs, returns,
-                    operands)
+                    operands, gathers)
+
+
+def _transfer_src(node: Node) -> int:
+    """The rank a transfer node's value leaves from."""
+    src = _device_list(node.attrs.get("transfer.src"))
+    return src[0] if src else 0
+
+
+def _gather_members(graph: Graph) -> dict[str, list[Node]]:
+    """Gather name → its transfer nodes, in the order of the gather's group (`transfer.group`: the
+    root, then the senders in the order the reader lists their values)."""
+    out: dict[str, list[Node]] = {}
+    for node in graph:
+        if node.op == "transfer" and node.attrs.get("transfer.kind") == "gather":
+            out.setdefault(str(node.attrs.get("transfer.gather")), []).append(node)
+    for nodes in out.values():
+        group = list(_device_list(nodes[0].attrs.get("transfer.group")) or ())
+        nodes.sort(key=lambda n: group.index(_transfer_src(n)) if _transfer_src(n) in group else len(group))
+    return out
 
 
 _TOKEN = "!done"
-_COLLECTIVES = ("bcast", "reduce", "allreduce")
+_COLLECTIVES = ("bcast", "reduce", "allreduce", "gather")
 
 
 def order_token(task: str) -> str:
@@ -445,6 +500,10 @@ def check_programs(
                 problems.append(CommProblem(rank, op, f"rank {rank} reduces `{op.value}` before it holds it"))
             if op.out is not None:
                 held[rank].add(op.out)
+        elif op.kind == "gather":
+            if inputs is not None and op.value is not None and op.value not in held[rank]:
+                problems.append(CommProblem(rank, op, f"rank {rank} gathers `{op.value}` before it holds it"))
+            held[rank].update(op.outs)
         elif op.kind == "send" and inputs is not None and op.value is not None and op.value not in held[rank]:
             problems.append(CommProblem(rank, op, f"rank {rank} sends `{op.value}` before it holds it"))
         pc[rank] += 1

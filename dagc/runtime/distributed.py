@@ -55,7 +55,7 @@ from dagc.runtime.progress import Progress
 from dagc.runtime.store import Cache, RunStore
 
 __all__ = ["Runner", "TaskInfo", "MoveInfo", "CollectiveInfo", "plan_steps", "send_value", "recv_value",
-           "broadcast_value", "reduce_value", "compress_value", "decompress_value", "COMPRESS_DTYPES", "DTYPES",
+           "broadcast_value", "reduce_value", "gather_value", "compress_value", "decompress_value", "COMPRESS_DTYPES", "DTYPES",
            "launch_main", "report_failure", "failure_line", "TaskFailed", "train_pipeline", "train_layers",
            "current_stages", "use_stages"]
 
@@ -63,12 +63,16 @@ __all__ = ["Runner", "TaskInfo", "MoveInfo", "CollectiveInfo", "plan_steps", "se
 TaskInfo = tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], str, int]
 # MOVES[tag] = (value on src, value on dst, src, dst, static tensor (dtype, shape) or None)
 MoveInfo = tuple[str, str, int, int, "tuple[str, tuple[int, ...]] | None"]
-# COLLECTIVES[tag] = (kind, value(s), value defined, root, group, static, divisor):
-#   ("broadcast", value on the root, value on every rank of the group, root, group, static tensor, None)
+# COLLECTIVES[tag] = (kind, value(s), value defined, root, group, static, divisor, start):
+#   ("broadcast", value on the root, value on every rank of the group, root, group, static tensor, None, None)
 #   ("reduce", ((operand, its rank), … in Python's order of addition), sum on the root, root, group, None,
-#    the number the sum is divided by (a mean) or None)
+#    the number the sum is divided by (a mean) or None, the value the operands are added to (0 for
+#    Python's `sum(xs)`) or None)
 #   ("all_reduce", …)  the same, and every rank of the group gets the sum
-CollectiveInfo = tuple[str, Any, str, int, tuple[int, ...], "tuple[str, tuple[int, ...]] | None", "float | None"]
+#   ("gather", ((value, its rank), … in the reader's order), (its name on the root, …), root, group,
+#    static tensor every value is (or None), None, None)
+CollectiveInfo = tuple[str, Any, str, int, tuple[int, ...], "tuple[str, tuple[int, ...]] | None", "float | None",
+                       "int | None"]
 
 DTYPES: tuple[torch.dtype, ...] = (
     torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
@@ -317,10 +321,12 @@ def _describe(value: Any) -> list[int]:
 
 
 def reduce_value(value: Any, root: int, group: Any, device: torch.device, order: Sequence[int],
-                 divisor: float | None = None, everywhere: bool = False) -> Any:
+                 divisor: float | None = None, everywhere: bool = False, start: int | None = None) -> Any:
     """Sum every rank's `value` onto global rank `root` (a collective over `group`); `order` lists
-    the ranks in the order Python adds their operands. Returns the sum (divided by `divisor` when
-    given) on the root, None elsewhere; with `everywhere`, on every rank (an all-reduce).
+    the ranks in the order Python adds their operands, after `start` when given (Python's `sum`
+    starts from 0: `0 + t` makes a bool tensor int64 and -0.0 0.0). Returns the sum (divided by
+    `divisor` when given) on the root, None elsewhere; with `everywhere`, on every rank (an
+    all-reduce).
 
     The ranks first exchange what they hold (a 96-byte header each). Tensors of one dtype and shape
     are summed by `dist.reduce` (each rank's operand is copied first: the collective works in
@@ -341,6 +347,8 @@ def reduce_value(value: Any, root: int, group: Any, device: torch.device, order:
             return None
         if not rows[0][3] and total.device.type != "cpu":
             total = total.cpu()
+        if start is not None:
+            total = start + total  # the same dtype and value as ((0 + a) + b) + …, up to the order
         return total / divisor if divisor is not None else total
     gathered: list[Any] = [None] * len(ranks) if rank == root or everywhere else []
     if everywhere:
@@ -350,10 +358,51 @@ def reduce_value(value: Any, root: int, group: Any, device: torch.device, order:
     if rank != root and not everywhere:
         return None
     by_rank = dict(zip(ranks, gathered))
-    total = by_rank[order[0]]
+    total = by_rank[order[0]] if start is None else start + by_rank[order[0]]
     for r in order[1:]:
         total = total + by_rank[r]
     return total / divisor if divisor is not None else total
+
+
+def gather_value(value: Any, root: int, group: Any, device: torch.device, order: Sequence[int],
+                 static: tuple[str, tuple[int, ...]] | None = None, compress: str | None = None,
+                 tag: int = 0, out: Sequence[torch.Tensor] | None = None) -> Any:
+    """Gather the `value` of every rank in `order` onto global rank `root` (a collective over
+    `group`: every rank of it calls it, the root with None); returns on the root the values in
+    `order` (a list), None elsewhere.
+
+    Statically shaped tensors (`static`) go straight into the root's buffers (`out`, one per sender
+    in `order`, allocated before the run; else here): the root posts one receive per sender at once
+    and each sender sends, as NCCL's gather does — gloo's `dist.gather` would stage everything in
+    one flat buffer and copy it out again. Anything else goes by `dist.gather_object` (pickled, as a
+    message's value would be). With `compress`, floating tensors travel narrowed and are widened on
+    the root."""
+    rank = dist.get_rank()
+    if static is not None:
+        wire = _wire_static(static, compress) if compress is not None else static
+        if rank != root:
+            sent = compress_value(value, compress) if compress is not None else value
+            tensor = sent.tensor if isinstance(sent, _Narrowed) else sent
+            if not (isinstance(tensor, torch.Tensor) and tensor.dtype == getattr(torch, wire[0])
+                    and tuple(tensor.shape) == tuple(wire[1])):
+                raise TypeError(f"expected a {static[0]} tensor of shape {list(static[1])} to gather, "
+                                f"got {type(value).__name__}")
+            dist.send(tensor.detach().to(device).contiguous(), root, tag=tag)
+            return None
+        buffers = list(out) if out is not None else [static_buffer(wire, device) for _ in order]
+        requests = dist.batch_isend_irecv([dist.P2POp(dist.irecv, buffer, src, tag=tag)
+                                           for buffer, src in zip(buffers, order)])
+        for request in requests:
+            request.wait()
+        return [_widen_from_wire(b, static) if compress is not None else b for b in buffers]
+    ranks = sorted({root, *order})
+    sent = compress_value(value, compress) if compress is not None and rank != root else value
+    gathered: list[Any] | None = [None] * len(ranks) if rank == root else None
+    dist.gather_object(sent, gathered, dst=root, group=group)
+    if rank != root:
+        return None
+    by_rank = dict(zip(ranks, gathered))  # type: ignore[arg-type]
+    return [decompress_value(by_rank[r]) if compress is not None else by_rank[r] for r in order]
 
 
 def static_buffer(static: tuple[str, tuple[int, ...]], device: torch.device) -> torch.Tensor:
@@ -389,6 +438,9 @@ def plan_steps(
             elif kind == "broadcast" and any((out, r) in needed for r in group):
                 active.add(tag)
                 needed.add((value, root))
+            elif kind == "gather" and any((o, root) in needed for o in out):
+                active.add(tag)  # the whole gather: every sender takes part
+                needed.update((operand, rank) for operand, rank in value)
             continue
         value, out, src, dst, _ = moves[tag]
         if (out, dst) in needed:
@@ -448,7 +500,7 @@ class Runner:
         self.device = torch.device("cpu")
         self.comm_device = torch.device("cpu")
         self.moved_bytes = 0
-        self.buffers: dict[int, torch.Tensor] = {}
+        self.buffers: dict[int, Any] = {}  # tag -> a receive buffer (a list of them for a gather)
 
     # ---- setup -----------------------------------------------------------------------------------
     def setup(self) -> None:
@@ -488,6 +540,12 @@ class Runner:
         self.run, self.load, self.active = plan_steps(self.tasks, self.moves, self.returns, done,
                                                       self.collectives)
         for tag in sorted(self.active):  # preallocate the receive buffers of statically shaped tensors
+            if tag in self.collectives and self.collectives[tag][0] == "gather":
+                _, parts, _, root, _, static = self.collectives[tag][:6]
+                if root == self.rank and static is not None:
+                    wire = _wire_static(static, self.compress[tag]) if tag in self.compress else static
+                    self.buffers[tag] = [static_buffer(wire, self.comm_device) for _ in parts]  # type: ignore[assignment]
+                continue
             if tag in self.collectives:
                 kind, _, _, root, group, static = self.collectives[tag][:6]
                 src, dst = root, (self.rank if self.rank in group and kind == "broadcast" else -1)
@@ -623,12 +681,25 @@ class Runner:
         other ranks None."""
         if tag not in self.active:
             return None
-        kind, operands, _, root, group, _, divisor = self.collectives[tag]
+        kind, operands, _, root, group, _, divisor, start = self.collectives[tag]
         total = reduce_value(value, root, self.groups[group], self.comm_device, [rank for _, rank in operands],
-                             divisor, everywhere=kind == "all_reduce")
+                             divisor, everywhere=kind == "all_reduce", start=start)
         if isinstance(total, torch.Tensor) and total.device != self.device and total.device.type != "cpu":
             total = total.to(self.device)
         return total
+
+    def gather(self, value: Any, tag: int) -> Any:
+        """The gather collective `tag`: every sender passes its value, the root None; the root gets
+        the senders' values as a list (in the reader's order), the other ranks None."""
+        if tag not in self.active:
+            return None if self.rank != self.collectives[tag][3] else [None] * len(self.collectives[tag][1])
+        _, parts, _, root, group, static = self.collectives[tag][:6]
+        values = gather_value(value, root, self.groups[group], self.comm_device, [rank for _, rank in parts],
+                              static, self.compress.get(tag), tag, self.buffers.pop(tag, None))
+        if values is None:
+            return None
+        return [v.to(self.device) if isinstance(v, torch.Tensor) and v.device != self.device
+                and v.device.type != "cpu" else v for v in values]
 
     # ---- the whole run ---------------------------------------------------------------------------
     def execute(self, program: Callable[[Runner], Any], result_path: Path | None = None) -> Any:
