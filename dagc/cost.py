@@ -43,6 +43,7 @@ __all__ = [
     "fanout_time",
     "broadcast_time",
     "fanin_time",
+    "fanin_sizes_time",
     "reduce_time",
     "allreduce_time",
     "gather_time",
@@ -187,6 +188,11 @@ def broadcast_time(cluster: Cluster, nbytes: float, root: int, readers: Sequence
 def fanin_time(cluster: Cluster, nbytes: float, root: int, senders: Sequence[int]) -> float:
     """Seconds for `root` to receive `nbytes` from each sender in turn (point-to-point)."""
     return sum(cluster.transfer_time(nbytes, s, root) for s in senders if s != root)
+
+
+def fanin_sizes_time(cluster: Cluster, sizes: Sequence[float], root: int, senders: Sequence[int]) -> float:
+    """Seconds for `root` to receive `sizes[i]` bytes from `senders[i]` in turn (point-to-point)."""
+    return sum(cluster.transfer_time(n, s, root) for n, s in zip(sizes, senders) if s != root)
 
 
 def reduce_time(cluster: Cluster, nbytes: float, root: int, senders: Sequence[int]) -> float:

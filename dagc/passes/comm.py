@@ -5,8 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from dagc.cluster import Cluster
-from dagc.cost import allreduce_time, broadcast_time, fanin_time, fanout_time, gather_time, reduce_time
+from dagc.cost import (
+    allreduce_time,
+    broadcast_time,
+    fanin_sizes_time,
+    fanin_time,
+    fanout_time,
+    gather_time,
+    reduce_time,
+)
 from dagc.ir.core import Graph, Node
 from dagc.ir.types import Ref, Seq, TaskOptions
 from dagc.passes._rewrite import replace_uses
@@ -15,17 +22,12 @@ from dagc.passes.partition import cluster_of, cost_model_of
 from dagc.passes.reductions import glue_sum, task_sum
 from dagc.passes.schedule import device_list
 
-__all__ = ["Comm", "TRANSFER_TARGET", "REDUCE_ORDER_CODE", "fanin_time_each"]
+__all__ = ["Comm", "TRANSFER_TARGET", "REDUCE_ORDER_CODE"]
 
 # Warning: a sum became a reduce collective, whose floating-point additions may run in another order.
 REDUCE_ORDER_CODE = "DAGC311"
 
 TRANSFER_TARGET = "dagc.runtime.transfer:transfer"
-
-
-def fanin_time_each(cluster: Cluster, sizes: list[int], root: int, senders: list[int]) -> float:
-    """Seconds for `root` to receive `sizes[i]` bytes from `senders[i]` in turn (point-to-point)."""
-    return sum(fanin_time(cluster, n, root, [s]) for n, s in zip(sizes, senders))
 
 
 @register
@@ -159,7 +161,7 @@ class Comm(Pass):
                         set(needed.get(v, {}).get(root, ())) != {node.name} for v in values):
                     continue
                 sizes = [int(cost.wire_bytes(graph.producer(v))) for v in values]  # type: ignore[arg-type]
-                if not gather_time(cluster, sizes, root, sources) < fanin_time_each(cluster, sizes, root, sources):
+                if not gather_time(cluster, sizes, root, sources) < fanin_sizes_time(cluster, sizes, root, sources):
                     continue
                 for value in values:
                     del needed[value][root]
