@@ -19,7 +19,7 @@ from dagc.backends.emitter import (
     render_operand,
     source_root_expr,
 )
-from dagc.ir.core import Graph, Node
+from dagc.ir.core import REGION_BODIES, REGION_OPS, Graph, Node
 
 __all__ = ["emit_local", "emit_prologue", "emit_task_lines"]
 
@@ -53,6 +53,10 @@ def emit_task_lines(w: CodeWriter, node: Node, names: Names, module_alias: dict[
     if node.op == "loop":
         with _inner_calls(names):
             _emit_loop(w, node, names, module_alias)
+        return
+    if node.op == "try":
+        with _inner_calls(names):
+            _emit_try(w, node, names, module_alias)
         return
     function = f"{module_alias[node.module]}.{node.function}"
     call = call_source(node, function, names)
@@ -114,11 +118,11 @@ def used_values(graph: Graph) -> set[str]:
             used.update(n.input_values())
             if n.op == "fused":
                 visit(_members(n))
-            for key in ("region.then", "region.else", "region.body"):
-                if n.op in ("cond", "loop"):
-                    visit(_body(n, key))
-            if n.op in ("cond", "loop"):
-                for key in ("region.then.yield", "region.else.yield", "region.yield"):
+            for key in REGION_BODIES.get(n.op, ()):
+                visit(_body(n, key))
+            if n.op in REGION_OPS:
+                for key in ("region.then.yield", "region.else.yield", "region.yield", "region.body.yield",
+                            "region.finally.yield"):
                     for o in _operands(n, key):
                         used.update(iter_refs(o))
                 brk = n.attrs.get("region.break")
@@ -157,6 +161,28 @@ def _emit_cond(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, 
             elif outputs[0] != "_":
                 w.line(f"{outputs[0]} = None")
             else:
+                w.line("pass")
+
+
+def _emit_try(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, str]) -> None:
+    """A `try` region: `try:` body, `finally:` finally body, each assigning the outputs it yields (the
+    body's first, then the finally body's). A failure in the body runs the finally body, then goes on."""
+    outputs = _output_targets(node, names)
+    n_body = len(node.attrs.get("region.body.yield") or [])
+    w.line(f"# {node.name}  ({node.span})")
+    if outputs[0] != "_" and not node.attrs.get("region.body.yield") and not node.attrs.get("region.finally.yield"):
+        w.line(f"{outputs[0]} = None")
+    for label, targets in (("body", outputs[:n_body]), ("finally", outputs[n_body:])):
+        w.line("try:" if label == "body" else "finally:")
+        with w.indent():
+            lines = len(w.lines)
+            for inner in _body(node, f"region.{label}"):
+                emit_task_lines(w, inner, names, module_alias)
+            yields = _operands(node, f"region.{label}.yield")
+            kept = [(t, y) for t, y in zip(targets, yields) if t != "_"]
+            if kept:
+                _assign_line(w, [t for t, _ in kept], [y for _, y in kept], names)
+            if len(w.lines) == lines:
                 w.line("pass")
 
 
@@ -206,8 +232,8 @@ def _task_modules(nodes: list[Node]) -> set[str]:
             out.add(n.module)
         elif n.op == "fused":
             out |= _task_modules(_members(n))
-        elif n.op in ("cond", "loop"):
-            for key in ("region.then", "region.else", "region.body"):
+        elif n.op in REGION_OPS:
+            for key in REGION_BODIES[n.op]:
                 out |= _task_modules(_body(n, key))
     return out
 

@@ -3,8 +3,9 @@
 Each task (or fused group) becomes a `@ray.remote` function whose resources and retries come from
 its annotations; results travel between tasks as ObjectRefs, never through the driver, and
 `transfer` nodes are no-ops (the object store moves data). A `glue` node is a small remote task
-evaluating its expression; a `cond` or `loop` region is one remote task that runs its bodies with
-the local backend's semantics, asking for the largest demand of any task inside it.
+evaluating its expression; a `cond`, `loop` or `try` region is one remote task that runs its bodies
+with the local backend's semantics, asking for the largest demand of any task inside it (a `try`
+region's finally tasks run in that task whether its body succeeds or fails).
 
 A placed graph (`partition.device`) holds every task to its device. Two ways, chosen per program
 (`PLACEMENT`, overridable with `--placement`):
@@ -325,7 +326,7 @@ def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: 
         w.line(f"@ray.remote({_ray_options(node)})")
         w.line(f"def {function}({params}) -> tuple:")
         what = {"fused": "Fused group", "glue": "Glue", "cond": "Conditional region",
-                "loop": "Loop region"}.get(node.op, "Task") + f" `{node.name}`"
+                "loop": "Loop region", "try": "Try/finally region"}.get(node.op, "Task") + f" `{node.name}`"
     with w.indent():
         members = _members(node) if node.op == "fused" else [node]
         targets = ", ".join(m.target for m in members if m.op == "task")

@@ -11,8 +11,9 @@ is written; an order that could block is a compiler error, never a hung job. The
     rank_0(rt, modules), rank_1(rt, modules), …   straight-line code, one function per rank
 
 and runs through `dagc.runtime.distributed.Runner` (process group, transfers, checkpoints, events).
-A `cond`/`loop` region, a fused group and a glue node are each one task of their rank; a region's
-body is the local backend's code for it (the reference semantics).
+A `cond`/`loop`/`try` region, a fused group and a glue node are each one task of their rank; a region's
+body is the local backend's code for it (the reference semantics): a `try` region's finally tasks run
+on its rank whether its body succeeds or fails, then the failure ends the job as any task's does.
 `python PROGRAM.py` starts torchrun itself with the compiled number of ranks; `torchrun
 --nproc-per-node N PROGRAM.py` (and `--nnodes`, `--max-restarts`) works as usual.
 """
@@ -134,7 +135,8 @@ def _task_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str]
             if node.op == "fused":
                 what = f"Fused group `{node.name}`: {', '.join(m.name for m in _members(node))}."
             else:
-                what = f"{'Conditional' if node.op == 'cond' else 'Loop'} region `{node.name}`, as one task."
+                kind = {"cond": "Conditional", "loop": "Loop", "try": "Try/finally"}[node.op]
+                what = f"{kind} region `{node.name}`, as one task."
             w.line(f'"""{what}"""')
             # every output is returned, so the body assigns each of them (never `_`)
             saved = getattr(names, "used_values", None)

@@ -26,11 +26,13 @@ __all__ = ["Node", "Param", "Graph", "OPS", "REGION_OPS", "ALL_OPS", "REGION_BOD
 # expression on task results where its inputs are.
 OPS = ("task", "fused", "transfer", "glue")
 # Region kinds (docs/ir.md): `cond` runs one of two bodies on a run-time predicate; `loop` runs its
-# body at most len(iter) times, leaving early on a run-time value. Bodies are lists of node JSON in
-# attrs, so a pass that does not look inside treats a region as one node.
-REGION_OPS = ("cond", "loop")
+# body at most len(iter) times, leaving early on a run-time value; `try` runs its body, then its
+# `finally` body whether the body succeeded or failed (then the failure goes on). Bodies are lists of
+# node JSON in attrs, so a pass that does not look inside treats a region as one node.
+REGION_OPS = ("cond", "loop", "try")
 ALL_OPS = OPS + REGION_OPS
-REGION_BODIES: dict[str, tuple[str, ...]] = {"cond": ("region.then", "region.else"), "loop": ("region.body",)}
+REGION_BODIES: dict[str, tuple[str, ...]] = {"cond": ("region.then", "region.else"), "loop": ("region.body",),
+                                              "try": ("region.body", "region.finally")}
 
 
 def region_bodies(node: Node) -> dict[str, list[Node]]:

@@ -11,8 +11,9 @@ optional, `{x}` repeats, `|` separates choices, quoted text is literal):
                     ["{" option {"," option} "}"] ["[" key "=" JSON {"," key "=" JSON} "]"]
                     ["after" "(" name {"," name} ")"] [span]
               | "return" operand
-              region                                   (after a `cond` or `loop` node, indented deeper)
+              region                            (after a `cond`, `loop` or `try` node, indented deeper)
     region   := ("then:" block "else:" block) | ("body over" operand ":" block)      (cond | loop)
+              | ("body:" block "finally:" block)                                    (try)
     block    := {node | "break if" operand "yield" [operands]} "yield" [operands]   (each indented deeper)
     outputs  := "()" | "%" name [":" type] {"," "%" name [":" type]}
     args     := operand {"," operand} {"," IDENT "=" operand}  |  IDENT "=" operand {"," ...}
@@ -549,7 +550,7 @@ def _operand_list(cursor: _Line) -> list[Operand]:
         return items
 
 
-_REGION_HEADERS = {"cond": ("then", "else"), "loop": ("body",)}
+_REGION_HEADERS = {"cond": ("then", "else"), "loop": ("body",), "try": ("body", "finally")}
 
 
 def _parse_region(lines: list[tuple[int, str]], i: int, node: Node, base: int) -> int:
@@ -562,7 +563,8 @@ def _parse_region(lines: list[tuple[int, str]], i: int, node: Node, base: int) -
         number, line = lines[i]
         indent = _indent(line)
         over: Operand | None = None
-        if indent > base and header == "body" and line.strip(" \t").startswith("body over "):
+        looped = node.op == "loop"  # a loop's `body over ITEMS:`; a try's `body:`
+        if indent > base and looped and line.strip(" \t").startswith("body over "):
             cursor = _Line(line.rstrip(" \t"), number, indent + len("body over "))
             cursor.ws()
             over = cursor.operand()
@@ -570,7 +572,7 @@ def _parse_region(lines: list[tuple[int, str]], i: int, node: Node, base: int) -
             cursor.expect(":", "':' after the loop's items")
             cursor.done()
         elif indent <= base or line.strip(" \t") != f"{header}:":
-            what = "body over [items]:" if header == "body" else f"{header}:"
+            what = "body over [items]:" if looped else f"{header}:"
             raise IRParseError(f"expected '{what}' (indented under region {node.name!r})", number, indent + 1)
         i += 1
         items: list[dict[str, Any]] = []
@@ -611,13 +613,14 @@ def _parse_region(lines: list[tuple[int, str]], i: int, node: Node, base: int) -
             raise IRParseError(f"block '{header}:' of region {node.name!r} does not end with 'yield'", number,
                                indent + 1)
         keys = {"then": ("region.then", "region.then.yield"), "else": ("region.else", "region.else.yield"),
-                "body": ("region.body", "region.yield")}[header]
-        for key in (*keys, *(("region.break",) if header == "body" else ())):
+                "body": ("region.body", "region.yield") if looped else ("region.body", "region.body.yield"),
+                "finally": ("region.finally", "region.finally.yield")}[header]
+        for key in (*keys, *(("region.break",) if looped else ())):
             if key in node.attrs:
                 raise IRParseError(f"region {node.name!r} gives {key!r} both inline and as a block", number, 1)
         node.attrs[keys[0]] = items
         node.attrs[keys[1]] = [operand_to_json(o) for o in yields]
-        if header == "body":
+        if looped:
             node.attrs["region.break"] = brk
             if over is not None:
                 if "region.iter" in node.attrs:

@@ -11,7 +11,7 @@
       %train = task @quickstart:train(%make_data#0, [%a, 3], lr=0.1) {gpus=1} [partition.device=3] after(prep)  # …
       return {'loss': %train}
 
-Region nodes (`cond`, `loop`; docs/ir.md) print their bodies as indented blocks under their line:
+Region nodes (`cond`, `loop`, `try`; docs/ir.md) print their bodies as indented blocks under their line:
 
       %cond = cond: cond @if(%compare, %m)  # train.py:20:5-22:20
         then:
@@ -19,6 +19,8 @@ Region nodes (`cond`, `loop`; docs/ir.md) print their bodies as indented blocks 
           yield %cond.then.deploy
         else:
           yield None
+
+A `try` region prints its blocks as `body:` and `finally:`, each ending in the yield of its outputs.
 
 The text loses nothing: `parse_graph` (ir/parser.py) reads it back to an equal graph, and the
 grammar is documented there. Names print bare when they only use letters, digits and `_ . # @ -`
@@ -226,7 +228,10 @@ def format_attrs(attrs: dict[str, object]) -> str:
 REGION_KEYS: dict[str, tuple[str, ...]] = {
     "cond": ("region.then", "region.then.yield", "region.else", "region.else.yield"),
     "loop": ("region.body", "region.yield", "region.break", "region.iter"),
+    "try": ("region.body", "region.body.yield", "region.finally", "region.finally.yield"),
 }
+# the labelled blocks of a cond or try region, each ending in its own yield
+_LABELS = {"cond": ("then", "else"), "try": ("body", "finally")}
 
 
 def _canonical_operands(items: object) -> bool:
@@ -255,9 +260,9 @@ def region_form(node: Node) -> bool:
         return False
     a = node.attrs
     try:
-        if node.op == "cond":
-            return (_canonical_nodes(a["region.then"]) and _canonical_nodes(a["region.else"])
-                    and _canonical_operands(a["region.then.yield"]) and _canonical_operands(a["region.else.yield"]))
+        if node.op in _LABELS:
+            return all(_canonical_nodes(a[f"region.{label}"]) and _canonical_operands(a[f"region.{label}.yield"])
+                       for label in _LABELS[node.op])
         brk = a["region.break"]
         body = a["region.body"]
         if brk is not None and not (
@@ -293,8 +298,8 @@ def _print_region(node: Node, indent: str, lines: list[str]) -> None:
                                                        f"{format_operand(operand_from_json(brk['cond']))} yield"))
 
     a = node.attrs
-    if node.op == "cond":
-        for label in ("then", "else"):
+    if node.op in _LABELS:
+        for label in _LABELS[node.op]:
             lines.append(f"{indent}  {label}:")
             body(a[f"region.{label}"], None, None)
             lines.append(indent + "    " + yield_line(a[f"region.{label}.yield"]))

@@ -29,6 +29,7 @@ from typing import Any
 from dagc.diagnostics import DiagnosticSink, Note
 from dagc.frontend.configs import ConfigClass, ConfigValue, StaticFunction
 from dagc.frontend.effects import EffectAnalyzer
+from dagc.frontend.exits import finally_reads_of_body
 from dagc.frontend.forms import GLUE_CALLS, KFP_METHOD_HINTS, as_literal
 from dagc.frontend.modules import (
     ClassSteps,
@@ -533,6 +534,9 @@ class Extractor:
             return
         if isinstance(stmt, ast.If):
             self._if(stmt, scope, info)
+            return
+        if isinstance(stmt, ast.Try):
+            self._try(stmt, scope, info)
             return
         if isinstance(stmt, ast.Break):
             if scope.unrolling:
@@ -1143,6 +1147,112 @@ class Extractor:
             scope.env[var] = Dyn(Ref(out))
             if t is not None:
                 self._types[out] = (t, None)
+
+    # ---- exit handlers -------------------------------------------------------------------------------
+    def _try(self, stmt: ast.Try, scope: Scope, info: ModuleInfo) -> None:
+        """`try: BODY finally: CLEANUP` → one `try` region (docs/ir.md): CLEANUP runs whether BODY
+        succeeded or failed, then BODY's failure goes on."""
+        span = info.source.span(stmt)
+        if stmt.handlers:
+            self.sink.error("DAGC180", "`except` is not supported in a pipeline: only `try: ... finally: ...`",
+                            info.source.span(stmt.handlers[0]),
+                            hint="catch the error inside a task (it can return a fallback value), retry it with "
+                            "the task option retries=N, or use `finally:` for cleanup that must run")
+            raise ExtractError
+        for exit_stmt, _tests in _loop_level_breaks(stmt.body + stmt.finalbody):
+            self.sink.error("DAGC182", "`break`/`continue` inside `try`/`finally` is not supported in a pipeline",
+                            info.source.span(exit_stmt),
+                            hint="leave the loop after the `try` statement, or put the loop inside the `try`")
+            raise ExtractError
+        failed = False
+        for read in finally_reads_of_body(stmt.body, stmt.finalbody):
+            self.sink.error("DAGC181", f"`finally` reads `{read.id}`, which the `try` body assigns: if the body "
+                            "fails it may be unbound or hold its old value", info.source.span(read),
+                            hint="in `finally`, use only values defined before the `try`; read the body's "
+                            "results after the `try` statement")
+            failed = True
+        if failed:
+            raise ExtractError
+        self._check_depth(span)
+        name = self._node_name(scope.prefix + "try" + scope.suffix)
+        before = dict(scope.env)
+        count = len(self.sink.diagnostics)
+        blocks, envs = self._run_try_blocks(stmt, name, scope, info)
+        scope.env.clear()
+        scope.env.update(before)
+        errors = len(self.sink.diagnostics) > count and self.sink.has_errors
+        # outputs: what the body assigned (kept on success), then what `finally` assigned (it runs last)
+        yields: list[list[Operand]] = [[], []]
+        merged: list[str] = []
+        for k, env in enumerate(envs):
+            for var, value in env.items():
+                if k == 0 and var in envs[1]:
+                    continue  # assigned in both: the finally block's value is the one that stays
+                if value is POISON:
+                    scope.env[var] = POISON
+                    continue
+                if not _is_runtime(value):
+                    scope.env[var] = value  # a compile-time value: the same after a successful body
+                    continue
+                try:
+                    yields[k].append(self._yield_operand(value, var, span))
+                except ExtractError:
+                    scope.env[var] = POISON
+                    errors = True
+                    continue
+                merged.append(var)
+        if errors:
+            for var in merged:
+                scope.env[var] = POISON
+            raise ExtractError
+        node = self._try_node(name, stmt, span, blocks, yields)
+        self._close_region(node, blocks[0] + blocks[1])
+        for var, out, t in zip(merged, node.outputs, node.types):
+            scope.env[var] = Dyn(Ref(out))
+            if t is not None:
+                self._types[out] = (t, None)
+
+    def _run_try_blocks(self, stmt: ast.Try, name: str, scope: Scope, info: ModuleInfo,
+                        ) -> tuple[list[list[Node]], list[dict[str, Value]]]:
+        """The nodes of the body and of the finally block, and the names each leaves bound. Both
+        start from the names bound before the `try` (the finally block may run after any failure)."""
+        before = dict(scope.env)
+        saved = (scope.prefix, scope.suffix, scope.loop, scope.unrolling)
+        blocks: list[list[Node]] = []
+        envs: list[dict[str, Value]] = []
+        try:
+            for label, stmts in (("body", stmt.body), ("finally", stmt.finalbody)):
+                block: list[Node] = []
+                scope.env.clear()
+                scope.env.update(before)
+                scope.prefix, scope.suffix, scope.loop, scope.unrolling = f"{name}.{label}.", "", None, 0
+                self._blocks.append(block)
+                try:
+                    self._run_block(stmts, scope, info)
+                finally:
+                    self._blocks.pop()
+                blocks.append(block)
+                envs.append({k: v for k, v in scope.env.items() if before.get(k, _UNSET) is not v})
+        finally:
+            scope.prefix, scope.suffix, scope.loop, scope.unrolling = saved
+        return blocks, envs
+
+    def _try_node(self, name: str, stmt: ast.Try, span: SourceSpan, blocks: list[list[Node]],
+                  yields: list[list[Operand]]) -> Node:
+        """The `try` region node (its bodies built here, in one place)."""
+        attrs: dict[str, Any] = {
+            "region.body": [_node_json(n) for n in blocks[0]],
+            "region.body.yield": [_operand_json(y) for y in yields[0]],
+            "region.finally": [_node_json(n) for n in blocks[1]],
+            "region.finally.yield": [_operand_json(y) for y in yields[1]],
+        }
+        every = yields[0] + yields[1]
+        captures, deps = self._captures(blocks[0] + blocks[1], set(), every)
+        outputs = tuple(output_name(name, i, len(every)) for i in range(len(every))) or (name,)
+        types = tuple(self._types.get(_ref_name(y), (None,))[0] if isinstance(y, Ref) else None
+                      for y in every) or (None,)
+        return Node(name, "try", "try", tuple(Ref(c) for c in captures), (), outputs, types,
+                    self._region_options(blocks[0] + blocks[1]), span, tuple(deps), attrs)
 
     # ---- regions: shared ---------------------------------------------------------------------------
     def _captures(self, body: list[Node], defined: set[str], extra: list[Operand],
@@ -2402,6 +2512,7 @@ class _Poisoned(_RuntimeUse):
 
 
 POISON = object()  # bound to names whose defining statement failed
+_UNSET = object()  # a name not bound at all
 
 
 def _stored_names(stmt: ast.stmt) -> list[str]:
@@ -2503,10 +2614,13 @@ def _aggregate_effects(node: Node, body: list[Node]) -> None:
             node.attrs[key] = value
 
 
+_BODY_KEYS = ("region.body", "region.then", "region.else", "region.finally")
+
+
 def _region_defined(node: Node) -> set[str]:
     """Every value defined inside a region node's bodies (recursively), block arguments included."""
     out: set[str] = set()
-    for key in ("region.body", "region.then", "region.else"):
+    for key in _BODY_KEYS:
         for inner in node.attrs.get(key, ()) or ():
             out.update(inner.get("outputs", ()))
             out.update((inner.get("attrs") or {}).get("region.carried", ()) or ())
@@ -2517,7 +2631,7 @@ def _region_defined(node: Node) -> set[str]:
 def _region_defined_json(data: dict[str, Any]) -> set[str]:
     out: set[str] = set()
     attrs = data.get("attrs") or {}
-    for key in ("region.body", "region.then", "region.else"):
+    for key in _BODY_KEYS:
         for inner in attrs.get(key, ()) or ():
             out.update(inner.get("outputs", ()))
             out.update((inner.get("attrs") or {}).get("region.carried", ()) or ())
@@ -2529,7 +2643,7 @@ def _region_node_names(node: Node) -> set[str]:
     out: set[str] = set()
 
     def visit(attrs: dict[str, Any]) -> None:
-        for key in ("region.body", "region.then", "region.else"):
+        for key in _BODY_KEYS:
             for inner in attrs.get(key, ()) or ():
                 out.add(inner.get("name"))
                 visit(inner.get("attrs") or {})

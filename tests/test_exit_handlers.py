@@ -1,0 +1,244 @@
+"""Exit handlers: `try: ... finally: ...` in a pipeline is a `try` region; its finally tasks run once
+whether the body succeeds or fails, then the body's failure goes on, on every backend as in plain
+Python."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dagc.backends import emit
+from dagc.cluster import parse_cluster_spec
+from dagc.driver import compile_file
+from dagc.frontend import compile_source
+from dagc.ir import verify
+from dagc.ir.parser import parse_graph
+from dagc.ir.printer import print_graph
+from dagc.ir.serialize import dumps, loads
+from dagc.runtime.events import read_events
+
+MB = 1024 * 1024
+
+# Kubeflow's ExitHandler shape: train (and evaluate) under an exit handler that always notifies.
+SCRIPT = '''
+import dagc
+
+
+@dagc.task
+def prepare(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.task
+def train(data: list, fail: bool) -> int:
+    if fail:
+        raise ValueError("training diverged")
+    return sum(data)
+
+
+@dagc.task
+def evaluate(model: int) -> float:
+    return model / 2
+
+
+@dagc.task(side_effects=True)
+def notify(log: str, status: str) -> str:
+    with open(log, "a") as f:
+        f.write(status + "\\n")
+    return status
+
+
+@dagc.pipeline
+def exit_handler(log: str = "exit.log", n: int = 5, fail: bool = False):
+    data = prepare(n)
+    try:
+        model = train(data, fail)
+        score = evaluate(model)
+    finally:
+        sent = notify(log, "finished")
+    return model, score, sent
+'''
+PIPELINE = "exit_handler"
+
+
+@pytest.fixture
+def script(tmp_path: Path) -> Path:
+    path = tmp_path / "exits.py"
+    path.write_text(SCRIPT, encoding="utf-8")
+    return path
+
+
+def _plain(script: Path, params: dict[str, object]) -> object:
+    """The pipeline function's result as plain Python, or `("raised", "Type: message")`."""
+    code = (
+        "import pickle, runpy, sys\n"
+        f"ns = runpy.run_path({str(script)!r}, run_name='plain')\n"
+        "try:\n"
+        f"    out = ns[{PIPELINE!r}](**{params!r})\n"
+        "except Exception as exc:\n"
+        "    out = ('raised', f'{type(exc).__name__}: {exc}')\n"
+        "sys.stdout.buffer.write(pickle.dumps(out))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, timeout=120)
+    return pickle.loads(proc.stdout)
+
+
+def _ruff_clean(path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _params(tmp: Path, fail: bool) -> dict[str, object]:
+    return {"log": str(tmp / "exit.log"), "fail": fail}
+
+
+def _cleanups(tmp: Path) -> list[str]:
+    path = tmp / "exit.log"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _check(outcome: object, plain: object, stderr: str, tmp: Path) -> None:
+    """`outcome` is the program's result (None when it failed): it equals the plain run's, or the run
+    failed with the plain run's error; either way the cleanup ran exactly once."""
+    if isinstance(plain, tuple) and plain[0] == "raised":
+        assert outcome is None
+        assert plain[1] in stderr, stderr[-3000:]
+    else:
+        assert outcome == plain
+    assert _cleanups(tmp) == ["finished"]
+
+
+# ---- the IR -----------------------------------------------------------------------------------------------
+def test_try_finally_is_a_try_region_that_round_trips(script: Path) -> None:
+    result = compile_source(script, pipeline_name=PIPELINE)
+    assert not [d for d in result.sink.diagnostics if d.is_error]
+    graph = result.graph
+    assert verify(graph) == []
+    (region,) = [n for n in graph if n.op == "try"]
+    assert region.args[0].name == "prepare" and region.outputs == ("try#0", "try#1", "try#2")
+    assert [n["name"] for n in region.attrs["region.body"]] == ["try.body.train", "try.body.evaluate"]
+    assert [n["name"] for n in region.attrs["region.finally"]] == ["try.finally.notify"]
+    text = print_graph(graph)
+    assert "  body:\n" in text and "  finally:\n" in text
+    assert print_graph(parse_graph(text)) == text
+    assert dumps(parse_graph(text)) == dumps(graph) == dumps(loads(dumps(graph)))
+
+
+def test_finally_may_not_read_what_the_body_assigns(tmp_path: Path) -> None:
+    bad = SCRIPT.replace('sent = notify(log, "finished")', "sent = notify(log, str(model))")
+    (tmp_path / "bad.py").write_text(bad, encoding="utf-8")
+    result = compile_source(tmp_path / "bad.py", pipeline_name=PIPELINE)
+    (diag,) = [d for d in result.sink.diagnostics if d.is_error]
+    assert diag.code == "DAGC181" and "`model`" in diag.message
+    line = bad.splitlines().index('        sent = notify(log, str(model))') + 1
+    assert (diag.span.line, diag.span.col) == (line, bad.splitlines()[line - 1].index("model") + 1)
+    assert "before the `try`" in (diag.hint or "")
+
+
+@pytest.mark.parametrize("clause,code", [
+    ("    except ValueError:\n        model = 0\n", "DAGC180"),
+])
+def test_except_is_a_diagnostic_at_its_clause(tmp_path: Path, clause: str, code: str) -> None:
+    text = SCRIPT.replace("    finally:\n", clause + "    finally:\n")
+    (tmp_path / "bad.py").write_text(text, encoding="utf-8")
+    result = compile_source(tmp_path / "bad.py", pipeline_name=PIPELINE)
+    (diag,) = [d for d in result.sink.diagnostics if d.is_error]
+    assert diag.code == code
+    assert diag.span.line == text.splitlines().index(clause.splitlines()[0]) + 1
+    assert "retries=N" in (diag.hint or "")
+
+
+# ---- runs ---------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fail", [False, True], ids=["success", "failure"])
+def test_plain_run_is_what_the_pipeline_says(script: Path, tmp_path: Path, fail: bool) -> None:
+    plain = _plain(script, _params(tmp_path, fail))
+    assert plain == (("raised", "ValueError: training diverged") if fail else (10, 5.0, "finished"))
+    assert _cleanups(tmp_path) == ["finished"]
+
+
+def _local_outcome(script: Path, tmp_path: Path, fail: bool, *extra: str) -> tuple[object, str]:
+    graph = compile_file(script, pipeline_name=PIPELINE, params=_params(tmp_path, fail))
+    program = tmp_path / "exits_local.py"
+    program.write_text(emit(graph, "local", program))
+    _ruff_clean(program)
+    result = tmp_path / "r.pkl"
+    proc = subprocess.run([sys.executable, str(program), "--result", str(result), *extra],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert (proc.returncode != 0) == fail, proc.stderr[-3000:]
+    return (None if fail else pickle.loads(result.read_bytes())), proc.stderr
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["success", "failure"])
+def test_local_runs_finally_once_and_propagates_the_failure(script: Path, tmp_path: Path, fail: bool) -> None:
+    plain_dir = tmp_path / "plain"
+    plain_dir.mkdir()
+    plain = _plain(script, _params(plain_dir, fail))
+    outcome, stderr = _local_outcome(script, tmp_path, fail)
+    _check(outcome, plain, stderr, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 2, "num_gpus": 0, "include_dashboard": False, "object_store_memory": 80 * MB})
+    cluster.wait_for_nodes()
+    yield cluster
+    cluster.shutdown()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fail", [False, True], ids=["success", "failure"])
+def test_ray_on_two_devices_runs_finally_once(script: Path, tmp_path: Path, ray_cluster, fail: bool) -> None:
+    plain_dir = tmp_path / "plain"
+    plain_dir.mkdir()
+    plain = _plain(script, _params(plain_dir, fail))
+    graph = compile_file(script, pipeline_name=PIPELINE, params=_params(tmp_path, fail),
+                         cluster=parse_cluster_spec("2"))
+    program = tmp_path / "exits_ray.py"
+    program.write_text(emit(graph, "ray", program))
+    _ruff_clean(program)
+    result = tmp_path / "r.pkl"
+    proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--result",
+                           str(result), "--run-dir", str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert (proc.returncode != 0) == fail, proc.stderr[-3000:]
+    _check(None if fail else pickle.loads(result.read_bytes()), plain, proc.stderr, tmp_path)
+
+
+def _torch_program(script: Path, params: dict[str, object], out: Path) -> Path:
+    from dagc.backends.torch import REQUIRED_PASSES
+
+    graph = compile_file(script, pipeline_name=PIPELINE, params=params, passes=REQUIRED_PASSES,
+                         cluster=parse_cluster_spec("2"), backend="torch")
+    out.write_text(emit(graph, "torch", out))
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fail", [False, True], ids=["success", "failure"])
+def test_torch_on_two_ranks_runs_finally_once(script: Path, tmp_path: Path, fail: bool) -> None:
+    from tests.test_backend_torch import launch
+
+    plain_dir = tmp_path / "plain"
+    plain_dir.mkdir()
+    plain = _plain(script, _params(plain_dir, fail))
+    program = _torch_program(script, _params(tmp_path, fail), tmp_path / "exits_torch.py")
+    _ruff_clean(program)
+    result = tmp_path / "r.pkl"
+    if not fail:
+        launch(program, 2, ["--result", str(result)])
+        _check(pickle.loads(result.read_bytes()), plain, "", tmp_path)
+        return
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+
+    with pytest.raises(ChildFailedError):  # the rank failed; the event log says why
+        launch(program, 2, ["--result", str(result), "--run-dir", str(tmp_path / "run")])
+    failures = read_events(tmp_path / "run" / "events.jsonl", event="failure")
+    _check(None, plain, " ".join(e["error"] for e in failures), tmp_path)
