@@ -54,9 +54,8 @@ def emit_task_lines(w: CodeWriter, node: Node, names: Names, module_alias: dict[
         with _inner_calls(names):
             _emit_loop(w, node, names, module_alias)
         return
-    if node.op == "try":
-        with _inner_calls(names):
-            _emit_try(w, node, names, module_alias)
+    if node.op == "try":  # its body's tasks are stored like top-level ones (backends/fingerprint.py)
+        _emit_try(w, node, names, module_alias)
         return
     function = f"{module_alias[node.module]}.{node.function}"
     call = call_source(node, function, names)
@@ -174,7 +173,7 @@ def _emit_try(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, s
         w.line(f"{outputs[0]} = None")
     for label, targets in (("body", outputs[:n_body]), ("finally", outputs[n_body:])):
         w.line("try:" if label == "body" else "finally:")
-        with w.indent():
+        with w.indent(), (_inner_calls(names) if label == "finally" else contextlib.nullcontext()):
             lines = len(w.lines)
             for inner in _body(node, f"region.{label}"):
                 emit_task_lines(w, inner, names, module_alias)
@@ -275,7 +274,7 @@ def emit_loader(w: CodeWriter, graph: Graph, out_path: Path | None, aliases: dic
 
 def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     """The local program's source text for `graph`."""
-    from dagc.backends.fingerprint import task_rows
+    from dagc.backends.fingerprint import task_rows, try_body_rows
 
     names = Names({"rt", "Executor", "run_local", "TASKS", "SCRIPT"})
     names.used_values = used_values(graph)  # type: ignore[attr-defined]
@@ -292,7 +291,7 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     w.line("from dagc.runtime.executor import Executor")
     w.line("from dagc.runtime.local import run_local")
     w.line()
-    emit_tables(w, graph, out_path, aliases, task_rows(graph))
+    emit_tables(w, graph, out_path, aliases, {**task_rows(graph), **try_body_rows(graph)})
     w.line()
     w.line()
     w.line("def run(rt: Executor, modules: dict[str, object]) -> object:")

@@ -242,3 +242,68 @@ def test_torch_on_two_ranks_runs_finally_once(script: Path, tmp_path: Path, fail
         launch(program, 2, ["--result", str(result), "--run-dir", str(tmp_path / "run")])
     failures = read_events(tmp_path / "run" / "events.jsonl", event="failure")
     _check(None, plain, " ".join(e["error"] for e in failures), tmp_path)
+
+
+# ---- resume ---------------------------------------------------------------------------------------------------
+RESUMABLE = '''
+import os
+
+import dagc
+
+
+@dagc.task(side_effects=True)
+def count(path: str, x: int) -> int:
+    with open(path, "a") as f:
+        f.write("ran\\n")
+    return x + 1
+
+
+@dagc.task
+def risky(x: int, flag: str) -> int:
+    if os.path.exists(flag):
+        raise RuntimeError("flag is up")
+    return x * 10
+
+
+@dagc.task(side_effects=True)
+def cleanup(path: str) -> None:
+    with open(path, "a") as f:
+        f.write("cleanup\\n")
+
+
+@dagc.pipeline
+def resumable(dir: str = ".", x: int = 1):
+    try:
+        a = count(dir + "/count.log", x)
+        b = risky(a, dir + "/flag")
+    finally:
+        cleanup(dir + "/exit.log")
+    return b
+'''
+
+
+def test_local_resume_reruns_only_the_unfinished_body_tasks_and_the_finally(tmp_path: Path) -> None:
+    """After a failure in the body, --resume takes the body tasks that finished from the run
+    directory, runs the rest, and runs the finally tasks again (they belong to every run)."""
+    script = tmp_path / "resumable.py"
+    script.write_text(RESUMABLE, encoding="utf-8")
+    graph = compile_file(script, pipeline_name="resumable", params={"dir": str(tmp_path)})
+    program = tmp_path / "resumable_local.py"
+    program.write_text(emit(graph, "local", program))
+    _ruff_clean(program)
+    (tmp_path / "flag").write_text("")
+    run = [sys.executable, str(program), "--result", str(tmp_path / "r.pkl")]
+    first = subprocess.run([*run, "--run-dir", str(tmp_path / "run")], capture_output=True, text=True,
+                           timeout=120, cwd=tmp_path)
+    assert first.returncode != 0 and "RuntimeError: flag is up" in first.stderr
+    assert (tmp_path / "count.log").read_text().splitlines() == ["ran"]
+    assert (tmp_path / "exit.log").read_text().splitlines() == ["cleanup"]
+    (tmp_path / "flag").unlink()
+    second = subprocess.run([*run, "--resume", str(tmp_path / "run")], capture_output=True, text=True,
+                            timeout=120, cwd=tmp_path)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == 20
+    assert (tmp_path / "count.log").read_text().splitlines() == ["ran"]  # not run again
+    assert (tmp_path / "exit.log").read_text().splitlines() == ["cleanup", "cleanup"]
+    skipped = {e["task"] for e in read_events(tmp_path / "run" / "events.jsonl", event="skip", run=None)}
+    assert skipped == {"try.body.count"}
