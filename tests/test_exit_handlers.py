@@ -307,3 +307,138 @@ def test_local_resume_reruns_only_the_unfinished_body_tasks_and_the_finally(tmp_
     assert (tmp_path / "exit.log").read_text().splitlines() == ["cleanup", "cleanup"]
     skipped = {e["task"] for e in read_events(tmp_path / "run" / "events.jsonl", event="skip", run=None)}
     assert skipped == {"try.body.count"}
+
+
+# ---- `continue` on a task result in a loop ----------------------------------------------------------------
+CONTINUES = '''
+import dagc
+
+
+@dagc.task
+def step(m: int, i: int) -> int:
+    return m + i
+
+
+@dagc.task
+def done(m: int) -> bool:
+    return m % 3 == 0
+
+
+@dagc.task
+def extra(m: int) -> int:
+    return m * 2
+
+
+@dagc.task
+def converged(m: int) -> bool:
+    return m > 100
+
+
+@dagc.pipeline
+def skip_rest(n: int = 6):
+    m = 1
+    for i in range(n):
+        m = step(m, i)
+        if done(m):
+            continue
+        m = extra(m)
+    return m
+
+
+@dagc.pipeline
+def skip_and_stop(n: int = 9):
+    m = 1
+    for i in range(n):
+        m = step(m, i)
+        if converged(m):
+            break
+        if done(m):
+            continue
+        m = extra(m)
+    return m
+
+
+@dagc.pipeline
+def skip_in_branches(n: int = 7):
+    m = 1
+    seen = []
+    for i in range(n):
+        m = step(m, i)
+        if done(m):
+            m = extra(m)
+            continue
+        elif m > 20:
+            seen = seen + [m]
+            continue
+        m = step(m, 1)
+    return m, seen
+'''
+CONTINUE_PIPELINES = ["skip_rest", "skip_and_stop", "skip_in_branches"]
+
+
+@pytest.fixture(scope="module")
+def continues(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+    """The script and, per pipeline, its plain-Python result."""
+    root = tmp_path_factory.mktemp("continues")
+    script = root / "continues.py"
+    script.write_text(CONTINUES, encoding="utf-8")
+    plain = {}
+    for name in CONTINUE_PIPELINES:
+        code = (f"import pickle, runpy, sys\nns = runpy.run_path({str(script)!r}, run_name='plain')\n"
+                f"sys.stdout.buffer.write(pickle.dumps(ns[{name!r}]()))\n")
+        plain[name] = pickle.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, check=True,
+                                                  timeout=60).stdout)
+    return script, plain
+
+
+def test_continue_forms_compile_to_branches(continues) -> None:
+    script, plain = continues
+    assert plain == {"skip_rest": 70, "skip_and_stop": 159, "skip_in_branches": (144, [28])}
+    graph = compile_file(script, pipeline_name="skip_and_stop", passes="verify")
+    (loop,) = [n for n in graph if n.op == "loop"]
+    body = [n["op"] for n in loop.attrs["region.body"]]
+    assert body == ["task", "task", "task", "cond"] and loop.attrs["region.break"]["at"] == 2
+    text = print_graph(graph)
+    assert print_graph(parse_graph(text)) == text
+
+
+@pytest.mark.parametrize("name", CONTINUE_PIPELINES)
+def test_continue_local_equals_plain_run(tmp_path: Path, continues, name: str) -> None:
+    script, plain = continues
+    graph = compile_file(script, pipeline_name=name)
+    program = tmp_path / f"{name}_local.py"
+    program.write_text(emit(graph, "local", program))
+    _ruff_clean(program)
+    subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CONTINUE_PIPELINES)
+def test_continue_ray_on_two_devices_equals_plain_run(tmp_path: Path, continues, ray_cluster, name: str) -> None:
+    script, plain = continues
+    graph = compile_file(script, pipeline_name=name, cluster=parse_cluster_spec("2"))
+    program = tmp_path / f"{name}_ray.py"
+    program.write_text(emit(graph, "ray", program))
+    _ruff_clean(program)
+    proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--result",
+                           str(tmp_path / "r.pkl")], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", CONTINUE_PIPELINES)
+def test_continue_torch_on_two_ranks_equals_plain_run(tmp_path: Path, continues, name: str) -> None:
+    from tests.test_backend_torch import launch
+
+    script, plain = continues
+    program = tmp_path / f"{name}_torch.py"
+    from dagc.backends.torch import REQUIRED_PASSES
+
+    graph = compile_file(script, pipeline_name=name, passes=REQUIRED_PASSES, cluster=parse_cluster_spec("2"),
+                         backend="torch")
+    program.write_text(emit(graph, "torch", program))
+    _ruff_clean(program)
+    launch(program, 2, ["--result", str(tmp_path / "r.pkl")])
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]

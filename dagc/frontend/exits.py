@@ -1,15 +1,16 @@
-"""Static checks of `try: ... finally: ...` in a pipeline body (the `try` region, docs/ir.md).
+"""Syntax-level help for exits in a pipeline body: `try: ... finally: ...` and `continue`.
 
-The extractor builds the region; these helpers only read the syntax: which `except`/`else` clauses
-it has, and which names the `finally` block reads that the `try` body assigns (in Python such a
-name may be unbound there, or still hold its old value, depending on where the body failed).
+`finally_reads_of_body` finds the names a `finally` block reads that the `try` body assigns (in
+Python such a name may be unbound there, or still hold its old value, depending on where the body
+failed); the extractor builds the `try` region (docs/ir.md). `lower_continues` rewrites a loop body
+whose `continue` depends on a task result into branches without `continue`.
 """
 
 from __future__ import annotations
 
 import ast
 
-__all__ = ["finally_reads_of_body"]
+__all__ = ["finally_reads_of_body", "lower_continues"]
 
 
 def _stores(stmt: ast.stmt) -> set[str]:
@@ -29,3 +30,39 @@ def finally_reads_of_body(body: list[ast.stmt], finalbody: list[ast.stmt]) -> li
                 found.append(node)
         rebound |= _stores(stmt)
     return sorted(found, key=lambda n: (n.lineno, n.col_offset))
+
+
+def _continues_here(stmts: list[ast.stmt]) -> bool:
+    """A `continue` of this loop in `stmts` (through `if` branches, not into nested loops)."""
+    for stmt in stmts:
+        if isinstance(stmt, ast.Continue):
+            return True
+        if isinstance(stmt, ast.If) and (_continues_here(stmt.body) or _continues_here(stmt.orelse)):
+            return True
+    return False
+
+
+def lower_continues(stmts: list[ast.stmt]) -> tuple[list[ast.stmt], bool]:
+    """`stmts` without `continue`: the statements after an `if` whose branch continues move into the
+    branches that do not (so `if c: continue` then REST becomes `if c: pass` / `else: REST`), and
+    what follows a `continue` is dropped (never reached). Also whether every path ends in a continue.
+    A loop on a task result then skips the rest of a trip through an ordinary `cond` region."""
+    out: list[ast.stmt] = []
+    for index, stmt in enumerate(stmts):
+        if isinstance(stmt, ast.Continue):
+            return out, True
+        if isinstance(stmt, ast.If) and (_continues_here(stmt.body) or _continues_here(stmt.orelse)):
+            rest = stmts[index + 1:]
+            branches: list[list[ast.stmt]] = []
+            always = True
+            for branch in (stmt.body, stmt.orelse):
+                lowered, exits = lower_continues(branch)
+                if not exits:
+                    lowered, exits = lower_continues(branch + rest)
+                always = always and exits
+                branches.append(lowered)
+            then = branches[0] or [ast.copy_location(ast.Pass(), stmt)]
+            out.append(ast.copy_location(ast.If(stmt.test, then, branches[1]), stmt))
+            return out, always
+        out.append(stmt)
+    return out, False

@@ -29,7 +29,7 @@ from typing import Any
 from dagc.diagnostics import DiagnosticSink, Note
 from dagc.frontend.configs import ConfigClass, ConfigValue, StaticFunction
 from dagc.frontend.effects import EffectAnalyzer
-from dagc.frontend.exits import finally_reads_of_body
+from dagc.frontend.exits import finally_reads_of_body, lower_continues
 from dagc.frontend.forms import GLUE_CALLS, KFP_METHOD_HINTS, as_literal
 from dagc.frontend.modules import (
     ClassSteps,
@@ -724,6 +724,7 @@ class Extractor:
             raise ExtractError
         iter_expr, trips = self._trips_hint(stmt.iter, scope, info)
         items = self._loop_items(iter_expr, scope, info, "this `for` loop")
+        stmt = self._without_dynamic_continue(stmt, scope, info)
         assigned = _assigned_names(stmt.body)
         exits = [(node, tests) for node, tests in _loop_level_breaks(stmt.body)  # constant-false exits fold away
                  if not any(not (_names_in(t) & assigned) and self._known_false(t, scope, info) for t in tests)]
@@ -731,6 +732,16 @@ class Extractor:
             self._loop_region(stmt, items, scope, info, trips)
             return
         self._unroll(stmt, stmt.target, items, stmt.body, scope, info)
+
+    def _without_dynamic_continue(self, stmt: ast.For, scope: Scope, info: ModuleInfo) -> ast.For:
+        """`stmt` itself, or, when a `continue` in it depends on a task result, the same loop with the
+        rest of each trip under the branch that does not continue (`lower_continues`)."""
+        continues = [(node, tests) for node, tests in _loop_level_breaks(stmt.body) if isinstance(node, ast.Continue)]
+        if not any(self._exits_are_dynamic([exit], stmt, scope, info) for exit in continues):
+            return stmt
+        body, _ = lower_continues(stmt.body)
+        return ast.copy_location(ast.For(stmt.target, stmt.iter, body or [ast.copy_location(ast.Pass(), stmt)],
+                                         stmt.orelse, stmt.type_comment), stmt)
 
     def _trips_hint(self, expr: ast.expr, scope: Scope, info: ModuleInfo) -> tuple[ast.expr, int | None]:
         """`dagc.trips(ITEMS, expected=N)` → (ITEMS, N); any other loop iterable → (it, None).
