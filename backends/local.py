@@ -111,17 +111,19 @@ def used_values(graph: Graph) -> set[str]:
     from dagc.ir.types import iter_refs
 
     used: set[str] = set(graph.output_values())
+    tries: list[Node] = []  # outer before inner
 
     def visit(nodes: list[Node]) -> None:
         for n in nodes:
             used.update(n.input_values())
             if n.op == "fused":
                 visit(_members(n))
+            if n.op == "try":
+                tries.append(n)
             for key in REGION_BODIES.get(n.op, ()):
                 visit(_body(n, key))
-            if n.op in REGION_OPS:
-                for key in ("region.then.yield", "region.else.yield", "region.yield", "region.body.yield",
-                            "region.finally.yield"):
+            if n.op in ("cond", "loop"):
+                for key in ("region.then.yield", "region.else.yield", "region.yield"):
                     for o in _operands(n, key):
                         used.update(iter_refs(o))
                 brk = n.attrs.get("region.break")
@@ -132,7 +134,30 @@ def used_values(graph: Graph) -> set[str]:
                         used.update(iter_refs(operand_from_json(o)))
 
     visit(graph.nodes)
+    _add_try_yields(tries, used)
     return used
+
+
+def _add_try_yields(tries: list[Node], used: set[str]) -> None:
+    """A try assigns only the outputs something reads (`_emit_try`): what those read is used too.
+    `tries` lists outer regions before inner ones."""
+    from dagc.ir.types import iter_refs
+
+    for n in tries:
+        yields = _operands(n, "region.body.yield") + _operands(n, "region.finally.yield")
+        for output, operand in zip(n.outputs, yields):
+            if output in used:
+                used.update(iter_refs(operand))
+
+
+def with_outputs_used(nodes: list[Node], used: set[str]) -> set[str]:
+    """`used` plus every output of `nodes` and what computing them reads (a node run as one task, a
+    region or a fused group, returns all its outputs)."""
+    from dagc.ir.regions import walk
+
+    out = used | {v for n in nodes for v in n.outputs}
+    _add_try_yields([m for n in nodes for m in (n, *walk(n)) if m.op == "try"], out)
+    return out
 
 
 def _output_targets(node: Node, names: Names) -> list[str]:

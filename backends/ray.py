@@ -42,6 +42,7 @@ from dagc.backends.local import (
     emit_task_table,
     script_path,
     used_values,
+    with_outputs_used,
 )
 from dagc.ir.core import Graph, Node
 from dagc.ir.effects import state_cells, state_groups
@@ -179,7 +180,7 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     names = Names(_RESERVED)
     used = used_values(graph)
     # inside a task's function every output of the task is used: the function returns it
-    names.used_values = used | {v for n in graph for v in n.outputs}  # type: ignore[attr-defined]
+    names.used_values = with_outputs_used(graph.nodes, used)  # type: ignore[attr-defined]
     aliases = _module_aliases(graph, names)
     order = graph.topological_order()
     if all("schedule.start" in graph.node(n).attrs for n in order):

@@ -35,6 +35,7 @@ from dagc.backends.local import (
     emit_task_lines,
     script_path,
     used_values,
+    with_outputs_used,
 )
 from dagc.ir.core import REGION_OPS, Graph, Node
 from dagc.ir.types import Ref, Seq
@@ -140,7 +141,7 @@ def _task_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str]
             w.line(f'"""{what}"""')
             # every output is returned, so the body assigns each of them (never `_`)
             saved = getattr(names, "used_values", None)
-            names.used_values = used | set(node.outputs)  # type: ignore[attr-defined]
+            names.used_values = with_outputs_used([node], used)  # type: ignore[attr-defined]
             try:
                 emit_task_lines(w, node, names, aliases)
             finally:

@@ -442,3 +442,12 @@ def test_continue_torch_on_two_ranks_equals_plain_run(tmp_path: Path, continues,
     _ruff_clean(program)
     launch(program, 2, ["--result", str(tmp_path / "r.pkl")])
     assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]
+
+
+def test_picture_marks_the_finally_body(script: Path) -> None:
+    from dagc.backends.graphviz import to_dot
+
+    dot = to_dot(compile_file(script, pipeline_name=PIPELINE))
+    assert "cluster_region_try_region_finally" in dot and "finally: runs on success or failure" in dot
+    assert "shape=octagon" in dot and 'label="then, always"' in dot
+    assert dot == to_dot(compile_file(script, pipeline_name=PIPELINE))
