@@ -201,13 +201,37 @@ def _emit_try(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, s
         with w.indent(), (_inner_calls(names) if label == "finally" else contextlib.nullcontext()):
             lines = len(w.lines)
             for inner in _body(node, f"region.{label}"):
-                emit_task_lines(w, inner, names, module_alias)
+                once = _acts_once(inner, names) if label == "finally" else None
+                if once is None:
+                    emit_task_lines(w, inner, names, module_alias)
+                    continue
+                w.line(f"if rt.rank == {once}:  # {inner.name} acts on the world: once, on the region's first rank")
+                with w.indent():
+                    emit_task_lines(w, inner, names, module_alias)
+                unset = [names[o] for o in inner.outputs if getattr(names, "used_values", None) is None
+                         or o in names.used_values]  # type: ignore[attr-defined]
+                if unset:
+                    w.line("else:")
+                    with w.indent():
+                        w.line(f"{' = '.join(unset)} = None")
             yields = _operands(node, f"region.{label}.yield")
             kept = [(t, y) for t, y in zip(targets, yields) if t != "_"]
             if kept:
                 _assign_line(w, [t for t, _ in kept], [y for _, y in kept], names)
             if len(w.lines) == lines:
                 w.line("pass")
+
+
+def _acts_once(node: Node, names: Names) -> int | None:
+    """In a try region that runs on several ranks (torch: it holds a multi-rank task), a single-rank
+    finally task that acts on the world (a notice, a cleanup) runs once, on the region's first rank,
+    as it does in plain Python: that rank (`names.once_rank`), or None where the task runs as usual."""
+    from dagc.ir.effects import has_effects
+
+    once_rank = getattr(names, "once_rank", None)
+    if once_rank is None or node.op != "task" or node.options.ranks > 1 or not has_effects(node):
+        return None
+    return int(once_rank)
 
 
 def _emit_loop(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, str]) -> None:

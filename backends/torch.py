@@ -187,7 +187,11 @@ def _emit_rank(w: CodeWriter, graph: Graph, plan: CommPlan, rank: int, ops: list
                 node = graph.node(op.node)
                 owner = plan.home[node.name][0] == rank
                 assign = [owner and o in used for o in node.outputs]
+                # a try region on several ranks runs its finally tasks that act on the world once
+                home = plan.home[node.name]
+                names.once_rank = home[0] if len(home) > 1 else None  # type: ignore[attr-defined]
                 _task_lines(w, node, names, aliases, assign, inner_used)
+                names.once_rank = None  # type: ignore[attr-defined]
             elif op.kind == "send" and is_order_token(op.value):
                 w.line(f"rt.send(None, {op.tag})  # `{op.value[:-5]}` has finished: tell rank {op.peer}")  # type: ignore[index]
             elif op.kind == "recv" and is_order_token(op.out):

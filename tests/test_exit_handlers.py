@@ -451,3 +451,75 @@ def test_picture_marks_the_finally_body(script: Path) -> None:
     assert "cluster_region_try_region_finally" in dot and "finally: runs on success or failure" in dot
     assert "shape=octagon" in dot and 'label="then, always"' in dot
     assert dot == to_dot(compile_file(script, pipeline_name=PIPELINE))
+
+
+# ---- a try region on several torch ranks --------------------------------------------------------------------
+MULTI_RANK = '''
+import torch
+
+import dagc
+
+
+@dagc.task
+def prepare(n: int) -> int:
+    return n
+
+
+@dagc.task(ranks=2)
+def fit(n: int, fail: bool) -> float:
+    ctx = dagc.context()
+    if fail:  # on every rank, as a bug in the training code would
+        raise ValueError("training diverged")
+    t = torch.tensor([float(n)])
+    if ctx.world_size > 1:
+        torch.distributed.all_reduce(t, group=ctx.group)
+        t = t / ctx.world_size
+    return float(t.item())
+
+
+@dagc.task(side_effects=True)
+def notify(log: str, status: str) -> str:
+    with open(log, "a") as f:
+        f.write(status + "\\n")
+    return status
+
+
+@dagc.pipeline
+def exit_handler(log: str = "exit.log", n: int = 5, fail: bool = False):
+    data = prepare(n)
+    try:
+        model = fit(data, fail)
+    finally:
+        sent = notify(log, "finished")
+    return model, sent
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fail", [False, True], ids=["success", "failure"])
+def test_torch_try_around_a_multi_rank_task_notifies_once(tmp_path: Path, fail: bool) -> None:
+    """The region runs on both ranks (its body is a 2-rank task): every rank reaches the finally block
+    in the same order, the notice that acts on the world runs once (on the region's first rank), and
+    a failure fails the job with the original error."""
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+
+    from tests.test_backend_torch import launch
+
+    script = tmp_path / "multi.py"
+    script.write_text(MULTI_RANK, encoding="utf-8")
+    plain_dir = tmp_path / "plain"
+    plain_dir.mkdir()
+    plain = _plain(script, _params(plain_dir, fail))
+    program = _torch_program(script, _params(tmp_path, fail), tmp_path / "multi_torch.py")
+    _ruff_clean(program)
+    assert "if rt.rank == 0:  # try.finally.notify acts on the world" in program.read_text()
+    result = tmp_path / "r.pkl"
+    argv = ["--result", str(result), "--run-dir", str(tmp_path / "run")]
+    if not fail:
+        launch(program, 2, argv)
+        _check(pickle.loads(result.read_bytes()), plain, "", tmp_path)
+        return
+    with pytest.raises(ChildFailedError):
+        launch(program, 2, argv)
+    failures = read_events(tmp_path / "run" / "events.jsonl", event="failure")
+    _check(None, plain, " ".join(e["error"] for e in failures), tmp_path)
