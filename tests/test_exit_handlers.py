@@ -523,3 +523,105 @@ def test_torch_try_around_a_multi_rank_task_notifies_once(tmp_path: Path, fail: 
         launch(program, 2, argv)
     failures = read_events(tmp_path / "run" / "events.jsonl", event="failure")
     _check(None, plain, " ".join(e["error"] for e in failures), tmp_path)
+
+
+# ---- try forms: in loops, nested, around branches -----------------------------------------------------------
+FORMS = '''
+import dagc
+
+
+@dagc.task
+def step(m: int, i: int) -> int:
+    return m + i
+
+
+@dagc.task
+def big(m: int) -> bool:
+    return m > 12
+
+
+@dagc.task(side_effects=True)
+def log(tag: str, i: int) -> str:
+    return f"{tag}{i}"
+
+
+@dagc.pipeline
+def in_loop_region(n: int = 8):
+    m = 1
+    for i in range(n):
+        try:
+            m = step(m, i)
+        finally:
+            note = log("t", i)
+        if big(m):
+            break
+    return m, note
+
+
+@dagc.pipeline
+def unrolled(n: int = 3):
+    m = 1
+    notes = []
+    for i in range(n):
+        try:
+            m = step(m, i)
+        finally:
+            notes.append(log("u", i))
+    return m, notes
+
+
+@dagc.pipeline
+def nested(x: int = 2):
+    status = "start"
+    try:
+        a = step(x, 1)
+        try:
+            b = step(a, 2)
+            status = "inner done"
+        finally:
+            c = log("inner", x)
+        if big(b):
+            d = step(b, 100)
+        else:
+            d = step(b, -100)
+    finally:
+        e = log("outer", x)
+    return a, b, c, d, e, status
+'''
+
+
+@pytest.mark.parametrize("name", ["in_loop_region", "unrolled", "nested"])
+def test_try_forms_local_equals_plain_run(tmp_path: Path, name: str) -> None:
+    script = tmp_path / "forms.py"
+    script.write_text(FORMS, encoding="utf-8")
+    code = (f"import pickle, runpy, sys\nns = runpy.run_path({str(script)!r}, run_name='plain')\n"
+            f"sys.stdout.buffer.write(pickle.dumps(ns[{name!r}]()))\n")
+    plain = pickle.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, check=True,
+                                        timeout=60).stdout)
+    result = compile_source(script, pipeline_name=name)
+    assert not [d for d in result.sink.diagnostics if d.is_error]
+    text = print_graph(result.graph)
+    assert print_graph(parse_graph(text)) == text and verify(result.graph) == []
+    graph = compile_file(script, pipeline_name=name)
+    program = tmp_path / f"{name}_local.py"
+    program.write_text(emit(graph, "local", program))
+    _ruff_clean(program)
+    subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain
+
+
+@pytest.mark.parametrize("body,code,at", [
+    ("    try:\n        m = step(1, 2)\n        return m\n    finally:\n        log('x', 1)\n", "DAGC117", 3),
+    ("    m = 1\n    for i in range(3):\n        try:\n            m = step(m, i)\n            if big(m):\n"
+     "                break\n        finally:\n            log('x', i)\n    return m\n", "DAGC182", 6),
+    ("    try:\n        m = step(1, 2)\n    except ValueError:\n        m = 0\n    return m\n", "DAGC180", 3),
+])
+def test_unsupported_try_forms_are_diagnosed_at_the_line(tmp_path: Path, body: str, code: str, at: int) -> None:
+    head = FORMS.split("@dagc.pipeline")[0]
+    text = head + "@dagc.pipeline\ndef p():\n" + body
+    (tmp_path / "bad.py").write_text(text, encoding="utf-8")
+    result = compile_source(tmp_path / "bad.py", pipeline_name="p")
+    errors = [d for d in result.sink.diagnostics if d.is_error]
+    assert [d.code for d in errors] == [code]
+    assert errors[0].span.line == len(head.splitlines()) + 2 + at  # `at`: the line in the body
+    assert errors[0].hint

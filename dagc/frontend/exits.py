@@ -10,7 +10,21 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["finally_reads_of_body", "lower_continues"]
+from dagc.ir.types import Map, Operand, Ref, Seq
+
+__all__ = ["finally_reads_of_body", "lower_continues", "rename_refs"]
+
+
+def rename_refs(operand: Operand, names: dict[str, str]) -> Operand:
+    """`operand` with each reference to a value in `names` renamed (a body's value → the `try` region's
+    output that carries it out)."""
+    if isinstance(operand, Ref):
+        return Ref(names.get(operand.name, operand.name))
+    if isinstance(operand, Seq):
+        return Seq(operand.kind, tuple(rename_refs(item, names) for item in operand.items))
+    if isinstance(operand, Map):
+        return Map(tuple((rename_refs(k, names), rename_refs(v, names)) for k, v in operand.items))
+    return operand
 
 
 def _stores(stmt: ast.stmt) -> set[str]:

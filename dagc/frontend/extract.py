@@ -29,7 +29,7 @@ from typing import Any
 from dagc.diagnostics import DiagnosticSink, Note
 from dagc.frontend.configs import ConfigClass, ConfigValue, StaticFunction
 from dagc.frontend.effects import EffectAnalyzer
-from dagc.frontend.exits import finally_reads_of_body, lower_continues
+from dagc.frontend.exits import finally_reads_of_body, lower_continues, rename_refs
 from dagc.frontend.forms import GLUE_CALLS, KFP_METHOD_HINTS, as_literal
 from dagc.frontend.modules import (
     ClassSteps,
@@ -1192,10 +1192,15 @@ class Extractor:
         scope.env.clear()
         scope.env.update(before)
         errors = len(self.sink.diagnostics) > count and self.sink.has_errors
-        # outputs: what the body assigned (kept on success), then what `finally` assigned (it runs last)
+        # outputs: the values defined inside that the body's names hold (kept on success), then those
+        # of the finally block's names (it runs last). A name keeps its structure (a list of results
+        # stays a list, so `xs.append(...)` goes on working after the `try`); only the values made
+        # inside become outputs.
         yields: list[list[Operand]] = [[], []]
-        merged: list[str] = []
+        index: dict[str, int] = {}
+        merged: list[tuple[str, Operand]] = []
         for k, env in enumerate(envs):
+            inner = {v for n in blocks[k] for v in (*n.outputs, *_region_defined(n))}
             for var, value in env.items():
                 if k == 0 and var in envs[1]:
                     continue  # assigned in both: the finally block's value is the one that stays
@@ -1206,22 +1211,32 @@ class Extractor:
                     scope.env[var] = value  # a compile-time value: the same after a successful body
                     continue
                 try:
-                    yields[k].append(self._yield_operand(value, var, span))
+                    operand = self._yield_operand(value, var, span)
                 except ExtractError:
                     scope.env[var] = POISON
                     errors = True
                     continue
-                merged.append(var)
+                made = [r for r in iter_refs(operand) if r in inner]
+                if not made:
+                    scope.env[var] = value  # it holds values from before the `try` only
+                    continue
+                for ref in made:
+                    if ref not in index:
+                        index[ref] = sum(len(y) for y in yields)
+                        yields[k].append(Ref(ref))
+                merged.append((var, operand))
         if errors:
-            for var in merged:
+            for var, _ in merged:
                 scope.env[var] = POISON
             raise ExtractError
         node = self._try_node(name, stmt, span, blocks, yields)
         self._close_region(node, blocks[0] + blocks[1])
-        for var, out, t in zip(merged, node.outputs, node.types):
-            scope.env[var] = Dyn(Ref(out))
-            if t is not None:
-                self._types[out] = (t, None)
+        outside = {ref: node.outputs[k] for ref, k in index.items()}
+        for out, type_ in zip(node.outputs, node.types):
+            if type_ is not None:
+                self._types[out] = (type_, None)
+        for var, operand in merged:
+            scope.env[var] = Dyn(rename_refs(operand, outside))
 
     def _run_try_blocks(self, stmt: ast.Try, name: str, scope: Scope, info: ModuleInfo,
                         ) -> tuple[list[list[Node]], list[dict[str, Value]]]:
