@@ -380,10 +380,10 @@ def emit_tables(w: CodeWriter, graph: Graph, out_path: Path | None, aliases: dic
     emit_task_table(w, rows)
 
 
-def emit_task_table(w: CodeWriter, rows: dict[str, tuple]) -> None:
+def emit_task_table(w: CodeWriter, rows: dict[str, tuple], name: str = "TASKS") -> None:
     """The executor's table of tasks (backends/fingerprint.py `task_rows`), as every program has it."""
     w.line("# task: (fingerprint, retries, timeout in seconds, cache, state group); see dagc.runtime.executor")
-    w.line("TASKS = {")
+    w.line(f"{name} = {{")
     with w.indent():
         for name, row in rows.items():
             w.line(f"{name!r}: {row!r},")

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from dagc.backends.emitter import CodeWriter, Names, module_search_paths, render_operand, source_root_expr
-from dagc.backends.fingerprint import task_fingerprints, task_rows
+from dagc.backends.fingerprint import task_fingerprints, task_rows, try_body_rows
 from dagc.backends.local import (
     _members,
     _module_aliases,
@@ -53,6 +53,7 @@ __all__ = ["emit_ray", "placement_devices", "placement_mode", "task_demand", "ta
 _RESERVED = {
     "ray", "Driver", "Job", "Plan", "ray_main", "PLAN", "PIPELINE", "SOURCE_ROOT", "SEARCH_PATHS", "SCRIPT",
     "DEVICES", "DEMANDS", "TASKS", "STATE", "STATE_GROUPS", "PLACEMENT", "driver", "job", "body",
+    "INNER_TASKS", "rt",
 }
 
 
@@ -217,6 +218,10 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     w.line(f"SCRIPT = {script_path(graph)!r}  # sys.argv[0] of the user's code, relative to SOURCE_ROOT")
     w.line()
     _emit_tables(w, graph, devices, mode, rows, order)
+    inner_rows = try_body_rows(graph)
+    if inner_rows:  # the tasks of a try region's body, run inside its task, each stored on its own
+        w.line("# Tasks in the body of a try region: stored one by one, so --resume reruns only what did not finish")
+        emit_task_table(w, inner_rows, "INNER_TASKS")
     _emit_state_tables(w, graph, groups, order)
     w.line("PLAN = Plan(PIPELINE, SOURCE_ROOT, SEARCH_PATHS, SCRIPT, TASKS, DEMANDS, DEVICES, STATE_GROUPS, STATE, "
            "PLACEMENT)")
@@ -344,7 +349,14 @@ def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: 
                     + [f"{k}={render_operand(v, names)}" for k, v in node.kwargs])
                 w.line(f"return {aliases[node.module]}.{node.function}({args})")
             else:
-                emit_task_lines(w, node, names, aliases)
+                if node.op == "try" and not in_actor and ranks <= 1:
+                    # its body's tasks go through an executor of their own: stored one by one (INNER_TASKS)
+                    w.line("rt = job.executor(INNER_TASKS)")
+                    names.task_verb = "task"  # type: ignore[attr-defined]
+                try:
+                    emit_task_lines(w, node, names, aliases)
+                finally:
+                    names.task_verb = None  # type: ignore[attr-defined]
                 outs = [names[o] for o in node.outputs]
                 w.line(f"return {outs[0]}" if len(outs) == 1 else f"return {', '.join(outs)}")
         w.line()

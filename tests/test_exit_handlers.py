@@ -625,3 +625,30 @@ def test_unsupported_try_forms_are_diagnosed_at_the_line(tmp_path: Path, body: s
     assert [d.code for d in errors] == [code]
     assert errors[0].span.line == len(head.splitlines()) + 2 + at  # `at`: the line in the body
     assert errors[0].hint
+
+
+@pytest.mark.slow
+def test_ray_resume_reruns_only_the_unfinished_body_tasks_and_the_finally(tmp_path: Path, ray_cluster) -> None:
+    """On Ray the try region is one task; the tasks of its body are stored one by one all the same."""
+    script = tmp_path / "resumable.py"
+    script.write_text(RESUMABLE, encoding="utf-8")
+    graph = compile_file(script, pipeline_name="resumable", params={"dir": str(tmp_path)},
+                         cluster=parse_cluster_spec("2"))
+    program = tmp_path / "resumable_ray.py"
+    program.write_text(emit(graph, "ray", program))
+    _ruff_clean(program)
+    (tmp_path / "flag").write_text("")
+    run = [sys.executable, str(program), "--address", ray_cluster.address, "--result", str(tmp_path / "r.pkl")]
+    first = subprocess.run([*run, "--run-dir", str(tmp_path / "run")], capture_output=True, text=True,
+                           timeout=300, cwd=tmp_path)
+    assert first.returncode != 0 and "RuntimeError: flag is up" in first.stderr, first.stderr[-3000:]
+    assert (tmp_path / "exit.log").read_text().splitlines() == ["cleanup"]
+    (tmp_path / "flag").unlink()
+    second = subprocess.run([*run, "--resume", str(tmp_path / "run")], capture_output=True, text=True,
+                            timeout=300, cwd=tmp_path)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == 20
+    assert (tmp_path / "count.log").read_text().splitlines() == ["ran"]  # not run again
+    assert (tmp_path / "exit.log").read_text().splitlines() == ["cleanup", "cleanup"]
+    skipped = {e["task"] for e in read_events(tmp_path / "run" / "events.jsonl", event="skip", run=None)}
+    assert skipped == {"try.body.count"}
