@@ -535,8 +535,8 @@ class Extractor:
         if isinstance(stmt, ast.If):
             self._if(stmt, scope, info)
             return
-        if isinstance(stmt, ast.Try):
-            self._try(stmt, scope, info)
+        if isinstance(stmt, _TRY_STATEMENTS):  # `except*` (TryStar) always has handlers: DAGC180
+            self._try(stmt, scope, info)  # type: ignore[arg-type]
             return
         if isinstance(stmt, ast.Break):
             if scope.unrolling:
@@ -2641,6 +2641,7 @@ def _aggregate_effects(node: Node, body: list[Node]) -> None:
 
 
 _BODY_KEYS = ("region.body", "region.then", "region.else", "region.finally")
+_TRY_STATEMENTS = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
 
 
 def _region_defined(node: Node) -> set[str]:
