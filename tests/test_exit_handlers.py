@@ -652,3 +652,30 @@ def test_ray_resume_reruns_only_the_unfinished_body_tasks_and_the_finally(tmp_pa
     assert (tmp_path / "exit.log").read_text().splitlines() == ["cleanup", "cleanup"]
     skipped = {e["task"] for e in read_events(tmp_path / "run" / "events.jsonl", event="skip", run=None)}
     assert skipped == {"try.body.count"}
+
+
+def test_a_static_continue_in_a_loop_region_is_a_branch_too(tmp_path: Path) -> None:
+    """`if i == 2: continue` in a loop that is a region (it breaks on a task result): the index is a
+    run-time value there, so the rest of the trip becomes a branch like a task-result continue."""
+    script = tmp_path / "c.py"
+    script.write_text(CONTINUES.split("@dagc.pipeline")[0] + '''@dagc.pipeline
+def p(n: int = 9):
+    m = 1
+    for i in range(n):
+        m = step(m, i)
+        if converged(m):
+            break
+        if i == 2:
+            continue
+        m = extra(m)
+    return m
+''', encoding="utf-8")
+    code = (f"import runpy\nns = runpy.run_path({str(script)!r}, run_name='plain')\nprint(ns['p']())\n")
+    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    graph = compile_file(script, pipeline_name="p")
+    assert [n.op for n in graph] == ["loop"]
+    program = tmp_path / "c_local.py"
+    program.write_text(emit(graph, "local", program))
+    _ruff_clean(program)
+    subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
+    assert repr(pickle.loads((tmp_path / "r.pkl").read_bytes())) == plain.strip() == "120"

@@ -736,8 +736,11 @@ class Extractor:
     def _without_dynamic_continue(self, stmt: ast.For, scope: Scope, info: ModuleInfo) -> ast.For:
         """`stmt` itself, or, when a `continue` in it depends on a task result, the same loop with the
         rest of each trip under the branch that does not continue (`lower_continues`)."""
-        continues = [(node, tests) for node, tests in _loop_level_breaks(stmt.body) if isinstance(node, ast.Continue)]
-        if not any(self._exits_are_dynamic([exit], stmt, scope, info) for exit in continues):
+        exits = _loop_level_breaks(stmt.body)
+        # lowered when a `continue` depends on a task result, or when the loop is a region anyway (a
+        # `break` on a task result): a region's body has no `continue` of its own
+        if not any(isinstance(node, ast.Continue) for node, _ in exits) or not self._exits_are_dynamic(
+                exits, stmt, scope, info):
             return stmt
         body, _ = lower_continues(stmt.body)
         return ast.copy_location(ast.For(stmt.target, stmt.iter, body or [ast.copy_location(ast.Pass(), stmt)],
