@@ -1232,7 +1232,7 @@ class Extractor:
             for var, _ in merged:
                 scope.env[var] = POISON
             raise ExtractError
-        node = self._try_node(name, stmt, span, blocks, yields)
+        node = self._try_node(name, span, blocks, yields)
         self._close_region(node, blocks[0] + blocks[1])
         outside = {ref: node.outputs[k] for ref, k in index.items()}
         for out, type_ in zip(node.outputs, node.types):
@@ -1266,7 +1266,7 @@ class Extractor:
             scope.prefix, scope.suffix, scope.loop, scope.unrolling = saved
         return blocks, envs
 
-    def _try_node(self, name: str, stmt: ast.Try, span: SourceSpan, blocks: list[list[Node]],
+    def _try_node(self, name: str, span: SourceSpan, blocks: list[list[Node]],
                   yields: list[list[Operand]]) -> Node:
         """The `try` region node (its bodies built here, in one place)."""
         attrs: dict[str, Any] = {
