@@ -192,6 +192,9 @@ def _emit_try(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, s
     """A `try` region: `try:` body, `finally:` finally body, each assigning the outputs it yields (the
     body's first, then the finally body's). A failure in the body runs the finally body, then goes on."""
     outputs = _output_targets(node, names)
+    from dagc.ir.regions import bodies
+
+    found = bodies(node)
     n_body = len(node.attrs.get("region.body.yield") or [])
     w.line(f"# {node.name}  ({node.span})")
     if outputs[0] != "_" and not node.attrs.get("region.body.yield") and not node.attrs.get("region.finally.yield"):
@@ -200,7 +203,7 @@ def _emit_try(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, s
         w.line("try:" if label == "body" else "finally:")
         with w.indent(), (_inner_calls(names) if label == "finally" else contextlib.nullcontext()):
             lines = len(w.lines)
-            for inner in _body(node, f"region.{label}"):
+            for inner in found.get(f"region.{label}", []):
                 once = _acts_once(inner, names) if label == "finally" else None
                 if once is None:
                     emit_task_lines(w, inner, names, module_alias)
