@@ -25,7 +25,7 @@ from dagc.ir.serialize import FORMAT_VERSION, operand_to_json, options_to_json
 from dagc.ir.types import operand_to_python
 from dagc.runtime.store import fingerprint, output_fingerprint, value_fingerprint
 
-__all__ = ["task_fingerprints", "task_rows", "source_digest", "RUN_POLICY_OPTIONS"]
+__all__ = ["task_fingerprints", "task_rows", "try_body_nodes", "try_body_rows", "source_digest", "RUN_POLICY_OPTIONS"]
 
 # options that say how to run or estimate a task, not what it computes
 RUN_POLICY_OPTIONS = frozenset({"cost", "flops", "out_size", "priority", "retries", "timeout", "cache"})
@@ -113,25 +113,56 @@ def _param_literal(value: Any) -> Any:
         return json.dumps(operand_to_json(value), sort_keys=True)
 
 
-def task_fingerprints(graph: Graph) -> dict[str, str]:
-    """Fingerprint of every node that runs (transfers are skipped: their output is their input)."""
+def _node_fingerprint(graph: Graph, node: Node, values: dict[str, str]) -> str:
+    """`node`'s fingerprint from the fingerprints of the values it reads; records its outputs' in `values`."""
+    inputs = [values.get(v, f"unbound:{v}") for v in node.input_values()]
+    # inputs are named by position: a pass that renames a value (a transfer) changes nothing here
+    position = {v: i for i, v in enumerate(node.input_values())}
+    described = _positional(_describe(graph, node), position)
+    constants = json.dumps({"ir": FORMAT_VERSION, **described}, sort_keys=True, default=str)
+    fp = fingerprint(node.target or node.op, constants, inputs)
+    for i, value in enumerate(node.outputs):
+        values[value] = output_fingerprint(fp, i)
+    return fp
+
+
+def _fingerprint_values(graph: Graph) -> tuple[dict[str, str], dict[str, str]]:
+    """(fingerprint of every node that runs, fingerprint of every value)."""
     values: dict[str, str] = {p.name: value_fingerprint(p.name, _param_literal(p.value)) for p in graph.params}
     out: dict[str, str] = {}
     for name in graph.topological_order():
         node = graph.node(name)
-        inputs = [values.get(v, f"unbound:{v}") for v in node.input_values()]
-        if node.op == "transfer":
+        if node.op == "transfer":  # skipped: its output is its input
+            inputs = [values.get(v, f"unbound:{v}") for v in node.input_values()]
             for value in node.outputs:
                 values[value] = inputs[0] if inputs else fingerprint("transfer", name)
             continue
-        # inputs are named by position: a pass that renames a value (a transfer) changes nothing here
-        position = {v: i for i, v in enumerate(node.input_values())}
-        described = _positional(_describe(graph, node), position)
-        constants = json.dumps({"ir": FORMAT_VERSION, **described}, sort_keys=True, default=str)
-        fp = fingerprint(node.target or node.op, constants, inputs)
-        out[name] = fp
-        for i, value in enumerate(node.outputs):
-            values[value] = output_fingerprint(fp, i)
+        out[name] = _node_fingerprint(graph, node, values)
+    return out, values
+
+
+def task_fingerprints(graph: Graph) -> dict[str, str]:
+    """Fingerprint of every node that runs (transfers are skipped: their output is their input)."""
+    return _fingerprint_values(graph)[0]
+
+
+def try_body_nodes(graph: Graph) -> dict[str, tuple[Node, str]]:
+    """The nodes in the body of each top-level `try` region (and of `try` regions directly in such a
+    body), with their fingerprints. The local program stores each of them like a top-level task, so
+    that `--resume` after a failure in the body reruns only what did not finish; the finally body is
+    never stored: it runs on every run."""
+    _, values = _fingerprint_values(graph)
+    out: dict[str, tuple[Node, str]] = {}
+
+    def visit(region: Node) -> None:
+        for inner in region_bodies(region).get("body", []):
+            out[inner.name] = (inner, _node_fingerprint(graph, inner, values))
+            if inner.op == "try":
+                visit(inner)
+
+    for node in graph:
+        if node.op == "try":
+            visit(node)
     return out
 
 
@@ -145,15 +176,20 @@ def task_rows(graph: Graph) -> dict[str, tuple[str, int, float | None, bool, int
 
     fps = task_fingerprints(graph)
     state = {task: k for k, group in enumerate(state_groups(graph)) for task in group.nodes}
-    rows: dict[str, tuple[str, int, float | None, bool, int | None]] = {}
-    for name, fp in fps.items():
-        node = graph.node(name)
-        members = [n for n in (node, *walk(node)) if n.op == "task"]
-        retries = max([node.options.retries, *(m.options.retries for m in members)])
-        timeouts = [m.options.timeout for m in members]
-        timeout = node.options.timeout if node.op == "task" else (
-            sum(timeouts) if timeouts and node.op == "fused" and all(t for t in timeouts) else None)  # type: ignore[misc]
-        cache = all(m.options.cache and not m.options.side_effects and not m.attrs.get("effects.io")
-                    for m in members)
-        rows[name] = (fp, retries, timeout, cache, state.get(name))
-    return rows
+    return {name: _row(graph.node(name), fp, state.get(name)) for name, fp in fps.items()}
+
+
+def _row(node: Node, fp: str, state: int | None) -> tuple[str, int, float | None, bool, int | None]:
+    members = [n for n in (node, *walk(node)) if n.op == "task"]
+    retries = max([node.options.retries, *(m.options.retries for m in members)])
+    timeouts = [m.options.timeout for m in members]
+    timeout = node.options.timeout if node.op == "task" else (
+        sum(timeouts) if timeouts and node.op == "fused" and all(t for t in timeouts) else None)  # type: ignore[misc]
+    cache = all(m.options.cache and not m.options.side_effects and not m.attrs.get("effects.io")
+                for m in members)
+    return (fp, retries, timeout, cache, state)
+
+
+def try_body_rows(graph: Graph) -> dict[str, tuple[str, int, float | None, bool, int | None]]:
+    """Executor rows of the nodes `try_body_nodes` finds (the local program stores each of them)."""
+    return {name: _row(node, fp, None) for name, (node, fp) in try_body_nodes(graph).items()}

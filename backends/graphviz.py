@@ -465,20 +465,25 @@ def to_dot(
                  tooltip=_tooltip(node, cost_model, cluster, critical), **attrs)
 
     def add_region(sub: graphviz.Digraph, node: Node, colour: str | None, critical: bool) -> None:
-        """A `cond` or `loop` region: a dashed box holding its bodies; edges meet at its head node."""
+        """A `cond`, `loop` or `try` region: a dashed box holding its bodies; edges meet at its head
+        node. A try's finally body is a shaded box of its own, marked as running on success or failure."""
         with sub.subgraph(name=f"cluster_region_{_safe(node.name)}") as box:
             box.attr(label=f"{node.op} {node.name}", style="dashed,rounded", color=CRITICAL_COLOUR if critical
                      else "#555555", fontsize="10", fontcolor="#555555")
             head = _node_style(node, colour, critical)
-            head.update(shape="diamond" if node.op == "cond" else "hexagon", style="filled,dashed", fontsize="9")
+            head.update(shape=_REGION_SHAPES.get(node.op, "hexagon"), style="filled,dashed", fontsize="9")
             box.node(_node_id(node.name), label=_region_head(node), tooltip=_tooltip(node, cost_model, cluster,
                                                                                         critical), **head)
             for key, body in regions.bodies(node).items():
                 if not body:
                     continue
                 with box.subgraph(name=f"cluster_region_{_safe(node.name)}_{_safe(key)}") as part:
-                    part.attr(label=key, style="dashed,rounded", color="#999999",
-                              fontsize="9", fontcolor="#777777")
+                    if key == "finally":
+                        part.attr(label="finally: runs on success or failure", style="dashed,rounded,filled",
+                                  fillcolor=FINALLY_FILL, color=FINALLY_COLOUR, fontsize="9", fontcolor=FINALLY_COLOUR)
+                    else:
+                        part.attr(label=key, style="dashed,rounded", color="#999999",
+                                  fontsize="9", fontcolor="#777777")
                     made: dict[str, str] = {}
                     for member in body:
                         mid = f"region.{node.name}.{key}.{member.name}"
@@ -493,6 +498,13 @@ def to_dot(
                 # declared in the region's box, not the body's, so the head stays outside the body
                 box.edge(_node_id(node.name), f"region.{node.name}.{key}.{body[0].name}", style="dotted",
                          arrowhead="none")
+            if node.op == "try":  # the finally body runs after the body, whatever it did
+                found = regions.bodies(node)
+                body, cleanup = found["body"], found["finally"]
+                if body and cleanup:
+                    box.edge(f"region.{node.name}.body.{body[-1].name}",
+                             f"region.{node.name}.finally.{cleanup[0].name}", style="dashed",
+                             color=FINALLY_COLOUR, fontcolor=FINALLY_COLOUR, fontsize="9", label="then, always")
 
     def add_group(sub: graphviz.Digraph, key: tuple[str, tuple[int, ...]], members: list[Node],
                   colour: str | None) -> None:
@@ -627,12 +639,18 @@ def to_dot(
     return dot.source
 
 
+_REGION_SHAPES = {"cond": "diamond", "loop": "hexagon", "try": "octagon"}
+FINALLY_FILL, FINALLY_COLOUR = "#fff4e0", "#b36b00"  # a try's finally body: an exit handler
+
+
 def _region_head(node: Node) -> str:
     if node.op == "cond":
         from dagc.ir.printer import format_operand
 
         pred = format_operand(node.args[0]) if node.args else "?"
         return f"<<B>if</B> {html.escape(pred)}>"
+    if node.op == "try":
+        return "<<B>try</B> / finally>"
     trips = node.attrs.get("region.iter")
     items = next((v for v in trips.values() if isinstance(v, list)), None) if isinstance(trips, dict) else None
     count = len(items) if items is not None else None

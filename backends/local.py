@@ -54,6 +54,9 @@ def emit_task_lines(w: CodeWriter, node: Node, names: Names, module_alias: dict[
         with _inner_calls(names):
             _emit_loop(w, node, names, module_alias)
         return
+    if node.op == "try":  # its body's tasks are stored like top-level ones (backends/fingerprint.py)
+        _emit_try(w, node, names, module_alias)
+        return
     function = f"{module_alias[node.module]}.{node.function}"
     call = call_source(node, function, names)
     verb = getattr(names, "task_verb", None)
@@ -106,12 +109,15 @@ def used_values(graph: Graph) -> set[str]:
     from dagc.ir.types import iter_refs
 
     used: set[str] = set(graph.output_values())
+    tries: list[Node] = []  # outer before inner
 
     def visit(nodes: list[Node]) -> None:
         for n in nodes:
             used.update(n.input_values())
             if n.op == "fused":
                 visit(_members(n))
+            if n.op == "try":
+                tries.append(n)
             for body in region_bodies(n).values():
                 visit(body)
             if n.op in ("cond", "loop"):
@@ -126,7 +132,30 @@ def used_values(graph: Graph) -> set[str]:
                         used.update(iter_refs(operand_from_json(o)))
 
     visit(graph.nodes)
+    _add_try_yields(tries, used)
     return used
+
+
+def _add_try_yields(tries: list[Node], used: set[str]) -> None:
+    """A try assigns only the outputs something reads (`_emit_try`): what those read is used too.
+    `tries` lists outer regions before inner ones."""
+    from dagc.ir.types import iter_refs
+
+    for n in tries:
+        yields = _operands(n, "region.body.yield") + _operands(n, "region.finally.yield")
+        for output, operand in zip(n.outputs, yields):
+            if output in used:
+                used.update(iter_refs(operand))
+
+
+def with_outputs_used(nodes: list[Node], used: set[str]) -> set[str]:
+    """`used` plus every output of `nodes` and what computing them reads (a node run as one task, a
+    region or a fused group, returns all its outputs)."""
+    from dagc.ir.regions import walk
+
+    out = used | {v for n in nodes for v in n.outputs}
+    _add_try_yields([m for n in nodes for m in (n, *walk(n)) if m.op == "try"], out)
+    return out
 
 
 def _output_targets(node: Node, names: Names) -> list[str]:
@@ -155,6 +184,55 @@ def _emit_cond(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, 
                 w.line(f"{outputs[0]} = None")
             else:
                 w.line("pass")
+
+
+def _emit_try(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, str]) -> None:
+    """A `try` region: `try:` body, `finally:` finally body, each assigning the outputs it yields (the
+    body's first, then the finally body's). A failure in the body runs the finally body, then goes on."""
+    outputs = _output_targets(node, names)
+    from dagc.ir.regions import bodies
+
+    found = bodies(node)
+    n_body = len(node.attrs.get("region.body.yield") or [])
+    w.line(f"# {node.name}  ({node.span})")
+    if outputs[0] != "_" and not node.attrs.get("region.body.yield") and not node.attrs.get("region.finally.yield"):
+        w.line(f"{outputs[0]} = None")
+    for label, targets in (("body", outputs[:n_body]), ("finally", outputs[n_body:])):
+        w.line("try:" if label == "body" else "finally:")
+        with w.indent(), (_inner_calls(names) if label == "finally" else contextlib.nullcontext()):
+            lines = len(w.lines)
+            for inner in found.get(label, []):
+                once = _acts_once(inner, names) if label == "finally" else None
+                if once is None:
+                    emit_task_lines(w, inner, names, module_alias)
+                    continue
+                w.line(f"if rt.rank == {once}:  # {inner.name} acts on the world: once, on the region's first rank")
+                with w.indent():
+                    emit_task_lines(w, inner, names, module_alias)
+                unset = [names[o] for o in inner.outputs if getattr(names, "used_values", None) is None
+                         or o in names.used_values]  # type: ignore[attr-defined]
+                if unset:
+                    w.line("else:")
+                    with w.indent():
+                        w.line(f"{' = '.join(unset)} = None")
+            yields = _operands(node, f"region.{label}.yield")
+            kept = [(t, y) for t, y in zip(targets, yields) if t != "_"]
+            if kept:
+                _assign_line(w, [t for t, _ in kept], [y for _, y in kept], names)
+            if len(w.lines) == lines:
+                w.line("pass")
+
+
+def _acts_once(node: Node, names: Names) -> int | None:
+    """In a try region that runs on several ranks (torch: it holds a multi-rank task), a single-rank
+    finally task that acts on the world (a notice, a cleanup) runs once, on the region's first rank,
+    as it does in plain Python: that rank (`names.once_rank`), or None where the task runs as usual."""
+    from dagc.ir.effects import has_effects
+
+    once_rank = getattr(names, "once_rank", None)
+    if once_rank is None or node.op != "task" or node.options.ranks > 1 or not has_effects(node):
+        return None
+    return int(once_rank)
 
 
 def _emit_loop(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, str]) -> None:
@@ -246,7 +324,7 @@ def emit_loader(w: CodeWriter, graph: Graph, out_path: Path | None, aliases: dic
 
 def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     """The local program's source text for `graph`."""
-    from dagc.backends.fingerprint import task_rows
+    from dagc.backends.fingerprint import task_rows, try_body_rows
 
     names = Names({"rt", "Executor", "run_local", "TASKS", "SCRIPT"})
     names.used_values = used_values(graph)  # type: ignore[attr-defined]
@@ -263,7 +341,7 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     w.line("from dagc.runtime.executor import Executor")
     w.line("from dagc.runtime.local import run_local")
     w.line()
-    emit_tables(w, graph, out_path, aliases, task_rows(graph))
+    emit_tables(w, graph, out_path, aliases, {**task_rows(graph), **try_body_rows(graph)})
     w.line()
     w.line()
     w.line("def run(rt: Executor, modules: dict[str, object]) -> object:")
@@ -303,10 +381,10 @@ def emit_tables(w: CodeWriter, graph: Graph, out_path: Path | None, aliases: dic
     emit_task_table(w, rows)
 
 
-def emit_task_table(w: CodeWriter, rows: dict[str, tuple]) -> None:
+def emit_task_table(w: CodeWriter, rows: dict[str, tuple], name: str = "TASKS") -> None:
     """The executor's table of tasks (backends/fingerprint.py `task_rows`), as every program has it."""
     w.line("# task: (fingerprint, retries, timeout in seconds, cache, state group); see dagc.runtime.executor")
-    w.line("TASKS = {")
+    w.line(f"{name} = {{")
     with w.indent():
         for name, row in rows.items():
             w.line(f"{name!r}: {row!r},")

@@ -3,8 +3,9 @@
 Each task (or fused group) becomes a `@ray.remote` function whose resources and retries come from
 its annotations; results travel between tasks as ObjectRefs, never through the driver, and
 `transfer` nodes are no-ops (the object store moves data). A `glue` node is a small remote task
-evaluating its expression; a `cond` or `loop` region is one remote task that runs its bodies with
-the local backend's semantics, asking for the largest demand of any task inside it.
+evaluating its expression; a `cond`, `loop` or `try` region is one remote task that runs its bodies
+with the local backend's semantics, asking for the largest demand of any task inside it (a `try`
+region's finally tasks run in that task whether its body succeeds or fails).
 
 A placed graph (`partition.device`) holds every task to its device. Two ways, chosen per program
 (`PLACEMENT`, overridable with `--placement`):
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from dagc.backends.emitter import CodeWriter, Names, module_search_paths, render_operand, source_root_expr
-from dagc.backends.fingerprint import task_fingerprints, task_rows
+from dagc.backends.fingerprint import task_fingerprints, task_rows, try_body_rows
 from dagc.backends.local import (
     _members,
     _module_aliases,
@@ -41,6 +42,7 @@ from dagc.backends.local import (
     emit_task_table,
     script_path,
     used_values,
+    with_outputs_used,
 )
 from dagc.ir import regions
 from dagc.ir.core import Graph, Node
@@ -52,6 +54,7 @@ __all__ = ["emit_ray", "placement_devices", "placement_mode", "task_demand", "ta
 _RESERVED = {
     "ray", "Driver", "Job", "Plan", "ray_main", "PLAN", "PIPELINE", "SOURCE_ROOT", "SEARCH_PATHS", "SCRIPT",
     "DEVICES", "DEMANDS", "TASKS", "STATE", "STATE_GROUPS", "PLACEMENT", "driver", "job", "body",
+    "INNER_TASKS", "rt",
 }
 
 
@@ -174,7 +177,7 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     names = Names(_RESERVED)
     used = used_values(graph)
     # inside a task's function every output of the task is used: the function returns it
-    names.used_values = used | {v for n in graph for v in n.outputs}  # type: ignore[attr-defined]
+    names.used_values = with_outputs_used(graph.nodes, used)  # type: ignore[attr-defined]
     aliases = _module_aliases(graph, names)
     order = graph.topological_order()
     if all("schedule.start" in graph.node(n).attrs for n in order):
@@ -211,6 +214,10 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     w.line(f"SCRIPT = {script_path(graph)!r}  # sys.argv[0] of the user's code, relative to SOURCE_ROOT")
     w.line()
     _emit_tables(w, graph, devices, mode, rows, order)
+    inner_rows = try_body_rows(graph)
+    if inner_rows:  # the tasks of a try region's body, run inside its task, each stored on its own
+        w.line("# Tasks in the body of a try region: stored one by one, so --resume reruns only what did not finish")
+        emit_task_table(w, inner_rows, "INNER_TASKS")
     _emit_state_tables(w, graph, groups, order)
     w.line("PLAN = Plan(PIPELINE, SOURCE_ROOT, SEARCH_PATHS, SCRIPT, TASKS, DEMANDS, DEVICES, STATE_GROUPS, STATE, "
            "PLACEMENT)")
@@ -321,7 +328,7 @@ def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: 
         w.line(f"@ray.remote({_ray_options(node)})")
         w.line(f"def {function}({params}) -> tuple:")
         what = {"fused": "Fused group", "glue": "Glue", "cond": "Conditional region",
-                "loop": "Loop region"}.get(node.op, "Task") + f" `{node.name}`"
+                "loop": "Loop region", "try": "Try/finally region"}.get(node.op, "Task") + f" `{node.name}`"
     with w.indent():
         members = _members(node) if node.op == "fused" else [node]
         targets = ", ".join(m.target for m in members if m.op == "task")
@@ -338,7 +345,14 @@ def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: 
                     + [f"{k}={render_operand(v, names)}" for k, v in node.kwargs])
                 w.line(f"return {aliases[node.module]}.{node.function}({args})")
             else:
-                emit_task_lines(w, node, names, aliases)
+                if node.op == "try" and not in_actor and ranks <= 1:
+                    # its body's tasks go through an executor of their own: stored one by one (INNER_TASKS)
+                    w.line("rt = job.executor(INNER_TASKS)")
+                    names.task_verb = "task"  # type: ignore[attr-defined]
+                try:
+                    emit_task_lines(w, node, names, aliases)
+                finally:
+                    names.task_verb = None  # type: ignore[attr-defined]
                 outs = [names[o] for o in node.outputs]
                 w.line(f"return {outs[0]}" if len(outs) == 1 else f"return {', '.join(outs)}")
         w.line()

@@ -11,8 +11,9 @@ is written; an order that could block is a compiler error, never a hung job. The
     rank_0(rt, modules), rank_1(rt, modules), …   straight-line code, one function per rank
 
 and runs through `dagc.runtime.distributed.Runner` (process group, transfers, checkpoints, events).
-A `cond`/`loop` region, a fused group and a glue node are each one task of their rank; a region's
-body is the local backend's code for it (the reference semantics).
+A `cond`/`loop`/`try` region, a fused group and a glue node are each one task of their rank; a region's
+body is the local backend's code for it (the reference semantics): a `try` region's finally tasks run
+on its rank whether its body succeeds or fails, then the failure ends the job as any task's does.
 `python PROGRAM.py` starts torchrun itself with the compiled number of ranks; `torchrun
 --nproc-per-node N PROGRAM.py` (and `--nnodes`, `--max-restarts`) works as usual.
 """
@@ -34,6 +35,7 @@ from dagc.backends.local import (
     emit_task_lines,
     script_path,
     used_values,
+    with_outputs_used,
 )
 from dagc.ir.core import REGION_OPS, Graph, Node
 from dagc.ir.types import Ref, Seq
@@ -134,11 +136,12 @@ def _task_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str]
             if node.op == "fused":
                 what = f"Fused group `{node.name}`: {', '.join(m.name for m in _members(node))}."
             else:
-                what = f"{'Conditional' if node.op == 'cond' else 'Loop'} region `{node.name}`, as one task."
+                kind = {"cond": "Conditional", "loop": "Loop", "try": "Try/finally"}[node.op]
+                what = f"{kind} region `{node.name}`, as one task."
             w.line(f'"""{what}"""')
             # every output is returned, so the body assigns each of them (never `_`)
             saved = getattr(names, "used_values", None)
-            names.used_values = used | set(node.outputs)  # type: ignore[attr-defined]
+            names.used_values = with_outputs_used([node], used)  # type: ignore[attr-defined]
             try:
                 emit_task_lines(w, node, names, aliases)
             finally:
@@ -184,7 +187,11 @@ def _emit_rank(w: CodeWriter, graph: Graph, plan: CommPlan, rank: int, ops: list
                 node = graph.node(op.node)
                 owner = plan.home[node.name][0] == rank
                 assign = [owner and o in used for o in node.outputs]
+                # a try region on several ranks runs its finally tasks that act on the world once
+                home = plan.home[node.name]
+                names.once_rank = home[0] if len(home) > 1 else None  # type: ignore[attr-defined]
                 _task_lines(w, node, names, aliases, assign, inner_used)
+                names.once_rank = None  # type: ignore[attr-defined]
             elif op.kind == "send" and is_order_token(op.value):
                 w.line(f"rt.send(None, {op.tag})  # `{op.value[:-5]}` has finished: tell rank {op.peer}")  # type: ignore[index]
             elif op.kind == "recv" and is_order_token(op.out):

@@ -12,7 +12,8 @@ optional, `{x}` repeats, `|` separates choices, quoted text is literal):
                     ["after" "(" name {"," name} ")"] [span]
               | "return" operand
               {header block}                           (a region's bodies, under its node, indented deeper)
-    header   := IDENT ":" | "body over" operand ":"   (cond: then, else; loop: body over its items)
+    header   := IDENT ":" | "body over" operand ":"   (cond: then, else; loop: body over
+                                                       its items; try: body, finally)
     block    := {node | "break if" operand "yield" [operands]} ["yield" [operands]]  (each indented deeper)
     outputs  := "()" | "%" name [":" type] {"," "%" name [":" type]}
     args     := operand {"," operand} {"," IDENT "=" operand}  |  IDENT "=" operand {"," ...}

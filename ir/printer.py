@@ -11,7 +11,7 @@
       %train = task @quickstart:train(%make_data#0, [%a, 3], lr=0.1) {gpus=1} [partition.device=3] after(prep)  # …
       return {'loss': %train}
 
-Region nodes (`cond`, `loop`; docs/ir.md) print their bodies as indented blocks under their line:
+Region nodes (`cond`, `loop`, `try`; docs/ir.md) print their bodies as indented blocks under their line:
 
       %cond = cond: cond @if(%compare, %m)  # train.py:20:5-22:20
         then:
@@ -19,6 +19,8 @@ Region nodes (`cond`, `loop`; docs/ir.md) print their bodies as indented blocks 
           yield %cond.then.deploy
         else:
           yield None
+
+A `try` region prints its blocks as `body:` and `finally:`, each ending in the yield of its outputs.
 
 The text loses nothing: `parse_graph` (ir/parser.py) reads it back to an equal graph, and the
 grammar is documented there. Names print bare when they only use letters, digits and `_ . # @ -`
@@ -227,6 +229,7 @@ def format_attrs(attrs: dict[str, object]) -> str:
 REGION_KEYS: dict[str, tuple[str, ...]] = {
     "cond": ("region.then.yield", "region.else.yield"),
     "loop": ("region.yield", "region.break", "region.iter"),
+    "try": ("region.body.yield", "region.finally.yield"),
 }
 
 
@@ -253,8 +256,8 @@ def region_form(node: Node) -> bool:
         return False
     a = node.attrs
     try:
-        if node.op == "cond":
-            return _canonical_operands(a["region.then.yield"]) and _canonical_operands(a["region.else.yield"])
+        if node.op in ("cond", "try"):
+            return all(_canonical_operands(a[key]) for key in REGION_KEYS[node.op])
         brk = a["region.break"]
         if brk is not None and not (
             isinstance(brk, dict) and set(brk) == {"at", "cond", "yield"} and type(brk["at"]) is int

@@ -1,14 +1,14 @@
 """What passes and backends ask of a node, answered in one place (docs/ir.md, "Region nodes").
 
     members(node)        the tasks a `fused` node runs, in order
-    bodies(node)         the bodies of a `cond` / `loop` region, by attribute key
+    bodies(node)         the bodies of a `cond` / `loop` / `try` region, by attribute key
     walk(node)           every node inside `node` (members and bodies, nested regions too), depth first
     leaves(node)         the nodes that run user code: `node` itself, or what it holds, recursively
     devices(node)        the devices it is placed on (`partition.device`), () before `partition`
     demand(node)         what it needs of one device: the most any body path needs
     expected_trips(node) trips a loop is planned for: its `region.trips` annotation, else its item count
     expected_work(...)   (seconds, flops) it is planned to take: a cond its costlier branch, a loop its
-                         body × expected trips
+                         body × expected trips, a try its body and finally body
 
 A region runs on the device(s) it is placed on, its bodies one node after another, so its demand is
 the element-wise maximum over every node it may run, and its work the sum along the path it takes.
@@ -66,7 +66,8 @@ def members(node: Node) -> list[Node]:
 
 
 def bodies(node: Node) -> dict[str, list[Node]]:
-    """A region's bodies by name (`{"then": [...], "else": [...]}` or `{"body": [...]}`); {} otherwise."""
+    """A region's bodies by name: `{"then": [...], "else": [...]}` (cond), `{"body": [...]}` (loop),
+    `{"body": [...], "finally": [...]}` (try); {} for other nodes."""
     return region_bodies(node)
 
 
@@ -140,13 +141,17 @@ def _body_work(body: list[Node], own_work: Work) -> tuple[float, float]:
 def expected_work(node: Node, own_work: Work) -> tuple[float, float]:
     """(seconds at speed 1.0, flops) `node` is planned to take; `own_work` answers for plain nodes.
 
-    cond: the costlier branch (both are possible; plan for the worse). loop: the body × expected trips."""
+    cond: the costlier branch (both are possible; plan for the worse). loop: the body × expected trips.
+    try: its body and its finally body, one after the other."""
     if node.op not in REGION_OPS:
         return own_work(node)
     found = bodies(node)
     if node.op == "cond":
         branches = [_body_work(found.get(key, []), own_work) for key in REGION_BODIES["cond"]]
         return max(branches, key=_seconds)
+    if node.op == "try":  # the body, then the finally body (plan for the body's success)
+        parts = [_body_work(found.get(key, []), own_work) for key in REGION_BODIES["try"]]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)
     seconds, flops = _body_work(found.get("body", []), own_work)
     trips = expected_trips(node)
     return seconds * trips, flops * trips

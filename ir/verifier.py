@@ -12,7 +12,7 @@
              not a topological order (a node placed before a value or node it depends on)
     DAGC206  a node has no source location (span line 0)
 
-Region nodes (`cond`, `loop`; docs/ir.md) are checked inside too: they hold exactly the bodies of their
+Region nodes (`cond`, `loop`, `try`; docs/ir.md) are checked inside too: they hold exactly the bodies of their
 kind (and no other node holds any), their bodies must be well formed,
 every value a body reads must be one of the region's operands, one of its block arguments or an
 earlier output of the same body, and names defined inside must not clash with any other value.
@@ -352,6 +352,18 @@ def _check_region(node: Node, defined: set[str], outer_nodes: set[str], out: lis
             ys = yields(f"region.{label}.yield")
             if body is not None and ys is not None:
                 bodies.append((label, body, set(), ys, None, []))
+    elif node.op == "try":
+        # outputs: the body's yields, then the finally body's; the finally body sees only the region's
+        # operands (in Python a value its body would have assigned may be unbound there)
+        ys_all: list[Operand] = []
+        for label in ("body", "finally"):
+            body = _body(node, label, problems)
+            ys = yields(f"region.{label}.yield", count_ok=False)
+            if body is not None and ys is not None:
+                bodies.append((label, body, set(), ys, None, []))
+                ys_all += ys
+        if len(bodies) == 2 and len(ys_all) != n_out and not (not ys_all and single):
+            problems.append(f"the bodies yield {len(ys_all)} values for {n_out} outputs")
     else:
         carried = attrs.get("region.carried")
         if not isinstance(carried, list) or not all(isinstance(c, str) for c in carried):

@@ -3,9 +3,9 @@
 KFP components become tasks, with their resources as task options in the units a pod spec uses
 (`memory="500Mi"`, `cpus="500m"`) instead of `.set_memory_limit()`/`.set_cpu_limit()` calls;
 `dsl.ParallelFor` over a constant list is a comprehension, `dsl.Condition`/`dsl.If` an `if` on a
-task result, a training loop with early exit a bounded `for` with `if <result>: break`, and the
-exit handler (a step that runs when the rest is done) a call ordered with `dagc.after`. Runs as
-plain Python in well under a second: `python samples/kfp_training.py`.
+task result, a training loop with early exit a bounded `for` with `if <result>: break`, and
+`dsl.ExitHandler` (a step that runs whether the steps it guards succeed or fail) `try:` ... `finally:`.
+Runs as plain Python in well under a second: `python samples/kfp_training.py`.
 """
 
 from __future__ import annotations
@@ -75,6 +75,12 @@ def report(status: str, error: float) -> str:
     return f"{status}; test error {error:.5f}"
 
 
+@dagc.task(cost="5ms", side_effects=True)
+def notify(pipeline: str, seed: int) -> str:
+    """The exit handler's step: in KFP it would post to a chat channel or clean up a bucket."""
+    return f"{pipeline} (seed {seed}) finished"
+
+
 @dagc.pipeline
 def kfp_training(n: int = 200, seed: int = 3, threshold: float = 0.05):
     data = download(n, seed)
@@ -82,18 +88,21 @@ def kfp_training(n: int = 200, seed: int = 3, threshold: float = 0.05):
     errors = [evaluate(m, data) for m in models]
     best = pick_best(models, errors)
     error = best["error"]
-    for rounds in range(1, MAX_ROUNDS):  # tuning until the error stops moving
-        best = fine_tune(best, data, rounds)
-        new_error = evaluate(best, data)
-        if converged(error, new_error):
-            break
-        error = new_error
-    if error < threshold:  # dsl.If(...)
-        status = deploy(best)
-    else:
-        status = "not deployed: error above threshold"
-    summary = dagc.after(report(status, error), best)  # the exit handler: runs once the rest is done
-    return summary, round(error, 6), best["rounds"]
+    try:  # with dsl.ExitHandler(notify(...)): tuning and deployment, then the notice whatever happened
+        for rounds in range(1, MAX_ROUNDS):  # tuning until the error stops moving
+            best = fine_tune(best, data, rounds)
+            new_error = evaluate(best, data)
+            if converged(error, new_error):
+                break
+            error = new_error
+        if error < threshold:  # dsl.If(...)
+            status = deploy(best)
+        else:
+            status = "not deployed: error above threshold"
+        summary = report(status, error)
+    finally:
+        notice = notify("kfp_training", seed)
+    return summary, round(error, 6), best["rounds"], notice
 
 
 if __name__ == "__main__":

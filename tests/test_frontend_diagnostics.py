@@ -50,7 +50,7 @@ CASES = [
     ("lambda on task result", "@dagc.pipeline\ndef p():\n    d = load('a')\n    return train((lambda: d)())\n",
      "DAGC111", 16),
     ("try statement", "@dagc.pipeline\ndef p():\n    try:\n        d = load('a')\n    except Exception:\n"
-     "        d = None\n    return d\n", "DAGC108", 15),
+     "        d = None\n    return d\n", "DAGC180", 17),
     ("global statement", "@dagc.pipeline\ndef p():\n    global G\n    return load('a')\n", "DAGC108", 15),
     ("mutating a task result", "@dagc.pipeline\ndef p():\n    d = load('a')\n    d[0] = 1\n    return d\n",
      "DAGC109", 16),

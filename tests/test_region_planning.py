@@ -219,3 +219,12 @@ def test_plain_nodes_answer_for_themselves() -> None:
     assert regions.expected_trips(t) == 1.0 and CostModel().work(t) == (3.0, 0.0)
     t.attrs["partition.device"] = [2, 3]
     assert regions.devices(t) == (2, 3)
+
+
+def test_try_region_is_planned_as_its_body_then_its_finally_body() -> None:
+    region = Node("t", "try", "try", (), span=SPAN, attrs={"region.body.yield": [], "region.finally.yield": []},
+                  bodies={"body": [_task("train", cost=5.0, gpus=1.0), _task("ev", flops=2e12)],
+                          "finally": [_task("notify", cost=0.5, memory=1 << 20)]})
+    assert [n.name for n in regions.walk(region)] == ["train", "ev", "notify"]
+    assert regions.demand(region) == regions.Demand(gpus=1.0, memory=1 << 20, ranks=1, cpus=1.0)
+    assert CostModel().work(region) == (5.5, 2e12)

@@ -29,6 +29,7 @@ from typing import Any
 from dagc.diagnostics import DiagnosticSink, Note
 from dagc.frontend.configs import ConfigClass, ConfigValue, StaticFunction
 from dagc.frontend.effects import EffectAnalyzer
+from dagc.frontend.exits import finally_reads_of_body, lower_continues, rename_refs
 from dagc.frontend.forms import GLUE_CALLS, KFP_METHOD_HINTS, as_literal
 from dagc.frontend.modules import (
     ClassSteps,
@@ -534,6 +535,9 @@ class Extractor:
         if isinstance(stmt, ast.If):
             self._if(stmt, scope, info)
             return
+        if isinstance(stmt, _TRY_STATEMENTS):  # `except*` (TryStar) always has handlers: DAGC180
+            self._try(stmt, scope, info)  # type: ignore[arg-type]
+            return
         if isinstance(stmt, ast.Break):
             if scope.unrolling:
                 raise _Break
@@ -720,6 +724,7 @@ class Extractor:
             raise ExtractError
         iter_expr, trips = self._trips_hint(stmt.iter, scope, info)
         items = self._loop_items(iter_expr, scope, info, "this `for` loop")
+        stmt = self._without_dynamic_continue(stmt, scope, info)
         assigned = _assigned_names(stmt.body)
         exits = [(node, tests) for node, tests in _loop_level_breaks(stmt.body)  # constant-false exits fold away
                  if not any(not (_names_in(t) & assigned) and self._known_false(t, scope, info) for t in tests)]
@@ -727,6 +732,19 @@ class Extractor:
             self._loop_region(stmt, items, scope, info, trips)
             return
         self._unroll(stmt, stmt.target, items, stmt.body, scope, info)
+
+    def _without_dynamic_continue(self, stmt: ast.For, scope: Scope, info: ModuleInfo) -> ast.For:
+        """`stmt` itself, or, when a `continue` in it depends on a task result, the same loop with the
+        rest of each trip under the branch that does not continue (`lower_continues`)."""
+        exits = _loop_level_breaks(stmt.body)
+        # lowered when a `continue` depends on a task result, or when the loop is a region anyway (a
+        # `break` on a task result): a region's body has no `continue` of its own
+        if not any(isinstance(node, ast.Continue) for node, _ in exits) or not self._exits_are_dynamic(
+                exits, stmt, scope, info):
+            return stmt
+        body, _ = lower_continues(stmt.body)
+        return ast.copy_location(ast.For(stmt.target, stmt.iter, body or [ast.copy_location(ast.Pass(), stmt)],
+                                         stmt.orelse, stmt.type_comment), stmt)
 
     def _trips_hint(self, expr: ast.expr, scope: Scope, info: ModuleInfo) -> tuple[ast.expr, int | None]:
         """`dagc.trips(ITEMS, expected=N)` → (ITEMS, N); any other loop iterable → (it, None).
@@ -1142,6 +1160,126 @@ class Extractor:
             scope.env[var] = Dyn(Ref(out))
             if t is not None:
                 self._types[out] = (t, None)
+
+    # ---- exit handlers -------------------------------------------------------------------------------
+    def _try(self, stmt: ast.Try, scope: Scope, info: ModuleInfo) -> None:
+        """`try: BODY finally: CLEANUP` → one `try` region (docs/ir.md): CLEANUP runs whether BODY
+        succeeded or failed, then BODY's failure goes on."""
+        span = info.source.span(stmt)
+        if stmt.handlers:
+            self.sink.error("DAGC180", "`except` is not supported in a pipeline: only `try: ... finally: ...`",
+                            info.source.span(stmt.handlers[0]),
+                            hint="catch the error inside a task (it can return a fallback value), retry it with "
+                            "the task option retries=N, or use `finally:` for cleanup that must run")
+            raise ExtractError
+        for exit_stmt, _tests in _loop_level_breaks(stmt.body + stmt.finalbody):
+            self.sink.error("DAGC182", "`break`/`continue` inside `try`/`finally` is not supported in a pipeline",
+                            info.source.span(exit_stmt),
+                            hint="leave the loop after the `try` statement, or put the loop inside the `try`")
+            raise ExtractError
+        failed = False
+        for read in finally_reads_of_body(stmt.body, stmt.finalbody):
+            self.sink.error("DAGC181", f"`finally` reads `{read.id}`, which the `try` body assigns: if the body "
+                            "fails it may be unbound or hold its old value", info.source.span(read),
+                            hint="in `finally`, use only values defined before the `try`; read the body's "
+                            "results after the `try` statement")
+            failed = True
+        if failed:
+            raise ExtractError
+        self._check_depth(span)
+        name = self._node_name(scope.prefix + "try" + scope.suffix)
+        before = dict(scope.env)
+        count = len(self.sink.diagnostics)
+        blocks, envs = self._run_try_blocks(stmt, name, scope, info)
+        scope.env.clear()
+        scope.env.update(before)
+        errors = len(self.sink.diagnostics) > count and self.sink.has_errors
+        # outputs: the values defined inside that the body's names hold (kept on success), then those
+        # of the finally block's names (it runs last). A name keeps its structure (a list of results
+        # stays a list, so `xs.append(...)` goes on working after the `try`); only the values made
+        # inside become outputs.
+        yields: list[list[Operand]] = [[], []]
+        index: dict[str, int] = {}
+        merged: list[tuple[str, Operand]] = []
+        for k, env in enumerate(envs):
+            inner = {v for n in blocks[k] for v in (*n.outputs, *_region_defined(n))}
+            for var, value in env.items():
+                if k == 0 and var in envs[1]:
+                    continue  # assigned in both: the finally block's value is the one that stays
+                if value is POISON:
+                    scope.env[var] = POISON
+                    continue
+                if not _is_runtime(value):
+                    scope.env[var] = value  # a compile-time value: the same after a successful body
+                    continue
+                try:
+                    operand = self._yield_operand(value, var, span)
+                except ExtractError:
+                    scope.env[var] = POISON
+                    errors = True
+                    continue
+                made = [r for r in iter_refs(operand) if r in inner]
+                if not made:
+                    scope.env[var] = value  # it holds values from before the `try` only
+                    continue
+                for ref in made:
+                    if ref not in index:
+                        index[ref] = sum(len(y) for y in yields)
+                        yields[k].append(Ref(ref))
+                merged.append((var, operand))
+        if errors:
+            for var, _ in merged:
+                scope.env[var] = POISON
+            raise ExtractError
+        node = self._try_node(name, span, blocks, yields)
+        self._close_region(node, blocks[0] + blocks[1])
+        outside = {ref: node.outputs[k] for ref, k in index.items()}
+        for out, type_ in zip(node.outputs, node.types):
+            if type_ is not None:
+                self._types[out] = (type_, None)
+        for var, operand in merged:
+            scope.env[var] = Dyn(rename_refs(operand, outside))
+
+    def _run_try_blocks(self, stmt: ast.Try, name: str, scope: Scope, info: ModuleInfo,
+                        ) -> tuple[list[list[Node]], list[dict[str, Value]]]:
+        """The nodes of the body and of the finally block, and the names each leaves bound. Both
+        start from the names bound before the `try` (the finally block may run after any failure)."""
+        before = dict(scope.env)
+        saved = (scope.prefix, scope.suffix, scope.loop, scope.unrolling)
+        blocks: list[list[Node]] = []
+        envs: list[dict[str, Value]] = []
+        try:
+            for label, stmts in (("body", stmt.body), ("finally", stmt.finalbody)):
+                block: list[Node] = []
+                scope.env.clear()
+                scope.env.update(before)
+                scope.prefix, scope.suffix, scope.loop, scope.unrolling = f"{name}.{label}.", "", None, 0
+                self._blocks.append(block)
+                try:
+                    self._run_block(stmts, scope, info)
+                finally:
+                    self._blocks.pop()
+                blocks.append(block)
+                envs.append({k: v for k, v in scope.env.items() if before.get(k, _UNSET) is not v})
+        finally:
+            scope.prefix, scope.suffix, scope.loop, scope.unrolling = saved
+        return blocks, envs
+
+    def _try_node(self, name: str, span: SourceSpan, blocks: list[list[Node]],
+                  yields: list[list[Operand]]) -> Node:
+        """The `try` region node (its bodies built here, in one place)."""
+        attrs: dict[str, Any] = {
+            "region.body.yield": [_operand_json(y) for y in yields[0]],
+            "region.finally.yield": [_operand_json(y) for y in yields[1]],
+        }
+        every = yields[0] + yields[1]
+        captures, deps = self._captures(blocks[0] + blocks[1], set(), every)
+        outputs = tuple(output_name(name, i, len(every)) for i in range(len(every))) or (name,)
+        types = tuple(self._types.get(_ref_name(y), (None,))[0] if isinstance(y, Ref) else None
+                      for y in every) or (None,)
+        return Node(name, "try", "try", tuple(Ref(c) for c in captures), (), outputs, types,
+                    self._region_options(blocks[0] + blocks[1]), span, tuple(deps), attrs,
+                    {"body": blocks[0], "finally": blocks[1]})
 
     # ---- regions: shared ---------------------------------------------------------------------------
     def _captures(self, body: list[Node], defined: set[str], extra: list[Operand],
@@ -2404,6 +2542,7 @@ class _Poisoned(_RuntimeUse):
 
 
 POISON = object()  # bound to names whose defining statement failed
+_UNSET = object()  # a name not bound at all
 
 
 def _stored_names(stmt: ast.stmt) -> list[str]:
@@ -2510,6 +2649,9 @@ def _aggregate_effects(node: Node, body: list[Node]) -> None:
                        ("effects.seeded", bool(rng) and seeded), ("effects.files", files)):
         if value:
             node.attrs[key] = value
+
+
+_TRY_STATEMENTS = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)
 
 
 def _region_defined(node: Node) -> set[str]:

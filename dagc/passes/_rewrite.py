@@ -46,7 +46,8 @@ def _substitute_node(node: Node, mapping: Mapping[str, str]) -> None:
         for inner in body:
             _substitute_node(inner, mapping)
     attrs = dict(node.attrs)
-    for key in ("region.then.yield", "region.else.yield", "region.yield"):
+    for key in ("region.then.yield", "region.else.yield", "region.yield", "region.body.yield",
+                "region.finally.yield"):
         if attrs.get(key):
             attrs[key] = [_substitute_json(o, mapping) for o in attrs[key]]
     brk = attrs.get("region.break")

@@ -86,10 +86,11 @@ class Job:
     """What a running task knows about its run; `run(body)` runs it through the executor."""
 
     def __init__(self, task: str, row: TaskRow, run_dir: str, run_id: str, cache: str | None, device: object,
-                 outputs: int, interpreter: tuple[str, tuple[str, ...], str]) -> None:
+                 outputs: int, interpreter: tuple[str, tuple[str, ...], str], resume: bool = False) -> None:
         self.task, self.row, self.run_dir, self.run_id, self.cache = task, row, run_dir, run_id, cache
-        self.device, self.outputs, self.interpreter = device, outputs, interpreter
+        self.device, self.outputs, self.interpreter, self.resume = device, outputs, interpreter, resume
         self.rank, self.world_size, self.group = 0, 1, None
+        self.inner_args: dict[str, Any] = {}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # unpickled on the worker before the task's other arguments, some of which may import user code
@@ -112,13 +113,21 @@ class Job:
                                    "run_dir": Path(self.run_dir)}
         if self.world_size > 1 or "torch" in sys.modules:
             context["device"] = self.torch_device()
-        executor = Executor({self.task: self.row}, store=store, log=EventLog(store.events_path, self.run_id),
-                            cache=Cache(self.cache) if self.cache else None, context=context, where=where,
+        log = EventLog(store.events_path, self.run_id)
+        cache = Cache(self.cache) if self.cache else None
+        self.inner_args = {"store": store, "log": log, "cache": cache, "context": context, "where": where}
+        executor = Executor({self.task: self.row}, store=store, log=log, cache=cache, context=context, where=where,
                             claim=self.world_size == 1)
         agree = self.agree if self.world_size > 1 else None
         value = executor.run(executor.spec(self.task), body, owner=self.rank == 0, agree=agree)
         info = {"task": self.task, **where}
         return (*value, info) if self.outputs > 1 else (value, info)
+
+    def executor(self, tasks: Mapping[str, TaskRow]) -> Executor:
+        """An executor for the tasks this task runs inside it (the body of a `try` region), sharing its
+        run directory, event log and cache: each of them is stored by its fingerprint, and taken from
+        the run directory on `--resume`. Call it from the body `run` is running."""
+        return Executor(tasks, reuse=self.resume, **self.inner_args)
 
     def agree(self, failed: bool) -> bool:
         """Whether this attempt failed on any rank of the task (its ranks retry together)."""
@@ -317,6 +326,7 @@ class Driver:
                  pending_timeout: float = 600.0) -> None:
         self.plan, self.store, self.log, self.placement, self.cache = plan, store, log, placement, cache
         self.interpreter, self.pending_timeout = interpreter, pending_timeout
+        self.resume = resume
         self.reuse = Executor(plan.tasks, store=store, log=log, cache=cache, reuse=resume)
         self.run_dir = str(store.root.resolve())
         self.pending: dict[ray.ObjectRef, str] = {}
@@ -369,7 +379,7 @@ class Driver:
     def job(self, task: str, device: object, outputs: int) -> Job:
         return Job(task, self.plan.tasks[task], self.run_dir, self.log.run_id,
                    str(self.cache.root.resolve()) if self.cache is not None else None, device, outputs,
-                   self.interpreter)
+                   self.interpreter, resume=self.resume)
 
     def waits(self, after: tuple[str, ...], devices: list[int]) -> list[ray.ObjectRef]:
         """Refs a task must wait for besides its inputs (passed as trailing arguments, which Ray
