@@ -41,6 +41,7 @@ from dagc.backends.local import (
     emit_task_table,
     script_path,
     used_values,
+    uses_map,
 )
 from dagc.ir.core import Graph, Node
 from dagc.ir.effects import state_cells, state_groups
@@ -207,7 +208,8 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     # tasks of a state actor or a multi-rank gang are plain functions: `ray` only for remote ones
     remote = any(graph.node(n).options.ranks <= 1 and n not in state for n in functions)
     for line in ("import sys", "from pathlib import Path", "", *(("import ray", "") if remote else ()),
-                 "from dagc.runtime.ray import Driver, Job, Plan, ray_main", ""):
+                 "from dagc.runtime.ray import Driver, Job, Plan, ray_main",
+                 *(("from dagc.runtime.maps import map_items",) if uses_map(graph.nodes) else ()), ""):
         w.line(line)
     w.line(f"PIPELINE = {graph.name!r}")
     w.line(f"SOURCE_ROOT = {source_root_expr(graph, out_path)}")
@@ -325,7 +327,7 @@ def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: 
         w.line(f"@ray.remote({_ray_options(node)})")
         w.line(f"def {function}({params}) -> tuple:")
         what = {"fused": "Fused group", "glue": "Glue", "cond": "Conditional region",
-                "loop": "Loop region"}.get(node.op, "Task") + f" `{node.name}`"
+                "loop": "Loop region", "map": "Map region"}.get(node.op, "Task") + f" `{node.name}`"
     with w.indent():
         members = _members(node) if node.op == "fused" else [node]
         targets = ", ".join(m.target for m in members if m.op == "task")

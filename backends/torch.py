@@ -34,6 +34,7 @@ from dagc.backends.local import (
     emit_task_lines,
     script_path,
     used_values,
+    uses_map,
 )
 from dagc.ir.core import REGION_OPS, Graph, Node
 from dagc.ir.types import Ref, Seq
@@ -134,7 +135,9 @@ def _task_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str]
             if node.op == "fused":
                 what = f"Fused group `{node.name}`: {', '.join(m.name for m in _members(node))}."
             else:
-                what = f"{'Conditional' if node.op == 'cond' else 'Loop'} region `{node.name}`, as one task."
+                kind = {"cond": "Conditional", "loop": "Loop", "map": "Map"}[node.op]
+                what = f"{kind} region `{node.name}`, as one task" + (
+                    " (its items one after another)." if node.op == "map" else ".")
             w.line(f'"""{what}"""')
             # every output is returned, so the body assigns each of them (never `_`)
             saved = getattr(names, "used_values", None)
@@ -348,7 +351,8 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     for line in ("import argparse", "import importlib", "import os", "import sys", "from pathlib import Path", "",
                  "from dagc.runtime.distributed import Runner, TaskFailed, launch_main, report_failure",
                  "from dagc.runtime.program import (", "    add_run_options,", "    prepare_interpreter,",
-                 "    run_directory,", "    split_argv,", ")", ""):
+                 "    run_directory,", "    split_argv,", ")",
+                 *(("from dagc.runtime.maps import map_items",) if uses_map(graph.nodes) else ()), ""):
         w.line(line)
     emit_loader(w, graph, out_path, aliases)
     w.line(f"SCRIPT = {script_path(graph)!r}  # sys.argv[0] of the user's code, relative to SOURCE_ROOT")

@@ -26,11 +26,13 @@ __all__ = ["Node", "Param", "Graph", "OPS", "REGION_OPS", "ALL_OPS", "REGION_BOD
 # expression on task results where its inputs are.
 OPS = ("task", "fused", "transfer", "glue")
 # Region kinds (docs/ir.md): `cond` runs one of two bodies on a run-time predicate; `loop` runs its
-# body at most len(iter) times, leaving early on a run-time value. Bodies are lists of node JSON in
-# attrs, so a pass that does not look inside treats a region as one node.
-REGION_OPS = ("cond", "loop")
+# body at most len(iter) times, leaving early on a run-time value; `map` runs its body once per item of
+# a run-time list (data-dependent fan-out), collecting the values it appends. Bodies are lists of node
+# JSON in attrs, so a pass that does not look inside treats a region as one node.
+REGION_OPS = ("cond", "loop", "map")
 ALL_OPS = OPS + REGION_OPS
-REGION_BODIES: dict[str, tuple[str, ...]] = {"cond": ("region.then", "region.else"), "loop": ("region.body",)}
+REGION_BODIES: dict[str, tuple[str, ...]] = {"cond": ("region.then", "region.else"), "loop": ("region.body",),
+                                             "map": ("region.body",)}
 
 
 def region_bodies(node: Node) -> dict[str, list[Node]]:
