@@ -208,8 +208,10 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     # tasks of a state actor or a multi-rank gang are plain functions: `ray` only for remote ones
     remote = any(graph.node(n).options.ranks <= 1 and n not in state for n in functions)
     for line in ("import sys", "from pathlib import Path", "", *(("import ray", "") if remote else ()),
+                 *(("from dagc.runtime.maps import map_items",) if uses_map(graph.nodes) else ()),
                  "from dagc.runtime.ray import Driver, Job, Plan, ray_main",
-                 *(("from dagc.runtime.maps import map_items",) if uses_map(graph.nodes) else ()), ""):
+                 *(("from dagc.runtime.raymap import run_map",)
+                   if any(fans_out(graph.node(n)) and n not in state for n in functions) else ()), ""):
         w.line(line)
     w.line(f"PIPELINE = {graph.name!r}")
     w.line(f"SOURCE_ROOT = {source_root_expr(graph, out_path)}")
@@ -312,8 +314,69 @@ def _emit_state_tables(w: CodeWriter, graph: Graph, groups: list, order: list[st
     w.line("}")
 
 
+def fans_out(node: Node) -> bool:
+    """Whether the items of map region `node` run as separate Ray tasks: when nothing in its body
+    changes state the items share (an object from outside, a module-level name, the global random
+    generator, files), as for any two tasks the program runs apart. Otherwise they run one after
+    another, in the region's one task, as in the plain run."""
+    from dagc.ir.effects import node_effects
+
+    if node.op != "map" or any(inner.options.ranks > 1 for inner in walk(node)):
+        return False
+    e = node_effects(node)
+    return not (e.mutates or e.writes or (e.rng and not e.seeded) or e.files == "write")
+
+
+def _emit_map_tasks(w: CodeWriter, node: Node, function: str, names: Names, aliases: dict[str, str]) -> None:
+    """A map whose items fan out: one remote function for an item (its body), and the region's task,
+    which submits an item task per item and gathers their results (dagc.runtime.raymap.run_map)."""
+    from dagc.backends.local import _body, _operands, map_items_call, map_target
+    from dagc.ir.types import iter_refs
+
+    item_fn = names.claim(f"item:{node.name}", f"{node.name}_item")
+    over = node.attrs.get("region.over", 1)
+    captured = list(dict.fromkeys(v for operand in node.args[over:] for v in iter_refs(operand)))
+    params = ", ".join(["job: Job", "item: object", *(names[v] for v in captured)])
+    options = _ray_options(node).rsplit(", num_returns=", 1)[0]
+    w.line(f"@ray.remote({options}, num_returns=1, max_retries={_retries(node)})")
+    w.line(f"def {item_fn}({params}) -> tuple:")
+    with w.indent():
+        w.line(f'"""Map region `{node.name}`, one item: the lists it appends  ({node.span})."""')
+        w.line("def body() -> object:")
+        with w.indent():
+            for module in sorted(_task_modules([node])):
+                alias = aliases[module]
+                w.line(f"import {module}" if alias == module else f"import {module} as {alias}")
+            w.line(f"{map_target(node, names)} = item")
+            for inner in _body(node, "region.body"):
+                emit_task_lines(w, inner, names, aliases)
+            yields = [render_operand(y, names) for y in _operands(node, "region.yield")]
+            w.line(f"return ({', '.join(yields)}{',' if len(yields) == 1 else ''})")
+        w.line()
+        w.line("return job.run(body)")
+    w.line()
+    w.line()
+    inputs = [names[v] for v in node.input_values()]
+    w.line(f"@ray.remote(num_cpus=0, num_returns={node.n_outputs + 1}, max_retries=0)")
+    w.line(f"def {function}({', '.join(['job: Job', *inputs, '*after: object'])}) -> tuple:")
+    with w.indent():
+        w.line(f'"""Map region `{node.name}`: one Ray task per item, results in item order  ({node.span})."""')
+        w.line("def body() -> object:")
+        with w.indent():
+            args = "".join(f"{names[v]}, " for v in captured)
+            inits = "".join(f"{render_operand(o, names)}, " for o in _operands(node, "region.init"))
+            concurrency = node.attrs.get("region.concurrency")
+            w.line(f"return run_map(job, {item_fn}, {map_items_call(node, names)}, ({args.rstrip(' ')}), "
+                   f"({inits.rstrip(' ')}), concurrency={concurrency!r})")
+        w.line()
+        w.line("return job.run(body)")
+
+
 def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: dict[str, str],
                in_actor: bool = False) -> None:
+    if not in_actor and node.options.ranks <= 1 and fans_out(node):
+        _emit_map_tasks(w, node, function, names, aliases)
+        return
     inputs = [names[v] for v in node.input_values()]
     params = ", ".join(["job: Job", *inputs, "*after: object"])
     ranks = node.options.ranks

@@ -350,9 +350,9 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
         "       python THIS_FILE [...]   (starts torchrun itself)"))
     for line in ("import argparse", "import importlib", "import os", "import sys", "from pathlib import Path", "",
                  "from dagc.runtime.distributed import Runner, TaskFailed, launch_main, report_failure",
+                 *(("from dagc.runtime.maps import map_items",) if uses_map(graph.nodes) else ()),
                  "from dagc.runtime.program import (", "    add_run_options,", "    prepare_interpreter,",
-                 "    run_directory,", "    split_argv,", ")",
-                 *(("from dagc.runtime.maps import map_items",) if uses_map(graph.nodes) else ()), ""):
+                 "    run_directory,", "    split_argv,", ")", ""):
         w.line(line)
     emit_loader(w, graph, out_path, aliases)
     w.line(f"SCRIPT = {script_path(graph)!r}  # sys.argv[0] of the user's code, relative to SOURCE_ROOT")

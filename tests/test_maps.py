@@ -66,7 +66,7 @@ def forms(n: int = 5) -> tuple:
     zipped = []
     for a, b in zip(shards, comp):
         zipped.append(scale(prep(a), b))
-    nested = [[scale(prep(s), k) for k in range(2)] for s in dagc.each(shards, expected=4, max_items=50)]
+    nested = [[scale(prep(s), k) for k in range(2)] for s in dagc.each(shards, expected=4, max_items=50, concurrency=2)]
     return merge(out), merge(comp), merge(pairs), merge(zipped), nested
 '''
 
@@ -125,6 +125,7 @@ def test_map_ir_round_trips_and_verifies(tmp_path: Path) -> None:
     assert [n.name for n in maps] == ["map", "map.1", "map.2", "map.3", "map.4"]
     assert maps[2].attrs["region.enumerate"] == 1 and maps[3].attrs["region.over"] == 2
     assert maps[4].attrs["region.width"] == 4 and maps[4].attrs["region.max_items"] == 50
+    assert maps[4].attrs["region.concurrency"] == 2
     assert verify(graph) == []
     text = print_graph(graph)
     assert print_graph(parse_graph(text)) == text
@@ -270,3 +271,70 @@ def test_map_forms_on_torch_equal_the_plain_run(tmp_path: Path, n: int) -> None:
     result = tmp_path / "torch.pkl"
     launch(program, ranks, ["--result", str(result)])
     assert pickle.loads(result.read_bytes()) == _plain_result(script, "forms", tmp_path, n=n)
+
+
+RESUME = '''
+import os
+import time
+
+import dagc
+
+
+@dagc.task
+def list_items(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.task
+def work(i: int) -> int:
+    if i == 3 and not os.path.exists(os.path.join(os.path.dirname(__file__), "fixed")):
+        time.sleep(1.0)  # the others finish first
+        raise ValueError("item 3 is broken")
+    return i * i
+
+
+@dagc.task
+def total(xs: list) -> int:
+    return sum(xs)
+
+
+@dagc.pipeline
+def resumable(n: int = 6) -> int:
+    return total([work(i) for i in list_items(n)])
+'''
+
+
+@pytest.mark.slow
+def test_resumed_map_reruns_only_unfinished_items(tmp_path: Path, ray_cluster) -> None:
+    from dagc.runtime.events import read_events
+
+    script = _project(tmp_path, RESUME)
+    program = _ray_program(script, tmp_path)
+    assert "run_map(job, map_item" in program.read_text()  # the items fan out
+    run_dir = tmp_path / "run"
+    result = tmp_path / "ray.pkl"
+    first = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--run-dir",
+                            str(run_dir)], capture_output=True, text=True, timeout=300,
+                           )
+    assert first.returncode == 1 and "item 3 is broken" in first.stderr and "map[3]" in first.stderr
+
+    def ends() -> dict[str, int]:  # how often each item ran to the end, over both runs
+        counts: dict[str, int] = {}
+        for event in read_events(run_dir / "events.jsonl"):
+            if event.get("event") in ("end", "failure") and str(event.get("task", "")).startswith("map["):
+                counts[event["task"]] = counts.get(event["task"], 0) + 1
+        return counts
+
+    before = ends()
+    (script.parent / "fixed").write_text("")
+    second = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--resume",
+                             str(run_dir), "--result", str(result)], capture_output=True, text=True, timeout=300,
+                            )
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert pickle.loads(result.read_bytes()) == sum(i * i for i in range(6))
+    after = ends()
+    finished_first = [t for t in before if t != "map[3]"]
+    assert finished_first, before  # the fast items finished before item 3 failed
+    assert all(after[t] == before[t] == 1 for t in finished_first), (before, after)  # not run again
+    assert after["map[3]"] == before["map[3]"] + 1
+    assert len(after) == 6
