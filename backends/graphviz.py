@@ -465,12 +465,16 @@ def to_dot(
                  tooltip=_tooltip(node, cost_model, cluster, critical), **attrs)
 
     def add_region(sub: graphviz.Digraph, node: Node, colour: str | None, critical: bool) -> None:
-        """A `cond` or `loop` region: a dashed box holding its bodies; edges meet at its head node."""
+        """A `cond`, `loop` or `map` region: a dashed box holding its bodies (a map: a solid border and a
+        stacked head with its expected width); edges meet at its head node."""
         with sub.subgraph(name=f"cluster_region_{_safe(node.name)}") as box:
             box.attr(label=f"{node.op} {node.name}", style="dashed,rounded", color=CRITICAL_COLOUR if critical
                      else "#555555", fontsize="10", fontcolor="#555555")
+            if node.op == "map":  # a solid border: the body runs once per item, maybe at once
+                box.attr(label=f"map {node.name}: one body per item", style="rounded")
             head = _node_style(node, colour, critical)
-            head.update(shape="diamond" if node.op == "cond" else "hexagon", style="filled,dashed", fontsize="9")
+            head.update(shape={"cond": "diamond", "loop": "hexagon", "map": "box3d"}[node.op],
+                        style="filled,dashed", fontsize="9")
             box.node(_node_id(node.name), label=_region_head(node), tooltip=_tooltip(node, cost_model, cluster,
                                                                                         critical), **head)
             for key in _REGION_BODIES[node.op]:
@@ -649,6 +653,13 @@ def _region_head(node: Node) -> str:
 
         pred = format_operand(node.args[0]) if node.args else "?"
         return f"<<B>if</B> {html.escape(pred)}>"
+    if node.op == "map":
+        from dagc.ir.printer import format_operand
+
+        over = ", ".join(format_operand(a) for a in node.args[: node.attrs.get("region.over", 1)])
+        width = (f"×{regions.expected_width(node):g} expected" if regions.WIDTH_ATTR in node.attrs
+                 else "width known at run time")
+        return f"<<B>for each</B> of {html.escape(over)}<BR/>{width}>"
     trips = node.attrs.get("region.iter")
     items = next((v for v in trips.values() if isinstance(v, list)), None) if isinstance(trips, dict) else None
     count = len(items) if items is not None else None

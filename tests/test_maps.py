@@ -338,3 +338,13 @@ def test_resumed_map_reruns_only_unfinished_items(tmp_path: Path, ray_cluster) -
     assert all(after[t] == before[t] == 1 for t in finished_first), (before, after)  # not run again
     assert after["map[3]"] == before["map[3]"] + 1
     assert len(after) == 6
+
+
+def test_a_map_is_drawn_as_a_stacked_box_with_its_expected_width(tmp_path: Path) -> None:
+    from dagc.backends.graphviz import to_dot
+
+    graph = compile_file(_project(tmp_path, FLOW))
+    dot = to_dot(graph)
+    assert dot.count("shape=box3d") == 5
+    assert "×4 expected" in dot and "width known at run time" in dot
+    assert 'label="map map.4: one body per item"' in dot
