@@ -210,7 +210,7 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     for line in ("import sys", "from pathlib import Path", "", *(("import ray", "") if remote else ()),
                  *(("from dagc.runtime.maps import map_items",) if uses_map(graph.nodes) else ()),
                  "from dagc.runtime.ray import Driver, Job, Plan, ray_main",
-                 *(("from dagc.runtime.raymap import run_map",)
+                 *(("from dagc.runtime.raymap import run_items, run_map",)
                    if any(fans_out(graph.node(n)) and n not in state for n in functions) else ()), ""):
         w.line(line)
     w.line(f"PIPELINE = {graph.name!r}")
@@ -336,13 +336,13 @@ def _emit_map_tasks(w: CodeWriter, node: Node, function: str, names: Names, alia
     item_fn = names.claim(f"item:{node.name}", f"{node.name}_item")
     over = node.attrs.get("region.over", 1)
     captured = list(dict.fromkeys(v for operand in node.args[over:] for v in iter_refs(operand)))
-    params = ", ".join(["job: Job", "item: object", *(names[v] for v in captured)])
+    params = ", ".join(["job: Job", "chunk: list", *(names[v] for v in captured)])
     options = _ray_options(node).rsplit(", num_returns=", 1)[0]
     w.line(f"@ray.remote({options}, num_returns=1, max_retries={_retries(node)})")
     w.line(f"def {item_fn}({params}) -> tuple:")
     with w.indent():
-        w.line(f'"""Map region `{node.name}`, one item: the lists it appends  ({node.span})."""')
-        w.line("def body() -> object:")
+        w.line(f'"""Map region `{node.name}`, a chunk of its items: the lists each appends  ({node.span})."""')
+        w.line("def body(item: object) -> tuple:")
         with w.indent():
             for module in sorted(_task_modules([node])):
                 alias = aliases[module]
@@ -353,7 +353,7 @@ def _emit_map_tasks(w: CodeWriter, node: Node, function: str, names: Names, alia
             yields = [render_operand(y, names) for y in _operands(node, "region.yield")]
             w.line(f"return ({', '.join(yields)}{',' if len(yields) == 1 else ''})")
         w.line()
-        w.line("return job.run(body)")
+        w.line("return run_items(job, chunk, body)")
     w.line()
     w.line()
     inputs = [names[v] for v in node.input_values()]
