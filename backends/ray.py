@@ -45,7 +45,7 @@ from dagc.backends.local import (
 )
 from dagc.ir.core import Graph, Node
 from dagc.ir.effects import state_cells, state_groups
-from dagc.ir.regions import walk
+from dagc.ir.regions import independent_items, walk
 
 __all__ = ["emit_ray", "placement_devices", "placement_mode", "task_demand", "task_fingerprints"]
 
@@ -315,16 +315,9 @@ def _emit_state_tables(w: CodeWriter, graph: Graph, groups: list, order: list[st
 
 
 def fans_out(node: Node) -> bool:
-    """Whether the items of map region `node` run as separate Ray tasks: when nothing in its body
-    changes state the items share (an object from outside, a module-level name, the global random
-    generator, files), as for any two tasks the program runs apart. Otherwise they run one after
-    another, in the region's one task, as in the plain run."""
-    from dagc.ir.effects import node_effects
-
-    if node.op != "map" or any(inner.options.ranks > 1 for inner in walk(node)):
-        return False
-    e = node_effects(node)
-    return not (e.mutates or e.writes or (e.rng and not e.seeded) or e.files == "write")
+    """Whether the items of map region `node` run as separate Ray tasks (dagc.ir.regions.independent_items):
+    otherwise they run one after another, in the region's one task, as in the plain run."""
+    return independent_items(node)
 
 
 def _emit_map_tasks(w: CodeWriter, node: Node, function: str, names: Names, aliases: dict[str, str]) -> None:

@@ -8,6 +8,7 @@
     demand(node)         what it needs of one device: the most any body path needs
     expected_trips(node) trips a loop is planned for: its `region.trips` annotation, else its item count
     expected_width(node) items a map is planned for: its `region.width` annotation, else 1
+    independent_items(node) whether a map's items may run apart (its body changes no shared state)
     expected_work(...)   (seconds, flops) it is planned to take: a cond its costlier branch, a loop its
                          body × expected trips, a map its body × expected width
 
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from .core import REGION_BODIES, REGION_OPS, Node, region_bodies
 
 __all__ = ["Demand", "members", "bodies", "walk", "leaves", "devices", "demand", "expected_trips",
-           "expected_work", "max_trips", "expected_width", "TRIPS_ATTR", "WIDTH_ATTR", "FLOPS_PER_SECOND"]
+           "expected_work", "max_trips", "expected_width", "independent_items", "TRIPS_ATTR", "WIDTH_ATTR", "FLOPS_PER_SECOND"]
 
 # A loop's planned trip count (from `dagc.trips(items, expected=N)`); absent: every item runs.
 TRIPS_ATTR = "region.trips"
@@ -140,6 +141,18 @@ def expected_width(node: Node) -> float:
     if isinstance(declared, (int, float)) and not isinstance(declared, bool) and declared >= 0:
         return float(declared)
     return 1.0
+
+
+def independent_items(node: Node) -> bool:
+    """Whether the items of map `node` may run in separate processes: nothing in its body changes
+    state they share (an object from outside the loop, a module-level name, the global random
+    generator, files), and no task inside it is multi-rank. Otherwise they run in order in one place."""
+    from .effects import node_effects
+
+    if node.op != "map" or any(inner.options.ranks > 1 for inner in walk(node)):
+        return False
+    e = node_effects(node)
+    return not (e.mutates or e.writes or (e.rng and not e.seeded) or e.files == "write")
 
 
 def _seconds(work: tuple[float, float]) -> float:

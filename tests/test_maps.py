@@ -348,3 +348,53 @@ def test_a_map_is_drawn_as_a_stacked_box_with_its_expected_width(tmp_path: Path)
     assert dot.count("shape=box3d") == 5
     assert "×4 expected" in dot and "width known at run time" in dot
     assert 'label="map map.4: one body per item"' in dot
+
+
+def test_spread_gives_an_independent_map_its_ranks_and_keeps_a_stateful_one_on_one(tmp_path: Path) -> None:
+    from dagc.backends.torch import REQUIRED_PASSES
+
+    assert "spread,partition" in REQUIRED_PASSES
+    spread = compile_file(_project(tmp_path / "a", FLOW), passes=REQUIRED_PASSES, cluster=parse_cluster_spec("2"),
+                          backend="torch")
+    for node in (n for n in spread if n.op == "map"):
+        assert node.options.ranks == 2 and sorted(node.attrs["partition.device"]) == [0, 1], node.name
+    stateful = compile_file(_project(tmp_path / "b", STATE), passes=REQUIRED_PASSES,
+                            cluster=parse_cluster_spec("2"), backend="torch")
+    assert [n.options.ranks for n in stateful if n.op == "map"] == [1]
+
+
+FAILING = """
+import dagc
+
+
+@dagc.task
+def list_items(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.task
+def work(i: int) -> int:
+    if i == 3:
+        raise ValueError("item 3 is broken")
+    return i
+
+
+@dagc.pipeline
+def failing(n: int = 6) -> list:
+    return [work(i) for i in list_items(n)]
+"""
+
+
+@pytest.mark.slow
+def test_a_failing_item_on_one_rank_fails_the_torch_run_without_hanging(tmp_path: Path) -> None:
+    from dagc.backends.torch import REQUIRED_PASSES
+
+    script = _project(tmp_path, FAILING)
+    graph = compile_file(script, passes=REQUIRED_PASSES, cluster=parse_cluster_spec("2"), backend="torch")
+    program = tmp_path / "prog" / "torch_prog.py"
+    program.parent.mkdir()
+    program.write_text(emit(graph, "torch", program))
+    proc = subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
+                          timeout=180, cwd=program.parent)
+    assert proc.returncode != 0
+    assert "item 3 of the map failed: ValueError: item 3 is broken" in proc.stderr

@@ -50,7 +50,7 @@ def _substitute_node(node: Node, mapping: Mapping[str, str]) -> None:
             _substitute_node(inner, mapping)
             body.append(node_to_json(inner))
         attrs[key] = body
-    for key in ("region.then.yield", "region.else.yield", "region.yield"):
+    for key in ("region.then.yield", "region.else.yield", "region.yield", "region.init"):
         if attrs.get(key):
             attrs[key] = [_substitute_json(o, mapping) for o in attrs[key]]
     brk = attrs.get("region.break")
