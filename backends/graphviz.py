@@ -657,7 +657,8 @@ def _region_head(node: Node) -> str:
         from dagc.ir.printer import format_operand
 
         over = ", ".join(format_operand(a) for a in node.args[: node.attrs.get("region.over", 1)])
-        width = (f"×{regions.expected_width(node):g} expected" if regions.WIDTH_ATTR in node.attrs
+        word = "measured" if "profile.width" in node.attrs else "expected"
+        width = (f"×{regions.expected_width(node):g} {word}" if regions.WIDTH_ATTR in node.attrs
                  else "width known at run time")
         return f"<<B>for each</B> of {html.escape(over)}<BR/>{width}>"
     trips = node.attrs.get("region.iter")

@@ -398,3 +398,15 @@ def test_a_failing_item_on_one_rank_fails_the_torch_run_without_hanging(tmp_path
                           timeout=180, cwd=program.parent)
     assert proc.returncode != 0
     assert "item 3 of the map failed: ValueError: item 3 is broken" in proc.stderr
+
+
+def test_profile_gives_a_map_its_measured_width(tmp_path: Path) -> None:
+    script = _project(tmp_path, FLOW)
+    program = tmp_path / "local.py"
+    program.write_text(emit(compile_file(script, params={"n": 5}), "local", program))
+    subprocess.run([sys.executable, str(program), "--run-dir", str(tmp_path / "run")], check=True,
+                   capture_output=True, timeout=120)
+    graph = compile_file(script, params={"n": 5}, profile=tmp_path / "run", passes="verify,partition,schedule")
+    assert graph.node("map.1").attrs["region.width"] == 5 == graph.node("map.1").attrs["profile.width"]
+    annotated = graph.node("map.4")  # dagc.each(..., expected=4), measured 5
+    assert annotated.attrs["region.width"] == 5 and annotated.attrs["profile.annotated"] == {"width": 4}
