@@ -11,8 +11,8 @@ optional, `{x}` repeats, `|` separates choices, quoted text is literal):
                     ["{" option {"," option} "}"] ["[" key "=" JSON {"," key "=" JSON} "]"]
                     ["after" "(" name {"," name} ")"] [span]
               | "return" operand
-              region                                   (after a `cond` or `loop` node, indented deeper)
-    region   := ("then:" block "else:" block) | ("body over" operand ":" block)      (cond | loop)
+              region                                   (after a region node, indented deeper)
+    region   := ("then:" block "else:" block) | ("body over" operand ":" block) | ("each:" block)  (cond | loop | map)
     block    := {node | "break if" operand "yield" [operands]} "yield" [operands]   (each indented deeper)
     outputs  := "()" | "%" name [":" type] {"," "%" name [":" type]}
     args     := operand {"," operand} {"," IDENT "=" operand}  |  IDENT "=" operand {"," ...}
@@ -549,7 +549,7 @@ def _operand_list(cursor: _Line) -> list[Operand]:
         return items
 
 
-_REGION_HEADERS = {"cond": ("then", "else"), "loop": ("body",)}
+_REGION_HEADERS = {"cond": ("then", "else"), "loop": ("body",), "map": ("each",)}
 
 
 def _parse_region(lines: list[tuple[int, str]], i: int, node: Node, base: int) -> int:
@@ -611,7 +611,7 @@ def _parse_region(lines: list[tuple[int, str]], i: int, node: Node, base: int) -
             raise IRParseError(f"block '{header}:' of region {node.name!r} does not end with 'yield'", number,
                                indent + 1)
         keys = {"then": ("region.then", "region.then.yield"), "else": ("region.else", "region.else.yield"),
-                "body": ("region.body", "region.yield")}[header]
+                "body": ("region.body", "region.yield"), "each": ("region.body", "region.yield")}[header]
         for key in (*keys, *(("region.break",) if header == "body" else ())):
             if key in node.attrs:
                 raise IRParseError(f"region {node.name!r} gives {key!r} both inline and as a block", number, 1)

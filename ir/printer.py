@@ -226,6 +226,7 @@ def format_attrs(attrs: dict[str, object]) -> str:
 REGION_KEYS: dict[str, tuple[str, ...]] = {
     "cond": ("region.then", "region.then.yield", "region.else", "region.else.yield"),
     "loop": ("region.body", "region.yield", "region.break", "region.iter"),
+    "map": ("region.body", "region.yield"),
 }
 
 
@@ -255,6 +256,8 @@ def region_form(node: Node) -> bool:
         return False
     a = node.attrs
     try:
+        if node.op == "map":
+            return _canonical_nodes(a["region.body"]) and _canonical_operands(a["region.yield"])
         if node.op == "cond":
             return (_canonical_nodes(a["region.then"]) and _canonical_nodes(a["region.else"])
                     and _canonical_operands(a["region.then.yield"]) and _canonical_operands(a["region.else.yield"]))
@@ -298,6 +301,10 @@ def _print_region(node: Node, indent: str, lines: list[str]) -> None:
             lines.append(f"{indent}  {label}:")
             body(a[f"region.{label}"], None, None)
             lines.append(indent + "    " + yield_line(a[f"region.{label}.yield"]))
+    elif node.op == "map":  # the body of one item, and the lists it appends
+        lines.append(f"{indent}  each:")
+        body(a["region.body"], None, None)
+        lines.append(indent + "    " + yield_line(a["region.yield"]))
     else:
         brk = a["region.break"]
         lines.append(f"{indent}  body over {format_operand(operand_from_json(a['region.iter']))}:")
