@@ -88,6 +88,7 @@ def run(quick: bool = False) -> str:
     from dagc.driver import compile_file
 
     reps = 3 if quick else 5
+    load = os.getloadavg()[0]  # the machine may be shared: say how busy it was
     tmp = Path(tempfile.mkdtemp(prefix="dagc-map-bench-"))
     (tmp / "fanout.py").write_text(PIPELINE)
     (tmp / "fanout_hand.py").write_text(HANDWRITTEN)
@@ -115,7 +116,8 @@ def run(quick: bool = False) -> str:
         "",
         f"A {ITEMS:,}-item map (items listed by a task; each item sleeps {ITEM_SECONDS * 1000:g} ms) against a "
         f"hand-written `ray.remote` loop over the same items, in one local Ray of {CPUS} CPUs; medians of {reps} "
-        f"interleaved runs after a warm-up (benchmarks/map_fanout.py). Ideal: {ideal:.2f} s.",
+        f"interleaved runs after a warm-up (benchmarks/map_fanout.py). Ideal: {ideal:.2f} s. Load average "
+        f"when it started: {load:.1f} on {os.cpu_count()} cores.",
         "",
         "| program | wall time | ratio to hand-written |",
         "|---|---|---|",
