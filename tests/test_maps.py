@@ -410,3 +410,38 @@ def test_profile_gives_a_map_its_measured_width(tmp_path: Path) -> None:
     assert graph.node("map.1").attrs["region.width"] == 5 == graph.node("map.1").attrs["profile.width"]
     annotated = graph.node("map.4")  # dagc.each(..., expected=4), measured 5
     assert annotated.attrs["region.width"] == 5 and annotated.attrs["profile.annotated"] == {"width": 4}
+
+
+NESTED = '''
+import dagc
+
+
+@dagc.task
+def groups(n: int) -> list:
+    return [list(range(i)) for i in range(n)]
+
+
+@dagc.task
+def sq(x: int) -> int:
+    return x * x
+
+
+@dagc.pipeline
+def nested(n: int = 4) -> list:
+    out = []
+    for g in groups(n):
+        inner = []
+        for x in g:                               # a map over an item of a map
+            inner.append(sq(x))
+        out.append(inner)
+    return out
+'''
+
+
+def test_a_map_over_an_item_of_a_map_runs_like_the_plain_run(tmp_path: Path) -> None:
+    script = _project(tmp_path, NESTED)
+    assert _run_local(script, tmp_path) == _plain_result(script, "nested", tmp_path) == [[], [0], [0, 1], [0, 1, 4]]
+    bad = _project(tmp_path / "bad", NESTED.replace("            inner.append(sq(x))\n        out.append(inner)",
+                                                    "            out.append(sq(x))"))
+    errors = [d for d in compile_source(bad).sink.diagnostics if d.is_error]
+    assert [d.code for d in errors] == ["DAGC173"] and "nested loop" in errors[0].message

@@ -214,10 +214,19 @@ class MapRegions:
                 if scope.env.get(var) is POISON:
                     raise ExtractError
                 if known is None or known[0] != "list":
-                    self.sink.error("DAGC173", f"`{var}` is appended to under a branch on a task result inside a "  # type: ignore[attr-defined]
-                                    "loop over a run-time list", span,
-                                    hint=f"append on every item (`{var}.append(value if ok else None)`) and filter "
-                                    "after the loop, in a task")
+                    value = scope.env.get(var)
+                    nested = (isinstance(value, Dyn) and isinstance(value.operand, Ref)
+                              and any(n.op == "map" and value.operand.name in n.outputs for n in block))
+                    if nested:
+                        self.sink.error("DAGC173", f"`{var}` is appended to inside a nested loop over a run-time "  # type: ignore[attr-defined]
+                                        "list", span,
+                                        hint=f"collect the inner loop's values in a list of its own and append that: "
+                                        f"`inner = []`, `for y in ys: inner.append(...)`, then `{var}.append(inner)`")
+                    else:
+                        self.sink.error("DAGC173", f"`{var}` is appended to under a branch on a task result inside "  # type: ignore[attr-defined]
+                                        "a loop over a run-time list", span,
+                                        hint=f"append on every item (`{var}.append(value if ok else None)`) and "
+                                        "filter after the loop, in a task")
                     raise ExtractError
                 yields.append(Seq("list", tuple(_to_operand(v) for v in known[1])))
         except (ExtractError, TypeError):
