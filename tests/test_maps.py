@@ -68,6 +68,11 @@ def forms(n: int = 5) -> tuple:
         zipped.append(scale(prep(a), b))
     nested = [[scale(prep(s), k) for k in range(2)] for s in dagc.each(shards, expected=4, max_items=50, concurrency=2)]
     return merge(out), merge(comp), merge(pairs), merge(zipped), nested
+
+
+@dagc.pipeline
+def widths() -> tuple:
+    return forms(0), forms(1), forms(5)         # widths 0, 1 and many in one run
 '''
 
 STATE = '''
@@ -107,8 +112,8 @@ def _project(tmp_path: Path, source: str) -> Path:
     return script
 
 
-def _run_local(script: Path, tmp_path: Path, **params: object) -> object:
-    graph = compile_file(script, params=params)
+def _run_local(script: Path, tmp_path: Path, pipeline: str | None = None, **params: object) -> object:
+    graph = compile_file(script, pipeline_name=pipeline, params=params or None)
     program = tmp_path / "prog" / "local.py"
     program.parent.mkdir(exist_ok=True)
     program.write_text(emit(graph, "local", program))
@@ -120,7 +125,7 @@ def _run_local(script: Path, tmp_path: Path, **params: object) -> object:
 
 def test_map_ir_round_trips_and_verifies(tmp_path: Path) -> None:
     script = _project(tmp_path, FLOW)
-    graph = compile_file(script, passes=())
+    graph = compile_file(script, pipeline_name="forms", passes=())
     maps = [n for n in graph if n.op == "map"]
     assert [n.name for n in maps] == ["map", "map.1", "map.2", "map.3", "map.4"]
     assert maps[2].attrs["region.enumerate"] == 1 and maps[3].attrs["region.over"] == 2
@@ -135,7 +140,7 @@ def test_map_ir_round_trips_and_verifies(tmp_path: Path) -> None:
 @pytest.mark.parametrize("n", [0, 1, 5])
 def test_map_forms_run_like_the_plain_run(tmp_path: Path, n: int) -> None:
     script = _project(tmp_path, FLOW)
-    assert _run_local(script, tmp_path, n=n) == _plain_result(script, "forms", tmp_path, n=n)
+    assert _run_local(script, tmp_path, "forms", n=n) == _plain_result(script, "forms", tmp_path, n=n)
 
 
 def test_state_changing_body_keeps_the_plain_order(tmp_path: Path) -> None:
@@ -147,7 +152,7 @@ def test_state_changing_body_keeps_the_plain_order(tmp_path: Path) -> None:
 
 def test_expected_width_plans_the_body_that_many_times(tmp_path: Path) -> None:
     script = _project(tmp_path, FLOW)
-    graph = compile_file(script, passes=())
+    graph = compile_file(script, pipeline_name="forms", passes=())
     region = graph.node("map.4")
     seconds, _ = expected_work(region, lambda node: (2.0, 0.0))
     assert seconds == 4 * (4 * 2.0)  # 4 items x (2 preps + 2 scales, 2 s each)
@@ -156,7 +161,7 @@ def test_expected_width_plans_the_body_that_many_times(tmp_path: Path) -> None:
 
 def test_max_items_is_a_run_time_error_naming_the_loop(tmp_path: Path) -> None:
     script = _project(tmp_path, FLOW.replace("max_items=50", "max_items=3"))
-    graph = compile_file(script, params={"n": 5})
+    graph = compile_file(script, pipeline_name="forms", params={"n": 5})
     program = tmp_path / "local.py"
     program.write_text(emit(graph, "local", program))
     proc = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=120)
@@ -220,8 +225,8 @@ def ray_cluster():
     cluster.shutdown()
 
 
-def _ray_program(script: Path, tmp_path: Path, **params: object) -> Path:
-    graph = compile_file(script, params=params, cluster=parse_cluster_spec("2"))
+def _ray_program(script: Path, tmp_path: Path, pipeline: str | None = None, **params: object) -> Path:
+    graph = compile_file(script, pipeline_name=pipeline, params=params or None, cluster=parse_cluster_spec("2"))
     program = tmp_path / "prog" / "ray_prog.py"
     program.parent.mkdir(exist_ok=True)
     program.write_text(emit(graph, "ray", program))
@@ -236,13 +241,13 @@ def _run_ray(program: Path, address: str, tmp_path: Path, *extra: str) -> subpro
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("n", [0, 1, 5])
-def test_map_forms_on_ray_equal_the_plain_run(tmp_path: Path, n: int, ray_cluster) -> None:
+def test_map_forms_on_ray_equal_the_plain_run(tmp_path: Path, ray_cluster) -> None:
     script = _project(tmp_path, FLOW)
-    program = _ray_program(script, tmp_path, n=n)
+    program = _ray_program(script, tmp_path, "widths")
+    assert program.read_text().count("return run_map(job, ") == 15  # the items of every map fan out
     proc = _run_ray(program, ray_cluster.address, tmp_path, "--run-dir", str(tmp_path / "run"))
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert pickle.loads((tmp_path / "ray.pkl").read_bytes()) == _plain_result(script, "forms", tmp_path, n=n)
+    assert pickle.loads((tmp_path / "ray.pkl").read_bytes()) == _plain_result(script, "widths", tmp_path)
 
 
 @pytest.mark.slow
@@ -255,14 +260,14 @@ def test_state_changing_map_on_ray_keeps_the_plain_order(tmp_path: Path, ray_clu
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("n", [0, 1, 5])
-def test_map_forms_on_torch_equal_the_plain_run(tmp_path: Path, n: int) -> None:
+def test_map_forms_on_torch_equal_the_plain_run(tmp_path: Path) -> None:
     from dagc.backends.torch import REQUIRED_PASSES
     from tests.test_backend_torch import launch
 
     script = _project(tmp_path, FLOW)
-    graph = compile_file(script, passes=REQUIRED_PASSES, cluster=parse_cluster_spec("2"), backend="torch",
-                         params={"n": n})
+    graph = compile_file(script, pipeline_name="widths", passes=REQUIRED_PASSES, cluster=parse_cluster_spec("2"),
+                         backend="torch")
+    assert all(n.options.ranks == 2 for n in graph if n.op == "map")  # the items spread over both ranks
     program = tmp_path / "prog" / "torch_prog.py"
     program.parent.mkdir()
     program.write_text(emit(graph, "torch", program))
@@ -270,7 +275,7 @@ def test_map_forms_on_torch_equal_the_plain_run(tmp_path: Path, n: int) -> None:
     ranks = int(re.search(r"^RANKS = (\d+)$", program.read_text(), re.M).group(1))
     result = tmp_path / "torch.pkl"
     launch(program, ranks, ["--result", str(result)])
-    assert pickle.loads(result.read_bytes()) == _plain_result(script, "forms", tmp_path, n=n)
+    assert pickle.loads(result.read_bytes()) == _plain_result(script, "widths", tmp_path)
 
 
 RESUME = '''
@@ -343,7 +348,7 @@ def test_resumed_map_reruns_only_unfinished_items(tmp_path: Path, ray_cluster) -
 def test_a_map_is_drawn_as_a_stacked_box_with_its_expected_width(tmp_path: Path) -> None:
     from dagc.backends.graphviz import to_dot
 
-    graph = compile_file(_project(tmp_path, FLOW))
+    graph = compile_file(_project(tmp_path, FLOW), pipeline_name="forms")
     dot = to_dot(graph)
     assert dot.count("shape=box3d") == 5
     assert "×4 expected" in dot and "width known at run time" in dot
@@ -354,7 +359,7 @@ def test_spread_gives_an_independent_map_its_ranks_and_keeps_a_stateful_one_on_o
     from dagc.backends.torch import REQUIRED_PASSES
 
     assert "spread,partition" in REQUIRED_PASSES
-    spread = compile_file(_project(tmp_path / "a", FLOW), passes=REQUIRED_PASSES, cluster=parse_cluster_spec("2"),
+    spread = compile_file(_project(tmp_path / "a", FLOW), pipeline_name="forms", passes=REQUIRED_PASSES, cluster=parse_cluster_spec("2"),
                           backend="torch")
     for node in (n for n in spread if n.op == "map"):
         assert node.options.ranks == 2 and sorted(node.attrs["partition.device"]) == [0, 1], node.name
@@ -403,10 +408,10 @@ def test_a_failing_item_on_one_rank_fails_the_torch_run_without_hanging(tmp_path
 def test_profile_gives_a_map_its_measured_width(tmp_path: Path) -> None:
     script = _project(tmp_path, FLOW)
     program = tmp_path / "local.py"
-    program.write_text(emit(compile_file(script, params={"n": 5}), "local", program))
+    program.write_text(emit(compile_file(script, pipeline_name="forms", params={"n": 5}), "local", program))
     subprocess.run([sys.executable, str(program), "--run-dir", str(tmp_path / "run")], check=True,
                    capture_output=True, timeout=120)
-    graph = compile_file(script, params={"n": 5}, profile=tmp_path / "run", passes="verify,partition,schedule")
+    graph = compile_file(script, pipeline_name="forms", params={"n": 5}, profile=tmp_path / "run", passes="verify,partition,schedule")
     assert graph.node("map.1").attrs["region.width"] == 5 == graph.node("map.1").attrs["profile.width"]
     annotated = graph.node("map.4")  # dagc.each(..., expected=4), measured 5
     assert annotated.attrs["region.width"] == 5 and annotated.attrs["profile.annotated"] == {"width": 4}
