@@ -61,7 +61,7 @@ REGISTRY: dict[str, Backend] = {
         "ranks": f"{_ONE_PROCESS}: a multi-rank task runs as rank 0 of a world of 1",
     }),
     "ray": Backend("ray", _ray, None, 1e-3, {}),
-    "torch": Backend("torch", _torch, "verify,dce,cse,partition,schedule,comm,commcheck", 50e-6, {
+    "torch": Backend("torch", _torch, "verify,dce,cse,spread,partition,schedule,comm,commcheck", 50e-6, {
         "cpus": "each rank is one torchrun process; CPUs are not reserved per task",
         "memory": "each rank is one torchrun process; memory is not reserved per task",
         "resources": "torchrun has no custom resources; tasks run on the rank the plan chose",

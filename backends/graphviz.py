@@ -465,11 +465,14 @@ def to_dot(
                  tooltip=_tooltip(node, cost_model, cluster, critical), **attrs)
 
     def add_region(sub: graphviz.Digraph, node: Node, colour: str | None, critical: bool) -> None:
-        """A `cond`, `loop` or `try` region: a dashed box holding its bodies; edges meet at its head
-        node. A try's finally body is a shaded box of its own, marked as running on success or failure."""
+        """A `cond`, `loop`, `map` or `try` region: a dashed box holding its bodies (a map: a solid border
+        and a stacked head with its expected width); edges meet at its head node. A try's finally body is a
+        shaded box of its own, marked as running on success or failure."""
         with sub.subgraph(name=f"cluster_region_{_safe(node.name)}") as box:
             box.attr(label=f"{node.op} {node.name}", style="dashed,rounded", color=CRITICAL_COLOUR if critical
                      else "#555555", fontsize="10", fontcolor="#555555")
+            if node.op == "map":  # a solid border: the body runs once per item, maybe at once
+                box.attr(label=f"map {node.name}: one body per item", style="rounded")
             head = _node_style(node, colour, critical)
             head.update(shape=_REGION_SHAPES.get(node.op, "hexagon"), style="filled,dashed", fontsize="9")
             box.node(_node_id(node.name), label=_region_head(node), tooltip=_tooltip(node, cost_model, cluster,
@@ -639,7 +642,7 @@ def to_dot(
     return dot.source
 
 
-_REGION_SHAPES = {"cond": "diamond", "loop": "hexagon", "try": "octagon"}
+_REGION_SHAPES = {"cond": "diamond", "loop": "hexagon", "map": "box3d", "try": "octagon"}
 FINALLY_FILL, FINALLY_COLOUR = "#fff4e0", "#b36b00"  # a try's finally body: an exit handler
 
 
@@ -651,6 +654,14 @@ def _region_head(node: Node) -> str:
         return f"<<B>if</B> {html.escape(pred)}>"
     if node.op == "try":
         return "<<B>try</B> / finally>"
+    if node.op == "map":
+        from dagc.ir.printer import format_operand
+
+        over = ", ".join(format_operand(a) for a in node.args[: node.attrs.get("region.over", 1)])
+        word = "measured" if "profile.width" in node.attrs else "expected"
+        width = (f"×{regions.expected_width(node):g} {word}" if regions.WIDTH_ATTR in node.attrs
+                 else "width known at run time")
+        return f"<<B>for each</B> of {html.escape(over)}<BR/>{width}>"
     trips = node.attrs.get("region.iter")
     items = next((v for v in trips.values() if isinstance(v, list)), None) if isinstance(trips, dict) else None
     count = len(items) if items is not None else None

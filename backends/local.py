@@ -57,6 +57,10 @@ def emit_task_lines(w: CodeWriter, node: Node, names: Names, module_alias: dict[
     if node.op == "try":  # its body's tasks are stored like top-level ones (backends/fingerprint.py)
         _emit_try(w, node, names, module_alias)
         return
+    if node.op == "map":
+        with _inner_calls(names):
+            emit_map(w, node, names, module_alias)
+        return
     function = f"{module_alias[node.module]}.{node.function}"
     call = call_source(node, function, names)
     verb = getattr(names, "task_verb", None)
@@ -120,8 +124,8 @@ def used_values(graph: Graph) -> set[str]:
                 tries.append(n)
             for body in region_bodies(n).values():
                 visit(body)
-            if n.op in ("cond", "loop"):
-                for key in ("region.then.yield", "region.else.yield", "region.yield"):
+            if n.op in ("cond", "loop", "map"):
+                for key in ("region.then.yield", "region.else.yield", "region.yield", "region.init"):
                     for o in _operands(n, key):
                         used.update(iter_refs(o))
                 brk = n.attrs.get("region.break")
@@ -273,6 +277,70 @@ def _emit_loop(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, 
         w.line(f"{outputs[0]} = None")
 
 
+def map_items_call(node: Node, names: Names) -> str:
+    """`map_items(...)`: the items of a map region, checked against its `max_items`."""
+    over = [render_operand(o, names) for o in node.args[: node.attrs.get("region.over", 1)]]
+    extra = []
+    if node.attrs.get("region.enumerate") is not None:
+        extra.append(f"start={node.attrs['region.enumerate']!r}")
+    if node.attrs.get("region.max_items") is not None:
+        extra.append(f"max_items={node.attrs['region.max_items']!r}")
+    where = f"{node.span.file}:{node.span.line}"
+    return f"map_items({', '.join([repr(node.name), repr(where), *over, *extra])})"
+
+
+def map_target(node: Node, names: Names) -> str:
+    """The loop variable(s) of a map: one name takes the item, several unpack it."""
+    return ", ".join(names[a] for a in node.attrs.get("region.items") or [])
+
+
+def emit_map_collect(w: CodeWriter, node: Node, names: Names, targets: list[str]) -> int:
+    """After one item's body: append what the item yields to each output that is read. Returns the
+    number of lines written."""
+    from dagc.ir.types import Seq
+
+    written = 0
+    for target, y in zip(targets, _operands(node, "region.yield")):
+        if target == "_" or not isinstance(y, Seq) or not y.items:
+            continue
+        if len(y.items) == 1:
+            w.line(f"{target}.append({render_operand(y.items[0], names)})")
+        else:
+            w.line(f"{target}.extend({render_operand(y, names)})")
+        written += 1
+    return written
+
+
+def emit_map(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, str]) -> None:
+    """A `map` region run in this process: its body once per item, in item order (plain Python's loop)."""
+    targets = _output_targets(node, names) if node.attrs.get("region.yield") else []
+    w.line(f"# {node.name}: one trip per item  ({node.span})")
+    from dagc.ir.types import Seq
+
+    for target, init in zip(targets, _operands(node, "region.init")):
+        if target != "_":  # a list literal is a new list already
+            start = render_operand(init, names)
+            w.line(f"{target} = {start if isinstance(init, Seq) and init.kind == 'list' else f'list({start})'}")
+    w.line(f"for {map_target(node, names)} in {map_items_call(node, names)}:")
+    with w.indent():
+        body = _body(node, "body")
+        for inner in body:
+            emit_task_lines(w, inner, names, module_alias)
+        if not emit_map_collect(w, node, names, targets) and not body:
+            w.line("pass")
+    if not targets:
+        out = _output_targets(node, names)[0]
+        if out != "_":
+            w.line(f"{out} = None")
+
+
+def uses_map(nodes: list[Node]) -> bool:
+    """True when a `map` region is among `nodes` or inside them (the program imports map_items)."""
+    from dagc.ir.regions import walk
+
+    return any(n.op == "map" or any(inner.op == "map" for inner in walk(n)) for n in nodes)
+
+
 def _task_modules(nodes: list[Node]) -> set[str]:
     """Modules of every task, looking inside fused groups and regions."""
     out: set[str] = set()
@@ -340,6 +408,8 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     w.line()
     w.line("from dagc.runtime.executor import Executor")
     w.line("from dagc.runtime.local import run_local")
+    if uses_map(graph.nodes):
+        w.line("from dagc.runtime.maps import map_items")
     w.line()
     emit_tables(w, graph, out_path, aliases, {**task_rows(graph), **try_body_rows(graph)})
     w.line()

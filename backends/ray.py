@@ -42,12 +42,13 @@ from dagc.backends.local import (
     emit_task_table,
     script_path,
     used_values,
+    uses_map,
     with_outputs_used,
 )
 from dagc.ir import regions
 from dagc.ir.core import Graph, Node
 from dagc.ir.effects import state_cells, state_groups
-from dagc.ir.regions import walk
+from dagc.ir.regions import independent_items, walk
 
 __all__ = ["emit_ray", "placement_devices", "placement_mode", "task_demand", "task_fingerprints"]
 
@@ -206,7 +207,10 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     # tasks of a state actor or a multi-rank gang are plain functions: `ray` only for remote ones
     remote = any(graph.node(n).options.ranks <= 1 and n not in state for n in functions)
     for line in ("import sys", "from pathlib import Path", "", *(("import ray", "") if remote else ()),
-                 "from dagc.runtime.ray import Driver, Job, Plan, ray_main", ""):
+                 *(("from dagc.runtime.maps import map_items",) if uses_map(graph.nodes) else ()),
+                 "from dagc.runtime.ray import Driver, Job, Plan, ray_main",
+                 *(("from dagc.runtime.raymap import run_items, run_map",)
+                   if any(fans_out(graph.node(n)) and n not in state for n in functions) else ()), ""):
         w.line(line)
     w.line(f"PIPELINE = {graph.name!r}")
     w.line(f"SOURCE_ROOT = {source_root_expr(graph, out_path)}")
@@ -313,8 +317,62 @@ def _emit_state_tables(w: CodeWriter, graph: Graph, groups: list, order: list[st
     w.line("}")
 
 
+def fans_out(node: Node) -> bool:
+    """Whether the items of map region `node` run as separate Ray tasks (dagc.ir.regions.independent_items):
+    otherwise they run one after another, in the region's one task, as in the plain run."""
+    return independent_items(node)
+
+
+def _emit_map_tasks(w: CodeWriter, node: Node, function: str, names: Names, aliases: dict[str, str]) -> None:
+    """A map whose items fan out: one remote function for an item (its body), and the region's task,
+    which submits an item task per item and gathers their results (dagc.runtime.raymap.run_map)."""
+    from dagc.backends.local import _body, _operands, map_items_call, map_target
+    from dagc.ir.types import iter_refs
+
+    item_fn = names.claim(f"item:{node.name}", f"{node.name}_item")
+    over = node.attrs.get("region.over", 1)
+    captured = list(dict.fromkeys(v for operand in node.args[over:] for v in iter_refs(operand)))
+    params = ", ".join(["job: Job", "chunk: list", *(names[v] for v in captured)])
+    options = _ray_options(node).rsplit(", num_returns=", 1)[0]
+    w.line(f"@ray.remote({options}, num_returns=1, max_retries={_retries(node)})")
+    w.line(f"def {item_fn}({params}) -> tuple:")
+    with w.indent():
+        w.line(f'"""Map region `{node.name}`, a chunk of its items: the lists each appends  ({node.span})."""')
+        w.line("def body(item: object) -> tuple:")
+        with w.indent():
+            for module in sorted(_task_modules([node])):
+                alias = aliases[module]
+                w.line(f"import {module}" if alias == module else f"import {module} as {alias}")
+            w.line(f"{map_target(node, names)} = item")
+            for inner in _body(node, "body"):
+                emit_task_lines(w, inner, names, aliases)
+            yields = [render_operand(y, names) for y in _operands(node, "region.yield")]
+            w.line(f"return ({', '.join(yields)}{',' if len(yields) == 1 else ''})")
+        w.line()
+        w.line("return run_items(job, chunk, body)")
+    w.line()
+    w.line()
+    inputs = [names[v] for v in node.input_values()]
+    w.line(f"@ray.remote(num_cpus=0, num_returns={node.n_outputs + 1}, max_retries=0)")
+    w.line(f"def {function}({', '.join(['job: Job', *inputs, '*after: object'])}) -> tuple:")
+    with w.indent():
+        w.line(f'"""Map region `{node.name}`: one Ray task per item, results in item order  ({node.span})."""')
+        w.line("def body() -> object:")
+        with w.indent():
+            args = "".join(f"{names[v]}, " for v in captured)
+            inits = "".join(f"{render_operand(o, names)}, " for o in _operands(node, "region.init"))
+            concurrency = node.attrs.get("region.concurrency")
+            w.line(f"return run_map(job, {item_fn}, {map_items_call(node, names)}, ({args.rstrip(' ')}), "
+                   f"({inits.rstrip(' ')}), concurrency={concurrency!r})")
+        w.line()
+        w.line("return job.run(body)")
+
+
 def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: dict[str, str],
                in_actor: bool = False) -> None:
+    if not in_actor and node.options.ranks <= 1 and fans_out(node):
+        _emit_map_tasks(w, node, function, names, aliases)
+        return
     inputs = [names[v] for v in node.input_values()]
     params = ", ".join(["job: Job", *inputs, "*after: object"])
     ranks = node.options.ranks
@@ -328,7 +386,7 @@ def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: 
         w.line(f"@ray.remote({_ray_options(node)})")
         w.line(f"def {function}({params}) -> tuple:")
         what = {"fused": "Fused group", "glue": "Glue", "cond": "Conditional region",
-                "loop": "Loop region", "try": "Try/finally region"}.get(node.op, "Task") + f" `{node.name}`"
+                "loop": "Loop region", "map": "Map region", "try": "Try/finally region"}.get(node.op, "Task") + f" `{node.name}`"
     with w.indent():
         members = _members(node) if node.op == "fused" else [node]
         targets = ", ".join(m.target for m in members if m.op == "task")

@@ -35,6 +35,7 @@ from dagc.backends.local import (
     emit_task_lines,
     script_path,
     used_values,
+    uses_map,
     with_outputs_used,
 )
 from dagc.ir.core import REGION_OPS, Graph, Node
@@ -136,14 +137,18 @@ def _task_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str]
             if node.op == "fused":
                 what = f"Fused group `{node.name}`: {', '.join(m.name for m in _members(node))}."
             else:
-                kind = {"cond": "Conditional", "loop": "Loop", "try": "Try/finally"}[node.op]
-                what = f"{kind} region `{node.name}`, as one task."
+                kind = {"cond": "Conditional", "loop": "Loop", "map": "Map", "try": "Try/finally"}[node.op]
+                what = f"{kind} region `{node.name}`, as one task" + (
+                    " (its items one after another)." if node.op == "map" else ".")
             w.line(f'"""{what}"""')
             # every output is returned, so the body assigns each of them (never `_`)
             saved = getattr(names, "used_values", None)
             names.used_values = with_outputs_used([node], used)  # type: ignore[attr-defined]
             try:
-                emit_task_lines(w, node, names, aliases)
+                if node.op == "map" and node.options.ranks > 1:
+                    _spread_map_lines(w, node, names, aliases)
+                else:
+                    emit_task_lines(w, node, names, aliases)
             finally:
                 names.used_values = saved  # type: ignore[attr-defined]
             w.line(f"return {', '.join(outputs)}")
@@ -158,6 +163,30 @@ def _task_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str]
     call = call_source(node, function, names)
     inner = call[len(function) + 1 : -1]
     w.line(f"{target}rt.task({node.name!r}, {function}{', ' + inner if inner else ''})  # {node.span}")
+
+
+def _spread_map_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str]) -> None:
+    """A map made multi-rank by the `spread` pass: each rank runs its share of the items (item i on
+    rank i % ranks) and every rank gathers the results (dagc.runtime.maps.spread_map)."""
+    from dagc.backends.local import _body, _operands, map_items_call, map_target
+
+    outputs = [names[o] for o in node.outputs]
+    item_fn = names.claim(f"item:{node.name}", f"{node.name}_item")
+    w.line(f"def {item_fn}(item: object) -> tuple:")
+    with w.indent():
+        w.line(f"{map_target(node, names)} = item")
+        for inner in _body(node, "body"):
+            emit_task_lines(w, inner, names, aliases)
+        yields = [render_operand(y, names) for y in _operands(node, "region.yield")]
+        w.line(f"return ({', '.join(yields)}{',' if len(yields) == 1 else ''})")
+    inits = "".join(f"{render_operand(o, names)}, " for o in _operands(node, "region.init"))
+    target = ", ".join(outputs)
+    w.line(f"{target} = spread_map({map_items_call(node, names)}, {item_fn}, ({inits.rstrip(' ')}))"
+           f"  # items over the task's {node.options.ranks} ranks")
+
+
+def _spreads(graph: Graph) -> bool:
+    return any(n.op == "map" and n.options.ranks > 1 for n in graph)
 
 
 def _module_uses(node: Node) -> set[str]:
@@ -380,6 +409,8 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
         "       python THIS_FILE [...]   (starts torchrun itself)"))
     for line in ("import argparse", "import importlib", "import os", "import sys", "from pathlib import Path", "",
                  "from dagc.runtime.distributed import Runner, TaskFailed, launch_main, report_failure",
+                 *((f"from dagc.runtime.maps import map_items{', spread_map' if _spreads(graph) else ''}",)
+                   if uses_map(graph.nodes) else ()),
                  "from dagc.runtime.program import (", "    add_run_options,", "    prepare_interpreter,",
                  "    run_directory,", "    split_argv,", ")", ""):
         w.line(line)

@@ -27,7 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "benchmarks.md"
 # Order on the page; any other module with `run(quick)` follows, alphabetically.
-ORDER = ["compile_speed", "kfp_compare", "schedule_quality", "ray_overhead", "torch_transfer", "torch_collectives",
+ORDER = ["compile_speed", "kfp_compare", "schedule_quality", "ray_overhead", "map_fanout", "torch_transfer",
+         "torch_collectives",
          "param_server", "makespan"]
 LIBRARIES = ["dagc", "torch", "ray", "networkx", "libcst", "kfp"]
 _SECTION = re.compile(r"<!-- benchmark: (?P<name>\w+) -->\n(?P<body>.*?)<!-- end: (?P=name) -->\n", re.S)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dagc.annotations import after, pipeline, task, trips
+from dagc.annotations import after, each, pipeline, task, trips
 
-__all__ = ["task", "pipeline", "after", "trips", "compile", "context", "__version__"]
+__all__ = ["task", "pipeline", "after", "trips", "each", "compile", "context", "__version__"]
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:

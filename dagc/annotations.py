@@ -118,6 +118,15 @@ def trips(items: Iterable[T], /, *, expected: int) -> Iterable[T]:
     return items
 
 
+def each(items: Iterable[T], /, *, expected: int | None = None, max_items: int | None = None,
+         concurrency: int | None = None) -> Iterable[T]:
+    """Options of a `map` over a run-time list: `for shard in dagc.each(shards, expected=64,
+    max_items=1000, concurrency=8):`. `expected` is the width to plan for, `max_items` a guardrail
+    (more items stop the run with an error naming the loop), `concurrency` the most items that run at
+    once. Returns `items` unchanged when run as plain Python."""
+    return items
+
+
 def after(value: T, /, *prerequisites: Any) -> T:
     """Call-site ordering: `m = dagc.after(train(data), prepared)` runs `train` after the task that
     produced `prepared`, without passing it. Returns `value` unchanged when run as plain Python."""

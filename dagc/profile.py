@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from dagc.ir.core import REGION_OPS, Graph, Node, region_bodies
-from dagc.ir.regions import TRIPS_ATTR, walk
+from dagc.ir.regions import TRIPS_ATTR, WIDTH_ATTR, walk
 
 __all__ = ["TaskRecord", "RunRecord", "ProfileError", "load_run", "apply_profile", "profiled_tasks"]
 
@@ -268,6 +268,8 @@ def _measure_region(node: Node, measured: dict[str, TaskRecord], times: int) -> 
     for body in region_bodies(node).values():
         if node.op == "loop" and body and (first := measured.get(body[0].name)) is not None and first.runs:
             trips = first.runs / times
+        if node.op == "map":
+            trips = _measured_width(node, body, measured, times)
         inner_times = max(1, round(times * trips)) if trips else times
         for inner in body:
             record = measured.get(inner.name)
@@ -277,14 +279,26 @@ def _measure_region(node: Node, measured: dict[str, TaskRecord], times: int) -> 
                 _measure(inner, record.total / record.runs, record.bytes)
                 seconds += record.total
     if trips is not None:
-        if TRIPS_ATTR in node.attrs:
-            node.attrs["profile.annotated"] = {"trips": node.attrs[TRIPS_ATTR]}
+        key, word = (WIDTH_ATTR, "width") if node.op == "map" else (TRIPS_ATTR, "trips")
+        if key in node.attrs:
+            node.attrs["profile.annotated"] = {word: node.attrs[key]}
         measured_trips = int(trips) if trips == int(trips) else round(trips, 6)
-        node.attrs["profile.trips"] = measured_trips
-        node.attrs[TRIPS_ATTR] = measured_trips
+        node.attrs[f"profile.{word}"] = measured_trips
+        node.attrs[key] = measured_trips
     if seconds:
         node.attrs["profile.duration"] = round(seconds / times, 6)
     return seconds
+
+
+def _measured_width(node: Node, body: list[Node], measured: dict[str, TaskRecord], times: int) -> float | None:
+    """Items a map had in the profiled run: the runs of its first body task (local and torch run the
+    body's tasks through the executor), else its items' own records `MAP[i]` (Ray)."""
+    first = measured.get(body[0].name) if body else None
+    if first is not None and first.runs:
+        return first.runs / times
+    prefix = node.name + "["
+    items = [name for name in measured if name.startswith(prefix) and name[len(prefix):-1].isdigit()]
+    return len(items) / times if items else None
 
 
 def _member_names(node: Node) -> list[str]:

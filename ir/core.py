@@ -26,14 +26,16 @@ __all__ = ["Node", "Param", "Graph", "OPS", "REGION_OPS", "ALL_OPS", "REGION_BOD
 # expression on task results where its inputs are.
 OPS = ("task", "fused", "transfer", "glue")
 # Region kinds (docs/ir.md): `cond` runs one of two bodies on a run-time predicate; `loop` runs its
-# body at most len(iter) times, leaving early on a run-time value; `try` runs its body, then its
-# `finally` body whether the body succeeded or failed (then the failure goes on). A region node owns
-# its bodies (`Node.bodies`, lists of Nodes in program order), so a pass that does not look inside
-# treats a region as one node; dagc.ir.regions answers what is inside.
-REGION_OPS = ("cond", "loop", "try")
+# body at most len(iter) times, leaving early on a run-time value; `map` runs its body once per item of
+# a run-time list (data-dependent fan-out), collecting the values it appends; `try` runs its body, then
+# its `finally` body whether the body succeeded or failed (then the failure goes on). A region node
+# owns its bodies (`Node.bodies`, lists of Nodes in program order), so a pass that does not look
+# inside treats a region as one node; dagc.ir.regions answers what is inside.
+REGION_OPS = ("cond", "loop", "map", "try")
 ALL_OPS = OPS + REGION_OPS
 # The bodies each region kind holds, in the order they are printed and walked.
-REGION_BODIES: dict[str, tuple[str, ...]] = {"cond": ("then", "else"), "loop": ("body",), "try": ("body", "finally")}
+REGION_BODIES: dict[str, tuple[str, ...]] = {"cond": ("then", "else"), "loop": ("body",), "map": ("body",),
+                                             "try": ("body", "finally")}
 
 
 def region_bodies(node: Node) -> dict[str, list[Node]]:

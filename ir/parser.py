@@ -13,7 +13,7 @@ optional, `{x}` repeats, `|` separates choices, quoted text is literal):
               | "return" operand
               {header block}                           (a region's bodies, under its node, indented deeper)
     header   := IDENT ":" | "body over" operand ":"   (cond: then, else; loop: body over
-                                                       its items; try: body, finally)
+                                                       its items; map: body; try: body, finally)
     block    := {node | "break if" operand "yield" [operands]} ["yield" [operands]]  (each indented deeper)
     outputs  := "()" | "%" name [":" type] {"," "%" name [":" type]}
     args     := operand {"," operand} {"," IDENT "=" operand}  |  IDENT "=" operand {"," ...}

@@ -230,12 +230,13 @@ REGION_KEYS: dict[str, tuple[str, ...]] = {
     "cond": ("region.then.yield", "region.else.yield"),
     "loop": ("region.yield", "region.break", "region.iter"),
     "try": ("region.body.yield", "region.finally.yield"),
+    "map": ("region.yield",),
 }
 
 
 def yield_key(op: str, body: str) -> str:
     """The attribute holding what body `body` of a region of kind `op` yields."""
-    return "region.yield" if op == "loop" and body == "body" else f"region.{body}.yield"
+    return "region.yield" if op in ("loop", "map") and body == "body" else f"region.{body}.yield"
 
 
 def _canonical_operands(items: object) -> bool:
@@ -256,7 +257,7 @@ def region_form(node: Node) -> bool:
         return False
     a = node.attrs
     try:
-        if node.op in ("cond", "try"):
+        if node.op in ("cond", "try", "map"):
             return all(_canonical_operands(a[key]) for key in REGION_KEYS[node.op])
         brk = a["region.break"]
         if brk is not None and not (

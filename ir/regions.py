@@ -7,8 +7,11 @@
     devices(node)        the devices it is placed on (`partition.device`), () before `partition`
     demand(node)         what it needs of one device: the most any body path needs
     expected_trips(node) trips a loop is planned for: its `region.trips` annotation, else its item count
+    expected_width(node) items a map is planned for: its `region.width` annotation, else 1
+    independent_items(node) whether a map's items may run apart (its body changes no shared state)
     expected_work(...)   (seconds, flops) it is planned to take: a cond its costlier branch, a loop its
-                         body × expected trips, a try its body and finally body
+                         body × expected trips, a map its body × expected width, a try its body and
+                         finally body
 
 A region runs on the device(s) it is placed on, its bodies one node after another, so its demand is
 the element-wise maximum over every node it may run, and its work the sum along the path it takes.
@@ -22,10 +25,13 @@ from dataclasses import dataclass
 from .core import REGION_BODIES, REGION_OPS, Node, region_bodies
 
 __all__ = ["Demand", "members", "bodies", "walk", "leaves", "devices", "demand", "expected_trips",
-           "expected_work", "max_trips", "TRIPS_ATTR", "FLOPS_PER_SECOND"]
+           "expected_work", "max_trips", "expected_width", "independent_items", "TRIPS_ATTR", "WIDTH_ATTR", "FLOPS_PER_SECOND"]
 
 # A loop's planned trip count (from `dagc.trips(items, expected=N)`); absent: every item runs.
 TRIPS_ATTR = "region.trips"
+# A map's planned width (from `dagc.each(items, expected=N)` or `--profile`); absent: one item. The
+# real width is known only at run time.
+WIDTH_ATTR = "region.width"
 # To compare a branch given in seconds with one given in flops (as the fusion pass does): a device of
 # speed 1.0 runs 1e12 flops a second (dagc.cluster's default flops rate).
 FLOPS_PER_SECOND = 1e12
@@ -129,6 +135,28 @@ def expected_trips(node: Node) -> float:
     return float(most)
 
 
+def expected_width(node: Node) -> float:
+    """Items a map is planned for: its `region.width` (an annotation or a profile), else 1."""
+    if node.op != "map":
+        return 1.0
+    declared = node.attrs.get(WIDTH_ATTR)
+    if isinstance(declared, (int, float)) and not isinstance(declared, bool) and declared >= 0:
+        return float(declared)
+    return 1.0
+
+
+def independent_items(node: Node) -> bool:
+    """Whether the items of map `node` may run in separate processes: nothing in its body changes
+    state they share (an object from outside the loop, a module-level name, the global random
+    generator, files), and no task inside it is multi-rank. Otherwise they run in order in one place."""
+    from .effects import node_effects
+
+    if node.op != "map" or any(inner.options.ranks > 1 for inner in walk(node)):
+        return False
+    e = node_effects(node)
+    return not (e.mutates or e.writes or (e.rng and not e.seeded) or e.files == "write")
+
+
 def _seconds(work: tuple[float, float]) -> float:
     return work[0] + work[1] / FLOPS_PER_SECOND
 
@@ -142,6 +170,8 @@ def expected_work(node: Node, own_work: Work) -> tuple[float, float]:
     """(seconds at speed 1.0, flops) `node` is planned to take; `own_work` answers for plain nodes.
 
     cond: the costlier branch (both are possible; plan for the worse). loop: the body × expected trips.
+    map: the body × expected width (the work of every item; how much of it overlaps depends on where
+    the backend runs the items, which the plan does not model).
     try: its body and its finally body, one after the other."""
     if node.op not in REGION_OPS:
         return own_work(node)
@@ -153,5 +183,5 @@ def expected_work(node: Node, own_work: Work) -> tuple[float, float]:
         parts = [_body_work(found.get(key, []), own_work) for key in REGION_BODIES["try"]]
         return sum(p[0] for p in parts), sum(p[1] for p in parts)
     seconds, flops = _body_work(found.get("body", []), own_work)
-    trips = expected_trips(node)
+    trips = expected_width(node) if node.op == "map" else expected_trips(node)
     return seconds * trips, flops * trips

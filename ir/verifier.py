@@ -12,7 +12,7 @@
              not a topological order (a node placed before a value or node it depends on)
     DAGC206  a node has no source location (span line 0)
 
-Region nodes (`cond`, `loop`, `try`; docs/ir.md) are checked inside too: they hold exactly the bodies of their
+Region nodes (`cond`, `loop`, `map`, `try`; docs/ir.md) are checked inside too: they hold exactly the bodies of their
 kind (and no other node holds any), their bodies must be well formed,
 every value a body reads must be one of the region's operands, one of its block arguments or an
 earlier output of the same body, and names defined inside must not clash with any other value.
@@ -22,7 +22,7 @@ Every diagnostic is an error placed at the node's span. `verify` never raises on
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from dagc.diagnostics import Diagnostic, Note, Severity
 
@@ -352,6 +352,8 @@ def _check_region(node: Node, defined: set[str], outer_nodes: set[str], out: lis
             ys = yields(f"region.{label}.yield")
             if body is not None and ys is not None:
                 bodies.append((label, body, set(), ys, None, []))
+    elif node.op == "map":
+        _check_map_attrs(node, attrs, captured, problems, bodies, yields)
     elif node.op == "try":
         # outputs: the body's yields, then the finally body's; the finally body sees only the region's
         # operands (in Python a value its body would have assigned may be unbound there)
@@ -458,6 +460,43 @@ def _check_region(node: Node, defined: set[str], outer_nodes: set[str], out: lis
         if at is not None and at == len(body):
             _check_uses(node, label, brk_ops, visible, out, "its early exit")
         _check_uses(node, label, ys, visible, out, f"its {label} result")
+
+
+def _positive_or_none(value: object) -> bool:
+    return value is None or (type(value) is int and value > 0)
+
+
+def _check_map_attrs(node: Node, attrs: dict, captured: set[str], problems: list[str], bodies: list,
+                     yields: Callable[[str], list[Operand] | None]) -> None:
+    """A map: `region.over` leading operands iterated together, `region.items` block arguments, a
+    body, and per output an initial list (`region.init`) and the list each item appends (`region.yield`)."""
+    items = attrs.get("region.items")
+    if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):
+        problems.append("`region.items` must be a non-empty list of value names")
+        items = []
+    over = attrs.get("region.over")
+    if type(over) is not int or not 1 <= over <= len(node.args):
+        problems.append("`region.over` must count the leading operands the map iterates over (at least 1)")
+    start = attrs.get("region.enumerate")
+    if start is not None and type(start) is not int:
+        problems.append("`region.enumerate` must be null or the start of the item index")
+    for key in ("region.max_items", "region.concurrency"):
+        if not _positive_or_none(attrs.get(key)):
+            problems.append(f"`{key}` must be null or a positive whole number")
+    width = attrs.get("region.width")
+    if width is not None and (isinstance(width, bool) or not isinstance(width, (int, float)) or width < 0):
+        problems.append("`region.width` must be a number of items, at least 0")
+    inits = yields("region.init")
+    if inits is not None:
+        missing = {v for o in inits for v in _refs(o, [])} - captured
+        if missing:
+            problems.append(f"`region.init` uses `%{sorted(missing)[0]}`, which is not an operand of the map")
+    body = _body(node, "body", problems)
+    ys = yields("region.yield")
+    if ys is not None and not all(isinstance(y, Seq) and y.kind == "list" for y in ys):
+        problems.append("`region.yield` holds one list operand per output (the values an item appends)")
+    if body is not None and ys is not None:
+        bodies.append(("body", body, set(items), ys, None, []))
 
 
 def _check_uses(node: Node, label: str, operands: list[Operand], visible: set[str], out: list[Diagnostic],

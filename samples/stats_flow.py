@@ -5,7 +5,7 @@ In Metaflow this is `class MovieStatsFlow(FlowSpec)` whose `@step` methods keep 
 are `@dagc.task` static (or class) methods that take their inputs and return their outputs, and
 `run` calls them in order: the data flow is the order. The fan-out over `GENRES` is known at
 compile time and unrolls into one task per genre; a fan-out over values only a step can compute
-(`for genre in self.start(...)`) is the map regions' job and is diagnosed today (DAGC116).
+(`for genre in self.genres(movies)`) would be a `map` region (see samples/sharded_training.py).
 Settings live in a frozen dataclass, as in many training scripts. Runs as plain Python in well
 under a second: `python samples/stats_flow.py`.
 """

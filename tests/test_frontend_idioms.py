@@ -555,14 +555,15 @@ def test_a_static_method_task_body_is_analysed_for_effects(write_project, tmp_pa
     assert _local_equals_plain(write_project, tmp_path, METHOD_EFFECTS) == {"seen": [0, 1, 2]}
 
 
-def test_a_foreach_over_a_step_result_keeps_its_precise_diagnostic(write_project) -> None:
+def test_a_foreach_over_a_step_result_is_a_map(write_project, tmp_path: Path) -> None:
     source = METHOD_EFFECTS.replace("""        model = self.make()
         for k in range(3):
             self.grow(model, k)
         return model""", """        items = self.start(3)
         return [self.square(x) for x in items]""")
-    diag = _only(_diagnostics(write_project, source), "DAGC116")
-    assert diag.span.line == _line(source, "for x in items") and "inside a task" in diag.hint
+    graph = compile_file(write_project({"flow.py": source}) / "flow.py")
+    assert [n.op for n in graph if n.op == "map"] == ["map"]
+    assert _local_equals_plain(write_project, tmp_path, source) == [0, 1, 4]
 
 
 CHANGED_CONFIG = """

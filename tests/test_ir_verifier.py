@@ -201,7 +201,7 @@ def test_malformed_nodes() -> None:
         ("DAGC205", "node `d` lists output `%d` twice"),
         ("DAGC205", "node `e` has no outputs"),
     ]
-    assert diags[0].hint == "ops are: task, fused, transfer, glue, cond, loop, try"
+    assert diags[0].hint == "ops are: task, fused, transfer, glue, cond, loop, map, try"
     assert [d.span for d in diags] == [span(3), span(4), span(6), span(7), span(8)]
 
 

@@ -31,6 +31,7 @@ from dagc.frontend.configs import ConfigClass, ConfigValue, StaticFunction
 from dagc.frontend.effects import EffectAnalyzer
 from dagc.frontend.exits import finally_reads_of_body, lower_continues, rename_refs
 from dagc.frontend.forms import GLUE_CALLS, KFP_METHOD_HINTS, as_literal
+from dagc.frontend.maps import MapBound, MapRegions
 from dagc.frontend.modules import (
     ClassSteps,
     Constant,
@@ -313,7 +314,7 @@ def _loop_level_breaks(body: list[ast.stmt]) -> list[tuple[ast.stmt, list[ast.ex
 _FILE_PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
-class Extractor:
+class Extractor(MapRegions):
     """Builds one `Graph` from one pipeline."""
 
     def __init__(self, project: Project, sink: DiagnosticSink) -> None:
@@ -694,8 +695,8 @@ class Extractor:
             self.sink.error("DAGC116", f"{what} iterates over a task result, which is not known at compile time",
                             info.source.span(expr),
                             hint="iterate over a range, a literal list/dict, a module constant or a pipeline "
-                            "parameter (or a list of task results built in the pipeline); to process every "
-                            "item of one task result, do it inside a task")
+                            "parameter (or a list of task results built in the pipeline); a `for` loop or a list "
+                            "comprehension over a task result runs once per item (a map)")
             raise ExtractError
         value = self._static(expr, scope, info)
         try:
@@ -723,6 +724,10 @@ class Extractor:
                             hint="use a flag, or restructure the loop")
             raise ExtractError
         iter_expr, trips = self._trips_hint(stmt.iter, scope, info)
+        spec, iter_expr = self._map_spec(iter_expr, scope, info)
+        if spec is not None:  # over a run-time list: a `map` region (dagc/frontend/maps.py)
+            self._map_region(stmt, spec, scope, info)
+            return
         items = self._loop_items(iter_expr, scope, info, "this `for` loop")
         stmt = self._without_dynamic_continue(stmt, scope, info)
         assigned = _assigned_names(stmt.body)
@@ -1291,6 +1296,7 @@ class Extractor:
             inner_values.update(node.outputs)
             inner_nodes.add(node.name)
             inner_values.update(node.attrs.get("region.carried", ()))
+            inner_values.update(node.attrs.get("region.items", ()))
             inner_values.update(_region_defined(node))
             inner_nodes.update(_region_node_names(node))
         uses: dict[str, None] = {}
@@ -1453,6 +1459,10 @@ class Extractor:
 
     def _comprehension(self, expr: ast.ListComp | ast.GeneratorExp | ast.DictComp, scope: Scope,
                        info: ModuleInfo) -> Value:
+        if isinstance(expr, ast.ListComp) and not expr.generators[0].is_async:
+            spec, _ = self._map_spec(expr.generators[0].iter, scope, info)
+            if spec is not None:  # over a run-time list: a `map` region
+                return self._map_comprehension(expr, spec, scope, info)
         results: list[Value] = []
         pairs: list[tuple[Value, Value]] = []
         targets = set().union(*(_target_names(g.target) for g in expr.generators))
@@ -1514,6 +1524,8 @@ class Extractor:
             value = scope.env[name]
             if value is POISON:
                 raise ExtractError
+            if isinstance(value, MapBound):
+                self._map_bound_use(value, expr, info)
             return value
         if name in scope.assigned_later:
             self.sink.error("DAGC102", f"`{name}` is used before it is produced", info.source.span(expr),
@@ -1521,7 +1533,7 @@ class Extractor:
             raise ExtractError
         if name in info.dagc_modules:
             return ModuleValue("dagc", info)
-        if info.dagc_names.get(name) in ("after", "trips"):
+        if info.dagc_names.get(name) in ("after", "trips", "each"):
             return DagcFunction(info.dagc_names[name])
         symbol = self.project.lookup(info, name)
         if symbol is None:
@@ -1584,6 +1596,8 @@ class Extractor:
                 value = scope.env[node.id]
                 if value is POISON:
                     raise _Poisoned(node)
+                if isinstance(value, MapBound):
+                    self._map_bound_use(value, node, info)
                 if isinstance(value, Static):
                     return value.value
                 if isinstance(value, ParamValue):
@@ -1820,7 +1834,7 @@ class Extractor:
         if isinstance(func, ast.Attribute):
             base = self._callee(func.value, scope, info)
             if isinstance(base, ModuleValue) and base.module == "dagc":
-                if func.attr in ("after", "trips"):
+                if func.attr in ("after", "trips", "each"):
                     return DagcFunction(func.attr)
                 return External(f"`dagc.{func.attr}`")
             if isinstance(base, ModuleValue):
@@ -1868,6 +1882,11 @@ class Extractor:
         if isinstance(callee, DagcFunction) and callee.name == "trips":
             self.sink.error("DAGC135", "dagc.trips is a hint for the items of a `for` loop, not a value",
                             info.source.span(call), hint="write `for epoch in dagc.trips(range(40), expected=12):`")
+            raise ExtractError
+        if isinstance(callee, DagcFunction) and callee.name == "each":
+            self.sink.error("DAGC170", "dagc.each wraps the items of a `for` loop or comprehension over a task "
+                            "result, not a value", info.source.span(call),
+                            hint="write `for shard in dagc.each(shards, expected=64):`")
             raise ExtractError
         if isinstance(callee, DagcFunction):
             return self._after_call(call, scope, info, n_outputs)
@@ -2627,6 +2646,9 @@ def _aggregate_effects(node: Node, body: list[Node]) -> None:
     inner = _region_defined(node) | {o for n in body for o in n.outputs}
     carried = list(node.attrs.get("region.carried") or ())
     start = {c: list(iter_refs(node.args[i])) for i, c in enumerate(carried) if i < len(node.args)}
+    if node.op == "map":  # changing an item changes the list it came from
+        over = [v for operand in node.args[: node.attrs.get("region.over", 1)] for v in iter_refs(operand)]
+        start.update({item: over for item in node.attrs.get("region.items") or ()})
     mutates: dict[str, None] = {}
     writes: dict[str, None] = {}
     reads: dict[str, None] = {}
@@ -2662,6 +2684,7 @@ def _region_defined(node: Node) -> set[str]:
     for inner in walk(node):
         out.update(inner.outputs)
         out.update(inner.attrs.get("region.carried", ()) or ())
+        out.update(inner.attrs.get("region.items", ()) or ())
     return out
 
 

@@ -82,7 +82,7 @@ def _record_import(project: Project, info: ModuleInfo, stmt: ast.Import | ast.Im
         return
     if module == "dagc":
         for alias in stmt.names:
-            if alias.name in ("task", "pipeline", "after", "trips"):
+            if alias.name in ("task", "pipeline", "after", "trips", "each"):
                 info.dagc_names[alias.asname or alias.name] = alias.name
         return
     if stmt.level > 0 and project.module(module) is None and not any(

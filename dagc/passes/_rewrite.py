@@ -47,7 +47,7 @@ def _substitute_node(node: Node, mapping: Mapping[str, str]) -> None:
             _substitute_node(inner, mapping)
     attrs = dict(node.attrs)
     for key in ("region.then.yield", "region.else.yield", "region.yield", "region.body.yield",
-                "region.finally.yield"):
+                "region.finally.yield", "region.init"):
         if attrs.get(key):
             attrs[key] = [_substitute_json(o, mapping) for o in attrs[key]]
     brk = attrs.get("region.break")

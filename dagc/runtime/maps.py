@@ -1,0 +1,74 @@
+"""What the programs of every backend do the same way for a `map` region (docs/ir.md, "map"): turn
+the iterated run-time values into the list of items, and stop a map wider than its `max_items`.
+
+    for shard in map_items("map", "train.py:14", shards, max_items=1000): ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from dagc.runtime.executor import TaskFailed
+
+__all__ = ["map_items", "item_chunks", "spread_map", "MapItemFailed"]
+
+
+def map_items(region: str, where: str, *iterables: Iterable[Any], start: int | None = None,
+              max_items: int | None = None) -> list[Any]:
+    """The items a `for` over `iterables` takes, as plain Python binds them: the items of one iterable,
+    tuples of several (`zip`), `(index, item)` pairs (`enumerate(items, start)`). More than `max_items`
+    items is a failure of the region, named with its source line."""
+    items: list[Any] = list(iterables[0]) if len(iterables) == 1 else list(zip(*iterables))
+    if start is not None:
+        items = list(enumerate(items, start))
+    if max_items is not None and len(items) > max_items:
+        raise TaskFailed(region, 0, None, detail=f"the loop at {where} has {len(items)} items, more than its "
+                         f"max_items={max_items} (dagc.each)")
+    return items
+
+
+def item_chunks(count: int, parts: int, part: int) -> list[int]:
+    """Indices of the items that part `part` of `parts` runs: item i goes to part i % parts."""
+    return list(range(part, count, parts)) if parts > 0 else []
+
+
+def spread_map(items: list[Any], body: Any, inits: tuple[list, ...]) -> object:
+    """Run the items of a map over the ranks of the running task (dagc.context(): item i on rank
+    i % world_size) and gather what they append, in item order, on every rank. A failing item does
+    not leave the other ranks waiting: every rank takes part in the gather, then all raise the
+    failure of the first failing item."""
+    from dagc.runtime.context import context
+
+    ctx = context()
+    mine: dict[int, tuple] = {}
+    error: tuple[int, str] | None = None
+    for i in item_chunks(len(items), ctx.world_size, ctx.rank):
+        try:
+            mine[i] = body(items[i])
+        except Exception as exc:  # noqa: BLE001 - reported below, on every rank
+            error = (i, f"{type(exc).__name__}: {exc}")
+            break
+    gathered: list[Any] = [(mine, error)]
+    if ctx.world_size > 1:
+        import torch.distributed as dist
+
+        gathered = [None] * ctx.world_size
+        dist.all_gather_object(gathered, (mine, error), group=ctx.group)
+    errors = sorted(e for _, e in gathered if e is not None)
+    if errors:
+        raise MapItemFailed(f"item {errors[0][0]} of the map failed: {errors[0][1]}")
+    results: dict[int, tuple] = {}
+    for part, _ in gathered:
+        results.update(part)
+    outputs = [list(init) for init in inits]
+    for i in range(len(items)):
+        for k, appended in enumerate(results[i]):
+            outputs[k].extend(appended)
+    if not outputs:
+        return None
+    return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+
+class MapItemFailed(Exception):
+    """An item of a map spread over ranks failed (the message names it and its error)."""
