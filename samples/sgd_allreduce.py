@@ -71,7 +71,7 @@ def sgd_allreduce(steps: int = 3, lr: float = 4e-7, seed: int = 0) -> dict:
     ws = [w, w, w, w]  # each worker's replica
     for _ in range(steps):
         grads = [grad(ws[i], shards[i]) for i in range(WORKERS)]
-        g = grads[0] + grads[1] + grads[2] + grads[3]  # an all-reduce on the torch backend
+        g = sum(grads)  # an all-reduce on the torch backend
         ws = [sgd_step(ws[i], g, lr) for i in range(WORKERS)]
     return summarize(ws, shards)
 

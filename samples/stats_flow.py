@@ -3,9 +3,9 @@
 In Metaflow this is `class MovieStatsFlow(FlowSpec)` whose `@step` methods keep artifacts on
 `self` and name the next step with `self.next(...)`, fanning out with `foreach`. Here the steps
 are `@dagc.task` static (or class) methods that take their inputs and return their outputs, and
-`run` calls them in order: the data flow is the order. The fan-out over `GENRES` is known at
-compile time and unrolls into one task per genre; a fan-out over values only a step can compute
-(`for genre in self.genres(movies)`) would be a `map` region (see samples/sharded_training.py).
+`run` calls them in order: the data flow is the order. The fan-out is Metaflow's `foreach`: over
+the genres a step finds in the data, so its width is known only when the flow runs; it compiles to
+a `map` region (docs/ir.md), one `compute_statistics` per genre, joined in genre order.
 Settings live in a frozen dataclass, as in many training scripts. Runs as plain Python in well
 under a second: `python samples/stats_flow.py`.
 """
@@ -32,7 +32,7 @@ CONFIG = StatsConfig()
 
 
 class MovieStatsFlow:
-    """start → compute_statistics (one per genre) → join → (flag_sparse if a genre is rare)."""
+    """start → genres → compute_statistics (foreach genre found) → join → (flag_sparse if a genre is rare)."""
 
     @dagc.task(cost="50ms", cpus="500m", memory="256Mi", pure=True)
     @staticmethod
@@ -41,6 +41,12 @@ class MovieStatsFlow:
         weights = [4, 3, 1, 2]
         return [{"title": f"movie {i}", "genre": rng.choices(GENRES, weights)[0],
                  "gross": round(rng.lognormvariate(3, 1), 2)} for i in range(n_movies)]
+
+    @dagc.task(cost="5ms", pure=True)
+    @staticmethod
+    def genres(movies: list[dict]) -> list[str]:
+        """The genres the data holds (Metaflow: `self.genres = ...; self.next(..., foreach="genres")`)."""
+        return sorted({m["genre"] for m in movies})
 
     @dagc.task(cost="20ms", pure=True)
     @staticmethod
@@ -65,7 +71,9 @@ class MovieStatsFlow:
     @dagc.pipeline
     def run(self, min_count: int = CONFIG.min_count):
         movies = self.start(CONFIG.n_movies, CONFIG.seed)
-        stats = [self.compute_statistics(movies, genre) for genre in GENRES]
+        genres = self.genres(movies)
+        # foreach: one step per genre the data holds (a map region; planned for 4)
+        stats = [self.compute_statistics(movies, genre) for genre in dagc.each(genres, expected=len(GENRES))]
         summary = self.join(stats)
         if summary["smallest"] < min_count:  # a branch on a step's result: a conditional region
             note = self.flag_sparse(summary, min_count)
