@@ -46,6 +46,7 @@ from dagc.frontend.modules import (
     static_symbol,
 )
 from dagc.frontend.overrides import report_overrides, unknown_setting
+from dagc.frontend.seeds import check_main_seeds
 from dagc.frontend.source import name_span
 from dagc.frontend.static import (
     BUILTIN,
@@ -422,6 +423,7 @@ class Extractor(MapRegions):
         order_by_effects(graph)
         self._check_state(graph)
         self._check_module_reads(graph)
+        check_main_seeds(graph, info, self.sink)
         graph.modules = dict(sorted((m, f) for m, f in self.project.files.items() if self._module_used(m)))
         return graph
 

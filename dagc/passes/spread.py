@@ -25,7 +25,8 @@ __all__ = ["SpreadMaps"]
 @dataclass(frozen=True)
 class SpreadMaps(Pass):
     """Pre: verified graph. Post: every top-level `map` whose items are independent
-    (dagc.ir.regions.independent_items) has
+    (dagc.ir.regions.independent_items) and that touches no state other tasks share
+    (dagc.ir.effects.state_groups) has
     `ranks` = the number of devices that can each run its body (at most `ranks`, when given; 0: all).
     Other nodes are unchanged."""
 
@@ -33,9 +34,13 @@ class SpreadMaps(Pass):
     ranks: int = 0
 
     def apply(self, ctx: PassContext, graph: Graph) -> None:
+        from dagc.ir.effects import state_groups
+
         cluster = cluster_of(ctx)
+        # a map that reads or changes state other tasks change runs where that state lives (one process)
+        shared = {name for group in state_groups(graph) for name in group.nodes}
         for node in graph:
-            if node.op != "map" or node.options.ranks > 1 or not independent_items(node):
+            if node.op != "map" or node.options.ranks > 1 or node.name in shared or not independent_items(node):
                 continue
             need = demand(node)
             fits = [d for d in cluster.devices if d.gpus >= need.gpus

@@ -1,0 +1,90 @@
+"""Seeds set under `if __name__ == "__main__":`, which dagc's programs never run.
+
+A script often seeds the global random generators in its main block and then calls the pipeline:
+
+    if __name__ == "__main__":
+        torch.manual_seed(0)
+        print(train())
+
+Plain Python then runs every task that draws from those generators after the seed. dagc's emitted
+programs call the pipeline themselves, without the main block, so such a task would see different
+numbers: a silent difference. When the pipeline has a task that draws from a global generator
+without seeding it, each seed in the main block (directly, or through a function of the module that
+seeds) is DAGC156 at its line, with the forms that keep the plain run's numbers: seed at module level
+(it runs in every process before any task, as in the plain run) or inside the task.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from dagc.diagnostics import DiagnosticSink, Note
+from dagc.frontend.modules import ModuleInfo
+from dagc.frontend.scan import is_main_guard
+from dagc.ir.core import Graph, Node
+from dagc.ir.effects import node_effects
+from dagc.ir.location import SourceSpan
+from dagc.ir.regions import walk
+
+__all__ = ["check_main_seeds"]
+
+# Calls that seed a process-wide generator, by their dotted name as written (common import aliases).
+SEED_CALLS = frozenset({
+    "random.seed", "np.random.seed", "numpy.random.seed", "torch.manual_seed", "torch.random.manual_seed",
+    "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "tf.random.set_seed", "seed_everything",
+    "pl.seed_everything", "lightning.seed_everything", "L.seed_everything", "set_seed", "transformers.set_seed",
+})
+
+
+def _dotted(expr: ast.expr) -> str | None:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        base = _dotted(expr.value)
+        return None if base is None else f"{base}.{expr.attr}"
+    return None
+
+
+def _seed_calls(stmts: list[ast.stmt], helpers: dict[str, ast.FunctionDef]) -> Iterator[tuple[ast.Call, str]]:
+    """Calls in `stmts` that seed a global generator: directly, or through a module function that does."""
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if not isinstance(node, ast.Call):
+                continue
+            name = _dotted(node.func)
+            if name is None:
+                continue
+            if name in SEED_CALLS or name.rpartition(".")[2] == "manual_seed":
+                yield node, name
+            elif name in helpers and any(True for _ in _seed_calls(helpers[name].body, {})):
+                yield node, name
+
+
+def _unseeded_draws(graph: Graph) -> list[Node]:
+    inside = [m for n in graph for m in (n, *walk(n))]
+    return [n for n in inside if n.op == "task" and (eff := node_effects(n)).rng and not eff.seeded]
+
+
+def check_main_seeds(graph: Graph, info: ModuleInfo, sink: DiagnosticSink) -> None:
+    """DAGC156 at each seed of the main block when a task draws from a global generator unseeded."""
+    tree = info.source.tree
+    guards = [stmt for stmt in tree.body if is_main_guard(stmt)]
+    if not guards:
+        return
+    draws = _unseeded_draws(graph)
+    if not draws:
+        return
+    helpers = {stmt.name: stmt for stmt in tree.body if isinstance(stmt, ast.FunctionDef)}
+    first = draws[0]
+    for guard in guards:
+        for call, name in _seed_calls(guard.body, helpers):
+            sink.error(
+                "DAGC156", f"`{name}(...)` under `if __name__ == \"__main__\":` seeds the global random generator "
+                "for the plain run only: dagc's programs call the pipeline without that block, so task "
+                f"`{first.function}`, which draws from the generator, would get other numbers",
+                info.source.span(call),
+                notes=[Note(f"`{first.function}` is called here", first.span)] if isinstance(first.span, SourceSpan) else [],
+                hint="seed at module level instead (`random.seed(0)` after the imports: it runs in every process "
+                "dagc starts, before any task, as in the plain run), or pass the seed to the task and seed "
+                "inside it, or draw from a generator (`random.Random(seed)`, `torch.Generator().manual_seed(seed)`)")
