@@ -282,6 +282,8 @@ def map_items_call(node: Node, names: Names, record: bool = True) -> str:
     where the runner that spreads the items records the map's width itself."""
     over = [render_operand(o, names) for o in node.args[: node.attrs.get("region.over", 1)]]
     extra = []
+    if node.attrs.get("region.method") is not None:
+        extra.append(f"method={node.attrs['region.method']!r}")
     if node.attrs.get("region.enumerate") is not None:
         extra.append(f"start={node.attrs['region.enumerate']!r}")
     if node.attrs.get("region.max_items") is not None:

@@ -22,11 +22,14 @@ _OWN_ITEMS: contextvars.ContextVar[bool] = contextvars.ContextVar("dagc_own_item
 
 
 def map_items(region: str, where: str, *iterables: Iterable[Any], start: int | None = None,
-              max_items: int | None = None, record: bool = True) -> list[Any]:
-    """The items a `for` over `iterables` takes, as plain Python binds them: the items of one iterable,
-    tuples of several (`zip`), `(index, item)` pairs (`enumerate(items, start)`). More than `max_items`
+              max_items: int | None = None, record: bool = True, method: str | None = None) -> list[Any]:
+    """The items a `for` over `iterables` takes, as plain Python binds them: the items of one iterable
+    (of its `method()` view: `d.items()`, `d.keys()`, `d.values()`), tuples of several (`zip`),
+    `(index, item)` pairs (`enumerate(items, start)`). More than `max_items`
     items is a failure of the region, named with its source line. `record`: write the width to the
     run's event log here (the Ray and torch runners that spread the items write it themselves)."""
+    if method is not None:
+        iterables = (getattr(iterables[0], method)(),)
     items: list[Any] = list(iterables[0]) if len(iterables) == 1 else list(zip(*iterables))
     if start is not None:
         items = list(enumerate(items, start))
