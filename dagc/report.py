@@ -201,7 +201,10 @@ def _maps_table(run: RunRecord, graph: Graph | None) -> str:
         cells = [f'<td class="name">{esc(name)}</td>', f'<td class="name">{esc(Path(where.get(name, "")).name)}</td>',
                  f"<td>{'—' if expected is None else esc(f'{expected:g}')}</td>"]
         if found is None:
-            cells.append('<td class="muted">not listed in this run</td>' + "<td></td>" * 4)
+            record = run.tasks.get(name)
+            why = ("resumed whole: its output was stored" if record is not None and record.status == "skipped"
+                   else "not listed in this run")
+            cells.append(f'<td class="muted">{why}</td>' + "<td></td>" * 4)
         else:
             cells += [f"<td>{found.items:,}</td>", f"<td>{found.ran:,}</td>", f"<td>{found.resumed:,}</td>",
                       f"<td>{found.runs}</td>", f"<td>{found.ranks}</td>"]

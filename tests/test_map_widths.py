@@ -177,3 +177,26 @@ def test_torch_run_report_shows_widths_spread_over_ranks(tmp_path: Path) -> None
     # the items of map and map.2 spread over both ranks; the nested map's listings come from both
     spread = {name: row[:5] + ("2",) for name, row in LOCAL_ROWS.items() if name != "map.2.map"}
     assert map_rows(page.read_text()) == {**spread, "map.2.map": LOCAL_ROWS["map.2.map"]}
+
+
+def test_report_of_a_map_resumed_whole(tmp_path: Path) -> None:
+    """A map whose region output was stored is skipped on --resume: no width, and the table says why."""
+    from tests.test_viz_timeline import write_events
+
+    script = _project(tmp_path, WIDTHS)
+    run_dir = write_events(tmp_path / "run", [
+        {"event": "run_start", "ts": 0.0, "pipeline": "widths", "tasks": 9},
+        {"event": "skip", "task": "map", "ts": 0.1, "fingerprint": "f"},
+        {"event": "start", "task": "map.2", "ts": 0.2},
+        {"event": "width", "task": "map.2", "ts": 0.3, "items": 4, "resumed": 3},
+        {"event": "end", "task": "map.2", "ts": 0.9, "duration": 0.7, "bytes": 10},
+        {"event": "run_end", "ts": 1.0, "duration": 1.0},
+    ])
+    run = load_run(run_dir)
+    rows = map_rows(build_report(run, compile_file(script)))
+    assert rows["map"] == ("4", "resumed whole: its output was stored", "", "", "", "")
+    assert rows["map.1"][1] == "not listed in this run"
+    assert rows["map.2"] == ("—", "4", "1", "3", "1", "1")
+    chart = timeline.measured(run)
+    assert chart.note.endswith("map widths: map.2 ×4 (3 resumed)")
+    assert [b.name for b in chart.bars if b.kind == "task"] == ["map.2 ×4"]
