@@ -658,6 +658,8 @@ def _region_head(node: Node) -> str:
         from dagc.ir.printer import format_operand
 
         over = ", ".join(format_operand(a) for a in node.args[: node.attrs.get("region.over", 1)])
+        if node.attrs.get("region.method"):
+            over += f".{node.attrs['region.method']}()"
         word = "measured" if "profile.width" in node.attrs else "expected"
         width = (f"×{regions.expected_width(node):g} {word}" if regions.WIDTH_ATTR in node.attrs
                  else "width known at run time")

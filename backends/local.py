@@ -277,14 +277,19 @@ def _emit_loop(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, 
         w.line(f"{outputs[0]} = None")
 
 
-def map_items_call(node: Node, names: Names) -> str:
-    """`map_items(...)`: the items of a map region, checked against its `max_items`."""
+def map_items_call(node: Node, names: Names, record: bool = True) -> str:
+    """`map_items(...)`: the items of a map region, checked against its `max_items`; `record=False`
+    where the runner that spreads the items records the map's width itself."""
     over = [render_operand(o, names) for o in node.args[: node.attrs.get("region.over", 1)]]
     extra = []
+    if node.attrs.get("region.method") is not None:
+        extra.append(f"method={node.attrs['region.method']!r}")
     if node.attrs.get("region.enumerate") is not None:
         extra.append(f"start={node.attrs['region.enumerate']!r}")
     if node.attrs.get("region.max_items") is not None:
         extra.append(f"max_items={node.attrs['region.max_items']!r}")
+    if not record:
+        extra.append("record=False")
     where = f"{node.span.file}:{node.span.line}"
     return f"map_items({', '.join([repr(node.name), repr(where), *over, *extra])})"
 

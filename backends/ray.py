@@ -362,7 +362,7 @@ def _emit_map_tasks(w: CodeWriter, node: Node, function: str, names: Names, alia
             args = "".join(f"{names[v]}, " for v in captured)
             inits = "".join(f"{render_operand(o, names)}, " for o in _operands(node, "region.init"))
             concurrency = node.attrs.get("region.concurrency")
-            w.line(f"return run_map(job, {item_fn}, {map_items_call(node, names)}, ({args.rstrip(' ')}), "
+            w.line(f"return run_map(job, {item_fn}, {map_items_call(node, names, record=False)}, ({args.rstrip(' ')}), "
                    f"({inits.rstrip(' ')}), concurrency={concurrency!r})")
         w.line()
         w.line("return job.run(body)")

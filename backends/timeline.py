@@ -5,7 +5,9 @@ task (coloured by device, outlined in magenta on the critical path), and the tra
 devices as thin bars in a strip under the receiving device's lane (from the `comm` pass's
 `transfer` nodes, else from `schedule.cut_edges` and the cluster's links). `measured(run, graph)`
 reads a run's event log (`dagc.profile.load_run`): one lane per device (or rank, or process) the
-run used, bars coloured by the device the plan chose, failed attempts hatched in red.
+run used, bars coloured by the device the plan chose, failed attempts hatched in red; a map
+region's bar is labelled with its measured width (`map ×5`, from the run's `width` events) and the
+chart's note lists every map's width.
 
 Both are drawn into one picture by `to_svg` (hand-written SVG: deterministic, tooltips as
 `<title>`, embeddable in HTML) or `render(..., "x.png" | "x.pdf")`, which pins the same shapes in a
@@ -174,6 +176,10 @@ def measured(run: Any, graph: Graph | None = None) -> Chart:
     title = f"measured run {run.run_id}" + (f" of `{run.pipeline}`" if run.pipeline else "")
     chart = Chart(title, lane_order)
     chart.note = f"{run.status}, makespan {_short(run.makespan)}"
+    maps = getattr(run, "maps", {})
+    if maps:  # the widths, also of maps without a bar of their own (the local backend runs them inline)
+        chart.note += "; map widths: " + ", ".join(f"{name} ×{m.items}" + (f" ({m.resumed} resumed)" if m.resumed
+                                                                           else "") for name, m in maps.items())
     for t in tasks:
         colour = device_colour(planned[t.name]) if t.name in planned else _NEUTRAL
         for f in t.failures:
@@ -187,7 +193,11 @@ def measured(run: Any, graph: Graph | None = None) -> Chart:
                 tip += f"\nattempt {t.attempts}"
             if t.name in planned:
                 tip += f"\nplanned on device {planned[t.name]}"
-            chart.bars.append(Bar(t.lane, t.name, t.start, t.end, colour, tip))
+            label = t.name
+            if t.name in maps:
+                tip += f"\nmap: {maps[t.name].describe()}"
+                label += f" ×{maps[t.name].items}"
+            chart.bars.append(Bar(t.lane, label, t.start, t.end, colour, tip))
         elif t.status == "skipped" and t.start is not None:
             chart.bars.append(Bar(t.lane, t.name, t.start, t.start, _NEUTRAL, f"{t.name}: skipped (output stored)",
                                   kind="skipped"))

@@ -181,7 +181,8 @@ def _spread_map_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str
         w.line(f"return ({', '.join(yields)}{',' if len(yields) == 1 else ''})")
     inits = "".join(f"{render_operand(o, names)}, " for o in _operands(node, "region.init"))
     target = ", ".join(outputs)
-    w.line(f"{target} = spread_map({map_items_call(node, names)}, {item_fn}, ({inits.rstrip(' ')}))"
+    w.line(f"{target} = spread_map({map_items_call(node, names, record=False)}, {item_fn}, "
+           f"({inits.rstrip(' ')}), region={node.name!r})"
            f"  # items over the task's {node.options.ranks} ranks")
 
 

@@ -31,7 +31,7 @@ from typing import Any
 from dagc.ir.core import REGION_OPS, Graph, Node, region_bodies
 from dagc.ir.regions import TRIPS_ATTR, WIDTH_ATTR, walk
 
-__all__ = ["TaskRecord", "RunRecord", "ProfileError", "load_run", "apply_profile", "profiled_tasks"]
+__all__ = ["TaskRecord", "MapRecord", "RunRecord", "ProfileError", "load_run", "apply_profile", "profiled_tasks"]
 
 
 class ProfileError(ValueError):
@@ -73,6 +73,34 @@ class TaskRecord:
 
 
 @dataclass
+class MapRecord:
+    """A map region's measured width in one run, from its `width` events (one per run of the region:
+    a map inside a loop or another map lists its items once per trip or item)."""
+
+    name: str
+    items: int = 0  # items listed, over all its runs
+    resumed: int = 0  # of them, found finished in the run directory (Ray: per item, on --resume)
+    runs: int = 0  # times the region listed its items
+    ranks: int = 1  # ranks its items were spread over (torch)
+
+    @property
+    def ran(self) -> int:
+        """Items run in this run (not resumed)."""
+        return self.items - self.resumed
+
+    def describe(self) -> str:
+        """E.g. "5 items", "6 items in 3 runs", "1,000 items (400 resumed), over 2 ranks"."""
+        text = f"{self.items:,} item{'' if self.items == 1 else 's'}"
+        if self.runs > 1:
+            text += f" in {self.runs} runs"
+        if self.resumed:
+            text += f" ({self.resumed:,} resumed)"
+        if self.ranks > 1:
+            text += f", over {self.ranks} ranks"
+        return text
+
+
+@dataclass
 class RunRecord:
     """One run: its id, pipeline, duration, tasks (in order of first start) and run-level failure."""
 
@@ -84,6 +112,7 @@ class RunRecord:
     status: str = "running"  # ok | failed | running
     error: str | None = None
     tasks: dict[str, TaskRecord] = field(default_factory=dict)
+    maps: dict[str, MapRecord] = field(default_factory=dict)  # measured widths, by region name
 
     @property
     def makespan(self) -> float:
@@ -147,6 +176,9 @@ def load_run(run_dir: str | Path, run: str | None = None) -> RunRecord:
         name = e.get("task")
         if not isinstance(name, str):
             continue
+        if kind == "width":
+            _count_width(record.maps.setdefault(name, MapRecord(name)), e)
+            continue
         task = record.tasks.setdefault(name, TaskRecord(name))
         for key in ("device", "host", "pid", "rank", "node"):
             if e.get(key) is not None:
@@ -187,6 +219,13 @@ def load_run(run_dir: str | Path, run: str | None = None) -> RunRecord:
     return record
 
 
+def _count_width(found: MapRecord, event: dict[str, Any]) -> None:
+    found.items += int(event.get("items") or 0)
+    found.resumed += int(event.get("resumed") or 0)
+    found.runs += 1
+    found.ranks = max(found.ranks, int(event.get("ranks") or 1))
+
+
 def profiled_tasks(graph: Graph) -> list[str]:
     """Names of the nodes whose costs came from a profile, in program order."""
     return [n.name for n in graph if "profile.duration" in n.attrs]
@@ -213,7 +252,7 @@ def apply_profile(graph: Graph, run: RunRecord) -> list[str]:
         if node.op == "transfer":
             continue
         if node.op in REGION_OPS:
-            _measure_region(node, measured, 1)
+            _measure_region(node, measured, 1, run.maps)
             continue
         record = measured.get(node.name)
         if record is not None:
@@ -260,7 +299,7 @@ def apply_profile(graph: Graph, run: RunRecord) -> list[str]:
     return names
 
 
-def _measure_region(node: Node, measured: dict[str, TaskRecord], times: int) -> float:
+def _measure_region(node: Node, measured: dict[str, TaskRecord], times: int, widths: dict[str, MapRecord]) -> float:
     """Put the measurements of `node`'s inner tasks in its bodies (mean per run) and, for a loop, its
     measured trips; `times` is how often the region itself ran. Returns the seconds measured inside."""
     seconds = 0.0
@@ -269,12 +308,12 @@ def _measure_region(node: Node, measured: dict[str, TaskRecord], times: int) -> 
         if node.op == "loop" and body and (first := measured.get(body[0].name)) is not None and first.runs:
             trips = first.runs / times
         if node.op == "map":
-            trips = _measured_width(node, body, measured, times)
+            trips = _measured_width(node, body, measured, times, widths)
         inner_times = max(1, round(times * trips)) if trips else times
         for inner in body:
             record = measured.get(inner.name)
             if inner.op in REGION_OPS:
-                seconds += _measure_region(inner, measured, inner_times)
+                seconds += _measure_region(inner, measured, inner_times, widths)
             elif record is not None and record.runs:
                 _measure(inner, record.total / record.runs, record.bytes)
                 seconds += record.total
@@ -290,9 +329,12 @@ def _measure_region(node: Node, measured: dict[str, TaskRecord], times: int) -> 
     return seconds
 
 
-def _measured_width(node: Node, body: list[Node], measured: dict[str, TaskRecord], times: int) -> float | None:
-    """Items a map had in the profiled run: the runs of its first body task (local and torch run the
-    body's tasks through the executor), else its items' own records `MAP[i]` (Ray)."""
+def _measured_width(node: Node, body: list[Node], measured: dict[str, TaskRecord], times: int,
+                    widths: dict[str, MapRecord]) -> float | None:
+    """Items a map had in the profiled run: its `width` events, else (a log written before them) the
+    runs of its first body task, else its items' own records `MAP[i]` (Ray)."""
+    if node.name in widths:
+        return widths[node.name].items / times
     first = measured.get(body[0].name) if body else None
     if first is not None and first.runs:
         return first.runs / times

@@ -1,7 +1,8 @@
 """`dagc report RUN_DIR`: one self-contained HTML page about a run (no network access needed).
 
-The page holds: a summary (pipeline, run, status, measured and estimated makespan); the
-partitioned graph (inline SVG drawn by Graphviz or graphviz-pure); the measured timeline with the estimated one
+The page holds: a summary (pipeline, run, status, measured and estimated makespan); each map
+region's measured width (the items it listed in the run, how many of them were resumed, beside the
+width it was planned for); the partitioned graph (inline SVG drawn by Graphviz or graphviz-pure); the measured timeline with the estimated one
 beside it on the same time axis; a task table (planned device, where it ran, estimated and
 measured time, output size, retries, status) that sorts by any column when its header is clicked
 (it starts sorted by measured time, longest first); and every failure with its traceback.
@@ -138,6 +139,10 @@ def build_report(run: RunRecord, graph: Graph | None = None, cluster: Any = None
         rows.append(("costs from", f"profile of run {esc(str(graph.attrs['profile.run']))}"))
     parts.append('<table class="summary">' + "".join(f"<tr><td class=muted>{k}</td><td>{v}</td></tr>"
                                                      for k, v in rows) + "</table>")
+    maps = _maps_table(run, graph)
+    if maps:
+        parts.append('<h2 id="maps">Map widths</h2>')
+        parts.append(maps)
 
     if graph is not None:
         parts.append('<h2 id="graph">Partitioned graph</h2>')
@@ -168,6 +173,45 @@ def build_report(run: RunRecord, graph: Graph | None = None, cluster: Any = None
         parts.append(f'<pre class="traceback">{esc(str(failure.get("traceback") or ""))}</pre>')
     parts.append(f"<script>{_SCRIPT}</script></body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _maps_table(run: RunRecord, graph: Graph | None) -> str:
+    """One row per map region (of the graph, nested ones too, then any other the run listed): the
+    width it was planned for and the width measured in the run; "" when there is none."""
+    from dagc.ir.regions import WIDTH_ATTR, walk
+
+    esc = html.escape
+    planned: dict[str, Any] = {}
+    where: dict[str, str] = {}
+    if graph is not None:
+        for top in graph:
+            for node in (top, *walk(top)):
+                if node.op == "map":
+                    planned[node.name] = node.attrs.get(WIDTH_ATTR)
+                    where[node.name] = f"{node.span.file}:{node.span.line}" if node.span else ""
+    names = list(planned) + [n for n in run.maps if n not in planned]
+    if not names:
+        return ""
+    head = "".join(f"<th{' class=name' if i < 2 else ''}>{h}</th>" for i, h in enumerate(
+        ("map", "loop at", "expected width", "measured width", "items run", "resumed", "listings", "ranks")))
+    body = []
+    for name in names:
+        found = run.maps.get(name)
+        expected = planned.get(name)
+        cells = [f'<td class="name">{esc(name)}</td>', f'<td class="name">{esc(Path(where.get(name, "")).name)}</td>',
+                 f"<td>{'—' if expected is None else esc(f'{expected:g}')}</td>"]
+        if found is None:
+            record = run.tasks.get(name)
+            why = ("resumed whole: its output was stored" if record is not None and record.status == "skipped"
+                   else "not listed in this run")
+            cells.append(f'<td class="muted">{why}</td>' + "<td></td>" * 4)
+        else:
+            cells += [f"<td>{found.items:,}</td>", f"<td>{found.ran:,}</td>", f"<td>{found.resumed:,}</td>",
+                      f"<td>{found.runs}</td>", f"<td>{found.ranks}</td>"]
+        body.append(f'<tr data-map="{esc(name)}" data-width="{"" if found is None else found.items}">'
+                    + "".join(cells) + "</tr>")
+    return (f'<table class="tasks maps" id="maps-table"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{''.join(body)}</tbody></table>")
 
 
 def _table(run: RunRecord, graph: Graph | None, cost_model: Any, cluster: Any, device_colour: Any) -> str:

@@ -477,6 +477,9 @@ def _check_map_attrs(node: Node, attrs: dict, captured: set[str], problems: list
     over = attrs.get("region.over")
     if type(over) is not int or not 1 <= over <= len(node.args):
         problems.append("`region.over` must count the leading operands the map iterates over (at least 1)")
+    method = attrs.get("region.method")
+    if method is not None and (method not in ("items", "keys", "values") or over != 1):
+        problems.append("`region.method` must be null or `items`, `keys` or `values` of the map's one iterable")
     start = attrs.get("region.enumerate")
     if start is not None and type(start) is not int:
         problems.append("`region.enumerate` must be null or the start of the item index")

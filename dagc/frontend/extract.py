@@ -697,8 +697,8 @@ class Extractor(MapRegions):
             self.sink.error("DAGC116", f"{what} iterates over a task result, which is not known at compile time",
                             info.source.span(expr),
                             hint="iterate over a range, a literal list/dict, a module constant or a pipeline "
-                            "parameter (or a list of task results built in the pipeline); a `for` loop or a list "
-                            "comprehension over a task result runs once per item (a map)")
+                            "parameter (or a list of task results built in the pipeline); a `for` loop, a list or a "
+                            "dict comprehension over a task result runs once per item (a map)")
             raise ExtractError
         value = self._static(expr, scope, info)
         try:
@@ -1461,10 +1461,12 @@ class Extractor(MapRegions):
 
     def _comprehension(self, expr: ast.ListComp | ast.GeneratorExp | ast.DictComp, scope: Scope,
                        info: ModuleInfo) -> Value:
-        if isinstance(expr, ast.ListComp) and not expr.generators[0].is_async:
+        if isinstance(expr, (ast.ListComp, ast.DictComp)) and not expr.generators[0].is_async:
             spec, _ = self._map_spec(expr.generators[0].iter, scope, info)
-            if spec is not None:  # over a run-time list: a `map` region
+            if spec is not None and isinstance(expr, ast.ListComp):  # over a run-time list: a `map` region
                 return self._map_comprehension(expr, spec, scope, info)
+            if spec is not None and "dict" not in scope.env and self.project.lookup(info, "dict") is None:
+                return self._map_dict_comprehension(expr, spec, scope, info)  # a map, then dict(pairs)
         results: list[Value] = []
         pairs: list[tuple[Value, Value]] = []
         targets = set().union(*(_target_names(g.target) for g in expr.generators))

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["MapRegions", "MapBound", "MapSpec"]
 
 _EACH_OPTIONS = {"expected": 0, "max_items": 1, "concurrency": 1}  # option -> smallest value allowed
+_DICT_VIEWS = ("items", "keys", "values")
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class MapSpec:
     iterables: tuple[ast.expr, ...]
     start: int | None = None
     options: dict[str, int] = field(default_factory=dict)
+    method: str | None = None  # "items", "keys" or "values": the loop is over `ITERABLE.method()`
 
 
 @dataclass(frozen=True)
@@ -130,9 +132,16 @@ class MapRegions:
                     start = self._static(expr.args[1], scope, info)  # type: ignore[attr-defined]
                     if not isinstance(start, int) or isinstance(start, bool):
                         return None, expr
+        method = None
+        only = iterables[0]
+        if (len(iterables) == 1 and isinstance(only, ast.Call) and isinstance(only.func, ast.Attribute)
+                and only.func.attr in _DICT_VIEWS and not only.args and not only.keywords
+                and self._unknown_length(only.func.value, scope, info)):
+            # `d.items()` of a run-time dict: the map lists the view's items when it runs, as Python does
+            iterables, method = [only.func.value], only.func.attr
         if not any(self._unknown_length(e, scope, info) for e in iterables):
             return None, expr
-        return MapSpec(tuple(iterables), start, options), expr
+        return MapSpec(tuple(iterables), start, options, method), expr
 
     def _unknown_length(self, expr: ast.expr, scope: Any, info: ModuleInfo) -> bool:
         """True for a run-time value whose length is known only when the pipeline runs (a task's
@@ -285,6 +294,8 @@ class MapRegions:
             "region.max_items": spec.options.get("max_items"),
             "region.concurrency": spec.options.get("concurrency"),
         }
+        if spec.method is not None:
+            attrs["region.method"] = spec.method
         if "expected" in spec.options:
             attrs[WIDTH_ATTR] = spec.options["expected"]  # planning only (dagc.ir.regions.expected_width)
         captures, deps = self._captures(body, set(block_args), [*inits, *yields])  # type: ignore[attr-defined]
@@ -326,6 +337,21 @@ class MapRegions:
             return self._name(ast.Name(collector, ast.Load()), scope, info)  # type: ignore[attr-defined]
         finally:
             scope.env.pop(collector, None)
+
+    def _map_dict_comprehension(self, expr: ast.DictComp, spec: MapSpec, scope: Any, info: ModuleInfo) -> Any:
+        """`{k: f(v) for k, v in <run-time dict>.items()}`: a map that collects `(key, value)` pairs, then
+        `dict(pairs)` (glue), which keeps the keys in item order and a repeated key's last value, as the
+        comprehension does (it too evaluates each key before its value)."""
+        pair = ast.Tuple([expr.key, expr.value], ast.Load())
+        pairs = ast.ListComp(pair, expr.generators)
+        call = ast.Call(ast.Name("dict", ast.Load()), [ast.Name(f"__dagc_pairs_{id(expr)}", ast.Load())], [])
+        for node in (pair, pairs, call, call.func, call.args[0]):
+            ast.copy_location(node, expr)
+        scope.env[call.args[0].id] = self._map_comprehension(pairs, spec, scope, info)  # type: ignore[attr-defined]
+        try:
+            return self._eval(call, scope, info)  # type: ignore[attr-defined]
+        finally:
+            scope.env.pop(call.args[0].id, None)  # type: ignore[attr-defined]
 
     def _map_bound_use(self, bound: MapBound, expr: ast.Name, info: ModuleInfo) -> None:
         from dagc.frontend.extract import ExtractError

@@ -43,6 +43,8 @@ class TaskContext:
     task        the IR name of the running task (None outside a pipeline run)
     run_dir     the run directory of the pipeline run (None when the run keeps no state)
     attempt     0 for the first run of the task, n for its n-th restart or retry
+    events      the run's event log (dagc.runtime.events.EventLog), where the runtime records what
+                the task's map regions did (their measured widths); None when the run keeps no log
     """
 
     rank: int = 0
@@ -52,6 +54,7 @@ class TaskContext:
     task: str | None = None
     run_dir: Path | None = None
     attempt: int = 0
+    events: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not (isinstance(self.world_size, int) and self.world_size >= 1):

@@ -14,6 +14,8 @@ e.g. Ray's), `device` (a device index or a device string such as "cuda:0"), `ran
     failure   a task raised                           duration, error, traceback
     retry     a task began again after a failure      attempt (2 for the first retry)
     skip      a task was not run: its outputs were found in the run directory   fingerprint
+    width     a map region listed its items (once per run of the region)   items, resumed (items
+              whose results were found in the run directory), ranks (ranks the items were spread over)
 
 Run events: `run_start` (pipeline, tasks, resume), `run_end` (duration, bytes of the result) and
 `run_failed` (error). A line is written with one `write()` on a file opened with O_APPEND, so
@@ -33,7 +35,7 @@ from typing import Any
 
 __all__ = ["EventLog", "read_events", "new_run_id"]
 
-TASK_EVENTS = ("start", "end", "failure", "retry", "skip")
+TASK_EVENTS = ("start", "end", "failure", "retry", "skip", "width")
 RUN_EVENTS = ("run_start", "run_end", "run_failed")
 
 

@@ -260,7 +260,8 @@ class Executor:
         becomes a torch.device)."""
         base = getattr(self, "_base", None)
         if base is None or (isinstance(base.device, str) and "torch" in sys.modules):
-            base = self._base = TaskContext(**self.context)
+            # the event log travels in the context so that a map region's listing can record its width
+            base = self._base = TaskContext(**{"events": self.log, **self.context})
         return base
 
     def _task_context(self, task: str, attempt: int) -> TaskContext:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dagc.runtime.context import reset_context, set_context
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import Executor, TaskFailed, TaskRow
 from dagc.runtime.program import (
@@ -58,6 +59,7 @@ def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tas
     if log is not None and store is not None:
         log.write("run_start", pipeline=pipeline, tasks=len(tasks), resume=args.resume is not None,
                   run_dir=str(store.root), backend="local")
+    token = set_context(events=log)  # the maps run here, outside any task, record their widths in it
     try:
         result = run(rt, loaded)
     except TaskFailed as exc:
@@ -66,6 +68,8 @@ def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tas
         hint = f"; finish the run with: --resume {store.root}" if store is not None else ""
         print(f"error: {exc}{hint}", file=sys.stderr)
         return 1
+    finally:
+        reset_context(token)
     nbytes = store_result(store, result)
     if log is not None:
         log.write("run_end", duration=round(time.perf_counter() - started, 6), bytes=nbytes)

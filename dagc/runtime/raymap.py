@@ -25,6 +25,7 @@ import ray
 
 from dagc.runtime.events import EventLog
 from dagc.runtime.executor import Executor, TaskFailed
+from dagc.runtime.maps import record_width
 from dagc.runtime.store import RunStore, fingerprint
 
 __all__ = ["run_map", "run_items", "item_fingerprint", "CHUNKS_PER_SLOT"]
@@ -74,6 +75,7 @@ def run_map(job: Any, item_fn: Any, items: Sequence[object], args: tuple, inits:
             log.skip(name, fp, source="run")
         else:
             todo.append((i, name, fp, item))
+    record_width(job.task, len(items), resumed=len(items) - len(todo))
     slots = concurrency or max(1, int(ray.cluster_resources().get("CPU", 1)))
     chunks = iter(_chunks(todo, slots))
     shared = tuple(ray.put(a) for a in args)  # once, not once per chunk
