@@ -60,3 +60,16 @@ def run_dagc(*args: str, cwd: Path | None = None, env: dict[str, str] | None = N
     full_env = {**os.environ, **(env or {})}
     return subprocess.run([sys.executable, "-m", "dagc.cli", *args], cwd=cwd or REPO, env=full_env,
                           capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray cluster (4 CPUs, no GPUs) that the emitted Ray programs of many test modules connect
+    to with `--address`; each program is its own driver process, so the tests do not share state."""
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 4, "num_gpus": 0, "include_dashboard": False, "object_store_memory": 100 * 2**20})
+    cluster.wait_for_nodes()
+    yield cluster
+    cluster.shutdown()

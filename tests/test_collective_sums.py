@@ -171,14 +171,8 @@ def test_a_generator_elsewhere_is_still_rejected_at_its_line(tmp_path: Path, wri
 
 # ---- every backend -----------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def ray_address():
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 2, "include_dashboard": False, "object_store_memory": 80 * MB})
-    cluster.wait_for_nodes()
-    yield cluster.address
-    cluster.shutdown()
+def ray_address(ray_cluster) -> str:
+    return ray_cluster.address
 
 
 def assert_same(got: object, want: object) -> None:

@@ -24,7 +24,6 @@ from dagc.frontend.modules import Project
 from dagc.ir.effects import state_groups
 from tests.test_backend_local import _plain_result, _ruff_clean
 
-MB = 1024 * 1024
 HEAD = "import random\nimport dagc\n\n"
 
 
@@ -649,15 +648,6 @@ def test_local_equals_plain_run(tmp_path: Path, idioms, name: str) -> None:
     assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]
 
 
-@pytest.fixture(scope="module")
-def ray_cluster():
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 2, "num_gpus": 0, "include_dashboard": False, "object_store_memory": 80 * MB})
-    cluster.wait_for_nodes()
-    yield cluster
-    cluster.shutdown()
 
 
 @pytest.mark.slow

@@ -21,8 +21,6 @@ from dagc.ir.printer import print_graph
 from dagc.ir.serialize import dumps, loads
 from dagc.runtime.events import read_events
 
-MB = 1024 * 1024
-
 # Kubeflow's ExitHandler shape: train (and evaluate) under an exit handler that always notifies.
 SCRIPT = '''
 import dagc
@@ -182,15 +180,6 @@ def test_local_runs_finally_once_and_propagates_the_failure(script: Path, tmp_pa
     _check(outcome, plain, stderr, tmp_path)
 
 
-@pytest.fixture(scope="module")
-def ray_cluster():
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 2, "num_gpus": 0, "include_dashboard": False, "object_store_memory": 80 * MB})
-    cluster.wait_for_nodes()
-    yield cluster
-    cluster.shutdown()
 
 
 @pytest.mark.slow

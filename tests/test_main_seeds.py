@@ -14,7 +14,7 @@ from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
 from dagc.frontend import compile_source
 from tests.test_backend_local import _plain_result, _ruff_clean
-from tests.test_maps import _project, _ray_program, _run_local, _run_ray, ray_cluster  # noqa: F401
+from tests.test_maps import _project, _ray_program, _run_local, _run_ray
 
 TASKS = '''
 import random
@@ -112,7 +112,7 @@ def test_module_seed_draws_and_in_place_items_on_local(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_module_seed_draws_and_in_place_items_on_ray(tmp_path: Path, ray_cluster) -> None:  # noqa: F811
+def test_module_seed_draws_and_in_place_items_on_ray(tmp_path: Path, ray_cluster) -> None:
     script = _script(tmp_path)
     proc = _run_ray(_ray_program(script, tmp_path), ray_cluster.address, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -20,7 +20,7 @@ from dagc.ir.parser import parse_graph
 from dagc.ir.printer import print_graph
 from dagc.ir.serialize import dumps, loads
 from tests.test_backend_local import _plain_result, _ruff_clean
-from tests.test_maps import _project, _ray_program, _run_local, _run_ray, ray_cluster  # noqa: F401 - a fixture
+from tests.test_maps import _project, _ray_program, _run_local, _run_ray
 
 DICTS = '''
 import dagc
@@ -132,7 +132,7 @@ def test_a_shadowed_dict_keeps_the_diagnostic(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_dict_maps_on_ray_equal_the_plain_run(tmp_path: Path, ray_cluster) -> None:  # noqa: F811
+def test_dict_maps_on_ray_equal_the_plain_run(tmp_path: Path, ray_cluster) -> None:
     script = _project(tmp_path, DICTS)
     program = _ray_program(script, tmp_path, "widths")
     text = program.read_text()

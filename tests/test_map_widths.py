@@ -19,7 +19,7 @@ from dagc.profile import load_run
 from dagc.report import build_report
 from tests.conftest import run_dagc
 from tests.test_backend_local import _plain_result
-from tests.test_maps import RESUME, _project, _ray_program, _run_ray, ray_cluster  # noqa: F401 - a fixture
+from tests.test_maps import RESUME, _project, _ray_program, _run_ray
 
 WIDTHS = '''
 import dagc
@@ -122,7 +122,7 @@ def test_profile_takes_the_width_of_an_empty_map(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_ray_run_report_shows_widths_and_resumed_items(tmp_path: Path, ray_cluster) -> None:  # noqa: F811
+def test_ray_run_report_shows_widths_and_resumed_items(tmp_path: Path, ray_cluster) -> None:
     from dagc.runtime.events import read_events
 
     script = _project(tmp_path, WIDTHS)

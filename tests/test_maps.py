@@ -25,8 +25,6 @@ from dagc.ir.regions import expected_work
 from dagc.ir.serialize import dumps, loads
 from tests.test_backend_local import _plain_result, _ruff_clean
 
-MB = 1024 * 1024
-
 FLOW = '''
 import dagc
 
@@ -214,15 +212,6 @@ def test_map_diagnostics(tmp_path: Path, code: str, line: int, body: str) -> Non
 
 
 # ---- other engines ----------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def ray_cluster():
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 4, "num_gpus": 0, "include_dashboard": False, "object_store_memory": 100 * MB})
-    cluster.wait_for_nodes()
-    yield cluster
-    cluster.shutdown()
 
 
 def _ray_program(script: Path, tmp_path: Path, pipeline: str | None = None, **params: object) -> Path:

@@ -28,7 +28,6 @@ ALL_SAMPLES = sorted(p.stem for p in SAMPLES.glob("*.py") if not p.name.startswi
 SAMPLES_HERE = [s for s in ALL_SAMPLES if s != "quickstart"]
 # Parameters a sample needs for a run (both runs); `{out}` becomes a directory of that run's own.
 PARAMS: dict[str, dict[str, object]] = {"file_pipeline": {"out_dir": "{out}/files"}}
-MB = 1024 * 1024
 # What a backend does not support yet, by (backend, sample). Not strict: a fix shows up as XPASS,
 # and the entry should then be removed.
 KNOWN_GAPS: dict[tuple[str, str], str] = {
@@ -82,15 +81,6 @@ def test_local_equals_plain_run(tmp_path: Path, sample: str, plain) -> None:
 
 
 # ---- Ray ---------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def ray_cluster():
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 4, "num_gpus": 0, "include_dashboard": False, "object_store_memory": 100 * MB})
-    cluster.wait_for_nodes()
-    yield cluster
-    cluster.shutdown()
 
 
 @pytest.mark.slow
