@@ -1101,23 +1101,8 @@ class Extractor(MapRegions):
         pred = _to_operand(test)
         name = self._node_name(scope.prefix + "cond" + scope.suffix)
         before = dict(scope.env)
-        saved = (scope.prefix, scope.suffix, scope.loop, scope.unrolling)
-        branches: list[tuple[list[Node], dict[str, Value]]] = []
         errors = len(self.sink.diagnostics)
-        try:
-            for label, stmts in (("then", stmt.body), ("else", stmt.orelse)):
-                block: list[Node] = []
-                scope.env.clear()
-                scope.env.update(before)
-                scope.prefix, scope.suffix, scope.loop, scope.unrolling = f"{name}.{label}.", "", None, 0
-                self._blocks.append(block)
-                try:
-                    self._run_block(stmts, scope, info)
-                finally:
-                    self._blocks.pop()
-                branches.append((block, dict(scope.env)))
-        finally:
-            scope.prefix, scope.suffix, scope.loop, scope.unrolling = saved
+        branches = self._run_blocks(name, (("then", stmt.body), ("else", stmt.orelse)), scope, info)
         scope.env.clear()
         scope.env.update(before)
         (then_block, then_env), (else_block, else_env) = branches
@@ -1249,14 +1234,23 @@ class Extractor(MapRegions):
 
     def _run_try_blocks(self, stmt: ast.Try, name: str, scope: Scope, info: ModuleInfo,
                         ) -> tuple[list[list[Node]], list[dict[str, Value]]]:
-        """The nodes of the body and of the finally block, and the names each leaves bound. Both
-        start from the names bound before the `try` (the finally block may run after any failure)."""
+        """The nodes of the body and of the finally block, and the names each changes. Both start from
+        the names bound before the `try` (the finally block may run after any failure)."""
+        before = dict(scope.env)
+        ran = self._run_blocks(name, (("body", stmt.body), ("finally", stmt.finalbody)), scope, info)
+        return ([block for block, _ in ran],
+                [{k: v for k, v in env.items() if before.get(k, _UNSET) is not v} for _, env in ran])
+
+    def _run_blocks(self, name: str, parts: tuple[tuple[str, list[ast.stmt]], ...], scope: Scope,
+                    info: ModuleInfo) -> list[tuple[list[Node], dict[str, Value]]]:
+        """Each labelled block of a region (a cond's branches, a try's body and finally block), run
+        from the names bound before it into nodes named `NAME.LABEL.*`: its nodes and the names bound
+        after it. The scope's prefix and loop context are restored; its names are left to the caller."""
         before = dict(scope.env)
         saved = (scope.prefix, scope.suffix, scope.loop, scope.unrolling)
-        blocks: list[list[Node]] = []
-        envs: list[dict[str, Value]] = []
+        ran: list[tuple[list[Node], dict[str, Value]]] = []
         try:
-            for label, stmts in (("body", stmt.body), ("finally", stmt.finalbody)):
+            for label, stmts in parts:
                 block: list[Node] = []
                 scope.env.clear()
                 scope.env.update(before)
@@ -1266,11 +1260,10 @@ class Extractor(MapRegions):
                     self._run_block(stmts, scope, info)
                 finally:
                     self._blocks.pop()
-                blocks.append(block)
-                envs.append({k: v for k, v in scope.env.items() if before.get(k, _UNSET) is not v})
+                ran.append((block, dict(scope.env)))
         finally:
             scope.prefix, scope.suffix, scope.loop, scope.unrolling = saved
-        return blocks, envs
+        return ran
 
     def _try_node(self, name: str, span: SourceSpan, blocks: list[list[Node]],
                   yields: list[list[Operand]]) -> Node:
