@@ -7,6 +7,11 @@ so `--resume` reruns it), the options that can change what it computes (not esti
 `cost` nor run policy such as `retries`), dagc's IR version, and the fingerprints of the values it
 reads. A fused group or a region hashes each task inside it the same way. Transfers pass their
 input's fingerprint through (they move a value, they do not change it).
+
+State has versions: a task touching a piece of state (a model trained in place, the global random
+generator; dagc.ir.effects) also hashes the fingerprint of the last task before it that may have
+changed that state. So `test(model)` after the second epoch is another computation than after the
+first, although its call is the same, and a chain of changes is identified by all of its links.
 """
 
 from __future__ import annotations
@@ -113,9 +118,12 @@ def _param_literal(value: Any) -> Any:
         return json.dumps(operand_to_json(value), sort_keys=True)
 
 
-def _node_fingerprint(graph: Graph, node: Node, values: dict[str, str]) -> str:
-    """`node`'s fingerprint from the fingerprints of the values it reads; records its outputs' in `values`."""
+def _node_fingerprint(graph: Graph, node: Node, values: dict[str, str], version: str | None = None) -> str:
+    """`node`'s fingerprint from the fingerprints of the values it reads (and `version`, the fingerprint
+    of the last change to the state it touches); records its outputs' in `values`."""
     inputs = [values.get(v, f"unbound:{v}") for v in node.input_values()]
+    if version is not None:
+        inputs.append(f"state:{version}")
     # inputs are named by position: a pass that renames a value (a transfer) changes nothing here
     position = {v: i for i, v in enumerate(node.input_values())}
     described = _positional(_describe(graph, node), position)
@@ -130,6 +138,7 @@ def _fingerprint_values(graph: Graph) -> tuple[dict[str, str], dict[str, str]]:
     """(fingerprint of every node that runs, fingerprint of every value)."""
     values: dict[str, str] = {p.name: value_fingerprint(p.name, _param_literal(p.value)) for p in graph.params}
     out: dict[str, str] = {}
+    changed_by = _last_changes(graph)
     for name in graph.topological_order():
         node = graph.node(name)
         if node.op == "transfer":  # skipped: its output is its input
@@ -137,8 +146,26 @@ def _fingerprint_values(graph: Graph) -> tuple[dict[str, str], dict[str, str]]:
             for value in node.outputs:
                 values[value] = inputs[0] if inputs else fingerprint("transfer", name)
             continue
-        out[name] = _node_fingerprint(graph, node, values)
+        prior = changed_by.get(name)
+        out[name] = _node_fingerprint(graph, node, values, out.get(prior, prior) if prior else None)
     return out, values
+
+
+def _last_changes(graph: Graph) -> dict[str, str]:
+    """For each node touching a piece of state, the last node before it (program order) that may have
+    changed that state. The state analysis orders that node before it, so its fingerprint is known."""
+    from dagc.ir.effects import node_effects, state_groups
+
+    out: dict[str, str] = {}
+    for group in state_groups(graph):
+        last: str | None = None
+        for name in group.nodes:
+            if last is not None:
+                out[name] = last
+            effects = node_effects(graph.node(name))
+            if effects.mutates or effects.writes or effects.rng:
+                last = name
+    return out
 
 
 def task_fingerprints(graph: Graph) -> dict[str, str]:

@@ -392,7 +392,7 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     plan = build_plan(graph)
     programs = plan.programs()
     names = Names(reserved={"Runner", "launch_main", "RANKS", "TASKS", "MOVES", "COLLECTIVES", "COMPRESS", "RETURNS",
-                            "STAGES", "PROGRAMS", "rt", "idle", "default_run_dir", "POLICY", "SCRIPT", "TaskFailed",
+                            "STAGES", "PROGRAMS", "rt", "idle", "default_run_dir", "POLICY", "STATE", "SCRIPT", "TaskFailed",
                             "report_failure", "program_args", "run_directory"} | {f"rank_{r}" for r in range(plan.world)})
     aliases = _module_aliases(graph, names)
     from dagc.backends.fingerprint import task_rows
@@ -434,6 +434,9 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     w.line("# task: (timeout in seconds, cache), where not (None, True)")
     w.line("POLICY = {" + ", ".join(f"{name!r}: {(row[2], row[3])!r}" for name, row in rows.items()
                                     if name in plan.inputs and (row[2], row[3]) != (None, True)) + "}")
+    w.line("# task: state group (tasks sharing objects: reused from the run directory or cache only together)")
+    w.line("STATE = {" + ", ".join(f"{name!r}: {row[4]!r}" for name, row in rows.items()
+                                   if name in plan.inputs and row[4] is not None) + "}")
     w.line("# tag: (value, value on the receiver, source rank, destination rank, static tensor or None);")
     w.line("# a tag whose source and destination are the same rank is a local alias, not a message")
     w.line("MOVES = {")
@@ -494,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     modules = load_modules(args.source_root)
     runner = Runner(PIPELINE, TASKS, MOVES, RETURNS, RANKS, run_dir=run_dir, timeout=args.timeout,
                     backend=args.dist_backend, stages=STAGES, collectives=COLLECTIVES, compress=COMPRESS,
-                    cache=args.cache, policy=POLICY)
+                    cache=args.cache, policy=POLICY, state=STATE)
     program = PROGRAMS[runner.rank] if runner.rank < len(PROGRAMS) else None
     try:
         result = runner.execute(lambda rt: program(rt, modules) if program else None, args.result)

@@ -39,6 +39,7 @@ __all__ = ["add_plan_arguments", "run_plan", "run_plan_command", "plan_file", "P
 def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help="pipeline script (.py), saved IR (.json), STG graph (.stg) or WfCommons workflow (.json)")
+    parser.add_argument("--pipeline", metavar="NAME", help="which @dagc.pipeline to plan when a script has several")
     parser.add_argument("--cluster", metavar="SPEC",
                         help='"N" (one node, N devices), "MxN" (M nodes of N devices) or a cluster .toml file '
                         "(default: [tool.dagc] in pyproject.toml, else one local device)")
@@ -68,7 +69,7 @@ def run_plan_command(args: argparse.Namespace) -> int:
         return 2
     return run_plan(args.files, cluster, args.algo, args.json, sys.stdout,
                     seed=getattr(args, "seed", 0), budget=getattr(args, "budget", DEFAULT_BUDGET),
-                    profile=getattr(args, "profile", None))
+                    profile=getattr(args, "profile", None), pipeline=getattr(args, "pipeline", None))
 
 
 @dataclass
@@ -132,7 +133,7 @@ def _problem_from_task_graph(tg: TaskGraph, cluster: Cluster) -> Problem:
 
 
 def _load(path: str, cluster: Cluster, cost: CostModel, profile: str | None = None,
-          result: PlanResult | None = None) -> tuple[Problem, dict[str, list[str]]]:
+          result: PlanResult | None = None, pipeline: str | None = None) -> tuple[Problem, dict[str, list[str]]]:
     """The file as a scheduling problem, with the tasks that used default estimates."""
     none: dict[str, list[str]] = {"cost": [], "out_size": []}
     if path.endswith(".stg"):
@@ -149,7 +150,7 @@ def _load(path: str, cluster: Cluster, cost: CostModel, profile: str | None = No
     elif path.endswith(".py"):
         from dagc.driver import compile_file
 
-        graph = compile_file(path, passes="verify,dce,cse", profile=profile)
+        graph = compile_file(path, passes="verify,dce,cse", profile=profile, pipeline_name=pipeline)
     else:
         raise CompileError([Diagnostic(
             "DAGC006", Severity.ERROR, f"cannot plan {path!r}: unknown kind of file",
@@ -171,11 +172,12 @@ def _load(path: str, cluster: Cluster, cost: CostModel, profile: str | None = No
 
 
 def plan_file(path: str, cluster: Cluster, algo: str = "dagc", *, seed: int = 0,
-              budget: float = DEFAULT_BUDGET, cost: CostModel | None = None, profile: str | None = None) -> PlanResult:
+              budget: float = DEFAULT_BUDGET, cost: CostModel | None = None, profile: str | None = None,
+              pipeline: str | None = None) -> PlanResult:
     cost = cost or CostModel()
     result = PlanResult(file=path, devices=cluster.n_devices, algo=algo)
     try:
-        p, result.defaults = _load(path, cluster, cost, profile, result)
+        p, result.defaults = _load(path, cluster, cost, profile, result, pipeline)
     except CompileError as exc:
         result.errors = exc.diagnostics
         return result
@@ -197,7 +199,7 @@ def plan_file(path: str, cluster: Cluster, algo: str = "dagc", *, seed: int = 0,
     result.valid = not result.problems
     result.schedule, result.transfers = _timeline(p, s)
     if path.endswith(".py") and profile is None:
-        _comm_estimates(result, path, cluster, cost, algo, seed, budget)
+        _comm_estimates(result, path, cluster, cost, algo, seed, budget, pipeline)
     return result
 
 
@@ -226,7 +228,7 @@ def _timeline(p: Problem, s: Schedule) -> tuple[list[dict[str, Any]], list[dict[
 
 
 def _comm_estimates(result: PlanResult, path: str, cluster: Cluster, cost: CostModel, algo: str, seed: int,
-                    budget: float) -> None:
+                    budget: float, pipeline: str | None = None) -> None:
     """The makespan with the transfers `comm` emits, point-to-point only and with collectives."""
     from dagc.commtime import timed_makespan
     from dagc.driver import compile_file
@@ -235,7 +237,7 @@ def _comm_estimates(result: PlanResult, path: str, cluster: Cluster, cost: CostM
         passes = (f"verify,dce,cse,partition{{algo={algo},seed={seed},budget={budget}}},schedule,"
                   f"comm{{collectives={str(collectives).lower()}}}")
         try:
-            graph = compile_file(path, passes=passes, cluster=cluster)
+            graph = compile_file(path, passes=passes, cluster=cluster, pipeline_name=pipeline)
         except CompileError:
             return
         makespan = timed_makespan(graph, cluster, cost)
@@ -249,9 +251,11 @@ def _comm_estimates(result: PlanResult, path: str, cluster: Cluster, cost: CostM
 
 
 def run_plan(files: list[str], cluster: Cluster, algo: str, as_json: bool, out: TextIO, *,
-             seed: int = 0, budget: float = DEFAULT_BUDGET, profile: str | None = None) -> int:
+             seed: int = 0, budget: float = DEFAULT_BUDGET, profile: str | None = None,
+             pipeline: str | None = None) -> int:
     """Plan every file; print a table (or JSON). Returns 0 when every file got a valid plan."""
-    results = [plan_file(f, cluster, algo, seed=seed, budget=budget, profile=profile) for f in files]
+    results = [plan_file(f, cluster, algo, seed=seed, budget=budget, profile=profile, pipeline=pipeline)
+               for f in files]
     if as_json:
         out.write("".join(json.dumps(r.to_json()) + "\n" for r in results))
     else:

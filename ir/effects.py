@@ -9,6 +9,8 @@ The frontend records on each node what its task may do besides computing its res
   effects.writes   module-level names it may change (`module.NAME`)
   effects.reads    module-level names it reads that some task may change
   effects.files    "read" or "write": it reads or writes files (ordering only, see below)
+  effects.output   why it prints or logs (print, logging, warnings, progress bars, metric writers): an
+                   output channel, kept by dce but never state, never ordered, never a reason not to cache
 A node with none of these (and a task declared `pure=True`) has no effects.
 
 State: values that may share objects form alias classes (a node's result may share objects with
@@ -34,7 +36,8 @@ __all__ = ["NodeEffects", "node_effects", "has_effects", "StateGroup", "state_gr
            "final_writers", "RNG_CELL", "EFFECT_ATTRS"]
 
 RNG_CELL = "rng:global"
-EFFECT_ATTRS = ("effects.mutates", "effects.io", "effects.rng", "effects.writes", "effects.reads", "effects.files")
+EFFECT_ATTRS = ("effects.mutates", "effects.io", "effects.rng", "effects.writes", "effects.reads", "effects.files",
+                "effects.output")
 _SCALARS = frozenset({"int", "float", "str", "bool", "None", "bytes", "complex"})
 
 
@@ -47,12 +50,13 @@ class NodeEffects:
     reads: tuple[str, ...] = ()
     seeded: bool = False
     files: str | None = None  # "read" | "write"
+    output: str | None = None  # prints or logs: kept, but not state
 
     @property
     def any(self) -> bool:
         # a task that seeds the generator itself matters to later unseeded draws only, which are
         # ordered after it (and kept) by the state analysis
-        return bool(self.mutates or self.io or (self.rng and not self.seeded) or self.writes)
+        return bool(self.mutates or self.io or (self.rng and not self.seeded) or self.writes or self.output)
 
 
 def _members(node: Node) -> list[Node]:
@@ -75,14 +79,16 @@ def node_effects(node: Node) -> NodeEffects:
                            attrs.get("effects.io") or ("declared side_effects=True" if node.options.side_effects
                                                        else None),
                            rng, tuple(attrs.get("effects.writes") or ()), tuple(attrs.get("effects.reads") or ()),
-                           bool(rng) and bool(attrs.get("effects.seeded")), attrs.get("effects.files"))
+                           bool(rng) and bool(attrs.get("effects.seeded")), attrs.get("effects.files"),
+                           attrs.get("effects.output"))
     nodes = [node, *_members(node)]
     mutates: dict[str, None] = {}
     writes: dict[str, None] = {}
     reads: dict[str, None] = {}
-    io = rng = files = None
+    io = rng = files = output = None
     seeded = True
     for n in nodes:
+        output = output or n.attrs.get("effects.output")
         mode = n.attrs.get("effects.files")
         files = "write" if "write" in (files, mode) else files or mode
         seeded = seeded and (bool(n.attrs.get("effects.seeded")) or not n.attrs.get("effects.rng"))
@@ -91,7 +97,7 @@ def node_effects(node: Node) -> NodeEffects:
         reads.update(dict.fromkeys(n.attrs.get("effects.reads") or ()))
         io = io or n.attrs.get("effects.io") or ("declared side_effects=True" if n.options.side_effects else None)
         rng = rng or n.attrs.get("effects.rng")
-    return NodeEffects(tuple(mutates), io, rng, tuple(writes), tuple(reads), bool(rng) and seeded, files)
+    return NodeEffects(tuple(mutates), io, rng, tuple(writes), tuple(reads), bool(rng) and seeded, files, output)
 
 
 def has_effects(node: Node) -> bool:

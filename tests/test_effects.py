@@ -131,7 +131,8 @@ def test_module_state_and_the_world(tmp_path: Path) -> None:
     """)
     assert set(found["record"].globals_written) == {"m.HISTORY"}
     assert found["count"].globals_read == {"m.HISTORY"} and not found["count"].globals_written
-    assert found["shout"].world is not None and found["quiet"].world is None
+    # printing is an output channel: kept, but not state and not an action on the world
+    assert found["shout"].output is not None and found["shout"].world is None and found["quiet"].output is None
     assert found["quiet"].is_pure
 
 

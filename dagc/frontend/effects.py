@@ -25,6 +25,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from dagc.frontend import library as lib
 from dagc.frontend.modules import Constant, ImportedModule, ImportedName, ModuleInfo, Opaque, Project, TaskDef
 
 __all__ = ["Effects", "Evidence", "EffectAnalyzer", "SCALAR_TYPES", "is_scalar_type"]
@@ -54,6 +55,8 @@ class Effects:
     # after earlier writers (a checkpoint saved by one task and loaded by the next)
     file_read: Evidence | None = None
     file_write: Evidence | None = None
+    # prints, logs, progress bars, metric writers: kept by dce, but never state and never a reason not to cache
+    output: Evidence | None = None
 
     @property
     def is_pure(self) -> bool:
@@ -95,41 +98,11 @@ def _split_args(text: str) -> list[str]:
     return parts
 
 
-# Methods known to leave their receiver unchanged (tensors, arrays, dicts, lists, strings, modules).
-_READ_METHODS = frozenset("""
-mean sum std var max min argmax argmin abs item tolist numpy clone detach size dim numel view view_as
-reshape flatten squeeze unsqueeze permute transpose t contiguous matmul mm bmm dot exp log sqrt pow
-softmax log_softmax sigmoid tanh relu norm round floor ceil clamp eq ne lt le gt ge all any nonzero
-get keys values items copy index count startswith endswith split join strip lstrip rstrip lower upper
-format encode decode replace parameters named_parameters state_dict children modules named_modules
-buffers named_buffers type_as new_zeros new_ones new_empty new_full new_tensor expand expand_as repeat
-chunk unbind gather index_select masked_fill masked_select where argsort topk cumsum cumprod prod
-median mode unique diff isnan isinf isfinite float_power add sub mul div neg reciprocal sign exp2
-log2 log10 log1p sin cos tan cross outer kron trace diag triu tril flip roll narrow select take
-to_dict to_numpy tobytes hex isdigit isalpha splitlines partition rpartition find rfind zfill
-astype reshape_as squeeze_ numel is_contiguous is_floating_point element_size nbytes stride
-data_ptr storage_offset __len__ __getitem__ __contains__ issubset issuperset union intersection
-difference symmetric_difference isdisjoint most_common
-""".split()) - {"squeeze_"}
-
-# Methods that certainly change their receiver (checked against readonly=/pure= declarations).
-_KNOWN_MUTATORS = frozenset("append extend insert pop remove clear update setdefault popitem add discard sort "
-                            "reverse zero_grad step load_state_dict train eval register_buffer "
-                            "register_parameter apply requires_grad_".split())
-
-
 def _path_root(expr: ast.expr | None) -> str | None:
     """`p` for `p`, `p.a`, `p[k].b`: the name an attribute/item path starts from, else None."""
     while isinstance(expr, (ast.Attribute, ast.Subscript)):
         expr = expr.value
     return expr.id if isinstance(expr, ast.Name) else None
-
-
-_CONTAINER_METHODS = frozenset("append extend insert pop remove clear update setdefault popitem add discard "
-                               "sort reverse".split())
-
-# Conversions: a new tensor or array, but the same module converted in place.
-_CONVERSIONS = frozenset("to half float double bfloat16 cpu cuda type int long bool char short byte".split())
 
 
 def _is_data_annotation(annotation: str | None) -> bool:
@@ -139,94 +112,119 @@ def _is_data_annotation(annotation: str | None) -> bool:
     return any(word in annotation for word in ("Tensor", "ndarray", "array", "DataFrame", "Series"))
 
 
-# Methods with no effect on anything but their result, that also never return an alias.
-_FRESH_METHODS = frozenset("item tolist numel size dim mean sum std var max min argmax argmin abs norm "
-                           "count index startswith endswith isdigit isalpha find rfind".split())
 
-# Attributes that are plain data (reading them never yields an alias of the object).
-_SCALAR_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "training",
-                           "__name__", "__class__"})
+@dataclass(frozen=True)
+class GlobalValue:
+    """What a module-level name holds, read from the expression that builds it.
 
-# Builtins that neither change their arguments nor act on the world.
-_PURE_BUILTINS = frozenset("""
-len sorted list tuple dict set frozenset sum min max zip enumerate isinstance issubclass str repr int
-float bool round abs any all map filter range reversed format hash id type getattr hasattr iter
-divmod pow chr ord bin hex oct callable vars dir slice complex bytes bytearray ascii
-""".split())
-_FRESH_BUILTINS = frozenset("len sum min max isinstance issubclass str repr int float bool round abs any "
-                            "all hash id callable divmod pow chr ord bin hex oct ascii".split())
-_WORLD_BUILTINS = frozenset({"print", "open", "input", "exec", "eval", "exit", "quit", "breakpoint",
-                             "setattr", "delattr", "__import__", "compile", "globals", "locals"})
+    kind: "immutable" (numbers, strings, tuples, devices, dtypes, paths, frozen configs), "output" (a
+    logger, progress bar or metric writer), "layer" (a `torch.nn` layer built at module level),
+    "container" (a literal list, dict or set), "mutable" (anything else)."""
 
-# Library modules whose functions neither change their arguments nor act on the world, except where listed.
-_PURE_MODULES = ("math", "statistics", "json", "copy", "operator", "functools", "itertools", "string",
-                 "re", "collections", "dataclasses", "typing", "numbers", "decimal", "fractions", "bisect",
-                 "heapq", "hashlib", "base64", "textwrap", "pickle", "torch", "numpy", "np", "einops",
-                 "os.path", "pathlib")
-_IMPURE_FUNCTIONS = frozenset({
-    "json.dump", "pickle.dump", "torch.save", "numpy.save", "numpy.savez", "numpy.savetxt",
-    "numpy.copyto", "numpy.put", "numpy.place", "numpy.fill_diagonal", "numpy.random.shuffle",
-    "heapq.heappush", "heapq.heappop", "heapq.heapify", "heapq.heapreplace", "heapq.heappushpop",
-    "bisect.insort", "bisect.insort_left", "bisect.insort_right", "torch.distributed", "torch.cuda",
-    "torch.set_num_threads", "torch.set_default_dtype", "torch.use_deterministic_algorithms",
-    "torch.set_grad_enabled", "torch.backends", "torch.hub", "torch.load", "numpy.load", "pathlib.Path",
-    "os.path.exists", "os.path.isfile", "os.path.isdir", "os.path.getsize", "os.path.getmtime",
-})
-# Seeding the global generators is an effect on global state too (it changes what later draws give).
-_RNG_FUNCTIONS = frozenset({
-    "torch.rand", "torch.randn", "torch.randint", "torch.randperm", "torch.rand_like", "torch.randn_like",
-    "torch.randint_like", "torch.bernoulli", "torch.multinomial", "torch.normal", "torch.poisson",
-    "torch.manual_seed", "torch.seed", "torch.nn.functional.dropout", "torch.utils.data.random_split",
-    "numpy.random.seed", "torch.cuda.manual_seed", "lightning.seed_everything", "transformers.set_seed",
-    "pytorch_lightning.seed_everything", "torch.cuda.manual_seed_all", "torch.random.manual_seed",
-})
-_SEEDING = frozenset({"torch.manual_seed", "random.seed", "numpy.random.seed", "torch.random.manual_seed",
-                      "torch.cuda.manual_seed_all", "lightning.seed_everything", "pytorch_lightning.seed_everything",
-                      "transformers.set_seed"})
-_RNG_PREFIXES = ("random.", "numpy.random.", "torch.nn.init.")
-_RNG_EXEMPT = frozenset({"random.Random", "random.SystemRandom", "numpy.random.default_rng",
-                         "numpy.random.RandomState", "numpy.random.Generator", "numpy.random.PCG64",
-                         "numpy.random.SeedSequence"})
-# torch.nn layers that draw their initial weights from the global generator.
-_RNG_LAYERS = frozenset("""
-Linear Bilinear LazyLinear Conv1d Conv2d Conv3d ConvTranspose1d ConvTranspose2d ConvTranspose3d Embedding
-EmbeddingBag RNN LSTM GRU RNNCell LSTMCell GRUCell Transformer TransformerEncoderLayer TransformerDecoderLayer
-MultiheadAttention Dropout Dropout1d Dropout2d Dropout3d AlphaDropout PReLU
-""".split())
-_WORLD_PREFIXES = ("os.", "shutil.", "subprocess.", "logging.", "sys.", "socket.", "requests.", "urllib.",
-                   "wandb.", "mlflow.", "tensorboard", "time.sleep", "builtins.")
-_MUTATING_KWARGS = {"out", "inplace"}
-# Functions and methods that read or write files (ordering among tasks: docs/ir.md "Effects and state").
-_FILE_READS = frozenset({
-    "torch.load", "numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromfile", "json.load",
-    "pickle.load", "os.listdir", "os.scandir", "os.walk", "os.stat", "os.path.exists", "os.path.isfile",
-    "os.path.isdir", "os.path.getsize", "os.path.getmtime", "os.path.lexists", "glob.glob", "glob.iglob",
-    "safetensors.torch.load_file", "yaml.safe_load", "yaml.load", "csv.reader", "csv.DictReader",
-})
-_FILE_WRITES = frozenset({
-    "torch.save", "numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt", "json.dump",
-    "pickle.dump", "os.remove", "os.unlink", "os.rename", "os.replace", "os.makedirs", "os.mkdir", "os.rmdir",
-    "os.removedirs", "os.symlink", "os.link", "os.truncate", "os.chmod", "os.utime", "tempfile.mkstemp",
-    "safetensors.torch.save_file", "yaml.dump", "yaml.safe_dump", "csv.writer", "csv.DictWriter",
-})
-_FILE_PREFIXES_READ = ("pandas.read_", "pd.read_")
-_FILE_PREFIXES_WRITE = ("shutil.",)
-_FILE_READ_METHODS = frozenset({"read_text", "read_bytes", "iterdir", "rglob", "is_file", "is_dir", "exists",
-                                "from_pretrained", "read_csv", "read_parquet", "read_json"})
-_FILE_WRITE_METHODS = frozenset({"write_text", "write_bytes", "mkdir", "unlink", "touch", "rmdir", "to_csv",
-                                 "to_parquet", "to_json", "to_pickle", "savefig", "save", "save_pretrained",
-                                 "write", "writelines", "dump", "to_file"})
-# Library functions that return a view of an argument, or an object holding references to it.
-_ALIASING_FUNCTIONS = frozenset({
-    "torch.reshape", "torch.squeeze", "torch.unsqueeze", "torch.flatten", "torch.narrow", "torch.select",
-    "torch.t", "torch.transpose", "torch.permute", "torch.unbind", "torch.chunk", "torch.split",
-    "torch.tensor_split", "torch.as_tensor", "torch.from_numpy", "torch.view_as_real", "torch.view_as_complex",
-    "torch.movedim", "torch.swapaxes", "torch.diagonal", "torch.broadcast_to", "torch.atleast_1d",
-    "torch.atleast_2d", "torch.detach", "torch.nn.init", "torch.utils", "torch.func",
-    "torch.compile", "torch.jit", "numpy.asarray", "numpy.asanyarray", "numpy.reshape", "numpy.ravel",
-    "numpy.squeeze", "numpy.transpose", "numpy.split", "numpy.array_split", "numpy.atleast_1d",
-    "numpy.atleast_2d", "numpy.broadcast_to", "numpy.frombuffer", "numpy.lib",
-})
+    kind: str
+    constructor: str | None = None
+    layer: lib.LayerFacts | None = None
+    device: bool = False  # a `torch.device` or a device string
+
+    @property
+    def is_state(self) -> bool:
+        """Whether a task could change the object (it is state when one does)."""
+        if self.kind == "layer":
+            return not (self.layer is not None and self.layer.stateless)
+        return self.kind in ("container", "mutable")
+
+
+_IMMUTABLE = GlobalValue("immutable")
+_IMMUTABLE_TYPES = (int, float, complex, str, bytes, bool, type(None), range, frozenset)
+
+
+def _is_immutable_constant(value: object) -> bool:
+    if isinstance(value, tuple):
+        return all(_is_immutable_constant(v) for v in value)
+    return isinstance(value, _IMMUTABLE_TYPES)
+
+
+def _module_qualified(expr: ast.expr, info: ModuleInfo) -> str | None:
+    """`nn.MSELoss` → `torch.nn.MSELoss` at module level, following the module's imports."""
+    parts: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        parts.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    symbol = info.symbols.get(expr.id)
+    if isinstance(symbol, ImportedModule):
+        head = symbol.module
+    elif isinstance(symbol, ImportedName):
+        head = f"{symbol.module}.{symbol.name}"
+    elif symbol is None:
+        head = expr.id  # a builtin (`frozenset(...)`, `tuple(...)`)
+    else:
+        return None
+    if head == "np":
+        head = "numpy"
+    return ".".join([head, *reversed(parts)])
+
+
+def _value_kind(analyzer: EffectAnalyzer, expr: ast.AST, info: ModuleInfo, depth: int) -> GlobalValue:
+    if depth > 20:
+        return GlobalValue("mutable")
+    if isinstance(expr, ast.Constant):
+        return GlobalValue("immutable", device=isinstance(expr.value, str) and expr.value.split(":")[0] in (
+            "cpu", "cuda", "mps"))
+    if isinstance(expr, (ast.JoinedStr, ast.Compare, ast.BoolOp)):
+        return _IMMUTABLE
+    if isinstance(expr, ast.IfExp):
+        sides = [analyzer.value_kind(e, info, depth + 1) for e in (expr.body, expr.orelse)]
+        if all(v.kind == "immutable" for v in sides):
+            return GlobalValue("immutable", device=all(v.device for v in sides))
+        return GlobalValue("mutable")
+    if isinstance(expr, ast.Tuple):
+        parts = [analyzer.value_kind(e, info, depth + 1) for e in expr.elts]
+        return _IMMUTABLE if all(v.kind == "immutable" for v in parts) else GlobalValue("mutable")
+    if isinstance(expr, ast.BinOp):  # `ROOT / "data"`, `BASE_LR * 2`
+        parts = [analyzer.value_kind(e, info, depth + 1) for e in (expr.left, expr.right)]
+        return _IMMUTABLE if all(v.kind == "immutable" for v in parts) else GlobalValue("mutable")
+    if isinstance(expr, ast.Name):
+        symbol = info.symbols.get(expr.id)
+        if isinstance(symbol, Constant):
+            return _IMMUTABLE if _is_immutable_constant(symbol.value) else GlobalValue("container")
+        if isinstance(symbol, Opaque) and symbol.kind == "value":
+            return analyzer.value_kind(symbol.node, info, depth + 1)
+        return GlobalValue("mutable")
+    if isinstance(expr, ast.Attribute):  # `torch.float32`, `math.pi`: an attribute of a library module
+        symbol = info.symbols.get(expr.value.id) if isinstance(expr.value, ast.Name) else None
+        if isinstance(symbol, (ImportedModule, ImportedName)) and expr.attr[:1].islower():
+            return _IMMUTABLE
+        return GlobalValue("mutable")
+    if isinstance(expr, ast.Call):
+        name = _module_qualified(expr.func, info)
+        if name is None:
+            return GlobalValue("mutable")
+        if lib.is_output_constructor(name):
+            return GlobalValue("output", name)
+        if lib.is_immutable_constructor(name):
+            return GlobalValue("immutable", name, device=name == "torch.device")
+        if name.startswith("torch.nn."):
+            return GlobalValue("layer", name, lib.catalogue().layer(name))
+        if _is_frozen_class(analyzer.project, info, expr.func):
+            return GlobalValue("immutable", name)
+    return GlobalValue("mutable")
+
+
+def _is_frozen_class(project: Project, info: ModuleInfo, func: ast.expr) -> bool:
+    """A class of the user's whose instances cannot change: `@dataclass(frozen=True)` or a NamedTuple."""
+    if not isinstance(func, ast.Name):
+        return False
+    symbol = project.lookup(info, func.id)
+    node = getattr(symbol, "node", None)
+    if not isinstance(node, ast.ClassDef):
+        return False
+    for decorator in node.decorator_list:
+        if isinstance(decorator, ast.Call) and any(k.arg == "frozen" and isinstance(k.value, ast.Constant)
+                                                   and k.value.value is True for k in decorator.keywords):
+            return True
+    return any(isinstance(b, (ast.Name, ast.Attribute)) and ast.unparse(b).endswith("NamedTuple") for b in node.bases)
 
 
 class EffectAnalyzer:
@@ -236,6 +234,9 @@ class EffectAnalyzer:
         self.project = project
         self._cache: dict[int, Effects] = {}
         self._active: set[int] = set()
+        self._methods: dict[str, list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ModuleInfo, bool]]] = {}
+        self._indexed = -1
+        self._kinds: dict[int, GlobalValue] = {}
 
     def of_task(self, task: TaskDef) -> Effects:
         info = self.project.module(task.module)
@@ -257,6 +258,32 @@ class EffectAnalyzer:
             self._active.discard(key)
         self._cache[key] = effects
         return effects
+
+    def methods_named(self, attr: str) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ModuleInfo, bool]]:
+        """Every method called `attr` of a class in the user's loaded modules, with its module and whether
+        it is a static method (class hierarchy analysis: a call `x.attr()` on an object of unknown class
+        may reach any of them)."""
+        modules = [m for m in self.project.modules.values() if m is not None]
+        if len(modules) != self._indexed:
+            self._methods = {}
+            for module in modules:
+                for stmt in module.source.tree.body:
+                    if not isinstance(stmt, ast.ClassDef):
+                        continue
+                    for item in stmt.body:
+                        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not item.name.startswith("__"):
+                            static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in item.decorator_list)
+                            self._methods.setdefault(item.name, []).append((item, module, static))
+            self._indexed = len(modules)
+        return self._methods.get(attr, [])
+
+    def value_kind(self, expr: ast.AST, info: ModuleInfo, _depth: int = 0) -> GlobalValue:
+        """What a module-level value is, from the expression that builds it (never run)."""
+        key = id(expr)
+        found = self._kinds.get(key)
+        if found is None:
+            found = self._kinds[key] = _value_kind(self, expr, info, _depth)
+        return found
 
 
 class _FunctionScan:
@@ -284,6 +311,19 @@ class _FunctionScan:
         self.local_names = self._locals()
         self.new_containers = self._new_containers()
         self.global_decl = {n for node in self.body_nodes if isinstance(node, ast.Global) for n in node.names}
+        # `import random` / `from random import choice` inside the body (Metaflow steps, Kubeflow components)
+        self.local_imports: dict[str, str] = {}
+        for node in self.body_nodes:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        self.local_imports[alias.asname] = alias.name
+                    else:
+                        head = alias.name.split(".")[0]
+                        self.local_imports[head] = head
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                for alias in node.names:
+                    self.local_imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
 
     # ---- aliasing ---------------------------------------------------------------------------------
     def _locals(self) -> set[str]:
@@ -336,12 +376,22 @@ class _FunctionScan:
                 return {f"global:{self.info.name}.{expr.id}"}
             return set()
         if isinstance(expr, ast.Attribute):
-            return set() if expr.attr in _SCALAR_ATTRS else self.roots(expr.value)
+            return set() if expr.attr in lib.SCALAR_ATTRS else self.roots(expr.value)
+        if isinstance(expr, ast.Subscript):
+            if self._immutable_items(expr.value):
+                return set()  # `CFG["dim"]`: an int read from a module-level config is not the config
+            return self.roots(expr.value)  # an item is part of its container; the key is not
         if isinstance(expr, ast.Call):
             func = expr.func
-            if isinstance(func, ast.Attribute) and func.attr in _FRESH_METHODS:
+            if isinstance(func, ast.Attribute) and func.attr in lib.FRESH_METHODS:
                 return set()
-            if isinstance(func, ast.Name) and func.id in _FRESH_BUILTINS and not self._shadowed(func.id):
+            if isinstance(func, ast.Attribute) and func.attr in ("get", "values", "items", "keys", "copy") \
+                    and self._immutable_items(func.value):
+                return set()
+            if isinstance(func, ast.Name) and (value := self._global_value(func.id)) is not None \
+                    and value.kind == "layer" and value.layer is not None and value.layer.stateless:
+                return set()  # `criterion(out, y)`: a loss or activation computes a new tensor
+            if isinstance(func, ast.Name) and func.id in lib.FRESH_BUILTINS and not self._shadowed(func.id):
                 return set()
             name = self.qualified(func)
             if name is not None and self._fresh_library_result(name):
@@ -365,15 +415,35 @@ class _FunctionScan:
                 out |= self.roots(child)
         return out
 
-    def _is_global(self, name: str) -> bool:
+    def _global_value(self, name: str) -> GlobalValue | None:
+        """What module-level name `name` holds, if it is one (not a local, not a function or class)."""
         if name in self.global_decl:
-            return True
+            return GlobalValue("mutable")
         if name in self.local_names:
-            return False
+            return None
         symbol = self.info.symbols.get(name)
         if isinstance(symbol, Constant):
-            return isinstance(symbol.value, (list, dict, set))
-        return isinstance(symbol, Opaque) and symbol.kind == "value"
+            return GlobalValue("container") if isinstance(symbol.value, (list, dict, set)) else _IMMUTABLE
+        if isinstance(symbol, Opaque) and symbol.kind == "value":
+            return self.analyzer.value_kind(symbol.node, self.info)
+        return None
+
+    def _is_global(self, name: str) -> bool:
+        """A module-level name whose object a task could change: state when some task does. Numbers,
+        strings, devices, frozen configs, loggers and layers that hold nothing are never state."""
+        value = self._global_value(name)
+        return value is not None and value.is_state
+
+    def _immutable_items(self, expr: ast.expr) -> bool:
+        """`expr` is a module-level literal list or dict whose items are all immutable (numbers,
+        strings, tuples of them): reading an item yields no object a task could change."""
+        if not isinstance(expr, ast.Name) or expr.id in self.local_names or expr.id in self.global_decl:
+            return False
+        symbol = self.info.symbols.get(expr.id)
+        if not isinstance(symbol, Constant) or not isinstance(symbol.value, (list, dict)):
+            return False
+        items = symbol.value.values() if isinstance(symbol.value, dict) else symbol.value
+        return all(_is_immutable_constant(v) for v in items)
 
     def _shadowed(self, name: str) -> bool:
         return name in self.local_names or name in self.info.symbols
@@ -441,14 +511,14 @@ class _FunctionScan:
             reads = mode is None or (isinstance(mode, ast.Constant) and isinstance(mode.value, str)
                                      and not set(mode.value) & set("wax+"))
             self._file(call, f"opens a file (`{ast.unparse(call)}`)", write=not reads)
-        elif name is not None and (name in _FILE_WRITES or name.startswith(_FILE_PREFIXES_WRITE)):
+        elif name is not None and (name in lib.FILE_WRITES or name.startswith(lib.FILE_PREFIXES_WRITE)):
             self._file(call, f"calls `{name}`", write=True)
-        elif name is not None and (name in _FILE_READS or name.startswith(_FILE_PREFIXES_READ)):
+        elif name is not None and (name in lib.FILE_READS or name.startswith(lib.FILE_PREFIXES_READ)):
             self._file(call, f"calls `{name}`", write=False)
         elif isinstance(func, ast.Attribute):  # `path.write_text(...)`, `plt.savefig(...)`, `f.write(...)`
-            if func.attr in _FILE_WRITE_METHODS:
+            if func.attr in lib.FILE_WRITE_METHODS:
                 self._file(call, f"calls `.{func.attr}()`", write=True)
-            elif func.attr in _FILE_READ_METHODS or func.attr == "open":
+            elif func.attr in lib.FILE_READ_METHODS or func.attr == "open":
                 self._file(call, f"calls `.{func.attr}()`", write=func.attr == "open")
 
     def _rng(self, node: ast.AST, reason: str) -> None:
@@ -464,6 +534,9 @@ class _FunctionScan:
         if not isinstance(func, ast.Name):
             return None
         head = func.id
+        if head in self.local_imports:
+            head = self.local_imports[head]
+            return ".".join([head if head != "np" else "numpy", *reversed(parts)])
         if head in self.local_names and head not in self.global_decl:
             return None
         symbol = self.info.symbols.get(head)
@@ -501,8 +574,11 @@ class _FunctionScan:
                     what = "assigns into" if not isinstance(node, ast.Delete) else "deletes from"
                     self._mutated(roots, sub, f"{what} `{ast.unparse(sub)}`", direct=sub.value)
             if isinstance(node, ast.AugAssign) and isinstance(target, ast.Name):
-                if target.id in self.params and target.id in self.alias:
-                    self._mutated({target.id}, target, f"updates `{target.id}` in place (`{ast.unparse(node).strip()}`)")
+                if self.alias.get(target.id) and target.id not in self.new_containers:
+                    # `p -= lr * p.grad` on a loop alias of a model's parameters, `t = x[0]; t -= 1`: a tensor,
+                    # list or dict is updated in place (only immutables rebind)
+                    self._mutated(set(self.alias[target.id]), target,
+                                  f"updates `{target.id}` in place (`{ast.unparse(node).strip()}`)")
                 elif target.id in self.global_decl:
                     self._mutated({f"global:{self.info.name}.{target.id}"}, target,
                                   f"rebinds the global `{target.id}`")
@@ -513,36 +589,30 @@ class _FunctionScan:
         func = call.func
         name = self.qualified(func)
         args = [*call.args, *(k.value for k in call.keywords)]
-        kwargs = {k.arg for k in call.keywords}
         self._file_access(call, func, name)
         # the global RNG
         if name is not None and self._uses_rng(name, call):
             self._rng(call, f"`{ast.unparse(func)}` uses the global random number generator")
-            if name in _SEEDING:
+            if name in lib.SEEDING:
                 self.effects.seeds = True
-        # calling a parameter (a module's forward, a callback)
-        if isinstance(func, ast.Name) and func.id in self.alias:
-            self._mutated(self.roots(func), call, f"calls `{func.id}`, which may change its state")
-        # method calls on an alias
+        if isinstance(func, ast.Name):
+            if func.id in self.alias:  # calling a parameter (a module's forward, a callback)
+                self._mutated(self.roots(func), call, f"calls `{func.id}`, which may change its state")
+            else:
+                value = self._global_value(func.id)
+                if value is not None:
+                    return self._call_global(call, func.id, value, args)
         if isinstance(func, ast.Attribute) and name is None:
-            roots = self.roots(func.value)
-            if (isinstance(func.value, ast.Name) and func.value.id in self.new_containers
-                    and func.attr in _CONTAINER_METHODS):
-                roots = set()  # `new = list(xs); new.append(v)`: the new list changes, not `xs`
-            if func.attr in _CONVERSIONS:  # `.to()`, `.half()`: a copy of a tensor, in place on a module
-                roots = {r for r in roots if not _is_data_annotation(self.annotations.get(r))}
-            if roots and not (func.attr in _READ_METHODS and not (kwargs & _MUTATING_KWARGS)):
-                known = func.attr in _KNOWN_MUTATORS or (func.attr.endswith("_") and not func.attr.endswith("__"))
-                self._mutated(roots, call, f"calls `.{func.attr}()` on `{ast.unparse(func.value)}`",
-                              direct=func.value if known else None)
-            elif not roots and func.attr.endswith("_") and not func.attr.endswith("__"):
-                pass  # in place on a local object
-            if func.attr in ("write", "writelines", "flush", "send", "sendall", "put", "emit", "log",
-                             "save", "savefig", "add_scalar", "info", "warning", "debug", "error"):
-                self._world(call, f"calls `.{func.attr}()`")
-            return self._arguments(call, args, pure=True)
+            return self._method_call(call, func, args)
         if isinstance(func, ast.Name) and not self._shadowed(func.id):  # a builtin
-            if func.id in _WORLD_BUILTINS:
+            if func.id == "print":
+                target = next((k.value for k in call.keywords if k.arg == "file"), None)
+                if target is None or ast.unparse(target) in ("sys.stdout", "sys.stderr"):
+                    self._output(call, "prints")
+                else:
+                    self._file(call, f"prints to `{ast.unparse(target)}`", write=True)
+                return
+            if func.id in lib.WORLD_BUILTINS:
                 self._world(call, f"calls `{func.id}()`")
                 if func.id in ("setattr", "delattr") and call.args:
                     self._mutated(self.roots(call.args[0]), call, f"calls `{func.id}()` on it")
@@ -551,7 +621,7 @@ class _FunctionScan:
                 for arg in call.args[:1]:
                     self._mutated(self.roots(arg), call, "advances it with `next()`")
                 return
-            if func.id in _PURE_BUILTINS or func.id.endswith(("Error", "Exception", "Warning")):
+            if func.id in lib.PURE_BUILTINS or func.id.endswith(("Error", "Exception", "Warning")):
                 return  # (raising is not an effect: a removed call that would fail is not kept for it)
         # a helper of the user's own
         helper = self._helper(func)
@@ -560,35 +630,123 @@ class _FunctionScan:
             inner = self.analyzer.of_function(fn, info)
             self._apply_helper(call, fn, inner)
             return
-        if isinstance(func, ast.Name) and func.id in self.local_names:
+        if isinstance(func, ast.Name) and func.id in self.local_names and func.id not in self.local_imports:
             # a local callable (a lambda, a nested def, a model built here): effects stay local
             return self._arguments(call, args, pure=func.id not in self.alias)
         if name is not None:
-            pure_lib = (any(name == m or name.startswith(m + ".") for m in _PURE_MODULES)
-                        and not any(name == f or name.startswith(f + ".") for f in _IMPURE_FUNCTIONS)
-                        and not (name.rsplit(".", 1)[-1].endswith("_") and not name.endswith("__"))
-                        and not (kwargs & _MUTATING_KWARGS))
-            if any(name.startswith(p) for p in _WORLD_PREFIXES) or name in _IMPURE_FUNCTIONS or any(
-                    name.startswith(f + ".") for f in _IMPURE_FUNCTIONS):
-                if not name.startswith(("os.path.join", "os.path.basename", "os.path.dirname", "os.path.splitext",
-                                        "os.path.abspath", "os.path.normpath", "os.environ.get", "os.getenv",
-                                        "os.cpu_count", "sys.getsizeof")):
-                    self._world(call, f"calls `{name}`")
-            if name.startswith("torch.nn.") and name.rsplit(".", 1)[-1][:1].isupper():
-                return  # a layer or loss constructor keeps references but changes nothing
-            if name.startswith("torch.optim.") or name.startswith("torch.utils.data."):
-                return
-            if pure_lib or self._rng_only(name):
-                return
-            self._world(call, f"calls `{name}`, which dagc does not know")
-            return self._arguments(call, args, pure=False)
+            return self._library_call(call, name, args)
         self._world(call, f"calls `{ast.unparse(func)}`, which dagc does not know")
         self._arguments(call, args, pure=False)
+
+    def _call_global(self, call: ast.Call, name: str, value: GlobalValue, args: list[ast.expr]) -> None:
+        """Calling a module-level object: a loss or activation layer holding nothing changes nothing; a
+        logger or progress bar outputs; anything else may change itself and its arguments."""
+        if value.kind == "output":
+            return self._output(call, f"calls `{name}`")
+        if value.kind == "layer" and value.layer is not None and value.layer.stateless:
+            if value.layer.forward_rng:
+                self._rng(call, f"calls `{name}` ({value.constructor}), which draws random numbers")
+            return
+        if value.kind == "immutable":
+            return
+        self._mutated({f"global:{self.info.name}.{name}"}, call, f"calls `{name}`, which may change its state")
+        if value.kind != "layer":
+            self._world(call, f"calls `{name}`, which dagc does not know")
+            self._arguments(call, args, pure=False)
+
+    def _method_call(self, call: ast.Call, func: ast.Attribute, args: list[ast.expr]) -> None:
+        receiver = func.value
+        kwargs = {k.arg for k in call.keywords}
+        if isinstance(receiver, ast.Name) and (value := self._global_value(receiver.id)) is not None \
+                and value.kind == "output":
+            return self._output(call, f"calls `{ast.unparse(func)}`")  # a module-level logger, bar or writer
+        roots = self.roots(receiver)
+        if isinstance(receiver, ast.Name) and receiver.id in self.new_containers and func.attr in lib.CONTAINER_METHODS:
+            roots = set()  # `new = list(xs); new.append(v)`: the new list changes, not `xs`
+        if func.attr in lib.CONVERSIONS:  # `.to()`, `.half()`: a copy of a tensor, in place on a module
+            roots = {r for r in roots if not _is_data_annotation(self.annotations.get(r))}
+            if self._moves_device(call, func.attr):
+                roots = set()  # a move between devices keeps every value: it changes no result
+        if roots and not (func.attr in lib.READ_METHODS and not (kwargs & lib.MUTATING_KWARGS)):
+            known = func.attr in lib.KNOWN_MUTATORS or (func.attr.endswith("_") and not func.attr.endswith("__"))
+            self._mutated(roots, call, f"calls `.{func.attr}()` on `{ast.unparse(receiver)}`",
+                          direct=receiver if known else None)
+        if lib.catalogue().method_draws(func.attr) and "generator" not in kwargs:
+            self._rng(call, f"`.{func.attr}()` uses the global random number generator")
+        if func.attr in ("debug", "info", "warning", "error", "exception", "critical"):
+            self._output(call, f"calls `.{func.attr}()`")
+        elif func.attr in ("send", "sendall", "put", "emit", "post", "upload", "upload_file"):
+            self._world(call, f"calls `.{func.attr}()`")
+        # a method of one of the user's own classes (any class defining it: the receiver's class is not known)
+        for fn, module, static in self.analyzer.methods_named(func.attr):
+            inner = self.analyzer.of_function(fn, module)
+            self._apply_helper(call, fn, inner, receiver=None if static else receiver)
+        self._arguments(call, args, pure=True)
+
+    def _moves_device(self, call: ast.Call, method: str) -> bool:
+        """`.cuda()`, `.cpu()`, `.to(device)`: a move that keeps every value (not `.to(torch.float16)`)."""
+        if method in ("cuda", "cpu"):
+            return not any(k.arg in ("dtype", "memory_format") for k in call.keywords)
+        if method != "to" or len(call.args) > 1 or any(k.arg not in ("device", "non_blocking") for k in call.keywords):
+            return False
+        target = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device"), None)
+        return target is not None and self._is_device(target)
+
+    def _is_device(self, expr: ast.expr) -> bool:
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+            return expr.value.split(":")[0] in ("cpu", "cuda", "mps", "xpu", "meta")
+        if isinstance(expr, ast.Attribute) and expr.attr == "device":
+            return True
+        if isinstance(expr, ast.Call):
+            return self.qualified(expr.func) == "torch.device"
+        if isinstance(expr, ast.IfExp):
+            return self._is_device(expr.body) and self._is_device(expr.orelse)
+        if isinstance(expr, ast.Name):
+            value = self._global_value(expr.id)
+            if value is not None:
+                return value.device
+            annotation = self.annotations.get(expr.id) or ""
+            return "device" in annotation or expr.id in ("device", "dev") or expr.id.endswith("_device")
+        return False
+
+    def _library_call(self, call: ast.Call, name: str, args: list[ast.expr]) -> None:
+        kwargs = {k.arg for k in call.keywords}
+        if lib.is_no_effect_function(name):
+            return
+        if lib.is_output_function(name):
+            return self._output(call, f"calls `{name}`")
+        if name.startswith("torch."):
+            facts = lib.catalogue().function(name)
+            if facts is not None:  # what torch's schemas say the function writes
+                for index in facts.mutates:
+                    if index < len(call.args):
+                        arg = call.args[index]
+                        self._mutated(self.roots(arg), arg, f"passes `{ast.unparse(arg)}` to `{name}`, which "
+                                      "changes it in place", direct=arg)
+                for k in call.keywords:
+                    if k.arg == "out" and facts.out:
+                        self._mutated(self.roots(k.value), k.value, f"`{name}` writes `out=`", direct=k.value)
+                return
+        pure_lib = (any(name == m or name.startswith(m + ".") for m in lib.PURE_MODULES)
+                    and not any(name == f or name.startswith(f + ".") for f in lib.IMPURE_FUNCTIONS)
+                    and not (name.rsplit(".", 1)[-1].endswith("_") and not name.endswith("__"))
+                    and not (kwargs & lib.MUTATING_KWARGS))
+        if any(name.startswith(p) for p in lib.WORLD_PREFIXES) or name in lib.IMPURE_FUNCTIONS or any(
+                name.startswith(f + ".") for f in lib.IMPURE_FUNCTIONS):
+            self._world(call, f"calls `{name}`")
+        if name.startswith("torch.nn.") and name.rsplit(".", 1)[-1][:1].isupper():
+            return  # a layer or loss constructor keeps references but changes nothing
+        if name.startswith("torch.optim.") or name.startswith("torch.utils.data.") or lib.is_output_constructor(name):
+            return
+        if pure_lib or self._rng_only(name):
+            return
+        self._world(call, f"calls `{name}`, which dagc does not know")
+        return self._arguments(call, args, pure=False)
 
     def _fresh_library_result(self, name: str) -> bool:
         """A library function whose result is a new object (torch.cat, F.cross_entropy, np.mean), not
         a view of, or a container holding, its arguments."""
-        if any(name == f or name.startswith(f + ".") for f in _ALIASING_FUNCTIONS):
+        if any(name == f or name.startswith(f + ".") for f in lib.ALIASING_FUNCTIONS):
             return False
         last = name.rsplit(".", 1)[-1]
         if last[:1].isupper():  # a class: the object may keep references to its arguments
@@ -597,7 +755,11 @@ class _FunctionScan:
                                 "base64.", "copy.deepcopy"))
 
     def _rng_only(self, name: str) -> bool:
-        return name.startswith(_RNG_PREFIXES) or name in _RNG_FUNCTIONS
+        return name.startswith(lib.RNG_PREFIXES) or name in lib.RNG_FUNCTIONS
+
+    def _output(self, node: ast.AST, reason: str) -> None:
+        if self.effects.output is None:
+            self.effects.output = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
 
     def _arguments(self, call: ast.Call, args: list[ast.expr], *, pure: bool) -> None:
         if pure:
@@ -609,14 +771,22 @@ class _FunctionScan:
                 self._mutated(roots, arg, f"passes `{ast.unparse(arg)}` to `{what}`, which dagc does not know")
 
     def _uses_rng(self, name: str, call: ast.Call) -> bool:
-        if name in _RNG_EXEMPT:
+        if name in lib.RNG_EXEMPT:
             return False
         if any(k.arg == "generator" for k in call.keywords):
             return False
-        if name in _RNG_FUNCTIONS or name.startswith(_RNG_PREFIXES):
+        if name in lib.RNG_FUNCTIONS or name.startswith(lib.RNG_PREFIXES):
             return True
-        last = name.rsplit(".", 1)[-1]
-        return name.startswith("torch.nn.") and last in _RNG_LAYERS
+        if not name.startswith("torch."):
+            return False
+        catalogue = lib.catalogue()
+        facts = catalogue.function(name)
+        if facts is not None:
+            return facts.rng
+        # a layer whose constructor draws its initial weights, or whose forward draws (dropout), when it
+        # is built in the task that calls it
+        layer = catalogue.layer(name)
+        return layer is not None and (layer.init_rng or layer.forward_rng)
 
     def _helper(self, func: ast.expr) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, ModuleInfo] | None:
         """A plain function or task of the user's own modules that `func` names, with its module."""
@@ -632,10 +802,13 @@ class _FunctionScan:
                     return _function_of(project.lookup(module, func.attr), project, module)
         return None
 
-    def _apply_helper(self, call: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef, inner: Effects) -> None:
+    def _apply_helper(self, call: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef, inner: Effects,
+                      receiver: ast.expr | None = None) -> None:
         where = f"`{ast.unparse(call.func)}`"
         if inner.world is not None:
             self._world(call, f"calls {where}, which {inner.world.reason}")
+        if inner.output is not None:
+            self._output(call, f"calls {where}, which {inner.output.reason}")
         if inner.rng is not None:
             self._rng(call, f"calls {where}, which uses the global random number generator")
         for evidence, write in ((inner.file_read, False), (inner.file_write, True)):
@@ -647,9 +820,13 @@ class _FunctionScan:
                                                                    f"calls {where}, which {evidence.reason}"))
         self.effects.globals_read |= inner.globals_read
         params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+        bound: dict[str, ast.expr] = {}
         if fn.name == "__init__":
             params = params[1:]  # a class of the user's: `self` is the new object
-        bound: dict[str, ast.expr] = dict(zip(params, call.args))
+        elif receiver is not None and params:
+            bound[params[0]] = receiver  # a method: `self` is the object it is called on
+            params = params[1:]
+        bound.update(zip(params, call.args))
         bound.update((k.arg, k.value) for k in call.keywords if k.arg is not None)
         star = any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
         for param, arg in bound.items():

@@ -2254,6 +2254,8 @@ class Extractor(MapRegions):
             node.attrs["effects.io"] = "declared side_effects=True"
         elif effects.world is not None:
             node.attrs["effects.io"] = f"{effects.world.reason} ({where}:{effects.world.line})"
+        if effects.output is not None:
+            node.attrs["effects.output"] = f"{effects.output.reason} ({where}:{effects.output.line})"
         if effects.rng is not None:
             node.attrs["effects.rng"] = f"{effects.rng.reason} ({where}:{effects.rng.line})"
             if effects.seeds:
@@ -2649,10 +2651,11 @@ def _aggregate_effects(node: Node, body: list[Node]) -> None:
     mutates: dict[str, None] = {}
     writes: dict[str, None] = {}
     reads: dict[str, None] = {}
-    io = rng = files = None
+    io = rng = files = output = None
     seeded = True
     for n in body:
         eff = node_effects(n)
+        output = output or eff.output
         files = "write" if "write" in (files, eff.files) else files or eff.files
         seeded = seeded and (eff.seeded or not eff.rng)
         for value in eff.mutates:
@@ -2665,7 +2668,8 @@ def _aggregate_effects(node: Node, body: list[Node]) -> None:
         rng = rng or eff.rng
     for key, value in (("effects.mutates", list(mutates)), ("effects.io", io), ("effects.rng", rng),
                        ("effects.writes", sorted(writes)), ("effects.reads", sorted(reads)),
-                       ("effects.seeded", bool(rng) and seeded), ("effects.files", files)):
+                       ("effects.seeded", bool(rng) and seeded), ("effects.files", files),
+                       ("effects.output", output)):
         if value:
             node.attrs[key] = value
 

@@ -471,8 +471,10 @@ class Runner:
         compress: Mapping[int, str] | None = None,
         cache: Path | None = None,
         policy: Mapping[str, tuple[float | None, bool]] | None = None,
+        state: Mapping[str, int] | None = None,
     ) -> None:
         self.pipeline = pipeline
+        self.state = dict(state or {})  # task -> state group: such tasks are reused only all together
         self.collectives = dict(collectives or {})
         self.compress = dict(compress or {})  # tag -> "bf16" | "fp16": sent narrowed
         self.cache = Cache(cache) if cache is not None else None
@@ -534,6 +536,7 @@ class Runner:
         done: set[str] = set()
         if self.rank == 0 and (self.store is not None or self.cache is not None):
             done = {name for name, info in self.tasks.items() if self._stored(name, info[3])}
+            done = _whole_groups(done, self.state)
         shared: list[Any] = [run_id, sorted(done)]
         dist.broadcast_object_list(shared, src=0)
         run_id, done = shared[0], set(shared[1])
@@ -938,3 +941,14 @@ def _gather_layers(layers: Sequence[torch.nn.Module], stages: Sequence[int], gro
         for part in gathered:
             for i, state in (part or {}).items():
                 layers[i].load_state_dict(state)
+
+
+def _whole_groups(done: set[str], state: Mapping[str, int]) -> set[str]:
+    """The stored tasks that may be reused: a task of a state group only when every task of its group
+    is stored (its output alone would not rebuild the objects it shares, such as an optimizer holding
+    a model's parameters), as the executor does on the local and Ray backends."""
+    groups: dict[int, list[str]] = {}
+    for name, group in state.items():
+        groups.setdefault(group, []).append(name)
+    whole = {g for g, members in groups.items() if all(m in done for m in members)}
+    return {name for name in done if state.get(name) is None or state[name] in whole}

@@ -1,0 +1,228 @@
+"""Generate dagc's library effect catalogue from torch's own metadata (run at development time).
+
+The frontend never imports torch; it reads `dagc/frontend/torch_effects.json`, which this script writes:
+
+  python scripts/gen_effect_catalog.py            # rewrite the catalogue for the installed torch
+  python scripts/gen_effect_catalog.py --check    # exit 1 if the file differs from what torch says
+
+Where each fact comes from:
+  * operators (`torch.X(...)`, `tensor.X(...)`): the registered ATen schemas. An argument whose alias
+    annotation is a write (`Tensor(a!) self`) is changed in place; an operator tagged
+    `nondeterministic_seeded` draws from the global generator unless it is given `generator=`.
+  * Python-level functions (`torch.nn.init.*`, `torch.nn.functional.*`): each is called once on small
+    tensors under a dispatch mode that records the operators it reaches and which inputs they write.
+  * layers (`torch.nn.Linear`, `torch.nn.MSELoss`, ...): each class is built with the first argument list
+    that works and its forward run on a small input, recording the same facts for its constructor
+    (random initial weights) and its forward (dropout), and whether it holds parameters or buffers
+    (a layer with neither cannot change when called).
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+OUT = Path(__file__).resolve().parent.parent / "dagc" / "frontend" / "torch_effects.json"
+
+
+def _op_facts() -> tuple[dict[str, dict[str, Any]], set[str]]:
+    """ATen operator name -> {"writes": [argument names it writes], "rng": bool}; and the names of the
+    operators tagged nondeterministic_seeded."""
+    import torch
+
+    facts: dict[str, dict[str, Any]] = {}
+    for schema in torch._C._jit_get_all_schemas():
+        namespace, _, name = schema.name.partition("::")
+        if namespace != "aten":
+            continue
+        entry = facts.setdefault(name, {"writes": set(), "positions": set(), "rng": False})
+        positional = 0
+        for arg in schema.arguments:
+            if arg.alias_info is not None and arg.alias_info.is_write:
+                entry["writes"].add(arg.name)
+                if not arg.kwarg_only and arg.name != "out":
+                    entry["positions"].add(positional)
+            if not arg.kwarg_only:
+                positional += 1
+    seeded: set[str] = set()
+    for name in facts:
+        packet = getattr(torch.ops.aten, name, None)
+        if packet is None:
+            continue
+        try:
+            overloads = packet.overloads()
+        except Exception:  # noqa: BLE001 - a packet torch cannot list: no tags to read
+            continue
+        for overload in overloads:
+            op = getattr(packet, overload, None)
+            if op is not None and torch.Tag.nondeterministic_seeded in getattr(op, "tags", ()):
+                facts[name]["rng"] = True
+                seeded.add(name)
+                break
+    return facts, seeded
+
+
+class _Recorder:
+    """A dispatch mode recording, while active, whether any operator drew random numbers and which of
+    the watched tensors an operator wrote."""
+
+    def __init__(self, watched: list[Any]) -> None:
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        recorder = self
+        self.rng = False
+        self.written: set[int] = set()
+        self.ops: set[str] = set()
+        ids = {id(t): i for i, t in enumerate(watched)}
+
+        class Mode(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+                import torch
+
+                kwargs = kwargs or {}
+                recorder.ops.add(func._schema.name)
+                if torch.Tag.nondeterministic_seeded in func.tags and kwargs.get("generator") is None:
+                    recorder.rng = True
+                schema_args = func._schema.arguments
+                values = list(args) + [kwargs.get(a.name) for a in schema_args[len(args):]]
+                for arg, value in zip(schema_args, values):
+                    if arg.alias_info is not None and arg.alias_info.is_write and id(value) in ids:
+                        recorder.written.add(ids[id(value)])
+                return func(*args, **kwargs)
+
+        self.mode = Mode()
+
+
+def _record(call: Any, watched: list[Any]) -> _Recorder | None:
+    recorder = _Recorder(watched)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with recorder.mode:
+                call()
+    except Exception:  # noqa: BLE001 - an argument list that does not fit: try the next one
+        return None
+    return recorder
+
+
+def _init_functions() -> dict[str, dict[str, Any]]:
+    import torch
+
+    out: dict[str, dict[str, Any]] = {}
+    for name, fn in sorted(vars(torch.nn.init).items()):
+        if name.startswith("_") or not inspect.isfunction(fn) or fn.__module__ != "torch.nn.init":
+            continue
+        # required parameters after the tensor (`constant_(tensor, val)`, `sparse_(tensor, sparsity)`)
+        extra = [0.5 for p in list(inspect.signature(fn).parameters.values())[1:]
+                 if p.default is inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD]
+        for shape in ((4, 6), (4, 6, 3, 3), (6, 6), (6,)):
+            tensor = torch.empty(shape)
+            found = _record(lambda fn=fn, tensor=tensor, extra=extra: fn(tensor, *extra), [tensor])
+            if found is not None:
+                out[f"torch.nn.init.{name}"] = {"mutates": sorted(found.written), "rng": found.rng}
+                break
+    return out
+
+
+def _functional() -> dict[str, dict[str, Any]]:
+    """torch.nn.functional functions that draw random numbers or write an input with their defaults."""
+    import torch
+    import torch.nn.functional as F
+
+    out: dict[str, dict[str, Any]] = {}
+    for name, fn in sorted(vars(F).items()):
+        if name.startswith("_") or not callable(fn) or getattr(fn, "__module__", "") != "torch.nn.functional":
+            continue
+        for args in ((torch.randn(2, 4, 6, 6),), (torch.randn(2, 4, 6),), (torch.randn(4, 6),)):
+            found = _record(lambda fn=fn, args=args: fn(*args), list(args))
+            if found is not None:
+                if found.rng or found.written:
+                    out[f"torch.nn.functional.{name}"] = {"mutates": sorted(found.written), "rng": found.rng}
+                break
+    return out
+
+
+_CONSTRUCTOR_ARGS: tuple[tuple[Any, ...], ...] = ((), (4,), (4, 4), (4, 4, 3), (4, 2, 4), (4, 4, 4, 4))
+_FORWARD_INPUTS = ((2, 4, 6, 6), (2, 4, 6), (2, 4), (2, 6, 4, 6, 6))
+
+
+def _layers() -> dict[str, dict[str, Any]]:
+    import torch
+
+    out: dict[str, dict[str, Any]] = {}
+    for name, cls in sorted(vars(torch.nn).items()):
+        if not (inspect.isclass(cls) and issubclass(cls, torch.nn.Module)) or name.startswith("_"):
+            continue
+        if cls.__module__.startswith("torch.nn.modules.container") or name == "Module":
+            continue
+        built: list[Any] = []
+        for args in _CONSTRUCTOR_ARGS:
+            found = _record(lambda cls=cls, args=args, built=built: built.append(cls(*args)), [])
+            if found is not None:
+                layer = built[-1]
+                holds_state = any(True for _ in layer.parameters()) or any(True for _ in layer.buffers())
+                entry: dict[str, Any] = {"init_rng": found.rng, "stateless": not holds_state}
+                layer.train()
+                for shape in _FORWARD_INPUTS:
+                    x = torch.randn(shape)
+                    forward = _record(lambda layer=layer, x=x: layer(x), [])
+                    if forward is not None:
+                        entry["forward_rng"] = forward.rng
+                        break
+                out[f"torch.nn.{name}"] = entry
+                break
+    return out
+
+
+def build() -> dict[str, Any]:
+    import torch
+
+    facts, _ = _op_facts()
+    functions: dict[str, dict[str, Any]] = {}
+    methods: dict[str, dict[str, Any]] = {}
+    for name, entry in sorted(facts.items()):
+        if not (entry["writes"] or entry["rng"]):
+            continue
+        record = {"mutates": sorted(entry["positions"]), "out": "out" in entry["writes"], "rng": entry["rng"]}
+        if hasattr(torch, name) and callable(getattr(torch, name)):
+            functions[f"torch.{name}"] = record
+        if hasattr(torch.Tensor, name):
+            methods[name] = {"self": "self" in entry["writes"], "rng": entry["rng"]}
+    torch.manual_seed(0)
+    functions.update(_init_functions())
+    functions.update(_functional())
+    return {
+        "generated_by": "scripts/gen_effect_catalog.py",
+        "torch": torch.__version__.split("+")[0],
+        "functions": functions,
+        "tensor_methods": methods,
+        "layers": _layers(),
+    }
+
+
+def render(catalogue: dict[str, Any]) -> str:
+    return json.dumps(catalogue, indent=1, sort_keys=True) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="compare with the file instead of writing it")
+    args = parser.parse_args(argv)
+    text = render(build())
+    if args.check:
+        if OUT.read_text(encoding="utf-8") != text:
+            print(f"{OUT} is out of date: run python scripts/gen_effect_catalog.py", file=sys.stderr)
+            return 1
+        return 0
+    OUT.write_text(text, encoding="utf-8")
+    print(f"wrote {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

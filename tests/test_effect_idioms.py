@@ -1,0 +1,443 @@
+"""Effects right in both directions, on code written the way real training code is written.
+
+Too narrow is a wrong result: `p -= lr * p.grad` through a loop alias, `t = x[0]; t -= 1`,
+`torch.nn.init.*_` on a model another task built, `import random` inside a task body, a method of the
+user's own class that saves a checkpoint. Too coarse is lost parallelism and cache: a sweep of
+independent trainings written with a module-level logger, config dict, device and loss module must
+spread over every device. Each pipeline equals its plain run on local, Ray (2 devices) and torch (2 gloo
+ranks); docs/ir.md, "Effects and state"."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dagc.backends import emit
+from dagc.cluster import parse_cluster_spec
+from dagc.driver import compile_file
+from dagc.ir.effects import node_effects, state_groups
+from tests.test_backend_local import _plain_result, _ruff_clean
+from tests.test_effects import _torch_program
+
+IDIOMS = '''\
+"""Effect idioms from real training code (pytorch/examples, Metaflow, Kubeflow)."""
+import logging
+import os
+import random
+
+import torch
+from torch import nn
+
+import dagc
+
+log = logging.getLogger(__name__)
+CFG = {"dim": 4, "steps": 5}
+DEVICE = torch.device("cpu")
+criterion = nn.MSELoss()
+random.seed(7)
+torch.manual_seed(0)
+
+
+# ---- hand-written SGD through a loop alias (pytorch/examples' word_language_model) ----------------------
+@dagc.task
+def make_model(seed: int) -> nn.Module:
+    torch.manual_seed(seed)
+    return nn.Linear(CFG["dim"], 1)
+
+
+@dagc.task
+def backward(model: nn.Module, scale: float) -> None:
+    model.zero_grad()
+    x = torch.ones(8, CFG["dim"]) * scale
+    loss = criterion(model(x), torch.zeros(8, 1))
+    loss.backward()
+
+
+@dagc.task
+def sgd_update(model: nn.Module, lr: float) -> None:
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= lr * p.grad
+
+
+@dagc.task
+def weights(model: nn.Module) -> list:
+    return [round(v, 5) for v in model.weight.detach().flatten().tolist()]
+
+
+@dagc.pipeline
+def sgd_alias(steps: int = 3):
+    model = make_model(1)
+    for step in range(steps):
+        backward(model, 1.0 + step)
+        sgd_update(model, 0.1)
+    return weights(model)
+
+
+# ---- an alias of an element, updated in place -------------------------------------------------------------
+@dagc.task
+def make_rows() -> list:
+    return [torch.zeros(2), torch.zeros(2)]
+
+
+@dagc.task
+def bump_first(rows: list) -> None:
+    t = rows[0]
+    t -= 1
+
+
+@dagc.task
+def as_lists(rows: list) -> list:
+    return [r.tolist() for r in rows]
+
+
+@dagc.pipeline
+def element_alias():
+    rows = make_rows()
+    bump_first(rows)
+    return as_lists(rows)
+
+
+# ---- torch.nn.init on a model another task built ----------------------------------------------------------
+@dagc.task
+def reset(model: nn.Module, value: float) -> None:
+    nn.init.constant_(model.bias, value)
+    torch.nn.init.zeros_(model.weight)
+
+
+@dagc.task
+def parameters(model: nn.Module) -> list:
+    return model.bias.detach().tolist() + model.weight.detach().flatten().tolist()
+
+
+@dagc.pipeline
+def init_in_place():
+    model = make_model(2)
+    reset(model, 0.5)
+    return parameters(model)
+
+
+# ---- `import random` inside a task body (Metaflow steps, Kubeflow components) -------------------------------
+@dagc.task
+def draw_numbers(n: int) -> list:
+    import random
+
+    return [random.randint(0, 1000) for _ in range(n)]
+
+
+@dagc.task
+def draw_choice(options: list) -> str:
+    from random import choice
+
+    return choice(options)
+
+
+@dagc.pipeline
+def local_imports():
+    return draw_numbers(3), draw_choice(["x", "y", "z", "w"]), draw_numbers(2), draw_choice(["p", "q", "r"])
+
+
+# ---- a method of the user's own class that saves a checkpoint ----------------------------------------------
+class Trainer:
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+        self.steps = 0
+
+    def fit(self, xs: list) -> None:
+        self.steps += len(xs)
+
+    def save_checkpoint(self, path: str) -> None:
+        print("saving", path)
+        torch.save({"steps": self.steps, "scale": self.scale}, path)
+
+
+@dagc.task
+def new_trainer(scale: float) -> Trainer:
+    return Trainer(scale)
+
+
+@dagc.task
+def fit(trainer: Trainer, xs: list) -> None:
+    trainer.fit(xs)
+
+
+@dagc.task
+def checkpoint(trainer: Trainer, path: str) -> None:
+    trainer.save_checkpoint(path)
+
+
+@dagc.task(cost="5s")
+def load(path: str) -> dict:
+    return torch.load(path)
+
+
+@dagc.pipeline
+def user_methods(path: str = "trainer.pt"):
+    trainer = new_trainer(2.0)
+    fit(trainer, [1, 2, 3])
+    checkpoint(trainer, path)
+    first = load(path)
+    fit(trainer, [4])
+    checkpoint(trainer, path)
+    return first, load(path)
+
+
+# ---- a sweep written with a module-level logger, config, device and loss -----------------------------------
+@dagc.task(cost="10s")
+def make_data(seed: int) -> tuple:
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(32, CFG["dim"], generator=g)
+    return x, x.sum(dim=1, keepdim=True)
+
+
+@dagc.task(cost="60s")
+def train(data: tuple, lr: float, seed: int) -> float:
+    torch.manual_seed(seed)
+    x, y = data
+    model = nn.Linear(CFG["dim"], 1).to(DEVICE)
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    for _ in range(CFG["steps"]):
+        opt.zero_grad()
+        loss = criterion(model(x.to(DEVICE)), y.to(DEVICE))
+        loss.backward()
+        opt.step()
+    log.info("lr=%s loss=%.4f", lr, loss.item())
+    print(f"trained lr={lr} in process {os.getpid()}")
+    return round(loss.item(), 4)
+
+
+@dagc.pipeline
+def sweep():
+    data = make_data(0)
+    return [train(data, lr, i) for i, lr in enumerate((0.01, 0.03, 0.1, 0.3))]
+'''
+PIPELINES = ["sgd_alias", "element_alias", "init_in_place", "local_imports", "user_methods", "sweep"]
+
+
+def _params(name: str, tmp: Path) -> dict[str, object]:
+    return {"path": str(tmp / "trainer.pt")} if name == "user_methods" else {}
+
+
+@pytest.fixture(scope="module")
+def idioms(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+    root = tmp_path_factory.mktemp("effect_idioms")
+    script = root / "effect_idioms.py"
+    script.write_text(IDIOMS, encoding="utf-8")
+    plain = {}
+    for name in PIPELINES:
+        tmp = tmp_path_factory.mktemp(f"plain_{name}")
+        plain[name] = _plain_result(script, name, tmp, **_params(name, tmp))
+    return script, plain
+
+
+def test_plain_results_show_each_effect(idioms) -> None:
+    _, plain = idioms
+    untrained = [round(v, 5) for v in _untrained_weights()]
+    assert plain["sgd_alias"] != untrained  # the update through the loop alias happened
+    assert plain["element_alias"] == [[-1.0, -1.0], [0.0, 0.0]]
+    assert plain["init_in_place"] == [0.5, 0.0, 0.0, 0.0, 0.0]
+    assert plain["user_methods"] == ({"steps": 3, "scale": 2.0}, {"steps": 4, "scale": 2.0})
+    assert len(plain["sweep"]) == 4 and len(set(plain["sweep"])) == 4
+
+
+def _untrained_weights() -> list[float]:
+    import torch
+
+    torch.manual_seed(1)
+    return torch.nn.Linear(4, 1).weight.detach().flatten().tolist()
+
+
+# ---- what the compiler infers ---------------------------------------------------------------------------
+def test_mutations_through_aliases_and_init_functions_are_seen(idioms) -> None:
+    script, _ = idioms
+    sgd = compile_file(script, pipeline_name="sgd_alias", passes="verify,dce")
+    update = node_effects(sgd.node("sgd_update[0]"))
+    assert update.mutates == ("make_model",) and "p -= lr * p.grad" in (
+        sgd.node("sgd_update[0]").attrs.get("frontend.why", "") or _why(script, "sgd_update", "model"))
+    element = compile_file(script, pipeline_name="element_alias", passes="verify,dce")
+    assert node_effects(element.node("bump_first")).mutates == ("make_rows",)  # kept by dce
+    init = compile_file(script, pipeline_name="init_in_place", passes="verify,dce")
+    effects = node_effects(init.node("reset"))
+    assert effects.mutates == ("make_model",) and effects.rng is None  # constant_ and zeros_ draw nothing
+
+
+def _why(script: Path, task: str, param: str) -> str:
+    from dagc.diagnostics import DiagnosticSink
+    from dagc.frontend.effects import EffectAnalyzer
+    from dagc.frontend.modules import Project
+
+    project = Project(script, DiagnosticSink())
+    info = project.load_entry()
+    assert info is not None
+    return EffectAnalyzer(project).of_task(info.tasks[task]).mutates[param].reason
+
+
+def test_imports_inside_a_task_body_draw_from_the_global_generator(idioms) -> None:
+    script, _ = idioms
+    graph = compile_file(script, pipeline_name="local_imports")
+    draws = [n for n in graph if n.op == "task"]
+    assert all(node_effects(n).rng for n in draws)
+    (group,) = state_groups(graph)  # one generator: the draws keep plain Python's order in one process
+    assert group.name == "rng:global" and len(group.nodes) == 4
+
+
+def test_methods_of_the_users_classes_are_analysed(idioms) -> None:
+    script, _ = idioms
+    graph = compile_file(script, pipeline_name="user_methods", params={"path": "ckpt.pt"})
+    saving = node_effects(graph.node("checkpoint"))
+    assert saving.files == "write" and saving.output and "trainer.save_checkpoint" in saving.output
+    # the load waits for the checkpoint written through the method, the second save for the first load
+    assert "checkpoint" in graph.node("load").deps or "checkpoint" in graph.predecessors("load")
+    assert "load" in graph.node("checkpoint.1").deps
+
+
+def test_module_level_logger_config_device_and_loss_are_not_state(idioms) -> None:
+    script, _ = idioms
+    graph = compile_file(script, pipeline_name="sweep", cluster=parse_cluster_spec("4"))
+    trains = [graph.node(f"train[{i}]") for i in range(4)]
+    assert state_groups(graph) == []
+    for node in trains:
+        effects = node_effects(node)
+        assert not effects.mutates and not effects.writes and effects.io is None
+        assert effects.output is not None  # it prints and logs: kept, cached, never ordered
+        assert not [d for d in node.deps if d.startswith("train")]
+    assert len({n.attrs["partition.device"] for n in trains}) == 4
+
+
+def test_a_sweep_plan_uses_every_device(idioms) -> None:
+    from tests.conftest import run_dagc
+
+    script, _ = idioms
+    proc = run_dagc("plan", str(script), "--pipeline", "sweep", "--cluster", "4")
+    assert proc.returncode == 0, proc.stderr
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("utilization per device"))
+    assert "0%" not in line.replace("100%", ""), line
+
+
+# ---- every backend computes what plain Python computes ----------------------------------------------------
+@pytest.mark.parametrize("name", PIPELINES)
+def test_local_equals_plain_run(tmp_path: Path, idioms, name: str) -> None:
+    script, plain = idioms
+    graph = compile_file(script, pipeline_name=name, params=_params(name, tmp_path))
+    program = tmp_path / f"{name}_local.py"
+    program.write_text(emit(graph, "local", program))
+    _ruff_clean(program)
+    subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", PIPELINES)
+def test_ray_on_two_devices_equals_plain_run(tmp_path: Path, idioms, ray_cluster, name: str) -> None:
+    script, plain = idioms
+    graph = compile_file(script, pipeline_name=name, params=_params(name, tmp_path), cluster=parse_cluster_spec("2"))
+    program = tmp_path / f"{name}_ray.py"
+    program.write_text(emit(graph, "ray", program))
+    proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--result",
+                           str(tmp_path / "r.pkl"), "--run-dir", str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", PIPELINES)
+def test_torch_on_two_ranks_equals_plain_run(tmp_path: Path, idioms, name: str) -> None:
+    from tests.test_backend_torch import launch
+
+    script, plain = idioms
+    split = {"user_methods": ("checkpoint", "load")}.get(name)
+    program = _torch_program(script, name, _params(name, tmp_path), tmp_path / f"{name}_torch.py", split=split)
+    launch(program, 2, ["--result", str(tmp_path / "r.pkl")])
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]
+
+
+def test_the_sweep_spreads_over_both_torch_ranks(tmp_path: Path, idioms) -> None:
+    import re
+
+    script, _ = idioms
+    program = _torch_program(script, "sweep", {}, tmp_path / "sweep_torch.py")
+    text = program.read_text()
+    bodies = re.split(r"\ndef (rank_\d+)\(", text)[1:]
+    trains = {bodies[i]: bodies[i + 1].count("effect_idioms.train,") for i in range(0, len(bodies), 2)}
+    assert trains == {"rank_0": 2, "rank_1": 2}, trains
+
+
+# ---- state has versions: a cache shared by two runs never serves an earlier epoch's value --------------------
+CHAIN = '''\
+import dagc
+
+
+@dagc.task
+def build() -> dict:
+    return {"w": 0.0}
+
+
+@dagc.task
+def step(model: dict) -> None:
+    model["w"] += 1.0
+
+
+@dagc.task
+def score(model: dict) -> float:
+    print("score", model["w"])  # an output channel: the task stays cacheable
+    return model["w"]
+
+
+@dagc.pipeline
+def chain():
+    model = build()
+    scores = []
+    for _ in range(3):
+        step(model)
+        scores.append(score(model))
+    return scores
+'''
+
+
+def test_identical_calls_on_changed_state_have_different_fingerprints(tmp_path: Path) -> None:
+    from dagc.backends.fingerprint import task_rows
+
+    script = tmp_path / "chain.py"
+    script.write_text(CHAIN, encoding="utf-8")
+    rows = task_rows(compile_file(script))
+    scores = [rows[f"score[{i}]"] for i in range(3)]
+    assert len({row[0] for row in scores}) == 3
+    assert all(row[3] for row in scores)  # printing does not stop caching
+    assert len({row[4] for row in rows.values()}) == 1  # one state group: reused only whole
+
+
+def _twice_with_one_cache(run: object, tmp_path: Path) -> list[object]:
+    results = []
+    for attempt in range(2):
+        out = tmp_path / f"r{attempt}.pkl"
+        run(["--cache", str(tmp_path / "cache"), "--result", str(out)])  # type: ignore[operator]
+        results.append(pickle.loads(out.read_bytes()))
+    return results
+
+
+def test_local_cache_twice_equals_plain_run(tmp_path: Path) -> None:
+    script = tmp_path / "chain.py"
+    script.write_text(CHAIN, encoding="utf-8")
+    program = tmp_path / "chain_local.py"
+    program.write_text(emit(compile_file(script), "local", program))
+    first, second = _twice_with_one_cache(
+        lambda argv: subprocess.run([sys.executable, str(program), *argv], check=True, timeout=120), tmp_path)
+    assert first == second == [1.0, 2.0, 3.0]
+
+
+@pytest.mark.slow
+def test_torch_cache_twice_equals_plain_run(tmp_path: Path) -> None:
+    from tests.test_backend_torch import launch
+
+    script = tmp_path / "chain.py"
+    script.write_text(CHAIN, encoding="utf-8")
+    program = _torch_program(script, "chain", {}, tmp_path / "chain_torch.py")
+    assert "STATE = {'build': 0," in program.read_text()
+    first, second = _twice_with_one_cache(lambda argv: launch(program, 2, argv), tmp_path)
+    assert first == second == [1.0, 2.0, 3.0]
