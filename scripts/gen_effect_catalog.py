@@ -179,6 +179,56 @@ def _layers() -> dict[str, dict[str, Any]]:
     return out
 
 
+_NUMBERS = frozenset({"int", "float", "bool", "str", "complex"})
+
+
+def _number_like(annotation: Any) -> bool:
+    """A parameter torch annotates as a number or a string (`lr: float | Tensor` included: the object
+    holds the value it is given, which a task does not change through the object)."""
+    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    text = text.replace("typing.", "").replace("torch.", "")
+    parts = {p.strip(" []") for p in text.replace("Union[", "").replace("Optional[", "").replace("|", ",").split(",")}
+    parts.discard("None")
+    parts.discard("NoneType")
+    return bool(parts) and bool(parts & _NUMBERS)
+
+
+def _held_arguments(cls: Any) -> list[list[Any]] | None:
+    """The constructor parameters whose objects a new instance may keep and later change ([position,
+    name] pairs; position -1 for keyword-only): every parameter not annotated as a number or string.
+    None when the signature cannot be read."""
+    try:
+        params = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return None
+    held: list[list[Any]] = []
+    for index, p in enumerate(params):
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            return None
+        if p.annotation is inspect.Parameter.empty or not _number_like(p.annotation):
+            held.append([index if p.kind is not p.KEYWORD_ONLY else -1, p.name])
+    return held
+
+
+def _classes() -> dict[str, dict[str, Any]]:
+    """Optimizers, schedulers and data classes: which constructor arguments the object holds."""
+    import torch
+    import torch.optim.lr_scheduler as sched
+    import torch.utils.data as data
+
+    out: dict[str, dict[str, Any]] = {}
+    for prefix, module, base in (("torch.optim", torch.optim, torch.optim.Optimizer),
+                                 ("torch.optim.lr_scheduler", sched, sched.LRScheduler),
+                                 ("torch.utils.data", data, object)):
+        for name, cls in sorted(vars(module).items()):
+            if name.startswith("_") or not inspect.isclass(cls) or not issubclass(cls, base):
+                continue
+            held = _held_arguments(cls)
+            if held is not None:
+                out[f"{prefix}.{name}"] = {"holds": held}
+    return out
+
+
 def build() -> dict[str, Any]:
     import torch
 
@@ -202,6 +252,7 @@ def build() -> dict[str, Any]:
         "functions": functions,
         "tensor_methods": methods,
         "layers": _layers(),
+        "classes": _classes(),
     }
 
 

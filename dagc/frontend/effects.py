@@ -396,6 +396,18 @@ class _FunctionScan:
             name = self.qualified(func)
             if name is not None and self._fresh_library_result(name):
                 return set()
+            held = lib.catalogue().held_arguments(name) if name is not None else None
+            if held is not None:  # `SGD(model.parameters(), lr=config["lr"])` holds the parameters only
+                positions = {i for i, _ in held}
+                names = {n for _, n in held}
+                out = set()
+                for i, arg in enumerate(expr.args):
+                    if i in positions or isinstance(arg, ast.Starred):
+                        out |= self.roots(arg)
+                for k in expr.keywords:
+                    if k.arg is None or k.arg in names:
+                        out |= self.roots(k.value)
+                return out
             out = self.roots(func.value) if isinstance(func, ast.Attribute) and name is None else set()
             for arg in (*expr.args, *(k.value for k in expr.keywords)):
                 out |= self.roots(arg)

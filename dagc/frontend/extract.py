@@ -351,6 +351,7 @@ class Extractor(MapRegions):
         self._module_objects: dict[int, tuple[str, Any]] = {}
         self._last_task: Node | None = None  # node of the task call evaluated last
         self._effect_warned: set[tuple[int, str]] = set()
+        self._ref_params: dict[str, list[str]] = {}  # node -> parameters bound to run-time values
         self._folded: dict[tuple[str, str], None] = {}  # module constants folded into the graph (ordered set)
         self._configs: dict[int, tuple[Any, Value]] = {}  # id(config instance) -> (instance, its node's value)
         self._config_nodes: dict[str, Any] = {}  # node building a config -> the instance
@@ -2247,6 +2248,8 @@ class Extractor(MapRegions):
         options = task.options
         effects = self._effects.of_task(task)
         self._check_declarations(task, effects)
+        # the parameters bound to run-time values, for hints that name them (`readonly=[...]`)
+        self._ref_params[node.name] = [p for p, operand in named.items() if any(True for _ in iter_refs(operand))]
         if options.pure:
             return
         where = task.source.display
@@ -2431,6 +2434,8 @@ class Extractor(MapRegions):
         node = self._last_task
         if node is None or not isinstance(call, ast.Call) or has_effects(node):
             return  # (the common case, checked before the span: computing it costs more)
+        if node.attrs.get("effects.seeded"):
+            return  # it seeds the generator: kept when a later task draws from it (dce says DAGC152 if not)
         if node.span != info.source.span(call) or (id(call), "discarded") in self._effect_warned:
             return
         self._effect_warned.add((id(call), "discarded"))  # once per call site, however often it unrolls
@@ -2474,12 +2479,22 @@ class Extractor(MapRegions):
             for name in group.nodes:
                 node = graph.node(name)
                 if node.options.ranks > 1:
+                    task = node.target.rpartition(":")[2] if node.target else name
+                    if group.name == "rng:global":
+                        hint = (f"each rank is its own process with its own generator: seed inside `{task}` (e.g. "
+                                "`torch.manual_seed(seed)` as its first line) so that every rank starts from the "
+                                "same state, or draw from a generator you make there")
+                    else:
+                        params = self._ref_params.get(name) or []
+                        readonly = f"`@dagc.task(readonly={params!r})`" if params else "`readonly=[...]`"
+                        hint = (f"if `{task}` only reads {', '.join(f'`{p}`' for p in params) or 'its arguments'}, "
+                                f"declare it: {readonly}; otherwise each rank is its own process: give it a copy "
+                                "taken by a task declared pure=True (e.g. `weights = snapshot(model)` returning "
+                                "`copy.deepcopy(model.state_dict())`), and have it return its result (rank 0's "
+                                "value) instead of changing an argument")
                     self.sink.error(
                         "DAGC304", f"multi-rank task `{name}` touches state shared with other tasks "
-                        f"(`{group.name}`: {group.why})", node.span,
-                        hint="each rank is its own process: give it a copy taken by a task declared pure=True "
-                        "(e.g. `weights = snapshot(model)` returning `copy.deepcopy(model.state_dict())`), and "
-                        "have it return its result (rank 0's value) instead of changing an argument")
+                        f"(`{group.name}`: {group.why})", node.span, hint=hint)
 
     def _check_reads(self) -> None:
         produced_dirs = {os.path.dirname(p) for p in self._writers}

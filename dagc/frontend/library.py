@@ -52,6 +52,7 @@ class Catalogue:
         self._functions: dict[str, dict[str, Any]] = data.get("functions", {})
         self._methods: dict[str, dict[str, Any]] = data.get("tensor_methods", {})
         self._layers: dict[str, dict[str, Any]] = data.get("layers", {})
+        self._classes: dict[str, dict[str, Any]] = data.get("classes", {})
 
     def function(self, name: str) -> FunctionFacts | None:
         """Facts about `torch.…` function `name` (fully qualified), or None if it changes nothing."""
@@ -68,6 +69,14 @@ class Catalogue:
     def method_writes_self(self, name: str) -> bool:
         entry = self._methods.get(name)
         return bool(entry and entry.get("self"))
+
+    def held_arguments(self, name: str) -> tuple[tuple[int, str], ...] | None:
+        """For a torch class (an optimizer, a scheduler, a data loader): the constructor arguments, as
+        (position, name), that the new object holds and may later change; None when not catalogued."""
+        entry = self._classes.get(name)
+        if entry is None:
+            return None
+        return tuple((int(i), str(n)) for i, n in entry.get("holds", ()))
 
     def layer(self, name: str) -> LayerFacts | None:
         entry = self._layers.get(name)
