@@ -352,6 +352,7 @@ class Extractor(MapRegions):
         self._last_task: Node | None = None  # node of the task call evaluated last
         self._effect_warned: set[tuple[int, str]] = set()
         self._ref_params: dict[str, list[str]] = {}  # node -> parameters bound to run-time values
+        self._global_writes: dict[str, tuple[str, SourceSpan]] = {}  # module-level name -> first change seen
         self._folded: dict[tuple[str, str], None] = {}  # module constants folded into the graph (ordered set)
         self._configs: dict[int, tuple[Any, Value]] = {}  # id(config instance) -> (instance, its node's value)
         self._config_nodes: dict[str, Any] = {}  # node building a config -> the instance
@@ -423,6 +424,7 @@ class Extractor(MapRegions):
         report_overrides(self.project, self.sink, self._folded, pipeline.name)
         order_by_effects(graph)
         self._check_state(graph)
+        self._explain_shared_globals(graph)
         self._check_module_reads(graph)
         check_main_seeds(graph, info, self.sink)
         graph.modules = dict(sorted((m, f) for m, f in self.project.files.items() if self._module_used(m)))
@@ -2268,6 +2270,9 @@ class Extractor(MapRegions):
             node.attrs["effects.files"] = "write" if effects.file_write is not None else "read"
         if effects.globals_written:
             node.attrs["effects.writes"] = sorted(effects.globals_written)
+            for gname, evidence in effects.globals_written.items():
+                self._global_writes.setdefault(gname, (evidence.reason, SourceSpan(where, evidence.line,
+                                                                                   evidence.col + 1)))
         if effects.globals_read:
             node.attrs["effects.reads"] = sorted(effects.globals_read)
         mutated: dict[str, None] = {}
@@ -2468,6 +2473,31 @@ class Extractor(MapRegions):
                                 "changes at run time; dagc reads it when compiling", span,
                                 hint=f"read it in a task and use that task's result (e.g. `def current() -> list: "
                                 f"return list({short})` decorated with @dagc.task)")
+
+    def _explain_shared_globals(self, graph: Graph) -> None:
+        """Say, once per module-level object, that tasks touching it run in one process and in order
+        (the data flow alone would leave them free), at the task that changes it, with the fix."""
+        from dagc.ir.effects import state_groups
+
+        for group in state_groups(graph):
+            names = [c[len("global:"):] for c in group.cells if c.startswith("global:")]
+            calls = list(dict.fromkeys(graph.node(n).target.rpartition(":")[2] for n in group.nodes
+                                       if graph.node(n).op == "task" and graph.node(n).target))
+            if not names or len(calls) < 2 and len(group.nodes) < 2:
+                continue
+            short = names[0].rpartition(".")[2]
+            writer = next((graph.node(n) for n in group.nodes if names[0] in (graph.node(n).attrs.get(
+                "effects.writes") or ())), graph.node(group.nodes[0]))
+            shown = ", ".join(f"`{c}`" for c in calls[:4]) + (f" and {len(calls) - 4} more" if len(calls) > 4 else "")
+            self.sink.warning(
+                "DAGC157", f"{shown} touch module-level `{short}`, which `{writer.name}` may change: dagc runs "
+                f"every task touching it in one process, in program order", writer.span,
+                notes=[Note(f"it {self._global_writes[names[0]][0]}", self._global_writes[names[0]][1])]
+                if names[0] in self._global_writes else [],
+                hint=f"if `{short}` is only read, make the change explicit and local: build it in a task and pass it "
+                f"as an argument (a task's `readonly=[...]` then frees its readers), or move the change out of "
+                f"`{writer.target.rpartition(':')[2] if writer.target else writer.name}`; printing and logging "
+                "through it never count")
 
     def _check_state(self, graph: Graph) -> None:
         """Each rank of a multi-rank task is its own process: it cannot share objects with other tasks."""
