@@ -214,8 +214,47 @@ def train(data: tuple, lr: float, seed: int) -> float:
 def sweep():
     data = make_data(0)
     return [train(data, lr, i) for i, lr in enumerate((0.01, 0.03, 0.1, 0.3))]
+
+
+# ---- a search grid read by the pipeline and by tasks, seeded by a task (the mnist idiom) -------------------
+GRID = [{"lr": 0.1, "wd": 0.0}, {"lr": 0.01, "wd": 1e-4}, {"lr": 0.3, "wd": 0.0}]
+
+
+@dagc.task
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    torch.manual_seed(seed)
+
+
+@dagc.task
+def fit_params(params: dict) -> float:
+    model = nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=params["lr"], weight_decay=params["wd"])
+    for _ in range(3):
+        opt.zero_grad()
+        model(torch.ones(1, 2)).sum().backward()
+        opt.step()
+    return round(float(model.weight.sum()), 5)
+
+
+@dagc.task
+def best(scores: list) -> dict:
+    i = max(range(len(scores)), key=lambda k: scores[k])
+    return GRID[i]
+
+
+@dagc.pipeline
+def search(seed: int = 3):
+    seed_everything(seed)
+    scores = [fit_params(params) for params in GRID]
+    return best(scores), scores
+
+
+if __name__ == "__main__":
+    seed_everything(1)
+    print(search())
 '''
-PIPELINES = ["sgd_alias", "element_alias", "init_in_place", "local_imports", "user_methods", "sweep"]
+PIPELINES = ["sgd_alias", "element_alias", "init_in_place", "local_imports", "user_methods", "sweep", "search"]
 
 
 def _params(name: str, tmp: Path) -> dict[str, object]:
@@ -306,6 +345,15 @@ def test_module_level_logger_config_device_and_loss_are_not_state(idioms) -> Non
         assert effects.output is not None  # it prints and logs: kept, cached, never ordered
         assert not [d for d in node.deps if d.startswith("train")]
     assert len({n.attrs["partition.device"] for n in trains}) == 4
+
+
+def test_a_search_grid_and_a_seeding_task_are_not_refused(idioms) -> None:
+    from dagc.frontend import compile_source
+
+    script, _ = idioms
+    result = compile_source(script, pipeline_name="search")
+    assert not [d for d in result.sink.diagnostics if d.is_error], [d.message for d in result.sink.diagnostics]
+    assert {d.code for d in result.sink.diagnostics} <= {"DAGC150"}
 
 
 def test_a_sweep_plan_uses_every_device(idioms) -> None:

@@ -62,8 +62,39 @@ def _seed_calls(stmts: list[ast.stmt], helpers: dict[str, ast.FunctionDef]) -> I
 
 
 def _unseeded_draws(graph: Graph) -> list[Node]:
-    inside = [m for n in graph for m in (n, *walk(n))]
-    return [n for n in inside if n.op == "task" and (eff := node_effects(n)).rng and not eff.seeded]
+    """Tasks drawing from a global generator that no earlier task of the pipeline seeds (program
+    order): their numbers depend on the state the process starts with."""
+    out: list[Node] = []
+    for node in (m for n in graph for m in (n, *walk(n))):
+        if node.op != "task":
+            continue
+        eff = node_effects(node)
+        if eff.rng and eff.seeded:
+            break  # the pipeline seeds the generator itself (`seed_everything(seed)` as a task)
+        if eff.rng:
+            out.append(node)
+    return out
+
+
+def _called_names(stmts: list[ast.stmt]) -> set[str]:
+    names: set[str] = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Call):
+                dotted = _dotted(node.func)
+                if dotted is not None:
+                    names.update(dotted.split("."))
+    return names
+
+
+def _runs_pipeline(stmts: list[ast.stmt], pipeline: str, functions: dict[str, ast.FunctionDef]) -> bool:
+    """Whether the main block calls the pipeline (`Flow.run`: the class or the method), directly or
+    through a function of the module (`main()`)."""
+    wanted = set(pipeline.split("."))
+    called = _called_names(stmts)
+    if called & wanted:
+        return True
+    return any(_called_names(functions[name].body) & wanted for name in called if name in functions)
 
 
 def check_main_seeds(graph: Graph, info: ModuleInfo, sink: DiagnosticSink) -> None:
@@ -75,9 +106,14 @@ def check_main_seeds(graph: Graph, info: ModuleInfo, sink: DiagnosticSink) -> No
     draws = _unseeded_draws(graph)
     if not draws:
         return
-    helpers = {stmt.name: stmt for stmt in tree.body if isinstance(stmt, ast.FunctionDef)}
+    # (calling the pipeline or a task is not seeding for the plain run only: the compiled run calls them too)
+    helpers = {stmt.name: stmt for stmt in tree.body if isinstance(stmt, ast.FunctionDef)
+               and stmt.name not in info.pipelines and stmt.name not in info.tasks}
     first = draws[0]
+    every = {stmt.name: stmt for stmt in tree.body if isinstance(stmt, ast.FunctionDef)}
     for guard in guards:
+        if not _runs_pipeline(guard.body, graph.name, every):
+            continue  # the plain run of this pipeline is not this main block's
         for call, name in _seed_calls(guard.body, helpers):
             sink.error(
                 "DAGC156", f"`{name}(...)` under `if __name__ == \"__main__\":` seeds the global random generator "
