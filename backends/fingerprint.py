@@ -212,9 +212,19 @@ def _row(node: Node, fp: str, state: int | None) -> tuple[str, int, float | None
     timeouts = [m.options.timeout for m in members]
     timeout = node.options.timeout if node.op == "task" else (
         sum(timeouts) if timeouts and node.op == "fused" and all(t for t in timeouts) else None)  # type: ignore[misc]
-    cache = all(m.options.cache and not m.options.side_effects and not m.attrs.get("effects.io")
-                for m in members)
-    return (fp, retries, timeout, cache, state)
+    return (fp, retries, timeout, _cacheable(members), state)
+
+
+def _cacheable(members: list[Node]) -> bool | str:
+    """True, or why the task is never taken from the cache (the run says so when --cache is used)."""
+    for m in members:
+        if not m.options.cache:
+            return f"`{m.name}` is declared cache=False"
+        if m.options.side_effects:
+            return f"`{m.name}` is declared side_effects=True"
+        if m.attrs.get("effects.io"):
+            return f"`{m.name}` acts on the world: {m.attrs['effects.io']}"
+    return True
 
 
 def try_body_rows(graph: Graph) -> dict[str, tuple[str, int, float | None, bool, int | None]]:

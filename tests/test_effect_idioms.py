@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dagc.backends import emit
 from dagc.cluster import parse_cluster_spec
@@ -572,3 +574,188 @@ def test_the_catalogue_is_what_torch_says() -> None:
     proc = subprocess.run([sys.executable, str(REPO / "scripts" / "gen_effect_catalog.py"), "--check"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
+
+
+# ---- random pipelines mixing immutable globals, output channels and changes through aliases --------------------
+MIXED_HEAD = '''\
+import logging
+
+import dagc
+
+log = logging.getLogger("mixed")
+CFG = {"scale": 3, "offset": 1}
+DEVICE = "cpu"
+
+
+@dagc.task
+def new_box(tag: str) -> list:
+    return [[tag]]
+
+
+@dagc.task
+def push_alias(box: list, v: int) -> None:
+    inner = box[0]
+    inner += [v * CFG["scale"]]
+    log.info("push %s", v)
+
+
+@dagc.task
+def push_loop(box: list, v: int) -> None:
+    for inner in box:
+        inner.append(v + CFG["offset"])
+    print("loop", v)
+
+
+@dagc.task
+def read(box: list) -> str:
+    print("read on", DEVICE)
+    return ",".join(map(str, box[0]))
+
+
+@dagc.task
+def compute(v: int) -> int:
+    log.info("compute %s", v)
+    return v * CFG["scale"] + CFG["offset"]
+
+
+'''
+
+
+def mixed_pipeline(rng: object, name: str) -> str:
+    import random as _random
+
+    assert isinstance(rng, _random.Random)
+    boxes = [f"b{i}" for i in range(rng.randint(1, 3))]
+    lines = [f"@dagc.pipeline\ndef {name}():"] + [f"    {b} = new_box('{b}')" for b in boxes]
+    results: list[str] = []
+    for step in range(rng.randint(3, 10)):
+        kind = rng.choice(["push_alias", "push_loop", "read", "compute", "push_alias"])
+        box = rng.choice(boxes)
+        if kind == "compute":
+            lines.append(f"    c{step} = compute({step})")
+            results.append(f"c{step}")
+        elif kind == "read":
+            lines.append(f"    r{step} = read({box})")
+            results.append(f"r{step}")
+        else:
+            value = f"c{step - 1}" if f"c{step - 1}" in results else str(step)
+            lines.append(f"    {kind}({box}, {value})")
+    lines.append(f"    return ({', '.join([*results, *boxes])},)")
+    return "\n".join(lines) + "\n"
+
+
+def _mixed_script(directory: Path, seed: int) -> Path:
+    import random as _random
+
+    directory.mkdir(parents=True, exist_ok=True)
+    script = directory / "mixed.py"
+    script.write_text(MIXED_HEAD + mixed_pipeline(_random.Random(seed), "mixed"), encoding="utf-8")
+    return script
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10**6))
+def test_mixed_effects_local_equals_plain(tmp_path: Path, seed: int) -> None:
+    script = _mixed_script(tmp_path / f"s{seed}", seed)
+    plain = _plain_result(script, "mixed", script.parent)
+    graph = compile_file(script)
+    # only the boxes are state: the config, the device string and the logger never are
+    for group in state_groups(graph):
+        assert not [c for c in group.cells if c.startswith("global:")], group
+    program = script.parent / "mixed_local.py"
+    program.write_text(emit(graph, "local", program))
+    subprocess.run([sys.executable, str(program), "--result", str(script.parent / "r.pkl")], check=True,
+                   timeout=60, capture_output=True)
+    assert pickle.loads((script.parent / "r.pkl").read_bytes()) == plain
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [5, 23, 777])
+def test_mixed_effects_ray_and_torch_equal_plain(tmp_path: Path, ray_cluster, seed: int) -> None:
+    from tests.test_backend_torch import launch
+
+    script = _mixed_script(tmp_path, seed)
+    plain = _plain_result(script, "mixed", tmp_path)
+    graph = compile_file(script, cluster=parse_cluster_spec("2"))
+    program = tmp_path / "mixed_ray.py"
+    program.write_text(emit(graph, "ray", program))
+    proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--result",
+                           str(tmp_path / "ray.pkl")], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert pickle.loads((tmp_path / "ray.pkl").read_bytes()) == plain
+    torch_program = _torch_program(script, "mixed", {}, tmp_path / "mixed_torch.py")
+    launch(torch_program, 2, ["--result", str(tmp_path / "torch.pkl")])
+    assert pickle.loads((tmp_path / "torch.pkl").read_bytes()) == plain
+
+
+# ---- output channels with the cache: printed again when reused, and a task not cached says why ------------------
+LOUD = '''\
+import logging
+import sys
+
+import dagc
+
+logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(message)s")
+log = logging.getLogger("loud")
+
+
+@dagc.task
+def shout(x: int) -> int:
+    print(f"shouting {x}")
+    log.info("logged %s", x)
+    return x * 2
+
+
+@dagc.task
+def save(x: int, path: str) -> int:
+    with open(path, "w") as f:
+        f.write(str(x))
+    return x
+
+
+@dagc.pipeline
+def loud(path: str = "out.txt"):
+    a = shout(1)
+    b = shout(2)
+    return save(a + b, path)
+'''
+
+
+def _check_replayed(first: str, second: str) -> None:
+    assert "shouting 1" in first and "INFO logged 1" in first
+    assert "its output, replayed:" in second
+    assert "shouting 1" in second and "shouting 2" in second and "INFO logged 2" in second
+    assert "task `save` is not cached: `save` acts on the world" in first
+
+
+def test_local_cache_replays_console_output_and_names_what_it_cannot_cache(tmp_path: Path) -> None:
+    script = tmp_path / "loud.py"
+    script.write_text(LOUD, encoding="utf-8")
+    graph = compile_file(script, params={"path": str(tmp_path / "out.txt")})
+    program = tmp_path / "loud_local.py"
+    program.write_text(emit(graph, "local", program))
+    runs = [subprocess.run([sys.executable, str(program), "--cache", str(tmp_path / "cache")], capture_output=True,
+                           text=True, timeout=120, check=True) for _ in range(2)]
+    _check_replayed(runs[0].stdout + runs[0].stderr, runs[1].stdout + runs[1].stderr)
+
+
+@pytest.mark.slow
+def test_ray_and_torch_cache_replay_console_output(tmp_path: Path, ray_cluster) -> None:
+    script = tmp_path / "loud.py"
+    script.write_text(LOUD, encoding="utf-8")
+    params = {"path": str(tmp_path / "out.txt")}
+    graph = compile_file(script, params=params, cluster=parse_cluster_spec("2"))
+    program = tmp_path / "loud_ray.py"
+    program.write_text(emit(graph, "ray", program))
+    runs = [subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--cache",
+                            str(tmp_path / "ray_cache")], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+            for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr[-3000:]
+    # the second run's reused tasks are replayed on the driver's console
+    assert "reused from the cache; its output, replayed:" in runs[1].stderr
+    assert "shouting 1" in runs[1].stdout and "shouting 2" in runs[1].stdout
+    torch_program = _torch_program(script, "loud", params, tmp_path / "loud_torch.py")
+    runs = [subprocess.run([sys.executable, str(torch_program), "--cache", str(tmp_path / "tc")],
+                           capture_output=True, text=True, timeout=300, cwd=tmp_path) for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr[-3000:]
+    _check_replayed(runs[0].stdout + runs[0].stderr, runs[1].stdout + runs[1].stderr)

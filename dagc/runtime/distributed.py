@@ -48,6 +48,7 @@ os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
+from dagc.runtime.console import load_console, replay, save_console
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import NOT_STORABLE, Executor, TaskFailed, TaskSpec, unpicklable_type
 from dagc.runtime.program import deliver_result, store_result
@@ -569,16 +570,20 @@ class Runner:
         for name in sorted(done):
             if self.tasks[name][0][0] == self.rank:
                 self._event("skip", name, fingerprint=self.tasks[name][3], rank=self.rank)
+        for name, info in self.tasks.items():  # what reused tasks printed, in program order, by their owner
+            if name in done and info[0][0] == self.rank:
+                self._replay(name, info[3])
 
     def _stored(self, name: str, fp: str) -> bool:
         """Whether task `name`'s output can be had: in the run directory or in the cache (a cached
         output is adopted into the run directory, so every rank finds it there)."""
         if self.store is not None and self.store.has(name, fp):
             return True
-        if self.cache is None or not self.policy.get(name, (None, True))[1] or not self.cache.has(fp):
+        if self.cache is None or self.policy.get(name, (None, True))[1] is not True or not self.cache.has(fp):
             return False
         if self.store is not None:
             self.store.adopt(name, fp, self.cache.path(fp))
+            save_console(self.store.path(name, fp), load_console(self.cache.path(fp)))
         return True
 
     def _load(self, name: str, fp: str) -> Any:
@@ -586,6 +591,12 @@ class Runner:
             return self.store.load(name, fp)
         assert self.cache is not None
         return self.cache.load(fp)
+
+    def _replay(self, name: str, fp: str) -> None:
+        if self.store is not None and self.store.has(name, fp):
+            replay(load_console(self.store.path(name, fp)), name, "the run directory or the cache")
+        elif self.cache is not None:
+            replay(load_console(self.cache.path(fp)), name, "the cache")
 
     def _store(self) -> Any:
         """The rendezvous store, with keys private to this attempt: a restarted group must not read
@@ -630,7 +641,7 @@ class Runner:
             where={"rank": self.rank, "device": str(self.device), "node": socket.gethostname()},
             attempt_offset=self.attempt, process_rank=self.rank)
         timeout, cache = self.policy.get(name, (None, True))
-        spec = TaskSpec(name, fp, retries, timeout, cache)
+        spec = TaskSpec(name, fp, retries, timeout, cache is True, uncached=None if cache is True else str(cache))
         agree = (lambda failed: self._any_failed(failed, group)) if group is not None else None
         with use_stages(self.stages.get(name)):
             value = executor.run(spec, fn, *args, owner=owner, agree=agree, **kwargs)

@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
+from dagc.runtime.console import Recording, load_console, replay, save_console
 from dagc.runtime.context import TaskContext, reset_context, set_context
 from dagc.runtime.events import EventLog
 from dagc.runtime.store import Cache, RunStore
@@ -57,13 +58,16 @@ class TaskSpec:
     timeout: float | None = None
     cache: bool = True
     state: int | None = None
+    uncached: str | None = None  # why the task is never taken from the cache
 
     @classmethod
     def from_row(cls, name: str, row: TaskRow | None) -> TaskSpec:
         if row is None:
             return cls(name)
         fp, retries, timeout, cache, state = row
-        return cls(name, fp, int(retries), timeout, bool(cache), state)
+        # the cache column is True, or the reason the task is not cacheable
+        return cls(name, fp, int(retries), timeout, cache is True, state,
+                   None if cache is True else (cache or "declared cache=False"))
 
 
 class TaskFailed(Exception):
@@ -155,6 +159,7 @@ class Executor:
         self.process_rank = process_rank
         self.claim = claim and store is not None and log is not None
         self.warned: set[str] = set()
+        self.not_cached: set[str] = set()
         self.specs = {name: TaskSpec.from_row(name, row) for name, row in self.tasks.items()}
         self.groups: dict[int, list[TaskSpec]] = {}
         for spec in self.specs.values():
@@ -186,13 +191,17 @@ class Executor:
         if source == "run":
             assert self.store is not None
             value = self.store.load(spec.name, spec.fingerprint)
+            chunks = load_console(self.store.path(spec.name, spec.fingerprint))
         else:
             assert self.cache is not None
             value = self.cache.load(spec.fingerprint)
+            chunks = load_console(self.cache.path(spec.fingerprint))
             if self.store is not None:
                 self.store.adopt(spec.name, spec.fingerprint, self.cache.path(spec.fingerprint))
+                save_console(self.store.path(spec.name, spec.fingerprint), chunks)
         if self.log is not None:
             self.log.skip(spec.name, spec.fingerprint, source=source, **self.where)
+        replay(chunks, spec.name, "the run directory" if source == "run" else "the cache")
         return value
 
     # ---- running ---------------------------------------------------------------------------------
@@ -217,6 +226,9 @@ class Executor:
         so that every rank retries together."""
         rank = self.context.get("rank") if self.context.get("world_size", 1) > 1 else None
         named_rank = self.process_rank if self.process_rank is not None else rank
+        # what the task prints is kept with its stored output, to be replayed when that is reused
+        recording = Recording() if owner and spec.fingerprint is not None and (
+            self.store is not None or (self.cache is not None and spec.cache)) else None
         tries = 0
         while True:
             attempt = self._next_attempt(spec.name, rank, tries)
@@ -227,6 +239,9 @@ class Executor:
             start = time.perf_counter()
             error: BaseException | None = None
             token = set_context(ctx)
+            if recording is not None:
+                recording.chunks.clear()  # only the attempt that succeeds is replayed
+                recording.__enter__()
             try:
                 if spec.timeout:
                     with deadline(spec.timeout, spec.name):
@@ -242,6 +257,8 @@ class Executor:
                                      attempt=attempt + 1, **self.where)
             finally:
                 reset_context(token)
+                if recording is not None:
+                    recording.__exit__()
             failed = error is not None
             if agree is not None:
                 failed = agree(failed)
@@ -250,7 +267,7 @@ class Executor:
             if attempt >= spec.retries:
                 raise TaskFailed(spec.name, attempt, error, named_rank) from error
         duration = time.perf_counter() - start
-        nbytes = self.save(spec, value) if owner else None
+        nbytes = self.save(spec, value, recording.chunks if recording is not None else []) if owner else None
         if owner and self.log is not None:
             self.log.end(spec.name, duration, nbytes, attempt=attempt + 1, **self.where)
         return value
@@ -281,9 +298,13 @@ class Executor:
         return self.attempt_offset + tries
 
     # ---- storing ---------------------------------------------------------------------------------
-    def save(self, spec: TaskSpec, value: Any) -> int | None:
-        """Store a finished task's output in the run directory and the cache; the pickled size, or None
-        when nothing was stored."""
+    def save(self, spec: TaskSpec, value: Any, console: list[tuple[str, str]] | None = None) -> int | None:
+        """Store a finished task's output (and what it printed) in the run directory and the cache; the
+        pickled size, or None when nothing was stored."""
+        if self.cache is not None and not spec.cache and spec.fingerprint is not None \
+                and spec.name not in self.not_cached:
+            self.not_cached.add(spec.name)  # said once per task: --cache was asked for and this one is never cached
+            print(f"dagc: task `{spec.name}` is not cached: {spec.uncached or 'it is not cacheable'}", file=sys.stderr)
         if spec.fingerprint is None or (self.store is None and (self.cache is None or not spec.cache)):
             return None
         try:
@@ -293,8 +314,10 @@ class Executor:
             return None
         if self.store is not None:
             self.store.save_bytes(spec.name, spec.fingerprint, data)
+            save_console(self.store.path(spec.name, spec.fingerprint), console or [])
         if self.cache is not None and spec.cache:
             self.cache.save_bytes(spec.fingerprint, data)
+            save_console(self.cache.path(spec.fingerprint), console or [])
         return len(data)
 
     def _not_storable(self, spec: TaskSpec, value: Any, exc: BaseException) -> None:

@@ -35,6 +35,7 @@ import ray
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy, PlacementGroupSchedulingStrategy
 
+from dagc.runtime.console import load_console, replay, save_console
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import Executor, TaskFailed, TaskRow
 from dagc.runtime.program import (
@@ -358,10 +359,14 @@ class Driver:
         source = self.reuse.source(spec)
         if source is None:
             return None
+        fp = self.fingerprint(task)
         if source == "cache":
             assert self.cache is not None
-            self.store.adopt(task, self.fingerprint(task), self.cache.path(self.fingerprint(task)))
-        self.log.skip(task, self.fingerprint(task), source=source)
+            self.store.adopt(task, fp, self.cache.path(fp))
+            save_console(self.store.path(task, fp), load_console(self.cache.path(fp)))
+        self.log.skip(task, fp, source=source)
+        # what the task printed when it ran, on the driver's console
+        replay(load_console(self.store.path(task, fp)), task, "the run directory" if source == "run" else "the cache")
         self.progress.advance(name=task)
         values = tuple(Stored(task, i, outputs) for i in range(outputs))
         return values if outputs > 1 else values[0]
