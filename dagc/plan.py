@@ -88,6 +88,7 @@ class PlanResult:
     seconds: float = 0.0
     defaults: dict[str, list[str]] = field(default_factory=lambda: {"cost": [], "out_size": []})
     profiled: str | None = None  # which costs came from a profile (dagc.profile.describe_profile)
+    shared: list[str] = field(default_factory=list)  # why tasks are kept in one process (pieces of state)
     errors: list[Diagnostic] = field(default_factory=list)
     schedule: list[dict[str, Any]] = field(default_factory=list)  # per task: task, device, start, end
     transfers: list[dict[str, Any]] = field(default_factory=list)  # per cross-device datum, with its times
@@ -114,6 +115,8 @@ class PlanResult:
         )
         if self.profiled:
             out["profile"] = self.profiled
+        if self.shared:
+            out["shared_state"] = self.shared
         out.update(schedule=self.schedule, transfers=self.transfers)
         if self.comm_makespan is not None:
             out.update(p2p_makespan=self.p2p_makespan, comm_makespan=self.comm_makespan,
@@ -167,8 +170,23 @@ def _load(path: str, cluster: Cluster, cost: CostModel, profile: str | None = No
         from dagc.profile import describe_profile
 
         result.profiled = describe_profile(graph)
+        result.shared = _shared_state(graph)
     p = build_problem(PassContext(cluster=cluster, cost_model=cost), graph)
     return p, cost.defaulted(graph)
+
+
+def _shared_state(graph: Any) -> list[str]:
+    """One line per piece of state that keeps several tasks in one process, largest first."""
+    from dagc.ir.effects import state_groups
+
+    groups = sorted((g for g in state_groups(graph) if len(g.nodes) > 1), key=lambda g: -len(g.nodes))
+    lines = []
+    for group in groups:
+        what = group.name.removeprefix("global:").replace("rng:global", "the global random generator")
+        shown = ", ".join(group.nodes[:4]) + (f" and {len(group.nodes) - 4} more" if len(group.nodes) > 4 else "")
+        lines.append(f"{len(group.nodes)} tasks share `{what}` and run in one process, in order ({shown}): "
+                     f"{group.why}")
+    return lines
 
 
 def plan_file(path: str, cluster: Cluster, algo: str = "dagc", *, seed: int = 0,
@@ -299,6 +317,11 @@ def _table(results: list[PlanResult], cluster: Cluster, algo: str) -> str:
                 f"{d}: {100 * u:.0f}%" for d, u in enumerate(r.utilization)))
         if r.profiled:
             lines.append(f"note: {r.file}: {r.profiled}")
+        idle = [str(d) for d, u in enumerate(r.utilization) if u == 0]
+        if idle and r.shared:  # say why the data flow's parallelism is not used
+            lines.append(f"note: {r.file}: device(s) {', '.join(idle)} idle; " + r.shared[0]
+                         + " (`dagc check` says how to free them)")
+            lines.extend(f"note: {r.file}: {line}" for line in r.shared[1:3])
         if r.comm_makespan is not None and r.p2p_makespan is not None:
             lines.append(f"with transfers: {r.file}: makespan {_fmt_time(r.p2p_makespan)} s with point-to-point "
                          f"messages, {_fmt_time(r.comm_makespan)} s with {r.collectives} collective(s) "

@@ -22,7 +22,9 @@ partitioner keeps the touching nodes on one device, and each backend runs them i
 
 Files are ordered, not placed: a node that writes files follows every earlier node that read or
 wrote files, and a reader follows the last earlier writer (a checkpoint saved by one task and
-loaded by a later one), wherever they run. Readers stay free to run in parallel.
+loaded by a later one), wherever they run. Readers stay free to run in parallel. Where every file a
+node touches is known at its call (`effects.paths`: {"read": [...], "write": [...]}), only nodes that may
+touch one of those files are ordered with it.
 """
 
 from __future__ import annotations
@@ -314,26 +316,67 @@ def order_by_effects(graph: Graph) -> int:
 
 
 def _order_files(graph: Graph, effects: dict[str, NodeEffects]) -> int:
-    """Program order among the nodes that read or write files (they may name the same file)."""
-    last_writer: str | None = None
-    readers: list[str] = []
+    """Program order among the nodes that read or write files (they may name the same file). A node
+    whose files are all known (`effects.paths`) is ordered only after nodes that may touch one of them:
+    tasks writing statically different paths stay independent."""
+    history: list[tuple[str, str, dict[str, list[str]] | None]] = []  # (node, mode, paths) in program order
     added = 0
     for node in graph:
         mode = effects[node.name].files
         if mode is None or node.op == "transfer":
             continue
-        # a writer follows the readers since the last write (each of them follows that write)
-        needed = readers if mode == "write" and readers else [last_writer] if last_writer is not None else []
-        if mode == "write":
-            last_writer, readers = node.name, []
-        else:
-            readers.append(node.name)
+        paths = node.attrs.get("effects.paths") if node.op == "task" else None
+        needed = _file_predecessors(history, mode, paths)
+        history.append((node.name, mode, paths))
         have = set(node.deps) | set(graph.predecessors(node.name))
-        new = [d for d in dict.fromkeys(needed) if d != node.name and d not in have]
+        new = [d for d in needed if d != node.name and d not in have]
         if new:
             node.deps = (*node.deps, *new)
             added += len(new)
     return added
+
+
+def _file_predecessors(history: list[tuple[str, str, dict[str, list[str]] | None]], mode: str,
+                       paths: dict[str, list[str]] | None) -> list[str]:
+    """The earlier nodes a file access must follow: for a writer, every reader since the last
+    conflicting write (and that write); for a reader, the last conflicting write."""
+    needed: dict[str, None] = {}
+    readers_since = False
+    mine_written = None if paths is None else paths.get("write", [])
+    mine_all = None if paths is None else [*paths.get("read", []), *paths.get("write", [])]
+    for name, other_mode, other in reversed(history):
+        other_written = None if other is None else other.get("write", [])
+        other_all = None if other is None else [*other.get("read", []), *other.get("write", [])]
+        if other_mode == "write" and _overlap(mine_all, other_written):
+            needed.setdefault(name, None)
+            if other is None or (mine_all is not None and set(mine_all) <= set(other_written or ())):
+                # an earlier write of all these files: everything before it is ordered already, and a
+                # reader found since follows it (so this write needs no edge of its own)
+                if readers_since:
+                    needed.pop(name, None)
+                break
+            continue
+        if mode == "write" and _overlap(mine_written, other_all):
+            needed.setdefault(name, None)  # a reader of the files this write changes
+            readers_since = True
+    return list(reversed(needed))
+
+
+def _overlap(a: list[str] | None, b: list[str] | None) -> bool:
+    """Whether two lists of files may name the same file (None: not known, so they may)."""
+    if a is None or b is None:
+        return True
+    return any(_same_file(x, y) for x in a for y in b)
+
+
+def _same_file(a: str, b: str) -> bool:
+    """`a` and `b` may name one file, or one is a directory holding the other; a relative and an
+    absolute path with the same last part may too (the working directory is not known here)."""
+    if a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/"):
+        return True
+    if a.startswith("/") != b.startswith("/"):
+        return a.rsplit("/", 1)[-1] == b.rsplit("/", 1)[-1]
+    return False
 
 
 def final_writers(graph: Graph, values: Iterable[str]) -> list[str]:

@@ -91,8 +91,10 @@ class _Recorder:
                 schema_args = func._schema.arguments
                 values = list(args) + [kwargs.get(a.name) for a in schema_args[len(args):]]
                 for arg, value in zip(schema_args, values):
-                    if arg.alias_info is not None and arg.alias_info.is_write and id(value) in ids:
-                        recorder.written.add(ids[id(value)])
+                    if arg.alias_info is not None and arg.alias_info.is_write:
+                        for item in value if isinstance(value, (list, tuple)) else (value,):  # `Tensor(a!)[]`
+                            if id(item) in ids:
+                                recorder.written.add(ids[id(item)])
                 return func(*args, **kwargs)
 
         self.mode = Mode()
@@ -147,6 +149,30 @@ def _functional() -> dict[str, dict[str, Any]]:
     return out
 
 
+def _utils() -> dict[str, dict[str, Any]]:
+    """torch.nn.utils functions (`clip_grad_norm_(model.parameters(), 1.0)`): which argument they change,
+    counting a parameter's `.grad` as part of it."""
+    import torch
+    import torch.nn.utils as utils
+
+    out: dict[str, dict[str, Any]] = {}
+    for name, fn in sorted(vars(utils).items()):
+        if name.startswith("_") or not inspect.isfunction(fn):
+            continue
+        for make in (lambda p: ([p], 1.0), lambda p: (torch.zeros(6), [p]), lambda p: ([p],)):
+            param = torch.nn.Parameter(torch.ones(2, 3))
+            param.grad = torch.full((2, 3), 2.0)
+            args = make(param)
+            found = _record(lambda fn=fn, args=args: fn(*args), [param, param.grad])
+            if found is not None:
+                if found.written or found.rng:
+                    position = next(i for i, a in enumerate(args) if isinstance(a, list))
+                    out[f"torch.nn.utils.{name}"] = {"mutates": [position] if found.written else [],
+                                                     "rng": found.rng}
+                break
+    return out
+
+
 _CONSTRUCTOR_ARGS: tuple[tuple[Any, ...], ...] = ((), (4,), (4, 4), (4, 4, 3), (4, 2, 4), (4, 4, 4, 4))
 _FORWARD_INPUTS = ((2, 4, 6, 6), (2, 4, 6), (2, 4), (2, 6, 4, 6, 6))
 
@@ -183,14 +209,21 @@ _NUMBERS = frozenset({"int", "float", "bool", "str", "complex"})
 
 
 def _number_like(annotation: Any) -> bool:
-    """A parameter torch annotates as a number or a string (`lr: float | Tensor` included: the object
-    holds the value it is given, which a task does not change through the object)."""
-    text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
-    text = text.replace("typing.", "").replace("torch.", "")
-    parts = {p.strip(" []") for p in text.replace("Union[", "").replace("Optional[", "").replace("|", ",").split(",")}
-    parts.discard("None")
-    parts.discard("NoneType")
-    return bool(parts) and bool(parts & _NUMBERS)
+    """A parameter torch annotates as a number or a string, or a tuple of them (`lr: float | Tensor`
+    included: the object holds the value it is given, which a task does not change through the object)."""
+    import types
+    import typing
+
+    if isinstance(annotation, str):
+        return annotation in _NUMBERS
+    if annotation in (int, float, bool, str, complex):
+        return True
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_number_like(a) for a in args if a is not type(None))
+    if origin is tuple:
+        return bool(args) and all(_number_like(a) for a in args if a is not Ellipsis)
+    return False
 
 
 def _held_arguments(cls: Any) -> list[list[Any]] | None:
@@ -201,6 +234,10 @@ def _held_arguments(cls: Any) -> list[list[Any]] | None:
         params = list(inspect.signature(cls.__init__).parameters.values())[1:]
     except (TypeError, ValueError):
         return None
+    try:  # annotations written as strings (`from __future__ import annotations`), resolved
+        params = list(inspect.signature(cls.__init__, eval_str=True).parameters.values())[1:]
+    except Exception:  # noqa: BLE001 - a name torch cannot resolve: keep the strings
+        pass
     held: list[list[Any]] = []
     for index, p in enumerate(params):
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
@@ -219,7 +256,7 @@ def _classes() -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for prefix, module, base in (("torch.optim", torch.optim, torch.optim.Optimizer),
                                  ("torch.optim.lr_scheduler", sched, sched.LRScheduler),
-                                 ("torch.utils.data", data, object)):
+                                 ("torch.utils.data", data, object), ("torch.nn", torch.nn, torch.nn.Module)):
         for name, cls in sorted(vars(module).items()):
             if name.startswith("_") or not inspect.isclass(cls) or not issubclass(cls, base):
                 continue
@@ -239,13 +276,17 @@ def build() -> dict[str, Any]:
         if not (entry["writes"] or entry["rng"]):
             continue
         record = {"mutates": sorted(entry["positions"]), "out": "out" in entry["writes"], "rng": entry["rng"]}
-        if hasattr(torch, name) and callable(getattr(torch, name)):
+        # only where the Python name *is* the operator (a builtin), not a Python function of the same
+        # name (`torch.manual_seed` is not `aten::manual_seed(Generator(a!) self, int seed)`)
+        if inspect.isbuiltin(getattr(torch, name, None)):
             functions[f"torch.{name}"] = record
-        if hasattr(torch.Tensor, name):
+        method = getattr(torch.Tensor, name, None)
+        if method is not None and (inspect.ismethoddescriptor(method) or inspect.isbuiltin(method)):
             methods[name] = {"self": "self" in entry["writes"], "rng": entry["rng"]}
     torch.manual_seed(0)
     functions.update(_init_functions())
     functions.update(_functional())
+    functions.update(_utils())
     return {
         "generated_by": "scripts/gen_effect_catalog.py",
         "torch": torch.__version__.split("+")[0],

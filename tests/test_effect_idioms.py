@@ -12,6 +12,7 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -252,14 +253,39 @@ def search(seed: int = 3):
     return best(scores), scores
 
 
+# ---- fit/predict pairs per region, each with its own file (Kubeflow/Flyte style) ---------------------------------
+@dagc.task(cost="10s")
+def fit_region(region: str, path: str) -> None:
+    torch.save({"region": region, "n": len(region)}, path)
+
+
+@dagc.task(cost="10s")
+def predict_region(path: str) -> str:
+    found = torch.load(path)
+    return f"{found['region']}:{found['n']}"
+
+
+@dagc.pipeline
+def regions(root: str = "models"):
+    out = []
+    for region in ("eu", "us", "asia"):
+        path = f"{root}/{region}.pt"
+        fit_region(region, path)
+        out.append(predict_region(path))
+    return out
+
+
 if __name__ == "__main__":
     seed_everything(1)
     print(search())
 '''
-PIPELINES = ["sgd_alias", "element_alias", "init_in_place", "local_imports", "user_methods", "sweep", "search"]
+PIPELINES = ["sgd_alias", "element_alias", "init_in_place", "local_imports", "user_methods", "sweep", "search",
+             "regions"]
 
 
 def _params(name: str, tmp: Path) -> dict[str, object]:
+    if name == "regions":
+        return {"root": str(tmp)}
     return {"path": str(tmp / "trainer.pt")} if name == "user_methods" else {}
 
 
@@ -356,6 +382,20 @@ def test_a_search_grid_and_a_seeding_task_are_not_refused(idioms) -> None:
     result = compile_source(script, pipeline_name="search")
     assert not [d for d in result.sink.diagnostics if d.is_error], [d.message for d in result.sink.diagnostics]
     assert {d.code for d in result.sink.diagnostics} <= {"DAGC150"}
+
+
+def test_tasks_writing_different_files_are_independent(idioms) -> None:
+    script, plain = idioms
+    assert plain["regions"] == ["eu:2", "us:2", "asia:4"]
+    graph = compile_file(script, pipeline_name="regions", params={"root": "/data/models"},
+                         cluster=parse_cluster_spec("3"))
+    fits = ["fit_region[0]", "fit_region[1]", "fit_region[2]"]
+    assert graph.node(fits[0]).attrs["effects.paths"] == {"write": ["/data/models/eu.pt"]}
+    for i, fit in enumerate(fits):
+        predict = graph.node(f"predict_region[{i}]")
+        assert predict.deps == (fit,)  # each prediction waits for its own model's file only
+        assert not [d for d in graph.node(fit).deps if d.startswith(("fit", "predict"))]
+    assert len({graph.node(f).attrs["partition.device"] for f in fits}) == 3
 
 
 def test_a_sweep_plan_uses_every_device(idioms) -> None:
@@ -692,6 +732,7 @@ def test_mixed_effects_ray_and_torch_equal_plain(tmp_path: Path, ray_cluster, se
 LOUD = '''\
 import logging
 import sys
+import textwrap
 
 import dagc
 
@@ -759,3 +800,35 @@ def test_ray_and_torch_cache_replay_console_output(tmp_path: Path, ray_cluster) 
                            capture_output=True, text=True, timeout=300, cwd=tmp_path) for _ in range(2)]
     assert all(r.returncode == 0 for r in runs), runs[-1].stderr[-3000:]
     _check_replayed(runs[0].stdout + runs[0].stderr, runs[1].stdout + runs[1].stderr)
+
+
+def test_plan_says_why_devices_are_idle(tmp_path: Path) -> None:
+    from tests.conftest import run_dagc
+
+    script = tmp_path / "flow.py"
+    script.write_text(textwrap.dedent('''\
+        import dagc
+
+        HISTORY = []
+
+
+        @dagc.task
+        def record(x: int) -> None:
+            HISTORY.append(x)
+
+
+        @dagc.task
+        def count() -> int:
+            return len(HISTORY)
+
+
+        @dagc.pipeline
+        def p():
+            record(1)
+            record(2)
+            return count()
+        '''), encoding="utf-8")
+    proc = run_dagc("plan", str(script), "--cluster", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert "device(s) 1, 2 idle; 3 tasks share `flow.HISTORY` and run in one process" in proc.stdout
+    assert "`record` changes `flow.HISTORY`" in proc.stdout

@@ -55,6 +55,10 @@ class Effects:
     # after earlier writers (a checkpoint saved by one task and loaded by the next)
     file_read: Evidence | None = None
     file_write: Evidence | None = None
+    # which files, where the path is known: "param:NAME" (the task's parameter) or "const:PATH"; any access
+    # whose path is not known makes `file_paths_known` False (then every file access is ordered)
+    file_paths: dict[str, set[str]] = field(default_factory=lambda: {"read": set(), "write": set()})
+    file_paths_known: bool = True
     # prints, logs, progress bars, metric writers: kept by dce, but never state and never a reason not to cache
     output: Evidence | None = None
 
@@ -119,6 +123,7 @@ class GlobalValue:
 
     kind: "immutable" (numbers, strings, tuples, devices, dtypes, paths, frozen configs), "output" (a
     logger, progress bar or metric writer), "layer" (a `torch.nn` layer built at module level),
+    "namespace" (argparse's result: reading an attribute yields a value, assigning one changes it),
     "container" (a literal list, dict or set), "mutable" (anything else)."""
 
     kind: str
@@ -131,7 +136,7 @@ class GlobalValue:
         """Whether a task could change the object (it is state when one does)."""
         if self.kind == "layer":
             return not (self.layer is not None and self.layer.stateless)
-        return self.kind in ("container", "mutable")
+        return self.kind in ("container", "mutable", "namespace")
 
 
 _IMMUTABLE = GlobalValue("immutable")
@@ -198,6 +203,9 @@ def _value_kind(analyzer: EffectAnalyzer, expr: ast.AST, info: ModuleInfo, depth
             return _IMMUTABLE
         return GlobalValue("mutable")
     if isinstance(expr, ast.Call):
+        if isinstance(expr.func, ast.Attribute) and expr.func.attr in ("parse_args", "parse_known_args"):
+            # argparse's namespace: its attributes are the strings and numbers of the command line
+            return GlobalValue("namespace", "argparse.Namespace")
         name = _module_qualified(expr.func, info)
         if name is None:
             return GlobalValue("mutable")
@@ -305,12 +313,28 @@ class _FunctionScan:
                        for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
         self.annotations = annotations
         # name -> parameters it may alias (scalars cannot be changed in place, so they alias nothing)
-        self.alias: dict[str, set[str]] = {p: {p} for p in self.params if not is_scalar_type(annotations.get(p))}
+        # (nor do instances of the user's frozen dataclasses and NamedTuples)
+        self.alias: dict[str, set[str]] = {p: {p} for p in self.params if not is_scalar_type(annotations.get(p))
+                                           and not self._frozen_annotation(annotations.get(p))}
         # the body only: decorators, annotations and defaults run once, when the function is defined
         self.body_nodes = [n for stmt in fn.body for n in ast.walk(stmt)]
         self.local_names = self._locals()
         self.new_containers = self._new_containers()
         self.global_decl = {n for node in self.body_nodes if isinstance(node, ast.Global) for n in node.names}
+        # names rebound in the body (a parameter rebound no longer names what the caller passed)
+        self.rebound = {n.id for n in self.body_nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        # `with open(...) as f` / `f = open(...)`: accesses through `f` are the `open`'s
+        self.file_objects: set[str] = set()
+        for node in self.body_nodes:
+            opened: ast.expr | None = None
+            target: ast.expr | None = None
+            if isinstance(node, ast.withitem):
+                opened, target = node.context_expr, node.optional_vars
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+                opened, target = node.value, node.targets[0]
+            if isinstance(opened, ast.Call) and isinstance(opened.func, ast.Name) and opened.func.id == "open" \
+                    and isinstance(target, ast.Name):
+                self.file_objects.add(target.id)
         # `import random` / `from random import choice` inside the body (Metaflow steps, Kubeflow components)
         self.local_imports: dict[str, str] = {}
         for node in self.body_nodes:
@@ -324,6 +348,28 @@ class _FunctionScan:
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 for alias in node.names:
                     self.local_imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        # locals every assignment of which builds a layer that holds no state (`loss_fn = nn.MSELoss()`)
+        self.stateless_locals = self._stateless_locals()
+
+    def _stateless_locals(self) -> set[str]:
+        found: dict[str, bool] = {}
+        for node in self.body_nodes:
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        layer = None
+                        if isinstance(node.value, ast.Call):
+                            name = self.qualified(node.value.func)
+                            layer = lib.catalogue().layer(name) if name and name.startswith("torch.nn.") else None
+                        found[target.id] = found.get(target.id, True) and layer is not None and layer.stateless
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in found:
+                found[node.id] = False
+        return {name for name, ok in found.items() if ok}
+
+    def _frozen_annotation(self, annotation: str | None) -> bool:
+        if not annotation or not annotation.isidentifier():
+            return False
+        return _is_frozen_class(self.analyzer.project, self.info, ast.Name(annotation, ast.Load()))
 
     # ---- aliasing ---------------------------------------------------------------------------------
     def _locals(self) -> set[str]:
@@ -376,6 +422,9 @@ class _FunctionScan:
                 return {f"global:{self.info.name}.{expr.id}"}
             return set()
         if isinstance(expr, ast.Attribute):
+            if isinstance(expr.value, ast.Name) and (value := self._global_value(expr.value.id)) is not None \
+                    and value.kind == "namespace":
+                return set()  # `args.lr`: a value parsed from the command line, not the namespace
             return set() if expr.attr in lib.SCALAR_ATTRS else self.roots(expr.value)
         if isinstance(expr, ast.Subscript):
             if self._immutable_items(expr.value):
@@ -391,6 +440,8 @@ class _FunctionScan:
             if isinstance(func, ast.Name) and (value := self._global_value(func.id)) is not None \
                     and value.kind == "layer" and value.layer is not None and value.layer.stateless:
                 return set()  # `criterion(out, y)`: a loss or activation computes a new tensor
+            if isinstance(func, ast.Name) and func.id in self.stateless_locals:
+                return set()  # `loss_fn = nn.CrossEntropyLoss()` built here: its result is a new tensor
             if isinstance(func, ast.Name) and func.id in lib.FRESH_BUILTINS and not self._shadowed(func.id):
                 return set()
             name = self.qualified(func)
@@ -507,31 +558,72 @@ class _FunctionScan:
         if self.effects.world is None:
             self.effects.world = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
 
-    def _file(self, node: ast.AST, reason: str, *, write: bool) -> None:
+    def _file(self, node: ast.AST, reason: str, *, write: bool, path: ast.expr | str | None = None) -> None:
+        """Record a file access; `path`: the expression naming the file (or an already made term)."""
         evidence = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
         if write and self.effects.file_write is None:
             self.effects.file_write = evidence
         elif not write and self.effects.file_read is None:
             self.effects.file_read = evidence
+        term = path if isinstance(path, str) else self._path_term(path)
+        if term is None:
+            self.effects.file_paths_known = False
+        else:
+            self.effects.file_paths["write" if write else "read"].add(term)
+
+    def _path_term(self, expr: ast.expr | None) -> str | None:
+        """`param:NAME` for a parameter the body never rebinds, `const:PATH` for a literal path."""
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+            return f"const:{expr.value}"
+        if isinstance(expr, ast.Name):
+            if expr.id in self.params and expr.id not in self.rebound:
+                return f"param:{expr.id}"
+            symbol = self.info.symbols.get(expr.id) if expr.id not in self.local_names else None
+            if isinstance(symbol, Constant) and isinstance(symbol.value, str):
+                return f"const:{symbol.value}"
+        return None
 
     def _file_access(self, call: ast.Call, func: ast.expr, name: str | None) -> None:
-        """Whether the call reads or writes files (conservatively: an `open` whose mode is not a
-        literal writes)."""
+        """Whether the call reads or writes files, and which (conservatively: an `open` whose mode is not
+        a literal writes; a path dagc cannot name orders the task after every file access)."""
         if isinstance(func, ast.Name) and func.id == "open" and not self._shadowed("open"):
             mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "mode"),
                                                                None)
             reads = mode is None or (isinstance(mode, ast.Constant) and isinstance(mode.value, str)
                                      and not set(mode.value) & set("wax+"))
-            self._file(call, f"opens a file (`{ast.unparse(call)}`)", write=not reads)
+            target = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "file"), None)
+            self._file(call, f"opens a file (`{ast.unparse(call)}`)", write=not reads, path=target)
         elif name is not None and (name in lib.FILE_WRITES or name.startswith(lib.FILE_PREFIXES_WRITE)):
-            self._file(call, f"calls `{name}`", write=True)
+            self._library_file(call, name, write=True)
         elif name is not None and (name in lib.FILE_READS or name.startswith(lib.FILE_PREFIXES_READ)):
-            self._file(call, f"calls `{name}`", write=False)
+            self._library_file(call, name, write=False)
         elif isinstance(func, ast.Attribute):  # `path.write_text(...)`, `plt.savefig(...)`, `f.write(...)`
+            receiver = func.value
+            if isinstance(receiver, ast.Name) and receiver.id in self.file_objects:
+                return  # a file this body opened: its `open` said which file and how
             if func.attr in lib.FILE_WRITE_METHODS:
-                self._file(call, f"calls `.{func.attr}()`", write=True)
+                self._file(call, f"calls `.{func.attr}()`", write=True, path=self._method_path(call, func))
             elif func.attr in lib.FILE_READ_METHODS or func.attr == "open":
-                self._file(call, f"calls `.{func.attr}()`", write=func.attr == "open")
+                self._file(call, f"calls `.{func.attr}()`", write=func.attr == "open",
+                           path=self._method_path(call, func))
+
+    def _library_file(self, call: ast.Call, name: str, *, write: bool) -> None:
+        index = lib.FILE_PATH_ARGUMENT.get(name)
+        arg = call.args[index] if index is not None and index < len(call.args) else None
+        if isinstance(arg, ast.Name) and arg.id in self.file_objects:
+            return  # `json.dump(x, f)` into a file this body opened
+        self._file(call, f"calls `{name}`", write=write, path=arg)
+
+    def _method_path(self, call: ast.Call, func: ast.Attribute) -> ast.expr | None:
+        """`Path(p).write_text(...)` / `p.write_text(...)`: the receiver names the file; `df.to_csv(p)`,
+        `plt.savefig(p)`, `model.save_pretrained(p)`: the first argument does."""
+        if func.attr in lib.PATH_METHODS:
+            receiver = func.value
+            if isinstance(receiver, ast.Call) and receiver.args and self.qualified(receiver.func) in (
+                    "pathlib.Path", "pathlib.PurePath"):
+                return receiver.args[0]
+            return receiver
+        return call.args[0] if call.args else None
 
     def _rng(self, node: ast.AST, reason: str) -> None:
         if self.effects.rng is None:
@@ -823,9 +915,23 @@ class _FunctionScan:
             self._output(call, f"calls {where}, which {inner.output.reason}")
         if inner.rng is not None:
             self._rng(call, f"calls {where}, which uses the global random number generator")
+        params_in_order = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+        if fn.name == "__init__" or receiver is not None:
+            params_in_order = params_in_order[1:]
+        given = dict(zip(params_in_order, call.args))
+        given.update((k.arg, k.value) for k in call.keywords if k.arg is not None)
         for evidence, write in ((inner.file_read, False), (inner.file_write, True)):
-            if evidence is not None:
-                self._file(call, f"calls {where}, which {evidence.reason}", write=write)
+            if evidence is None:
+                continue
+            reason = f"calls {where}, which {evidence.reason}"
+            terms = inner.file_paths["write" if write else "read"]
+            if not inner.file_paths_known:
+                self._file(call, reason, write=write)  # a path the helper does not name: unknown here too
+            for term in sorted(terms):
+                if term.startswith("param:"):  # the helper's parameter: what this call passes
+                    self._file(call, reason, write=write, path=given.get(term[len("param:"):]))
+                else:
+                    self._file(call, reason, write=write, path=term)
         self.effects.seeds = self.effects.seeds or inner.seeds
         for name, evidence in inner.globals_written.items():
             self.effects.globals_written.setdefault(name, Evidence(call.lineno, call.col_offset,

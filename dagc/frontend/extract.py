@@ -1945,6 +1945,11 @@ class Extractor(MapRegions):
         value = self._eval(expr, scope, info)
         if isinstance(value, Static) and isinstance(value.value, ConfigValue):
             return self._build_config(value.value, expr, scope, info)
+        if isinstance(value, Static) and isinstance(value.value, (tuple, list)) and any(
+                isinstance(v, ConfigValue) for v in value.value):  # a grid of configs: each built by its class
+            items = [self._build_config(v, expr, scope, info) if isinstance(v, ConfigValue) else Static(v)
+                     for v in value.value]
+            return self._sequence(items, isinstance(value.value, list), expr, info)
         return value
 
     def _build_config(self, config: Any, expr: ast.expr, scope: Scope, info: ModuleInfo) -> Value:
@@ -2268,6 +2273,9 @@ class Extractor(MapRegions):
             self._warn_rng(task, effects, node)
         if effects.file_write is not None or effects.file_read is not None:
             node.attrs["effects.files"] = "write" if effects.file_write is not None else "read"
+            paths = self._static_paths(task, effects, named)
+            if paths is not None:  # every file it touches is named at this call: ordered by path
+                node.attrs["effects.paths"] = paths
         if effects.globals_written:
             node.attrs["effects.writes"] = sorted(effects.globals_written)
             for gname, evidence in effects.globals_written.items():
@@ -2293,6 +2301,34 @@ class Extractor(MapRegions):
         if mutated:
             node.attrs["effects.mutates"] = list(mutated)
             self._config_changed(mutated, scope)
+
+    @staticmethod
+    def _static_paths(task: TaskDef, effects: Any, named: dict[str, Operand]) -> dict[str, list[str]] | None:
+        """The files a call reads and writes, when its body names each by a literal or a parameter that
+        this call binds to a literal string (a default included); None when any is unknown."""
+        from dagc.ir.types import Const
+
+        if not effects.file_paths_known:
+            return None
+        defaults = {p.name: p.default for p in task.sig.params}
+        out: dict[str, list[str]] = {}
+        for mode in ("read", "write"):
+            found: list[str] = []
+            for term in sorted(effects.file_paths[mode]):
+                kind, _, value = term.partition(":")
+                if kind == "param":
+                    operand = named.get(value)
+                    default = defaults.get(value)
+                    if isinstance(operand, Const) and isinstance(operand.value, str):
+                        value = operand.value
+                    elif operand is None and isinstance(default, ast.Constant) and isinstance(default.value, str):
+                        value = default.value
+                    else:
+                        return None
+                found.append(os.path.normpath(value))
+            if found:
+                out[mode] = sorted(set(found))
+        return out
 
     def _config_changed(self, refs: dict[str, None], scope: Scope) -> None:
         """A task may change a config instance: from now on its fields are read from the object at

@@ -245,6 +245,20 @@ FILE_READ_METHODS = frozenset({"read_text", "read_bytes", "iterdir", "rglob", "i
 FILE_WRITE_METHODS = frozenset({"write_text", "write_bytes", "mkdir", "unlink", "touch", "rmdir", "to_csv",
                                  "to_parquet", "to_json", "to_pickle", "savefig", "save", "save_pretrained",
                                  "write", "writelines", "dump", "to_file"})
+# The argument naming the file, for the functions above that take one (others: the file is not known).
+FILE_PATH_ARGUMENT = {
+    "torch.save": 1, "torch.load": 0, "numpy.save": 0, "numpy.load": 0, "numpy.savez": 0,
+    "numpy.savez_compressed": 0, "numpy.savetxt": 0, "numpy.loadtxt": 0, "numpy.genfromtxt": 0, "numpy.fromfile": 0,
+    "json.dump": 1, "json.load": 0, "pickle.dump": 1, "pickle.load": 0, "joblib.dump": 1, "joblib.load": 0,
+    "safetensors.torch.save_file": 1, "safetensors.torch.load_file": 0, "os.remove": 0, "os.unlink": 0,
+    "os.makedirs": 0, "os.mkdir": 0, "os.listdir": 0, "os.path.exists": 0, "os.path.isfile": 0,
+    "os.path.isdir": 0, "os.path.getsize": 0, "pandas.read_csv": 0, "pandas.read_parquet": 0, "pandas.read_json": 0,
+    "shutil.rmtree": 0, "glob.glob": 0,
+}
+# Methods whose receiver is the path (`Path(p).write_text(...)`); other file methods take it first.
+PATH_METHODS = frozenset({"write_text", "write_bytes", "read_text", "read_bytes", "mkdir", "unlink", "touch",
+                          "rmdir", "iterdir", "rglob", "is_file", "is_dir", "exists", "open"})
+
 # Library functions that return a view of an argument, or an object holding references to it.
 ALIASING_FUNCTIONS = frozenset({
     "torch.reshape", "torch.squeeze", "torch.unsqueeze", "torch.flatten", "torch.narrow", "torch.select",

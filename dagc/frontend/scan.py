@@ -286,7 +286,9 @@ def _define_constant(project: Project, info: ModuleInfo, target: ast.expr, value
     except NotStatic:
         info.symbols[target.id] = Opaque("value", value)
         return
-    if is_literal_value(constant) or isinstance(constant, ConfigValue) and (
+    frozen_items = isinstance(constant, tuple) and all(
+        is_literal_value(c) or isinstance(c, ConfigValue) and c.cls.frozen for c in constant)
+    if is_literal_value(constant) or frozen_items or isinstance(constant, ConfigValue) and (
             constant.cls.frozen or not _changed_in_module(info, target.id)):
         info.symbols[target.id] = Constant(constant, value)
     elif isinstance(constant, ConfigValue):
