@@ -46,6 +46,67 @@ def _function_sources(path: str) -> dict[str, str]:
 
 
 @lru_cache(maxsize=256)
+def _parsed_signatures(path: str, mtime_ns: int, size: int) -> dict[str, tuple[tuple[str, ...], str | None]]:
+    """`qualified name → (positional parameter names, *args name)` for every function of a file."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return {}
+    out: dict[str, tuple[tuple[str, ...], str | None]] = {}
+
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                a = stmt.args
+                out[prefix + stmt.name] = (tuple(x.arg for x in (*a.posonlyargs, *a.args)),
+                                           a.vararg.arg if a.vararg else None)
+            elif isinstance(stmt, ast.ClassDef):
+                visit(stmt.body, f"{prefix}{stmt.name}.")
+
+    visit(tree.body, "")
+    return out
+
+
+def assumed_effects(graph: Graph, node: Node) -> tuple | None:
+    """What the compiler assumes task `node` may change, for the run-time check
+    (dagc.runtime.effectcheck): (params, mutable params, rng, files, module names); None when the
+    task is not checked (fused groups, regions, a signature dagc cannot read)."""
+    from dagc.ir.effects import node_effects
+    from dagc.ir.types import Ref, iter_refs
+
+    if node.op != "task" or not node.target or ":" not in node.target:
+        return None
+    module, _, function = node.target.partition(":")
+    file = graph.modules.get(module)
+    if file is None:
+        return None
+    path = str((Path(graph.root) / file).resolve())
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    found = _parsed_signatures(path, stat.st_mtime_ns, stat.st_size).get(function)
+    if found is None:
+        return None
+    positional, vararg = found
+    if positional and positional[0] in ("self", "cls"):
+        positional = positional[1:]
+    effects = node_effects(node)
+    mutated = set(effects.mutates)
+    mutable: set[str] = set()
+    params = list(positional) + ([vararg] if vararg else [])
+    bound = [(positional[i] if i < len(positional) else vararg or f"#{i}", a) for i, a in enumerate(node.args)]
+    for param, operand in [*bound, *node.kwargs]:
+        # a value built at the call (a literal list) is the task's own: only a shared value is checked
+        if not isinstance(operand, Ref) or set(iter_refs(operand)) & mutated:
+            mutable.add(param)
+    anything = node.options.side_effects or effects.io is not None
+    # a pure task's draws were declared not to matter (DAGC150's hint): not a surprise at run time
+    return (tuple(params), tuple(sorted(mutable)), bool(effects.rng) or node.options.side_effects or node.options.pure,
+            effects.files == "write" or anything, tuple(sorted(effects.writes)))
+
+
+@lru_cache(maxsize=256)
 def _parsed_sources(path: str, mtime_ns: int, size: int) -> dict[str, str]:
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -193,7 +254,7 @@ def try_body_nodes(graph: Graph) -> dict[str, tuple[Node, str]]:
     return out
 
 
-def task_rows(graph: Graph) -> dict[str, tuple[str, int, float | None, bool, int | None]]:
+def task_rows(graph: Graph) -> dict[str, tuple]:
     """The executor's table (dagc.runtime.executor): task → (fingerprint, retries, timeout, cache,
     state group). A fused group or region is retried as often as its most retried task, has a timeout
     only when every task inside has one (their sum, once per trip of a loop being unknown: none for a
@@ -203,7 +264,8 @@ def task_rows(graph: Graph) -> dict[str, tuple[str, int, float | None, bool, int
 
     fps = task_fingerprints(graph)
     state = {task: k for k, group in enumerate(state_groups(graph)) for task in group.nodes}
-    return {name: _row(graph.node(name), fp, state.get(name)) for name, fp in fps.items()}
+    return {name: (*_row(graph.node(name), fp, state.get(name)), assumed_effects(graph, graph.node(name)))
+            for name, fp in fps.items()}
 
 
 def _row(node: Node, fp: str, state: int | None) -> tuple[str, int, float | None, bool, int | None]:

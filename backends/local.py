@@ -458,7 +458,8 @@ def emit_tables(w: CodeWriter, graph: Graph, out_path: Path | None, aliases: dic
 
 def emit_task_table(w: CodeWriter, rows: dict[str, tuple], name: str = "TASKS") -> None:
     """The executor's table of tasks (backends/fingerprint.py `task_rows`), as every program has it."""
-    w.line("# task: (fingerprint, retries, timeout in seconds, cache, state group); see dagc.runtime.executor")
+    w.line("# task: (fingerprint, retries, timeout in seconds, cache, state group, what it may change:")
+    w.line("#        (parameters, parameters it changes, random draws, files, module names)); see dagc.runtime.executor")
     w.line(f"{name} = {{")
     with w.indent():
         for name, row in rows.items():

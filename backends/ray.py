@@ -391,17 +391,17 @@ def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: 
         members = _members(node) if node.op == "fused" else [node]
         targets = ", ".join(m.target for m in members if m.op == "task")
         w.line(f'"""{what}: {targets}  ({node.span})."""' if targets else f'"""{what}  ({node.span})."""')
-        w.line("def body() -> object:")
+        task_args = ", ".join([render_operand(a, names) for a in node.args]
+                              + [f"{k}={render_operand(v, names)}" for k, v in node.kwargs])
+        # a task's arguments go through the job, so that the executor sees them (--check-effects)
+        w.line("def body(*args: object, **kwargs: object) -> object:" if node.op == "task" else "def body() -> object:")
         with w.indent():
             # imported here, after the job has made the worker look like the plain run (sys.argv, cwd)
             for module in sorted(_task_modules([node])):
                 alias = aliases[module]
                 w.line(f"import {module}" if alias == module else f"import {module} as {alias}")
             if node.op == "task":
-                args = ", ".join(
-                    [render_operand(a, names) for a in node.args]
-                    + [f"{k}={render_operand(v, names)}" for k, v in node.kwargs])
-                w.line(f"return {aliases[node.module]}.{node.function}({args})")
+                w.line(f"return {aliases[node.module]}.{node.function}(*args, **kwargs)")
             else:
                 if node.op == "try" and not in_actor and ranks <= 1:
                     # its body's tasks go through an executor of their own: stored one by one (INNER_TASKS)
@@ -414,7 +414,7 @@ def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: 
                 outs = [names[o] for o in node.outputs]
                 w.line(f"return {outs[0]}" if len(outs) == 1 else f"return {', '.join(outs)}")
         w.line()
-        w.line("return job.run(body)")
+        w.line(f"return job.run(body{', ' + task_args if node.op == 'task' and task_args else ''})")
 
 
 def _after(graph: Graph, node: Node) -> list[str]:

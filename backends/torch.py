@@ -392,7 +392,7 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     plan = build_plan(graph)
     programs = plan.programs()
     names = Names(reserved={"Runner", "launch_main", "RANKS", "TASKS", "MOVES", "COLLECTIVES", "COMPRESS", "RETURNS",
-                            "STAGES", "PROGRAMS", "rt", "idle", "default_run_dir", "POLICY", "STATE", "SCRIPT", "TaskFailed",
+                            "STAGES", "PROGRAMS", "rt", "idle", "default_run_dir", "POLICY", "STATE", "EFFECTS", "SCRIPT", "TaskFailed",
                             "report_failure", "program_args", "run_directory"} | {f"rank_{r}" for r in range(plan.world)})
     aliases = _module_aliases(graph, names)
     from dagc.backends.fingerprint import task_rows
@@ -437,6 +437,9 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     w.line("# task: state group (tasks sharing objects: reused from the run directory or cache only together)")
     w.line("STATE = {" + ", ".join(f"{name!r}: {row[4]!r}" for name, row in rows.items()
                                    if name in plan.inputs and row[4] is not None) + "}")
+    w.line("# task: what dagc assumes it may change, checked with --check-effects (dagc.runtime.effectcheck)")
+    w.line("EFFECTS = {" + ", ".join(f"{name!r}: {row[5]!r}" for name, row in rows.items()
+                                     if name in plan.inputs and row[5] is not None) + "}")
     w.line("# tag: (value, value on the receiver, source rank, destination rank, static tensor or None);")
     w.line("# a tag whose source and destination are the same rank is a local alias, not a message")
     w.line("MOVES = {")
@@ -497,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
     modules = load_modules(args.source_root)
     runner = Runner(PIPELINE, TASKS, MOVES, RETURNS, RANKS, run_dir=run_dir, timeout=args.timeout,
                     backend=args.dist_backend, stages=STAGES, collectives=COLLECTIVES, compress=COMPRESS,
-                    cache=args.cache, policy=POLICY, state=STATE)
+                    cache=args.cache, policy=POLICY, state=STATE, effects=EFFECTS if args.check_effects else None)
     program = PROGRAMS[runner.rank] if runner.rank < len(PROGRAMS) else None
     try:
         result = runner.execute(lambda rt: program(rt, modules) if program else None, args.result)

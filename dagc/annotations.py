@@ -59,6 +59,8 @@ TASK_OPTIONS: dict[str, OptionSpec] = {
     "pure": OptionSpec("bool", "no effects: the result depends only on the arguments and is a new object "
                        "(calls may be merged or removed, and their result may go anywhere)"),
     "readonly": OptionSpec("names", "parameters the task never changes in place, e.g. ['model']"),
+    "mutates": OptionSpec("names", "parameters the task changes in place where dagc cannot see it, e.g. ['model'] "
+                          "(the run-time check of effects names them)"),
     "compress": OptionSpec("compress", "send the output's floating tensors (also inside lists, tuples and "
                            "dicts) to other devices in 16 bits: 'bf16' or 'fp16' (docs/annotations.md)"),
     "reduce": OptionSpec("reduce", "the task adds up ('sum') or averages ('mean') the tensors of its one list "

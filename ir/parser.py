@@ -327,7 +327,7 @@ def _option_value(key: str, cursor: _Line) -> object:
     _no_refs(operand, cursor, pos, f"option {key!r}")
     if key == "resources" and isinstance(operand, Map):
         return tuple((operand_to_python(k), operand_to_python(v)) for k, v in operand.items)
-    if key in ("resources", "reads", "writes", "readonly") and isinstance(operand, Seq):
+    if key in ("resources", "reads", "writes", "readonly", "mutates") and isinstance(operand, Seq):
         return tuple(operand_to_python(item) for item in operand.items)
     return operand_to_python(operand)
 

@@ -207,7 +207,7 @@ def format_option(key: str, value: object) -> str:
         isinstance(pair, tuple) and len(pair) == 2 for pair in value
     ):
         return "{" + ", ".join([f"{_format_python(k)}: {_format_python(v)}" for k, v in value]) + "}"
-    elif key in ("reads", "writes", "readonly") and isinstance(value, tuple):
+    elif key in ("reads", "writes", "readonly", "mutates") and isinstance(value, tuple):
         return _format_python(list(value))
     return _format_python(value)
 

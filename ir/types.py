@@ -120,6 +120,7 @@ class TaskOptions:
     writes: tuple[str, ...] = ()
     pure: bool = False
     readonly: tuple[str, ...] = ()
+    mutates: tuple[str, ...] = ()  # parameters the task changes in place, beyond what dagc reads in its body
     compress: str | None = None  # "bf16" | "fp16": floating tensors of the output travel in 16 bits
     timeout: float | None = None
     cache: bool = True

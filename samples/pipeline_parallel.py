@@ -130,7 +130,7 @@ def block_forward(params: dict[str, torch.Tensor], x: torch.Tensor) -> torch.Ten
         return load("block", params)(x)
 
 
-@dagc.task(cost="300ms", out_size="48KiB", readonly=["x", "params", "tokens"])
+@dagc.task(cost="300ms", out_size="48KiB", pure=True)
 def head_forward_backward(params: dict[str, torch.Tensor], x: torch.Tensor,
                           tokens: torch.Tensor) -> tuple[float, torch.Tensor, dict[str, torch.Tensor]]:
     """The micro-batch's loss, its gradient w.r.t. the head's input and the head's gradients, scaled by
@@ -142,7 +142,7 @@ def head_forward_backward(params: dict[str, torch.Tensor], x: torch.Tensor,
     return loss.item(), x.grad, {k: p.grad for k, p in head.named_parameters()}
 
 
-@dagc.task(cost="2s", out_size="48KiB", readonly=["x", "params"])
+@dagc.task(cost="2s", out_size="48KiB", pure=True)
 def block_backward(params: dict[str, torch.Tensor], x: torch.Tensor,
                    grad_out: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """Recompute the block's forward from its input, then backpropagate `grad_out` through it."""
@@ -152,7 +152,7 @@ def block_backward(params: dict[str, torch.Tensor], x: torch.Tensor,
     return x.grad, {k: p.grad for k, p in block.named_parameters()}
 
 
-@dagc.task(cost="200ms", out_size="32KiB", readonly=["tokens", "params"])
+@dagc.task(cost="200ms", out_size="32KiB", pure=True)
 def embed_backward(params: dict[str, torch.Tensor], tokens: torch.Tensor,
                    grad_out: torch.Tensor) -> dict[str, torch.Tensor]:
     embed = load("embed", params)

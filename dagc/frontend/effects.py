@@ -235,6 +235,14 @@ def _is_frozen_class(project: Project, info: ModuleInfo, func: ast.expr) -> bool
     return any(isinstance(b, (ast.Name, ast.Attribute)) and ast.unparse(b).endswith("NamedTuple") for b in node.bases)
 
 
+def _summary(effects: Effects) -> tuple:
+    """What a fixpoint compares: which effects, not where they were found."""
+    return (frozenset(effects.mutates), effects.world is not None, effects.rng is not None,
+            frozenset(effects.globals_written), frozenset(effects.globals_read), effects.seeds,
+            effects.file_read is not None, effects.file_write is not None, effects.output is not None,
+            effects.file_paths_known, frozenset(effects.file_paths["read"]), frozenset(effects.file_paths["write"]))
+
+
 class EffectAnalyzer:
     """Infers and caches the effects of tasks and of the user's helper functions they call."""
 
@@ -245,6 +253,9 @@ class EffectAnalyzer:
         self._methods: dict[str, list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ModuleInfo, bool]]] = {}
         self._indexed = -1
         self._kinds: dict[int, GlobalValue] = {}
+        self._draws: dict[int, bool] = {}
+        self._recursive: set[int] = set()  # functions found calling themselves during their own scan
+        self._partial: dict[int, Effects] = {}  # their summary so far
 
     def of_task(self, task: TaskDef) -> Effects:
         info = self.project.module(task.module)
@@ -257,13 +268,26 @@ class EffectAnalyzer:
         found = self._cache.get(key)
         if found is not None:
             return found
-        if key in self._active:  # recursion: assume the worst for the cycle
-            return Effects(world=Evidence(fn.lineno, fn.col_offset, "recursive call"))
+        if key in self._active:  # recursion: the summary so far (a fixpoint below completes it)
+            self._recursive.add(key)
+            return self._partial.get(key, Effects())
         self._active.add(key)
         try:
             effects = _FunctionScan(self, fn, info).run()
+            for _ in range(5):  # a recursive function: scan again with its own summary until it is stable
+                if key not in self._recursive:
+                    break
+                self._recursive.discard(key)
+                self._partial[key] = effects
+                again = _FunctionScan(self, fn, info).run()
+                if _summary(again) == _summary(effects):
+                    break
+                effects = again
+            else:  # not stable: assume the worst
+                effects = Effects(world=Evidence(fn.lineno, fn.col_offset, "recursive call"))
         finally:
             self._active.discard(key)
+            self._partial.pop(key, None)
         self._cache[key] = effects
         return effects
 
@@ -284,6 +308,32 @@ class EffectAnalyzer:
                             self._methods.setdefault(item.name, []).append((item, module, static))
             self._indexed = len(modules)
         return self._methods.get(attr, [])
+
+    def forward_draws(self, cls: ast.ClassDef, info: ModuleInfo, _depth: int = 0) -> bool:
+        """Whether calling an instance of the user's `torch.nn.Module` subclass `cls` may draw random numbers:
+        its `__init__` builds a layer whose forward draws (dropout), or one of the user's own that does."""
+        key = id(cls)
+        if key in self._draws:
+            return self._draws[key]
+        self._draws[key] = False  # (a class building itself: no)
+        found = False
+        init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        for node in ast.walk(init) if init is not None and _depth < 10 else ():
+            if not isinstance(node, ast.Call):
+                continue
+            name = _module_qualified(node.func, info)
+            layer = lib.catalogue().layer(name) if name and name.startswith("torch.nn.") else None
+            if layer is not None and layer.forward_rng:
+                found = True
+                break
+            if isinstance(node.func, ast.Name):
+                symbol = self.project.lookup(info, node.func.id)
+                inner = getattr(symbol, "node", None)
+                if isinstance(inner, ast.ClassDef) and self.forward_draws(inner, info, _depth + 1):
+                    found = True
+                    break
+        self._draws[key] = found
+        return found
 
     def value_kind(self, expr: ast.AST, info: ModuleInfo, _depth: int = 0) -> GlobalValue:
         """What a module-level value is, from the expression that builds it (never run)."""
@@ -365,6 +415,49 @@ class _FunctionScan:
             elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in found:
                 found[node.id] = False
         return {name for name, ok in found.items() if ok}
+
+    def _draws_when_iterated(self, iterable: ast.expr) -> bool:
+        """A `torch.utils.data.DataLoader` given no `generator=`: a parameter annotated as one, or a local
+        built by one in this body (through `enumerate(...)`, `iter(...)`, `zip(...)` and `tqdm(...)` too)."""
+        while isinstance(iterable, ast.Call) and iterable.args and isinstance(iterable.func, ast.Name) \
+                and iterable.func.id in ("enumerate", "iter", "zip", "tqdm", "reversed"):
+            iterable = iterable.args[0]
+        if isinstance(iterable, ast.Call):
+            return self._builds_loader(iterable)
+        if not isinstance(iterable, ast.Name):
+            return False
+        if iterable.id in self.params:
+            annotation = self.annotations.get(iterable.id) or ""
+            if "DataLoader" in annotation:
+                return True
+        built = [n.value for n in self.body_nodes if isinstance(n, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == iterable.id for t in n.targets)]
+        return any(isinstance(v, ast.Call) and self._builds_loader(v) for v in built)
+
+    def _builds_loader(self, call: ast.Call) -> bool:
+        name = self.qualified(call.func)
+        return name in ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader") and not any(
+            k.arg == "generator" for k in call.keywords)
+
+    def _evaluation_only(self, name: str) -> bool:
+        """The body puts `name` in evaluation mode (`model.eval()`) and never in training mode: its
+        dropout layers draw nothing."""
+        modes = {node.func.attr for node in self.body_nodes if isinstance(node, ast.Call)
+                 and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+                 and node.func.value.id == name and node.func.attr in ("eval", "train")}
+        return modes == {"eval"}
+
+    def _user_class(self, annotation: str | None) -> tuple[ast.ClassDef, ModuleInfo] | None:
+        """The user's class an annotation names (`model: Net`), with its module."""
+        if not annotation or not annotation.isidentifier():
+            return None
+        symbol = self.analyzer.project.lookup(self.info, annotation)
+        node = getattr(symbol, "node", None)
+        if not isinstance(node, ast.ClassDef):
+            return None
+        owner = next((m for m in _loaded_modules(self.analyzer.project) if m.symbols.get(node.name) is symbol),
+                     self.info)
+        return node, owner
 
     def _frozen_annotation(self, annotation: str | None) -> bool:
         if not annotation or not annotation.isidentifier():
@@ -665,6 +758,10 @@ class _FunctionScan:
                 self.effects.globals_read.add(f"{self.info.name}.{node.id}")
             elif isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
                 self._world(node, "a generator or coroutine body")
+            elif isinstance(node, (ast.For, ast.comprehension)) and self._draws_when_iterated(node.iter):
+                # torch's DataLoader draws its workers' base seed from the global generator on every pass
+                self._rng(node, f"iterating `{ast.unparse(node.iter)}` (a DataLoader) draws a seed from the "
+                          "global torch generator")
         return self.effects
 
     def _assignment(self, node: ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete) -> None:
@@ -702,6 +799,10 @@ class _FunctionScan:
         if isinstance(func, ast.Name):
             if func.id in self.alias:  # calling a parameter (a module's forward, a callback)
                 self._mutated(self.roots(func), call, f"calls `{func.id}`, which may change its state")
+                cls = self._user_class(self.annotations.get(func.id))
+                if cls is not None and not self._evaluation_only(func.id) and self.analyzer.forward_draws(*cls):
+                    self._rng(call, f"calls `{func.id}`, a `{cls[0].name}` whose layers draw random numbers "
+                              "(dropout) when called in training mode")
             else:
                 value = self._global_value(func.id)
                 if value is not None:
@@ -735,6 +836,12 @@ class _FunctionScan:
             self._apply_helper(call, fn, inner)
             return
         if isinstance(func, ast.Name) and func.id in self.local_names and func.id not in self.local_imports:
+            cls = self._user_class(self.annotations.get(func.id)) if func.id in self.alias else None
+            forward = next((m for m in cls[0].body if isinstance(m, ast.FunctionDef)
+                            and m.name in ("forward", "__call__")), None) if cls is not None else None
+            if forward is not None and cls is not None:  # `model(x)` with `model: Net`: Net.forward, read
+                self._apply_helper(call, forward, self.analyzer.of_function(forward, cls[1]), receiver=func)
+                return None
             # a local callable (a lambda, a nested def, a model built here): effects stay local
             return self._arguments(call, args, pure=func.id not in self.alias)
         if name is not None:

@@ -351,8 +351,9 @@ class Extractor(MapRegions):
         self._module_objects: dict[int, tuple[str, Any]] = {}
         self._last_task: Node | None = None  # node of the task call evaluated last
         self._effect_warned: set[tuple[int, str]] = set()
-        self._ref_params: dict[str, list[str]] = {}  # node -> parameters bound to run-time values
+        self._bound_args: dict[str, dict[str, Operand]] = {}  # node -> its arguments by parameter
         self._global_writes: dict[str, tuple[str, SourceSpan]] = {}  # module-level name -> first change seen
+        self._pipeline_seeds = False  # a task called so far seeds the global generator
         self._folded: dict[tuple[str, str], None] = {}  # module constants folded into the graph (ordered set)
         self._configs: dict[int, tuple[Any, Value]] = {}  # id(config instance) -> (instance, its node's value)
         self._config_nodes: dict[str, Any] = {}  # node building a config -> the instance
@@ -2255,8 +2256,7 @@ class Extractor(MapRegions):
         options = task.options
         effects = self._effects.of_task(task)
         self._check_declarations(task, effects)
-        # the parameters bound to run-time values, for hints that name them (`readonly=[...]`)
-        self._ref_params[node.name] = [p for p, operand in named.items() if any(True for _ in iter_refs(operand))]
+        self._bound_args[node.name] = named  # for hints that name the parameters (`readonly=[...]`)
         if options.pure:
             return
         where = task.source.display
@@ -2271,6 +2271,7 @@ class Extractor(MapRegions):
             if effects.seeds:
                 node.attrs["effects.seeded"] = True
             self._warn_rng(task, effects, node)
+            self._pipeline_seeds = self._pipeline_seeds or effects.seeds
         if effects.file_write is not None or effects.file_read is not None:
             node.attrs["effects.files"] = "write" if effects.file_write is not None else "read"
             paths = self._static_paths(task, effects, named)
@@ -2286,7 +2287,7 @@ class Extractor(MapRegions):
         mutated: dict[str, None] = {}
         var_pos = next((p.name for p in task.sig.params if p.kind == "var_positional"), None)
         var_kw = next((p.name for p in task.sig.params if p.kind == "var_keyword"), None)
-        for param in effects.mutates:
+        for param in dict.fromkeys([*effects.mutates, *options.mutates]):  # read in the body, and declared
             if param in options.readonly:
                 continue
             if param in (var_pos, var_kw):  # *args / **kwargs: any argument not bound to a named parameter
@@ -2358,6 +2359,10 @@ class Extractor(MapRegions):
             self.sink.error("DAGC155", f"task `{task.name}` is declared both pure=True and side_effects=True",
                             task_span, hint="a pure task has no effects; keep one of the two")
         params = set(task.sig.names()) | {p.name for p in task.sig.params}
+        for name in options.mutates:
+            if name not in params:
+                self.sink.error("DAGC121", f"mutates names `{name}`, which is not a parameter of `{task.name}`",
+                                task_span, hint=f"parameters: {', '.join(task.sig.names()) or 'none'}")
         for name in options.readonly:
             if name not in params:
                 self.sink.error("DAGC121", f"readonly names `{name}`, which is not a parameter of `{task.name}`",
@@ -2453,7 +2458,9 @@ class Extractor(MapRegions):
 
     def _warn_rng(self, task: TaskDef, effects: Any, node: Node) -> None:
         key = (id(task), "rng")
-        if effects.seeds or key in self._effect_warned:
+        if effects.seeds or key in self._effect_warned or self._pipeline_seeds:
+            # (a task of the pipeline seeded the generator earlier: the draws follow it, in order, as in plain
+            # Python; the seed is the user's, and nothing here would make the numbers differ)
             return
         self._effect_warned.add(key)
         evidence = effects.rng
@@ -2515,6 +2522,9 @@ class Extractor(MapRegions):
         (the data flow alone would leave them free), at the task that changes it, with the fix."""
         from dagc.ir.effects import state_groups
 
+        if not self._global_writes:
+            return  # no task changes a module-level object (the common case: no state analysis to run)
+
         for group in state_groups(graph):
             names = [c[len("global:"):] for c in group.cells if c.startswith("global:")]
             calls = list(dict.fromkeys(graph.node(n).target.rpartition(":")[2] for n in group.nodes
@@ -2551,7 +2561,8 @@ class Extractor(MapRegions):
                                 "`torch.manual_seed(seed)` as its first line) so that every rank starts from the "
                                 "same state, or draw from a generator you make there")
                     else:
-                        params = self._ref_params.get(name) or []
+                        params = [p for p, operand in (self._bound_args.get(name) or {}).items()
+                                  if any(True for _ in iter_refs(operand))]
                         readonly = f"`@dagc.task(readonly={params!r})`" if params else "`readonly=[...]`"
                         hint = (f"if `{task}` only reads {', '.join(f'`{p}`' for p in params) or 'its arguments'}, "
                                 f"declare it: {readonly}; otherwise each rank is its own process: give it a copy "

@@ -49,6 +49,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from dagc.runtime.console import load_console, replay, save_console
+from dagc.runtime.effectcheck import Assumed
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import NOT_STORABLE, Executor, TaskFailed, TaskSpec, unpicklable_type
 from dagc.runtime.program import deliver_result, store_result
@@ -473,9 +474,11 @@ class Runner:
         cache: Path | None = None,
         policy: Mapping[str, tuple[float | None, bool]] | None = None,
         state: Mapping[str, int] | None = None,
+        effects: Mapping[str, tuple] | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.state = dict(state or {})  # task -> state group: such tasks are reused only all together
+        self.effects = dict(effects) if effects is not None else None  # --check-effects: task -> assumed
         self.collectives = dict(collectives or {})
         self.compress = dict(compress or {})  # tag -> "bf16" | "fp16": sent narrowed
         self.cache = Cache(cache) if cache is not None else None
@@ -639,9 +642,10 @@ class Runner:
             context={"rank": ranks.index(self.rank), "world_size": len(ranks), "group": group,
                      "device": self.device, "run_dir": self.run_dir},
             where={"rank": self.rank, "device": str(self.device), "node": socket.gethostname()},
-            attempt_offset=self.attempt, process_rank=self.rank)
+            attempt_offset=self.attempt, process_rank=self.rank, check=self.effects is not None)
         timeout, cache = self.policy.get(name, (None, True))
-        spec = TaskSpec(name, fp, retries, timeout, cache is True, uncached=None if cache is True else str(cache))
+        spec = TaskSpec(name, fp, retries, timeout, cache is True, uncached=None if cache is True else str(cache),
+                        assumed=Assumed.from_row(self.effects.get(name)) if self.effects is not None else None)
         agree = (lambda failed: self._any_failed(failed, group)) if group is not None else None
         with use_stages(self.stages.get(name)):
             value = executor.run(spec, fn, *args, owner=owner, agree=agree, **kwargs)

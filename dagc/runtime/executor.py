@@ -36,13 +36,14 @@ from typing import Any
 
 from dagc.runtime.console import Recording, load_console, replay, save_console
 from dagc.runtime.context import TaskContext, reset_context, set_context
+from dagc.runtime.effectcheck import Assumed, EffectViolation, watch
 from dagc.runtime.events import EventLog
 from dagc.runtime.store import Cache, RunStore
 
 __all__ = ["Executor", "TaskSpec", "TaskFailed", "TaskTimeout", "deadline", "NOT_STORABLE"]
 
-# TASKS[name] = (fingerprint, retries, timeout, cache, state group)
-TaskRow = tuple[str, int, "float | None", bool, "int | None"]
+# TASKS[name] = (fingerprint, retries, timeout, cache, state group[, assumed effects])
+TaskRow = tuple
 NOT_STORABLE = (pickle.PicklingError, TypeError, AttributeError, RecursionError)
 # how long after its timeout a task that did not stop (stuck outside Python code) ends its process
 HARD_STOP_GRACE = 10.0
@@ -59,15 +60,17 @@ class TaskSpec:
     cache: bool = True
     state: int | None = None
     uncached: str | None = None  # why the task is never taken from the cache
+    assumed: Assumed | None = None  # what the compiler assumed it may change (None: not checked)
 
     @classmethod
     def from_row(cls, name: str, row: TaskRow | None) -> TaskSpec:
         if row is None:
             return cls(name)
-        fp, retries, timeout, cache, state = row
+        fp, retries, timeout, cache, state = row[:5]
         # the cache column is True, or the reason the task is not cacheable
         return cls(name, fp, int(retries), timeout, cache is True, state,
-                   None if cache is True else (cache or "declared cache=False"))
+                   None if cache is True else (cache or "declared cache=False"),
+                   Assumed.from_row(row[5]) if len(row) > 5 else None)
 
 
 class TaskFailed(Exception):
@@ -145,13 +148,18 @@ class Executor:
     claim     number attempts with marker files in the run directory, so that an attempt in a new
               process (a Ray worker that died) continues the count
     process_rank  the rank a failure names (torch: this process's global rank)
+    check     compare what each task did with what the compiler assumed (dagc.runtime.effectcheck)
+    modules   the user's modules, whose globals the check watches
     """
 
     def __init__(self, tasks: Mapping[str, TaskRow] | None = None, *, store: RunStore | None = None,
                  log: EventLog | None = None, cache: Cache | None = None, reuse: bool = False,
                  context: Mapping[str, Any] | None = None, where: Mapping[str, Any] | None = None,
-                 attempt_offset: int = 0, claim: bool = False, process_rank: int | None = None) -> None:
+                 attempt_offset: int = 0, claim: bool = False, process_rank: int | None = None,
+                 check: bool = False, modules: list[str] | None = None) -> None:
         self.tasks = dict(tasks or {})
+        self.check = check
+        self.modules = list(modules or ())
         self.store, self.log, self.cache, self.reuse = store, log, cache, reuse
         self.context = dict(context or {})
         self.where = dict(where or {})
@@ -242,14 +250,23 @@ class Executor:
             if recording is not None:
                 recording.chunks.clear()  # only the attempt that succeeds is replayed
                 recording.__enter__()
+            watcher = watch(spec.name, spec.assumed, args, kwargs, self.modules or [getattr(fn, "__module__", "")]) \
+                if self.check and spec.assumed is not None else None
             try:
                 if spec.timeout:
                     with deadline(spec.timeout, spec.name):
                         value = fn(*args, **kwargs)
                 else:  # the common case, kept free of context managers: it runs once per task
                     value = fn(*args, **kwargs)
+                if watcher is not None:
+                    watcher.finish()
             except KeyboardInterrupt:
                 raise
+            except EffectViolation as exc:  # not the task's failure: the compiler's assumption was wrong
+                if self.log is not None:
+                    self.log.failure(spec.name, time.perf_counter() - start, exc, "", attempt=attempt + 1,
+                                     **self.where)
+                raise TaskFailed(spec.name, attempt, exc, named_rank, detail=str(exc)) from exc
             except BaseException as exc:  # noqa: BLE001 - SystemExit too: a failure of this task
                 error = exc
                 if self.log is not None:
@@ -259,6 +276,8 @@ class Executor:
                 reset_context(token)
                 if recording is not None:
                     recording.__exit__()
+                if watcher is not None:
+                    watcher.stop()
             failed = error is not None
             if agree is not None:
                 failed = agree(failed)

@@ -54,7 +54,8 @@ def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tas
     prepare_interpreter(str((args.source_root / script).resolve()), user_args)
     loaded = load_modules(args.source_root, search_paths, modules)
     log = EventLog(store.events_path, run_id) if store is not None else None
-    rt = Executor(tasks, store=store, log=log, cache=cache, reuse=args.resume is not None)
+    rt = Executor(tasks, store=store, log=log, cache=cache, reuse=args.resume is not None,
+                  check=args.check_effects is not False, modules=list(modules))
     started = time.perf_counter()
     if log is not None and store is not None:
         log.write("run_start", pipeline=pipeline, tasks=len(tasks), resume=args.resume is not None,

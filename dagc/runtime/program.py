@@ -74,6 +74,10 @@ def add_run_options(parser: argparse.ArgumentParser, source_root: Path) -> None:
                         help="write the pipeline's return value to PATH (pickle)")
     parser.add_argument("--source-root", type=Path, default=source_root, metavar="DIR",
                         help="directory of the pipeline's source files (default: %(default)s)")
+    parser.add_argument("--check-effects", action=argparse.BooleanOptionalAction, default=None,
+                        help="stop at a task that changes more than dagc assumed it may (its arguments, the "
+                             "global random generators, files, module globals); default: on for local "
+                             "programs, off for Ray and torch")
 
 
 def open_run(parser: argparse.ArgumentParser, args: argparse.Namespace, pipeline: str, run_id: str, *,

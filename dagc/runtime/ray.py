@@ -87,8 +87,10 @@ class Job:
     """What a running task knows about its run; `run(body)` runs it through the executor."""
 
     def __init__(self, task: str, row: TaskRow, run_dir: str, run_id: str, cache: str | None, device: object,
-                 outputs: int, interpreter: tuple[str, tuple[str, ...], str], resume: bool = False) -> None:
+                 outputs: int, interpreter: tuple[str, tuple[str, ...], str], resume: bool = False,
+                 check: bool = False) -> None:
         self.task, self.row, self.run_dir, self.run_id, self.cache = task, row, run_dir, run_id, cache
+        self.check = check
         self.device, self.outputs, self.interpreter, self.resume = device, outputs, interpreter, resume
         self.rank, self.world_size, self.group = 0, 1, None
         self.inner_args: dict[str, Any] = {}
@@ -102,8 +104,8 @@ class Job:
         script, args, cwd = self.interpreter
         prepare_interpreter(script, args, cwd)
 
-    def run(self, body: Callable[[], Any]) -> tuple:
-        """Run the task's body; returns (*outputs, info)."""
+    def run(self, body: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple:
+        """Run the task's body on its arguments; returns (*outputs, info)."""
         self.prepare()
         store = RunStore(self.run_dir)
         where: dict[str, Any] = {"node": ray.get_runtime_context().get_node_id(), "device": self.device,
@@ -118,9 +120,9 @@ class Job:
         cache = Cache(self.cache) if self.cache else None
         self.inner_args = {"store": store, "log": log, "cache": cache, "context": context, "where": where}
         executor = Executor({self.task: self.row}, store=store, log=log, cache=cache, context=context, where=where,
-                            claim=self.world_size == 1)
+                            claim=self.world_size == 1, check=getattr(self, "check", False))
         agree = self.agree if self.world_size > 1 else None
-        value = executor.run(executor.spec(self.task), body, owner=self.rank == 0, agree=agree)
+        value = executor.run(executor.spec(self.task), body, *args, owner=self.rank == 0, agree=agree, **kwargs)
         info = {"task": self.task, **where}
         return (*value, info) if self.outputs > 1 else (value, info)
 
@@ -324,8 +326,9 @@ class Driver:
 
     def __init__(self, plan: Plan, store: RunStore, log: EventLog, resume: bool, placement: Placement | None,
                  cache: Cache | None = None, interpreter: tuple[str, tuple[str, ...], str] = ("", (), "."),
-                 pending_timeout: float = 600.0) -> None:
+                 pending_timeout: float = 600.0, check: bool = False) -> None:
         self.plan, self.store, self.log, self.placement, self.cache = plan, store, log, placement, cache
+        self.check_effects = check  # --check-effects: the workers compare what each task did with the assumed
         self.interpreter, self.pending_timeout = interpreter, pending_timeout
         self.resume = resume
         self.reuse = Executor(plan.tasks, store=store, log=log, cache=cache, reuse=resume)
@@ -384,7 +387,7 @@ class Driver:
     def job(self, task: str, device: object, outputs: int) -> Job:
         return Job(task, self.plan.tasks[task], self.run_dir, self.log.run_id,
                    str(self.cache.root.resolve()) if self.cache is not None else None, device, outputs,
-                   self.interpreter, resume=self.resume)
+                   self.interpreter, resume=self.resume, check=self.check_effects)
 
     def waits(self, after: tuple[str, ...], devices: list[int]) -> list[ray.ObjectRef]:
         """Refs a task must wait for besides its inputs (passed as trailing arguments, which Ray
@@ -619,7 +622,7 @@ def ray_main(plan: Plan, run: Callable[[Driver], object], argv: Sequence[str] | 
                   run_dir=str(store.root), nodes=placement.nodes if placement else None,
                   placement=placement.mode if placement else None, backend="ray")
         driver = Driver(plan, store, log, args.resume is not None, placement, cache, interpreter,
-                        args.pending_timeout)
+                        args.pending_timeout, check=bool(args.check_effects))
         try:
             result = run(driver)
         finally:

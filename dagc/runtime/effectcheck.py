@@ -1,0 +1,245 @@
+"""The run-time check of effects: what a task did, against what the compiler assumed it may do.
+
+The compiler reads each task's body and decides what it may change (docs/ir.md, "Effects and state");
+placement, ordering, caching and reuse all rest on that. Whatever the reading misses — a method looked up
+by name, a C extension, a library helper — would be a silent wrong result on Ray and torch, where
+tasks run in other processes. So the executor looks: before and after a task it takes
+
+  * the version counters of the tensors reachable from each argument (a module's parameters, buffers
+    and gradients, an optimizer's state, tensors in lists, dicts and the attributes of objects), and the
+    identities of the items of the containers and objects it meets (an `append`, a rebound attribute);
+  * the states of the global random generators (`random`, numpy's, torch's);
+  * the files the task opened for writing (an audit hook);
+  * the bindings of the user's modules' globals;
+
+and stops the run at a task that did more than assumed, with an error naming the task, what changed, and
+the annotation that says so. The assumptions come from the program's table (one row per task):
+
+    (params, mutable, rng, files, globals)
+    params   the parameter names of the positional arguments, in order
+    mutable  the parameters the task may change in place
+    rng      it may draw from (or seed) a global generator
+    files    it may write files
+    globals  the module-level names (`module.NAME`) it may rebind or change
+
+Nothing here imports torch or numpy: they are looked at only when the program has imported them.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Assumed", "EffectViolation", "Watch", "watch"]
+
+# a task's objects are walked up to this many items (a bound on the check's cost per task)
+MAX_ITEMS = 50_000
+_IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), range, frozenset)
+
+
+@dataclass(frozen=True)
+class Assumed:
+    params: tuple[str, ...] = ()
+    mutable: frozenset[str] = frozenset()
+    rng: bool = False
+    files: bool = False
+    globals: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_row(cls, row: tuple | None) -> Assumed | None:
+        if row is None:
+            return None
+        params, mutable, rng, files, globals_ = row
+        return cls(tuple(params), frozenset(mutable), bool(rng), bool(files), frozenset(globals_))
+
+
+class EffectViolation(Exception):
+    """A task did more than the compiler assumed: the run stops at it (never retried)."""
+
+    def __init__(self, task: str, problems: list[str], hints: list[str]) -> None:
+        self.task, self.problems, self.hints = task, problems, hints
+        text = "; ".join(problems)
+        fix = " ".join(dict.fromkeys(hints))
+        super().__init__(f"task `{task}` did more than dagc assumed: {text}. dagc's reading of its code missed this, "
+                         f"so other processes could see an old value. {fix} (`--no-check-effects` runs without "
+                         "this check.)")
+
+
+# ---- what is reachable from an argument -----------------------------------------------------------------
+def _fingerprint(obj: Any) -> list[tuple[int, object]]:
+    """(id, state) of everything mutable reachable from `obj`: tensors by version counter, containers and
+    objects by the identities of what they hold."""
+    torch = sys.modules.get("torch")
+    tensor_type = torch.Tensor if torch is not None else None
+    module_type = torch.nn.Module if torch is not None else None
+    optimizer_type = torch.optim.Optimizer if torch is not None else None
+    out: list[tuple[int, object]] = []
+    seen: set[int] = set()
+    stack = [obj]
+    while stack and len(seen) < MAX_ITEMS:
+        item = stack.pop()
+        if isinstance(item, _IMMUTABLE) or id(item) in seen:
+            continue
+        seen.add(id(item))
+        if tensor_type is not None and isinstance(item, tensor_type):
+            grad = item.grad if item.requires_grad else None
+            out.append((id(item), (item._version, id(grad), grad._version if grad is not None else None)))
+            continue
+        if module_type is not None and isinstance(item, module_type):
+            out.append((id(item), (item.training,)))
+            stack.extend(item.parameters())
+            stack.extend(item.buffers())
+            continue
+        if optimizer_type is not None and isinstance(item, optimizer_type):
+            out.append((id(item), tuple(id(s) for s in item.state.values())))
+            for state in item.state.values():
+                stack.extend(state.values())
+            for group in item.param_groups:
+                stack.extend(group["params"])
+            continue
+        if isinstance(item, (list, tuple)):
+            out.append((id(item), tuple(id(v) for v in item)))
+            stack.extend(item)
+        elif isinstance(item, dict):
+            out.append((id(item), tuple((id(k), id(v)) for k, v in item.items())))
+            stack.extend(item.values())
+        elif isinstance(item, (set, bytearray)):
+            out.append((id(item), (len(item), hash(frozenset(map(id, item))) if isinstance(item, set) else
+                                   bytes(item))))
+        elif hasattr(item, "__dict__") and not isinstance(item, type) and type(item).__module__ not in (
+                "builtins", "types"):
+            attrs = vars(item)
+            out.append((id(item), tuple((k, id(v)) for k, v in attrs.items())))
+            stack.extend(attrs.values())
+    return out
+
+
+def _generators() -> dict[str, object]:
+    """The global random generators' states (of the libraries the program has imported)."""
+    import random
+
+    states: dict[str, object] = {"random": random.getstate()}
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        state = numpy.random.get_state()
+        states["numpy.random"] = (state[1].tobytes(), state[2])
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        states["torch"] = bytes(torch.random.get_rng_state().numpy())
+    return states
+
+
+# ---- files written: an audit hook, installed once per process ---------------------------------------------
+_local = threading.local()
+_hook_installed = False
+
+
+def _audit(event: str, args: tuple) -> None:
+    watching = getattr(_local, "files", None)
+    if watching is None or event != "open" or len(args) < 2:
+        return
+    path, mode = args[0], args[1]
+    flags = args[2] if len(args) > 2 else 0
+    if isinstance(flags, int) and flags & os.O_EXCL and flags & os.O_CREAT:
+        return  # a new file of a unique name (tempfile.mkstemp, a library's scratch file): nobody else reads it
+    writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
+        mode is None and isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR))
+    if writes and isinstance(path, (str, bytes)) and "__pycache__" not in str(path):
+        watching.append(str(path))
+
+
+def _install_hook() -> None:
+    global _hook_installed
+    if not _hook_installed:
+        sys.addaudithook(_audit)
+        _hook_installed = True
+
+
+# ---- one task -------------------------------------------------------------------------------------------
+@dataclass
+class Watch:
+    """What one task's run is compared against (taken before it runs)."""
+
+    task: str
+    assumed: Assumed
+    arguments: list[tuple[str, Any]]
+    before: list[list[tuple[int, object]]]
+    generators: dict[str, object]
+    modules: dict[str, dict[str, int]]
+    files: list[str] = field(default_factory=list)
+
+    def stop(self) -> None:
+        """Stop recording the files the task opens (after it returned or failed)."""
+        if getattr(_local, "files", None) is self.files:
+            _local.files = None
+
+    def finish(self) -> None:
+        """Compare with now; raise EffectViolation where the task did more than assumed."""
+        self.stop()
+        problems: list[str] = []
+        hints: list[str] = []
+        changed_params = []
+        # an object reachable from an argument the task may change may change (an optimizer steps the
+        # model's parameters it holds, whichever argument also reaches them)
+        allowed = {key for (param, _), before in zip(self.arguments, self.before) if param in self.assumed.mutable
+                   for key, _ in before}
+        for (param, value), before in zip(self.arguments, self.before):
+            if param in self.assumed.mutable:
+                continue
+            after = dict(_fingerprint(value))
+            if any(key not in allowed and after.get(key) != state for key, state in before):
+                changed_params.append(param)
+        if changed_params:
+            names = ", ".join(f"`{p}`" for p in changed_params)
+            problems.append(f"it changed {names} in place")
+            hints.append(f"Declare it: `@dagc.task(mutates={changed_params!r})`.")
+        if not self.assumed.rng:
+            drawn = [name for name, state in _generators().items() if self.generators.get(name, state) != state]
+            if drawn:
+                problems.append(f"it drew from the global random generator ({', '.join(drawn)})")
+                hints.append("Draw from a generator made in the task (`torch.Generator().manual_seed(seed)`, "
+                             "`random.Random(seed)`), or seed inside it; a model with dropout draws when called "
+                             "in training mode: annotate its parameter with its class (`model: Net`) so that "
+                             "dagc sees it.")
+        if self.files and not self.assumed.files:
+            shown = ", ".join(self.files[:3]) + (" …" if len(self.files) > 3 else "")
+            problems.append(f"it wrote files dagc did not know of ({shown})")
+            hints.append("Declare them: `@dagc.task(writes=[...])`, or order the readers with `after=[...]`.")
+        rebound = []
+        for module, names in self.modules.items():
+            current = sys.modules.get(module)
+            if current is None:
+                continue
+            now = vars(current)
+            for name in set(names) | set(now):
+                if names.get(name) != (id(now[name]) if name in now else None) and \
+                        f"{module}.{name}" not in self.assumed.globals and not name.startswith("__"):
+                    rebound.append(f"{module}.{name}")
+        if rebound:
+            problems.append(f"it rebound module-level {', '.join(f'`{r}`' for r in sorted(rebound)[:3])}")
+            hints.append("Keep module-level values unchanged by tasks: return the new value instead.")
+        if problems:
+            raise EffectViolation(self.task, problems, hints)
+
+
+def watch(task: str, assumed: Assumed, args: tuple, kwargs: Mapping[str, Any], modules: list[str]) -> Watch:
+    """Start watching a task about to run with `args`/`kwargs` (call `.finish()` when it returned)."""
+    arguments: list[tuple[str, Any]] = []
+    for index, value in enumerate(args):
+        param = assumed.params[index] if index < len(assumed.params) else (assumed.params[-1] if assumed.params
+                                                                             else f"#{index}")
+        arguments.append((param, value))
+    arguments.extend(kwargs.items())
+    before = [_fingerprint(value) for _, value in arguments]
+    generators = _generators() if not assumed.rng else {}
+    snapshot = {m: {k: id(v) for k, v in vars(sys.modules[m]).items()} for m in modules if m in sys.modules}
+    found = Watch(task, assumed, arguments, before, generators, snapshot)
+    if not assumed.files:
+        _install_hook()
+        _local.files = found.files
+    return found
+

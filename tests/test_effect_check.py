@@ -1,0 +1,143 @@
+"""The run-time check of effects (dagc.runtime.effectcheck): a change no static reading can follow ends
+the run at that task with an error naming it, what changed and the annotation that says so, on local
+(on by default), Ray (2 devices) and torch (2 gloo ranks) with --check-effects; never rc 0 with another
+result. Declaring it (`mutates=[...]`) makes every backend equal the plain run."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dagc.backends import emit
+from dagc.cluster import parse_cluster_spec
+from dagc.driver import compile_file
+from dagc.runtime.effectcheck import Assumed, EffectViolation, watch
+from tests.test_backend_local import _plain_result
+from tests.test_effects import _torch_program
+
+SNEAKY = '''\
+import random
+
+import torch
+
+import dagc
+
+
+@dagc.task
+def make() -> list:
+    return [torch.zeros(2), torch.zeros(2)]
+
+
+@dagc.task(cost="5s")
+def sneaky(xs: list) -> int:
+    method = "add" + "_"
+    getattr(xs[0], method)(1)  # a method looked up by name: no static reading follows it
+    return 0
+
+
+@dagc.task
+def read(xs: list) -> list:
+    return [x.tolist() for x in xs]
+
+
+@dagc.pipeline
+def p():
+    xs = make()
+    n = sneaky(xs)
+    return read(xs), n
+'''
+
+
+def _script(tmp_path: Path, declared: bool = False) -> Path:
+    text = SNEAKY.replace('@dagc.task(cost="5s")', '@dagc.task(cost="5s", mutates=["xs"])') if declared else SNEAKY
+    script = tmp_path / "sneaky.py"
+    script.write_text(text, encoding="utf-8")
+    return script
+
+
+def _local(tmp_path: Path, script: Path, *extra: str) -> subprocess.CompletedProcess:
+    program = tmp_path / "sneaky_local.py"
+    program.write_text(emit(compile_file(script), "local", program))
+    return subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl"), *extra],
+                          capture_output=True, text=True, timeout=120)
+
+
+def _assert_named(stderr: str) -> None:
+    assert "task `sneaky` did more than dagc assumed: it changed `xs` in place" in stderr, stderr[-2000:]
+    assert "@dagc.task(mutates=['xs'])" in stderr
+
+
+def test_local_stops_at_the_task_and_names_the_fix(tmp_path: Path) -> None:
+    proc = _local(tmp_path, _script(tmp_path))
+    assert proc.returncode == 1
+    _assert_named(proc.stderr)
+
+
+def test_declared_it_equals_plain_everywhere_locally(tmp_path: Path) -> None:
+    script = _script(tmp_path, declared=True)
+    plain = _plain_result(script, "p", tmp_path)
+    assert plain == ([[1.0, 1.0], [0.0, 0.0]], 0)
+    graph = compile_file(script)
+    assert graph.node("read").deps == ("sneaky",)  # now ordered after the change
+    proc = _local(tmp_path, script)
+    assert proc.returncode == 0, proc.stderr
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain
+
+
+def test_switched_off_it_runs_as_before(tmp_path: Path) -> None:
+    proc = _local(tmp_path, _script(tmp_path), "--no-check-effects")
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.slow
+def test_ray_and_torch_stop_with_check_effects(tmp_path: Path, ray_cluster) -> None:
+    from tests.test_backend_torch import launch
+
+    script = _script(tmp_path)
+    program = tmp_path / "sneaky_ray.py"
+    program.write_text(emit(compile_file(script, cluster=parse_cluster_spec("2")), "ray", program))
+    proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--check-effects",
+                           "--result", str(tmp_path / "ray.pkl")], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert proc.returncode == 1
+    _assert_named(proc.stderr)
+    torch_program = _torch_program(script, "p", {}, tmp_path / "sneaky_torch.py", split=("sneaky", "read"))
+    with pytest.raises(Exception) as failure:  # the launcher reports the failed rank
+        launch(torch_program, 2, ["--check-effects", "--result", str(tmp_path / "torch.pkl")])
+    assert not (tmp_path / "torch.pkl").exists()
+    del failure
+
+
+# ---- the check on its own ---------------------------------------------------------------------------------
+def test_what_the_check_sees() -> None:
+    import torch
+
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    assumed = Assumed(params=("model", "optimizer", "log"), mutable=frozenset({"optimizer"}))
+    # an optimizer step changes the model's parameters it holds: allowed through the optimizer
+    w = watch("step", assumed, (model, optimizer, []), {}, [])
+    model(torch.ones(1, 2)).sum().backward()
+    optimizer.step()
+    w.finish()  # the model's parameters and gradients are the optimizer's too
+    w = watch("backward", Assumed(params=("model",)), (model,), {}, [])
+    model(torch.ones(1, 2)).sum().backward()
+    with pytest.raises(EffectViolation, match="it changed `model` in place"):  # its gradients
+        w.finish()
+    log: list = []
+    w = watch("push", Assumed(params=("log",)), (log,), {}, [])
+    log.append(1)
+    with pytest.raises(EffectViolation, match="it changed `log` in place"):
+        w.finish()
+    import random
+
+    w = watch("draw", Assumed(params=()), (), {}, [])
+    random.random()
+    with pytest.raises(EffectViolation, match="global random generator"):
+        w.finish()
+    w = watch("quiet", Assumed(params=("log",)), (log,), {}, [])
+    w.finish()  # nothing changed: no error
