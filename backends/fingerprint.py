@@ -212,6 +212,45 @@ def _fingerprint_values(graph: Graph) -> tuple[dict[str, str], dict[str, str]]:
     return out, values
 
 
+def code_table(graph: Graph) -> tuple[dict[str, tuple], dict[str, str]]:
+    """What the program hashes when it starts (dagc.runtime.code): per task, the code it runs (its own
+    function and the functions and classes of the user's it reaches), the tasks whose fingerprints feed
+    its own (producers of its inputs, the last change of its state) and the code's digest now; and the
+    files of the user's modules."""
+    from dagc.runtime.code import code_digest
+
+    changed_by = _last_changes(graph)
+    producer: dict[str, str] = {}
+    for node in graph:
+        for value in node.outputs:
+            producer[value] = node.name
+    files = dict(sorted(graph.modules.items()))
+    root = Path(graph.root)
+    table: dict[str, tuple] = {}
+    for name in graph.topological_order():
+        node = graph.node(name)
+        if node.op == "transfer":
+            continue
+        members = [n for n in (node, *walk(node)) if n.op == "task" and n.target]
+        names: dict[str, None] = {}
+        for m in members:
+            names[m.target] = None
+            names.update(dict.fromkeys(m.attrs.get("code.reaches") or ()))
+        upstream: dict[str, None] = {}
+        for value in node.input_values():
+            source = producer.get(value)
+            while source is not None and graph.node(source).op == "transfer":  # a transfer moves a value
+                inputs = graph.node(source).input_values()
+                source = producer.get(inputs[0]) if inputs else None
+            if source is not None:
+                upstream[source] = None
+        if name in changed_by:
+            upstream[changed_by[name]] = None
+        key = tuple(names)
+        table[name] = (key, tuple(upstream), code_digest(key, root, files))
+    return table, files
+
+
 def _last_changes(graph: Graph) -> dict[str, str]:
     """For each node touching a piece of state, the last node before it (program order) that may have
     changed that state. The state analysis orders that node before it, so its fingerprint is known."""

@@ -399,7 +399,7 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     """The local program's source text for `graph`."""
     from dagc.backends.fingerprint import task_rows, try_body_rows
 
-    names = Names({"rt", "Executor", "run_local", "TASKS", "SCRIPT"})
+    names = Names({"rt", "Executor", "run_local", "TASKS", "SCRIPT", "CODE", "CODE_FILES"})
     names.used_values = used_values(graph)  # type: ignore[attr-defined]
     aliases = _module_aliases(graph, names)
     order = graph.topological_order()
@@ -417,6 +417,7 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
         w.line("from dagc.runtime.maps import map_items")
     w.line()
     emit_tables(w, graph, out_path, aliases, {**task_rows(graph), **try_body_rows(graph)})
+    emit_code_table(w, graph)
     w.line()
     w.line()
     w.line("def run(rt: Executor, modules: dict[str, object]) -> object:")
@@ -436,7 +437,8 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     w.line()
     w.line("def main(argv: list[str] | None = None) -> int:")
     with w.indent():
-        w.line("return run_local(PIPELINE, run, TASKS, SOURCE_ROOT, SEARCH_PATHS, MODULES, SCRIPT, argv)")
+        w.line("return run_local(PIPELINE, run, TASKS, SOURCE_ROOT, SEARCH_PATHS, MODULES, SCRIPT, argv, CODE, "
+               "CODE_FILES)")
     w.line()
     w.line()
     w.line('if __name__ == "__main__":')
@@ -454,6 +456,21 @@ def emit_tables(w: CodeWriter, graph: Graph, out_path: Path | None, aliases: dic
     w.line(f"MODULES = {tuple(sorted(aliases))!r}")
     w.line(f"SCRIPT = {script_path(graph)!r}  # sys.argv[0] of the user's code, relative to SOURCE_ROOT")
     emit_task_table(w, rows)
+
+
+def emit_code_table(w: CodeWriter, graph: Graph) -> None:
+    """What the program hashes when it starts, so that edited code is recomputed (dagc.runtime.code)."""
+    from dagc.backends.fingerprint import code_table
+
+    table, files = code_table(graph)
+    w.line("# task: (the code it runs, the tasks its fingerprint chains, that code's digest when emitted);")
+    w.line("# hashed again when the program starts: edited code is recomputed (dagc.runtime.code)")
+    w.line("CODE = {")
+    with w.indent():
+        for name, row in table.items():
+            w.line(f"{name!r}: {row!r},")
+    w.line("}")
+    w.line(f"CODE_FILES = {files!r}")
 
 
 def emit_task_table(w: CodeWriter, rows: dict[str, tuple], name: str = "TASKS") -> None:

@@ -37,6 +37,7 @@ from dagc.backends.local import (
     _members,
     _module_aliases,
     _task_modules,
+    emit_code_table,
     emit_prologue,
     emit_task_lines,
     emit_task_table,
@@ -55,7 +56,7 @@ __all__ = ["emit_ray", "placement_devices", "placement_mode", "task_demand", "ta
 _RESERVED = {
     "ray", "Driver", "Job", "Plan", "ray_main", "PLAN", "PIPELINE", "SOURCE_ROOT", "SEARCH_PATHS", "SCRIPT",
     "DEVICES", "DEMANDS", "TASKS", "STATE", "STATE_GROUPS", "PLACEMENT", "driver", "job", "body",
-    "INNER_TASKS", "rt",
+    "INNER_TASKS", "rt", "CODE", "CODE_FILES",
 }
 
 
@@ -223,8 +224,9 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
         w.line("# Tasks in the body of a try region: stored one by one, so --resume reruns only what did not finish")
         emit_task_table(w, inner_rows, "INNER_TASKS")
     _emit_state_tables(w, graph, groups, order)
+    emit_code_table(w, graph)
     w.line("PLAN = Plan(PIPELINE, SOURCE_ROOT, SEARCH_PATHS, SCRIPT, TASKS, DEMANDS, DEVICES, STATE_GROUPS, STATE, "
-           "PLACEMENT)")
+           "PLACEMENT, code=CODE, code_files=CODE_FILES)")
     for name in order:
         node = graph.node(name)
         if node.op == "transfer":

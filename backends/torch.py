@@ -30,6 +30,7 @@ from dagc.backends.local import (
     _members,
     _module_aliases,
     _task_modules,
+    emit_code_table,
     emit_loader,
     emit_prologue,
     emit_task_lines,
@@ -392,7 +393,7 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     plan = build_plan(graph)
     programs = plan.programs()
     names = Names(reserved={"Runner", "launch_main", "RANKS", "TASKS", "MOVES", "COLLECTIVES", "COMPRESS", "RETURNS",
-                            "STAGES", "PROGRAMS", "rt", "idle", "default_run_dir", "POLICY", "STATE", "EFFECTS", "SCRIPT", "TaskFailed",
+                            "STAGES", "PROGRAMS", "rt", "idle", "default_run_dir", "POLICY", "STATE", "EFFECTS", "CODE", "CODE_FILES", "SCRIPT", "TaskFailed",
                             "report_failure", "program_args", "run_directory"} | {f"rank_{r}" for r in range(plan.world)})
     aliases = _module_aliases(graph, names)
     from dagc.backends.fingerprint import task_rows
@@ -409,6 +410,7 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
         "                  [--result PATH] [-- SCRIPT_ARGS...]\n"
         "       python THIS_FILE [...]   (starts torchrun itself)"))
     for line in ("import argparse", "import importlib", "import os", "import sys", "from pathlib import Path", "",
+                 "from dagc.runtime.code import describe_changes, refresh",
                  "from dagc.runtime.distributed import Runner, TaskFailed, launch_main, report_failure",
                  *((f"from dagc.runtime.maps import map_items{', spread_map' if _spreads(graph) else ''}",)
                    if uses_map(graph.nodes) else ()),
@@ -437,6 +439,7 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     w.line("# task: state group (tasks sharing objects: reused from the run directory or cache only together)")
     w.line("STATE = {" + ", ".join(f"{name!r}: {row[4]!r}" for name, row in rows.items()
                                    if name in plan.inputs and row[4] is not None) + "}")
+    emit_code_table(w, graph)
     w.line("# task: what dagc assumes it may change, checked with --check-effects (dagc.runtime.effectcheck)")
     w.line("EFFECTS = {" + ", ".join(f"{name!r}: {row[5]!r}" for name, row in rows.items()
                                      if name in plan.inputs and row[5] is not None) + "}")
@@ -498,7 +501,11 @@ def main(argv: list[str] | None = None) -> int:
                             restarts=int(os.environ.get("TORCHELASTIC_MAX_RESTARTS", "0")) > 0)
     prepare_interpreter(str((args.source_root / SCRIPT).resolve()), user_args)
     modules = load_modules(args.source_root)
-    runner = Runner(PIPELINE, TASKS, MOVES, RETURNS, RANKS, run_dir=run_dir, timeout=args.timeout,
+    # fingerprints that cover the code as it is now: edited code is recomputed (dagc.runtime.code)
+    tasks, changed = refresh(TASKS, CODE, args.source_root, CODE_FILES, index=3)
+    if changed and (args.resume is not None or args.cache is not None) and os.environ.get("RANK") == "0":
+        print(describe_changes(changed), file=sys.stderr)
+    runner = Runner(PIPELINE, tasks, MOVES, RETURNS, RANKS, run_dir=run_dir, timeout=args.timeout,
                     backend=args.dist_backend, stages=STAGES, collectives=COLLECTIVES, compress=COMPRESS,
                     cache=args.cache, policy=POLICY, state=STATE, effects=EFFECTS if args.check_effects else None)
     program = PROGRAMS[runner.rank] if runner.rank < len(PROGRAMS) else None

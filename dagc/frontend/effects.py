@@ -61,6 +61,9 @@ class Effects:
     file_paths_known: bool = True
     # prints, logs, progress bars, metric writers: kept by dce, but never state and never a reason not to cache
     output: Evidence | None = None
+    # the user's functions and classes the body reaches (`module:function`, `module:Class`): the code whose
+    # source the run-time fingerprint covers (editing any of them recomputes the task)
+    reaches: set[str] = field(default_factory=set)
 
     @property
     def is_pure(self) -> bool:
@@ -254,6 +257,7 @@ class EffectAnalyzer:
         self._indexed = -1
         self._kinds: dict[int, GlobalValue] = {}
         self._draws: dict[int, bool] = {}
+        self.code_of: dict[int, str] = {}  # id(function node) -> `module:function` / `module:Class`
         self._recursive: set[int] = set()  # functions found calling themselves during their own scan
         self._partial: dict[int, Effects] = {}  # their summary so far
 
@@ -306,6 +310,7 @@ class EffectAnalyzer:
                         if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not item.name.startswith("__"):
                             static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in item.decorator_list)
                             self._methods.setdefault(item.name, []).append((item, module, static))
+                            self.code_of[id(item)] = f"{module.name}:{stmt.name}"
             self._indexed = len(modules)
         return self._methods.get(attr, [])
 
@@ -832,6 +837,10 @@ class _FunctionScan:
         helper = self._helper(func)
         if helper is not None:
             fn, info = helper
+            if id(fn) not in self.analyzer.code_of:
+                owner = fn.name if fn.name != "__init__" else ast.unparse(func).rpartition(".")[2]
+                task = next((t for t in info.tasks.values() if t.node is fn), None)
+                self.analyzer.code_of[id(fn)] = f"{info.name}:{task.qualname if task is not None else owner}"
             inner = self.analyzer.of_function(fn, info)
             self._apply_helper(call, fn, inner)
             return
@@ -840,6 +849,7 @@ class _FunctionScan:
             forward = next((m for m in cls[0].body if isinstance(m, ast.FunctionDef)
                             and m.name in ("forward", "__call__")), None) if cls is not None else None
             if forward is not None and cls is not None:  # `model(x)` with `model: Net`: Net.forward, read
+                self.analyzer.code_of.setdefault(id(forward), f"{cls[1].name}:{cls[0].name}")
                 self._apply_helper(call, forward, self.analyzer.of_function(forward, cls[1]), receiver=func)
                 return None
             # a local callable (a lambda, a nested def, a model built here): effects stay local
@@ -1020,6 +1030,10 @@ class _FunctionScan:
             self._world(call, f"calls {where}, which {inner.world.reason}")
         if inner.output is not None:
             self._output(call, f"calls {where}, which {inner.output.reason}")
+        code = self.analyzer.code_of.get(id(fn))
+        if code is not None:
+            self.effects.reaches.add(code)
+        self.effects.reaches |= inner.reaches
         if inner.rng is not None:
             self._rng(call, f"calls {where}, which uses the global random number generator")
         params_in_order = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]

@@ -2256,6 +2256,10 @@ class Extractor(MapRegions):
         options = task.options
         effects = self._effects.of_task(task)
         self._check_declarations(task, effects)
+        reaches = sorted(effects.reaches - {task.target})
+        if reaches:  # the code its run-time fingerprint covers besides its own (backends/fingerprint.py)
+            node.attrs["code.reaches"] = reaches
+            self._modules_used.update(name.partition(":")[0] for name in reaches)  # their files, in graph.modules
         self._bound_args[node.name] = named  # for hints that name the parameters (`readonly=[...]`)
         if options.pure:
             return

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dagc.runtime.code import describe_changes, refresh
 from dagc.runtime.context import reset_context, set_context
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import Executor, TaskFailed, TaskRow
@@ -42,7 +43,8 @@ def load_modules(source_root: Path, search_paths: Sequence[str], modules: Sequen
 
 def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tasks: Mapping[str, TaskRow],
               source_root: Path, search_paths: Sequence[str], modules: Sequence[str], script: str,
-              argv: Sequence[str] | None = None) -> int:
+              argv: Sequence[str] | None = None, code: Mapping[str, tuple] | None = None,
+              code_files: Mapping[str, str] | None = None) -> int:
     ours, user_args = split_argv(argv)
     parser = argparse.ArgumentParser(description=f"Run pipeline {pipeline!r} locally. Arguments after `--` "
                                      "are the script's own (its sys.argv[1:]).")
@@ -54,6 +56,12 @@ def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tas
     prepare_interpreter(str((args.source_root / script).resolve()), user_args)
     loaded = load_modules(args.source_root, search_paths, modules)
     log = EventLog(store.events_path, run_id) if store is not None else None
+    if code:  # fingerprints that cover the code as it is now: edited code is recomputed (dagc.runtime.code)
+        tasks, changed = refresh(tasks, code, args.source_root, code_files or {})
+        if changed and (args.resume is not None or args.cache is not None):
+            print(describe_changes(changed), file=sys.stderr)
+            if log is not None:
+                log.write("code_changed", tasks=sorted(changed))
     rt = Executor(tasks, store=store, log=log, cache=cache, reuse=args.resume is not None,
                   check=args.check_effects is not False, modules=list(modules))
     started = time.perf_counter()

@@ -27,7 +27,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ import ray
 from ray.util.placement_group import placement_group, remove_placement_group
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy, PlacementGroupSchedulingStrategy
 
+from dagc.runtime.code import describe_changes, refresh
 from dagc.runtime.console import load_console, replay, save_console
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import Executor, TaskFailed, TaskRow
@@ -80,6 +81,8 @@ class Plan:
     state: Mapping[str, int] = field(default_factory=dict)
     placement: str | None = None
     placement_timeout: float = 30.0
+    code: Mapping[str, tuple] = field(default_factory=dict)  # dagc.runtime.code: what each task runs
+    code_files: Mapping[str, str] = field(default_factory=dict)
 
 
 # ---- on the workers ---------------------------------------------------------------------------------
@@ -590,6 +593,16 @@ def connect(plan: Plan, address: str | None, source_root: Path) -> None:
         ray.init(address="local", runtime_env=runtime_env, include_dashboard=False, **local_resources(plan))
 
 
+def _refresh_code(plan: Plan, args: argparse.Namespace) -> Plan:
+    """The plan with fingerprints that cover the code as it is now (dagc.runtime.code)."""
+    if not plan.code:
+        return plan
+    tasks, changed = refresh(plan.tasks, plan.code, args.source_root, plan.code_files)
+    if changed and (args.resume is not None or args.cache is not None):
+        print(describe_changes(changed), file=sys.stderr)
+    return replace(plan, tasks=tasks)
+
+
 def ray_main(plan: Plan, run: Callable[[Driver], object], argv: Sequence[str] | None = None) -> int:
     """The emitted program's `main`: options, run directory, Ray, the run, the result."""
     ours, user_args = split_argv(argv)
@@ -613,6 +626,7 @@ def ray_main(plan: Plan, run: Callable[[Driver], object], argv: Sequence[str] | 
     interpreter = (str((args.source_root / plan.script).resolve()), tuple(user_args), os.getcwd())
     prepare_interpreter(*interpreter)
     print(f"run {run_id}: run directory {store.root}", file=sys.stderr)
+    plan = _refresh_code(plan, args)
     connect(plan, args.address, args.source_root)
     start = time.perf_counter()
     placement = None

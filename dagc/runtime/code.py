@@ -1,0 +1,106 @@
+"""Code identity at run time: a task's fingerprint covers the source it runs, as it is on disk when the
+program starts, so that editing a task or any function or class it reaches recomputes it (and everything
+downstream) on `--resume` and `--cache`, with or without a new `dagc emit`.
+
+The compiler records, per task, the code it reaches in the user's project (`module:function`,
+`module:Class`, the task itself first), the tasks whose outputs or state versions its fingerprint
+depends on, and the digest of that code when the program was emitted:
+
+    CODE = {"train": (("flow:train", "flow:helper"), ("load",), "9f2c…")}
+    CODE_FILES = {"flow": "flow.py"}
+
+When the program starts, `refresh` hashes that code as it is now and gives every task a fingerprint that
+chains the emitted one with the code's digest and the refreshed fingerprints of its upstream tasks; and
+names the tasks whose code changed since the program was emitted.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+
+__all__ = ["code_digest", "refresh", "CodeRow"]
+
+CodeRow = tuple  # (code names, upstream tasks, digest when emitted)
+
+
+@lru_cache(maxsize=256)
+def _definitions(path: str, mtime_ns: int, size: int) -> dict[str, str]:
+    """`name → hash of its source` for the top-level functions and classes of a file and the methods of
+    its classes (`Class.method`)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return {}
+    lines = text.splitlines(keepends=True)
+    out: dict[str, str] = {}
+
+    def segment(node: ast.stmt) -> str:
+        first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+        return "".join(lines[first - 1 : node.end_lineno])
+
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out[stmt.name] = hashlib.sha256(segment(stmt).encode("utf-8")).hexdigest()[:16]
+            if isinstance(stmt, ast.ClassDef):
+                for item in stmt.body:
+                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        out[f"{stmt.name}.{item.name}"] = hashlib.sha256(
+                            segment(item).encode("utf-8")).hexdigest()[:16]
+    return out
+
+
+def _definition(name: str, root: Path, files: Mapping[str, str]) -> str:
+    module, _, qualname = name.partition(":")
+    rel = files.get(module)
+    if rel is None:
+        return "?"
+    path = (root / rel).resolve()
+    try:
+        stat = path.stat()
+    except OSError:
+        return "missing"
+    return _definitions(str(path), stat.st_mtime_ns, stat.st_size).get(qualname, "missing")
+
+
+def code_digest(names: tuple[str, ...], root: Path, files: Mapping[str, str]) -> str:
+    """One digest of the current source of every named function or class."""
+    h = hashlib.sha256()
+    for name in names:
+        h.update(f"{name}={_definition(name, root, files)}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def refresh(rows: Mapping[str, tuple], code: Mapping[str, CodeRow], root: Path, files: Mapping[str, str],
+            index: int = 0) -> tuple[dict[str, tuple], dict[str, list[str]]]:
+    """`rows` with each task's fingerprint (at `index`) chained with the current digest of its code and the
+    refreshed fingerprints of its upstream tasks; and, per task whose own code changed since the program
+    was emitted, the names that changed."""
+    fresh: dict[str, str] = {}
+    changed: dict[str, list[str]] = {}
+    out = dict(rows)
+    for task, (names, upstream, emitted) in code.items():
+        row = rows.get(task)
+        if row is None:
+            continue
+        digest = code_digest(tuple(names), root, files)
+        if digest != emitted:
+            changed[task] = list(names)
+        h = hashlib.sha256(f"{row[index]}|{digest}".encode())
+        for up in upstream:
+            h.update(f"|{fresh.get(up) or (rows[up][index] if up in rows else up)}".encode())
+        fresh[task] = h.hexdigest()[:32]
+        out[task] = (*row[:index], fresh[task], *row[index + 1:])
+    return out, changed
+
+
+def describe_changes(changed: Mapping[str, list[str]]) -> str:
+    """One line for the console: which tasks run again because their code changed."""
+    shown = ", ".join(f"`{t}`" for t in list(changed)[:6]) + (f" and {len(changed) - 6} more" if len(changed) > 6
+                                                              else "")
+    return (f"dagc: code changed since this program was emitted: {shown} (and the tasks after them) are "
+            "recomputed rather than reused")

@@ -1,0 +1,132 @@
+"""Code identity at run time (dagc.runtime.code): a task's fingerprint covers the source it runs as it is
+when the program starts — its own function and the functions and classes of the user's it reaches, in
+other modules too — so editing a helper and resuming with the same emitted program recomputes that task
+and everything after it, on local, Ray and torch, and says so."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dagc.backends import emit
+from dagc.cluster import parse_cluster_spec
+from dagc.driver import compile_file
+from dagc.runtime import read_events
+from tests.test_effects import _torch_program
+
+FLOW = '''\
+import dagc
+from helpers import Scaler, scale
+
+
+@dagc.task
+def load() -> list:
+    return [1, 2, 3]
+
+
+@dagc.task
+def transform(xs: list) -> list:
+    return [scale(x) for x in xs]
+
+
+@dagc.task
+def shift(xs: list) -> list:
+    return Scaler(10).apply(xs)
+
+
+@dagc.task
+def total(ys: list, zs: list) -> int:
+    return sum(ys) + sum(zs)
+
+
+@dagc.pipeline
+def p():
+    xs = load()
+    return total(transform(xs), shift(xs))
+'''
+
+HELPERS = '''\
+def scale(x):
+    return x * 2
+
+
+class Scaler:
+    def __init__(self, k):
+        self.k = k
+
+    def apply(self, xs):
+        return [x + self.k for x in xs]
+'''
+
+
+def _project(tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "flow.py").write_text(FLOW, encoding="utf-8")
+    (src / "helpers.py").write_text(HELPERS, encoding="utf-8")
+    return src / "flow.py"
+
+
+def _ran(run_dir: Path) -> list[str]:
+    return sorted(e["task"] for e in read_events(run_dir / "events.jsonl", event="end"))
+
+
+def test_the_compiler_records_the_code_each_task_reaches(tmp_path: Path) -> None:
+    graph = compile_file(_project(tmp_path))
+    assert graph.node("transform").attrs["code.reaches"] == ["helpers:scale"]
+    assert graph.node("shift").attrs["code.reaches"] == ["helpers:Scaler"]
+    assert "code.reaches" not in graph.node("load").attrs
+
+
+def test_local_resume_after_editing_a_helper_recomputes_what_runs_it(tmp_path: Path) -> None:
+    script = _project(tmp_path)
+    program = tmp_path / "p_local.py"
+    program.write_text(emit(compile_file(script), "local", program))
+    run_dir = tmp_path / "run"
+    subprocess.run([sys.executable, str(program), "--run-dir", str(run_dir), "--result", str(tmp_path / "a.pkl")],
+                   check=True, timeout=120)
+    assert pickle.loads((tmp_path / "a.pkl").read_bytes()) == 12 + 36
+    helpers = script.parent / "helpers.py"
+    helpers.write_text(HELPERS.replace("x * 2", "x * 3"), encoding="utf-8")  # the same emitted program
+    proc = subprocess.run([sys.executable, str(program), "--resume", str(run_dir), "--result",
+                           str(tmp_path / "b.pkl")], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert pickle.loads((tmp_path / "b.pkl").read_bytes()) == 18 + 36
+    assert "code changed since this program was emitted: `transform`" in proc.stderr
+    # first run: all four; the resume: the edited task and what follows it, not `load` nor `shift`
+    assert _ran(run_dir) == sorted(["load", "transform", "shift", "total", "transform", "total"])
+    helpers.write_text(HELPERS.replace("x + self.k", "x - self.k"), encoding="utf-8")  # a method of a class
+    proc = subprocess.run([sys.executable, str(program), "--resume", str(run_dir), "--result",
+                           str(tmp_path / "c.pkl")], capture_output=True, text=True, timeout=120)
+    assert pickle.loads((tmp_path / "c.pkl").read_bytes()) == 12 + (1 + 2 + 3 - 30)
+    assert "`shift`" in proc.stderr
+
+
+@pytest.mark.slow
+def test_ray_and_torch_resume_after_editing_a_helper(tmp_path: Path, ray_cluster) -> None:
+    from tests.test_backend_torch import launch
+
+    script = _project(tmp_path)
+    helpers = script.parent / "helpers.py"
+    program = tmp_path / "p_ray.py"
+    program.write_text(emit(compile_file(script, cluster=parse_cluster_spec("2")), "ray", program))
+    torch_program = _torch_program(script, "p", {}, tmp_path / "p_torch.py", split=("transform", "shift"))
+    for name, run in (
+        ("ray", lambda argv: subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, *argv],
+                                            capture_output=True, text=True, timeout=300, cwd=tmp_path)),
+        ("torch", lambda argv: launch(torch_program, 2, argv)),
+    ):
+        helpers.write_text(HELPERS, encoding="utf-8")
+        run_dir = tmp_path / f"run_{name}"
+        first = run(["--run-dir", str(run_dir), "--result", str(tmp_path / f"{name}_a.pkl")])
+        assert getattr(first, "returncode", 0) == 0, getattr(first, "stderr", "")[-2000:]
+        assert pickle.loads((tmp_path / f"{name}_a.pkl").read_bytes()) == 48
+        helpers.write_text(HELPERS.replace("x * 2", "x * 3"), encoding="utf-8")
+        again = run(["--resume", str(run_dir), "--result", str(tmp_path / f"{name}_b.pkl")])
+        assert getattr(again, "returncode", 0) == 0, getattr(again, "stderr", "")[-2000:]
+        assert pickle.loads((tmp_path / f"{name}_b.pkl").read_bytes()) == 54
+        assert _ran(run_dir).count("load") == 1 and _ran(run_dir).count("transform") == 2
