@@ -130,3 +130,85 @@ def test_ray_and_torch_resume_after_editing_a_helper(tmp_path: Path, ray_cluster
         assert getattr(again, "returncode", 0) == 0, getattr(again, "stderr", "")[-2000:]
         assert pickle.loads((tmp_path / f"{name}_b.pkl").read_bytes()) == 54
         assert _ran(run_dir).count("load") == 1 and _ran(run_dir).count("transform") == 2
+
+
+# ---- resume after a failure in the middle of training, with model and optimizer built by separate tasks -------
+TRAINING = '''\
+import os
+
+import torch
+
+import dagc
+
+MARKER = os.environ.get("DAGC_TEST_MARKER", "")
+
+
+@dagc.task
+def make_model(seed: int) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return torch.nn.Linear(3, 1)
+
+
+@dagc.task
+def make_optimizer(model: torch.nn.Module, lr: float) -> torch.optim.Optimizer:
+    return torch.optim.SGD(model.parameters(), lr=lr)
+
+
+@dagc.task
+def train(model: torch.nn.Module, optimizer: torch.optim.Optimizer, epoch: int) -> None:
+    if epoch == 2 and MARKER and not os.path.exists(MARKER):
+        open(MARKER, "w").close()
+        raise RuntimeError("injected failure in the middle of training")
+    optimizer.zero_grad()
+    model(torch.ones(4, 3) * epoch).pow(2).mean().backward()
+    optimizer.step()
+
+
+@dagc.task
+def weights(model: torch.nn.Module) -> list:
+    return [round(v, 6) for v in model.weight.detach().flatten().tolist()]
+
+
+@dagc.pipeline
+def training(epochs: int = 4):
+    model = make_model(0)
+    optimizer = make_optimizer(model, 0.1)
+    for epoch in range(epochs):
+        train(model, optimizer, epoch)
+    return weights(model)
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["local", "torch"])
+def test_resume_after_a_failure_mid_training_equals_an_uninterrupted_run(tmp_path: Path, backend: str) -> None:
+    import os
+
+    from tests.test_backend_local import _plain_result
+    from tests.test_backend_torch import launch
+
+    script = tmp_path / "training.py"
+    script.write_text(TRAINING, encoding="utf-8")
+    plain = _plain_result(script, "training", tmp_path)
+    run_dir = tmp_path / "run"
+    os.environ["DAGC_TEST_MARKER"] = str(tmp_path / "failed-once")
+    try:
+        if backend == "torch":
+            program = _torch_program(script, "training", {}, tmp_path / "training_torch.py")
+            assert "STATE = {'make_model': 0, 'make_optimizer': 0" in program.read_text()
+            with pytest.raises(Exception):  # noqa: B017 - the launcher reports the failed rank
+                launch(program, 2, ["--run-dir", str(run_dir)])
+            launch(program, 2, ["--resume", str(run_dir), "--result", str(tmp_path / "r.pkl")])
+        else:
+            program = tmp_path / "training_local.py"
+            program.write_text(emit(compile_file(script), "local", program))
+            first = subprocess.run([sys.executable, str(program), "--run-dir", str(run_dir)], capture_output=True,
+                                   text=True, timeout=120)
+            assert first.returncode == 1 and "injected failure" in first.stderr
+            subprocess.run([sys.executable, str(program), "--resume", str(run_dir), "--result",
+                            str(tmp_path / "r.pkl")], check=True, timeout=120)
+    finally:
+        del os.environ["DAGC_TEST_MARKER"]
+    # the model and its optimizer are rebuilt together (a state is reused only whole): the optimizer still
+    # updates the model, so the weights are the uninterrupted run's
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain
