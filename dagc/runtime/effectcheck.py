@@ -39,6 +39,7 @@ __all__ = ["Assumed", "EffectViolation", "Watch", "watch"]
 # a task's objects are walked up to this many items (a bound on the check's cost per task)
 MAX_ITEMS = 50_000
 _IMMUTABLE = (int, float, complex, str, bytes, bool, type(None), range, frozenset)
+_IMMUTABLE_EXACT = frozenset(_IMMUTABLE)  # the common case, checked first by type
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def _fingerprint(obj: Any) -> list[tuple[int, object]]:
     stack = [obj]
     while stack and len(seen) < MAX_ITEMS:
         item = stack.pop()
-        if isinstance(item, _IMMUTABLE) or id(item) in seen:
+        if type(item) in _IMMUTABLE_EXACT or isinstance(item, _IMMUTABLE) or id(item) in seen:
             continue
         seen.add(id(item))
         if tensor_type is not None and isinstance(item, tensor_type):
@@ -102,10 +103,10 @@ def _fingerprint(obj: Any) -> list[tuple[int, object]]:
                 stack.extend(group["params"])
             continue
         if isinstance(item, (list, tuple)):
-            out.append((id(item), tuple(id(v) for v in item)))
+            out.append((id(item), tuple(map(id, item))))  # (map: at C speed, a task may get long lists)
             stack.extend(item)
         elif isinstance(item, dict):
-            out.append((id(item), tuple((id(k), id(v)) for k, v in item.items())))
+            out.append((id(item), (tuple(map(id, item)), tuple(map(id, item.values())))))
             stack.extend(item.values())
         elif isinstance(item, (set, bytearray)):
             out.append((id(item), (len(item), hash(frozenset(map(id, item))) if isinstance(item, set) else
