@@ -94,16 +94,20 @@ def assumed_effects(graph: Graph, node: Node) -> tuple | None:
     effects = node_effects(node)
     mutated = set(effects.mutates)
     mutable: set[str] = set()
+    own: set[str] = set()
     params = list(positional) + ([vararg] if vararg else [])
     bound = [(positional[i] if i < len(positional) else vararg or f"#{i}", a) for i, a in enumerate(node.args)]
     for param, operand in [*bound, *node.kwargs]:
         # a value built at the call (a literal list) is the task's own: only a shared value is checked
-        if not isinstance(operand, Ref) or set(iter_refs(operand)) & mutated:
+        if not isinstance(operand, Ref):
+            own.add(param)
+        elif set(iter_refs(operand)) & mutated:
             mutable.add(param)
     anything = node.options.side_effects or effects.io is not None
     # a pure task's draws were declared not to matter (DAGC150's hint): not a surprise at run time
-    return (tuple(params), tuple(sorted(mutable)), bool(effects.rng) or node.options.side_effects or node.options.pure,
-            effects.files == "write" or anything, tuple(sorted(effects.writes)))
+    return (tuple(params), tuple(sorted(mutable | own)), bool(effects.rng) or node.options.side_effects
+            or node.options.pure, effects.files == "write" or anything, tuple(sorted(effects.writes)),
+            tuple(sorted(own - mutable)))
 
 
 @lru_cache(maxsize=256)

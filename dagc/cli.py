@@ -154,6 +154,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     compilation = _compile(args, passes="verify,dce,cse")
     if args.backend is not None:
         compilation.warnings.extend(_ignored_option_warnings(compilation.graph, args.backend))
+    if getattr(args, "profile", None):  # effects assumed but never seen in a run (DAGC158)
+        from dagc.unseen import unseen_effects
+
+        compilation.warnings.extend(unseen_effects(compilation.graph, args.profile))
     _report(args, compilation)
     graph = compilation.graph
     from dagc.console import verbosity
@@ -437,6 +441,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format(p)
     p.add_argument("--backend", choices=sorted(BACKENDS),
                    help="also warn (DAGC160) about task options this backend ignores")
+    p.add_argument("--profile", metavar="RUN_DIR",
+                   help="also warn (DAGC158) about effects dagc assumes that this run directory's tasks never had")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("ir", help="print the IR, optionally after a given pass",

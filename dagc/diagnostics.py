@@ -94,6 +94,7 @@ CODES: dict[str, str] = {
     "DAGC155": "effect declaration contradicts the task's body",
     "DAGC156": "seed set under `if __name__ == \"__main__\":` that the compiled run would not see",
     "DAGC157": "tasks that do not use each other's results share a module-level object: one process, in order",
+    "DAGC158": "an effect dagc assumes was never seen in a run (`dagc check --profile RUN_DIR`)",
     "DAGC160": "task option the chosen backend ignores",
     "DAGC170": "bad dagc.each call",
     "DAGC171": "value carried from one item of a map to the next",

@@ -141,3 +141,46 @@ def test_what_the_check_sees() -> None:
         w.finish()
     w = watch("quiet", Assumed(params=("log",)), (log,), {}, [])
     w.finish()  # nothing changed: no error
+
+
+# ---- the other direction: effects assumed but never seen (dagc check --profile RUN_DIR) -----------------------
+LOOSE = '''\
+import dagc
+
+
+@dagc.task
+def make() -> dict:
+    return {"lr": 0.1, "seen": []}
+
+
+@dagc.task
+def use(config: dict, extra: list) -> float:
+    if config["lr"] > 10:  # never true in this run: the change dagc must assume never happens
+        config["lr"] = 1.0
+    extra.append(1)
+    return config["lr"] * 2 + len(extra)
+
+
+@dagc.pipeline
+def p():
+    config = make()
+    xs = make()
+    return use(config, xs["seen"]), use(config, xs["seen"])
+'''
+
+
+def test_check_profile_names_what_no_call_changed(tmp_path: Path) -> None:
+    from tests.conftest import run_dagc
+
+    script = tmp_path / "loose.py"
+    script.write_text(LOOSE, encoding="utf-8")
+    graph = compile_file(script)
+    assert "make" in graph.node("use").attrs["effects.mutates"]  # `config` may be changed
+    program = tmp_path / "loose_local.py"
+    program.write_text(emit(graph, "local", program))
+    subprocess.run([sys.executable, str(program), "--run-dir", str(tmp_path / "run")], check=True, timeout=120)
+    proc = run_dagc("check", str(script), "--profile", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stderr
+    assert "warning[DAGC158]: task `use` never changed `config` in the 2 call(s)" in proc.stderr
+    assert "@dagc.task(readonly=['config'])" in proc.stderr
+    assert "`extra`" not in proc.stderr.split("DAGC158")[1].split("hint")[0]  # it did change `extra`

@@ -49,13 +49,15 @@ class Assumed:
     rng: bool = False
     files: bool = False
     globals: frozenset[str] = frozenset()
+    own: frozenset[str] = frozenset()  # parameters given values built at the call: nobody else sees them
 
     @classmethod
     def from_row(cls, row: tuple | None) -> Assumed | None:
         if row is None:
             return None
-        params, mutable, rng, files, globals_ = row
-        return cls(tuple(params), frozenset(mutable), bool(rng), bool(files), frozenset(globals_))
+        params, mutable, rng, files, globals_ = row[:5]
+        own = row[5] if len(row) > 5 else ()
+        return cls(tuple(params), frozenset(mutable), bool(rng), bool(files), frozenset(globals_), frozenset(own))
 
 
 class EffectViolation(Exception):
@@ -172,6 +174,8 @@ class Watch:
     generators: dict[str, object]
     modules: dict[str, dict[str, int]]
     files: list[str] = field(default_factory=list)
+    unseen_params: list[str] = field(default_factory=list)
+    unseen_rng: bool = False
 
     def stop(self) -> None:
         """Stop recording the files the task opens (after it returned or failed)."""
@@ -225,6 +229,14 @@ class Watch:
             hints.append("Keep module-level values unchanged by tasks: return the new value instead.")
         if problems:
             raise EffectViolation(self.task, problems, hints)
+        # what was assumed but not seen this time (`dagc check --profile RUN_DIR` reports what never was)
+        self.unseen_params = sorted(
+            param for (param, value), before in zip(self.arguments, self.before)
+            if param in self.assumed.mutable and param not in self.assumed.own
+            and all(dict(_fingerprint(value)).get(key) == state for key, state in before))
+        self.unseen_rng = False
+        if self.assumed.rng and self.generators:
+            self.unseen_rng = all(self.generators.get(n, s) == s for n, s in _generators().items())
 
 
 def watch(task: str, assumed: Assumed, args: tuple, kwargs: Mapping[str, Any], modules: list[str]) -> Watch:
@@ -236,7 +248,7 @@ def watch(task: str, assumed: Assumed, args: tuple, kwargs: Mapping[str, Any], m
         arguments.append((param, value))
     arguments.extend(kwargs.items())
     before = [_fingerprint(value) for _, value in arguments]
-    generators = _generators() if not assumed.rng else {}
+    generators = _generators()
     snapshot = {m: {k: id(v) for k, v in vars(sys.modules[m]).items()} for m in modules if m in sys.modules}
     found = Watch(task, assumed, arguments, before, generators, snapshot)
     if not assumed.files:

@@ -260,6 +260,9 @@ class Executor:
                     value = fn(*args, **kwargs)
                 if watcher is not None:
                     watcher.finish()
+                    if self.log is not None and (watcher.unseen_params or watcher.unseen_rng):
+                        self.log.write("effects_unseen", spec.name, params=watcher.unseen_params,
+                                       rng=watcher.unseen_rng, **self.where)
             except KeyboardInterrupt:
                 raise
             except EffectViolation as exc:  # not the task's failure: the compiler's assumption was wrong
