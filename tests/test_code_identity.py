@@ -158,6 +158,8 @@ def make_optimizer(model: torch.nn.Module, lr: float) -> torch.optim.Optimizer:
 def train(model: torch.nn.Module, optimizer: torch.optim.Optimizer, epoch: int) -> None:
     if epoch == 2 and MARKER and not os.path.exists(MARKER):
         open(MARKER, "w").close()
+        if os.environ.get("DAGC_TEST_HARD"):
+            os._exit(9)  # the process dies as under kill -9: no exception, no cleanup
         raise RuntimeError("injected failure in the middle of training")
     optimizer.zero_grad()
     model(torch.ones(4, 3) * epoch).pow(2).mean().backward()
@@ -180,7 +182,7 @@ def training(epochs: int = 4):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["local", "torch"])
+@pytest.mark.parametrize("backend", ["local", "torch", "torch-restart"])
 def test_resume_after_a_failure_mid_training_equals_an_uninterrupted_run(tmp_path: Path, backend: str) -> None:
     import os
 
@@ -191,24 +193,29 @@ def test_resume_after_a_failure_mid_training_equals_an_uninterrupted_run(tmp_pat
     script.write_text(TRAINING, encoding="utf-8")
     plain = _plain_result(script, "training", tmp_path)
     run_dir = tmp_path / "run"
-    os.environ["DAGC_TEST_MARKER"] = str(tmp_path / "failed-once")
-    try:
-        if backend == "torch":
-            program = _torch_program(script, "training", {}, tmp_path / "training_torch.py")
-            assert "STATE = {'make_model': 0, 'make_optimizer': 0" in program.read_text()
-            with pytest.raises(Exception):  # noqa: B017 - the launcher reports the failed rank
-                launch(program, 2, ["--run-dir", str(run_dir)])
-            launch(program, 2, ["--resume", str(run_dir), "--result", str(tmp_path / "r.pkl")])
-        else:
-            program = tmp_path / "training_local.py"
-            program.write_text(emit(compile_file(script), "local", program))
-            first = subprocess.run([sys.executable, str(program), "--run-dir", str(run_dir)], capture_output=True,
-                                   text=True, timeout=120)
-            assert first.returncode == 1 and "injected failure" in first.stderr
-            subprocess.run([sys.executable, str(program), "--resume", str(run_dir), "--result",
-                            str(tmp_path / "r.pkl")], check=True, timeout=120)
-    finally:
-        del os.environ["DAGC_TEST_MARKER"]
+    # (given to the ranks through the launcher: a fork server started by an earlier test keeps its environment)
+    env = {"DAGC_TEST_MARKER": str(tmp_path / "failed-once")}
+    if backend == "torch-restart":  # the rank dies hard, as under kill -9; torchrun's own restart finishes the run
+        program = _torch_program(script, "training", {}, tmp_path / "training_torch.py")
+        launch(program, 2, ["--run-dir", str(run_dir), "--timeout", "20", "--result", str(tmp_path / "r.pkl")],
+               max_restarts=3, env={**env, "DAGC_TEST_HARD": "1"})
+        events = read_events(run_dir / "events.jsonl")
+        assert len({e["run"] for e in events}) >= 2  # the first attempt, then the restart
+    elif backend == "torch":
+        program = _torch_program(script, "training", {}, tmp_path / "training_torch.py")
+        assert "STATE = {'make_model': 0, 'make_optimizer': 0" in program.read_text()
+        with pytest.raises(Exception):  # noqa: B017 - the launcher reports the failed rank
+            launch(program, 2, ["--run-dir", str(run_dir)], env=env)
+        launch(program, 2, ["--resume", str(run_dir), "--result", str(tmp_path / "r.pkl")], env=env)
+    else:
+        program = tmp_path / "training_local.py"
+        program.write_text(emit(compile_file(script), "local", program))
+        first = subprocess.run([sys.executable, str(program), "--run-dir", str(run_dir)], capture_output=True,
+                               text=True, timeout=120, env={**os.environ, **env})
+        assert first.returncode == 1 and "injected failure" in first.stderr
+        subprocess.run([sys.executable, str(program), "--resume", str(run_dir), "--result", str(tmp_path / "r.pkl")],
+                       check=True, timeout=120, env={**os.environ, **env})
+    assert (tmp_path / "failed-once").exists()  # the failure happened
     # the model and its optimizer are rebuilt together (a state is reused only whole): the optimizer still
     # updates the model, so the weights are the uninterrupted run's
     assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain
