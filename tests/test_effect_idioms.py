@@ -521,6 +521,22 @@ def test_local_cache_twice_equals_plain_run(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_ray_cache_twice_equals_plain_run(tmp_path: Path, ray_cluster) -> None:
+    script = tmp_path / "chain.py"
+    script.write_text(CHAIN, encoding="utf-8")
+    program = tmp_path / "chain_ray.py"
+    program.write_text(emit(compile_file(script, cluster=parse_cluster_spec("2")), "ray", program))
+
+    def run(argv: list[str]) -> None:
+        proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, *argv],
+                              capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+
+    first, second = _twice_with_one_cache(run, tmp_path)
+    assert first == second == [1.0, 2.0, 3.0]
+
+
+@pytest.mark.slow
 def test_torch_cache_twice_equals_plain_run(tmp_path: Path) -> None:
     from tests.test_backend_torch import launch
 
