@@ -27,6 +27,14 @@ from dataclasses import dataclass, field
 
 from dagc.frontend import library as lib
 from dagc.frontend.modules import Constant, ImportedModule, ImportedName, ModuleInfo, Opaque, Project, TaskDef
+from dagc.frontend.values import (
+    IMMUTABLE,
+    GlobalValue,
+    is_frozen_class,
+    is_immutable_constant,
+    module_qualified,
+    value_kind,
+)
 
 __all__ = ["Effects", "Evidence", "EffectAnalyzer", "SCALAR_TYPES", "is_scalar_type"]
 
@@ -120,124 +128,6 @@ def _is_data_annotation(annotation: str | None) -> bool:
 
 
 
-@dataclass(frozen=True)
-class GlobalValue:
-    """What a module-level name holds, read from the expression that builds it.
-
-    kind: "immutable" (numbers, strings, tuples, devices, dtypes, paths, frozen configs), "output" (a
-    logger, progress bar or metric writer), "layer" (a `torch.nn` layer built at module level),
-    "namespace" (argparse's result: reading an attribute yields a value, assigning one changes it),
-    "container" (a literal list, dict or set), "mutable" (anything else)."""
-
-    kind: str
-    constructor: str | None = None
-    layer: lib.LayerFacts | None = None
-    device: bool = False  # a `torch.device` or a device string
-
-    @property
-    def is_state(self) -> bool:
-        """Whether a task could change the object (it is state when one does)."""
-        if self.kind == "layer":
-            return not (self.layer is not None and self.layer.stateless)
-        return self.kind in ("container", "mutable", "namespace")
-
-
-_IMMUTABLE = GlobalValue("immutable")
-_IMMUTABLE_TYPES = (int, float, complex, str, bytes, bool, type(None), range, frozenset)
-
-
-def _is_immutable_constant(value: object) -> bool:
-    if isinstance(value, tuple):
-        return all(_is_immutable_constant(v) for v in value)
-    return isinstance(value, _IMMUTABLE_TYPES)
-
-
-def _module_qualified(expr: ast.expr, info: ModuleInfo) -> str | None:
-    """`nn.MSELoss` → `torch.nn.MSELoss` at module level, following the module's imports."""
-    parts: list[str] = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    symbol = info.symbols.get(expr.id)
-    if isinstance(symbol, ImportedModule):
-        head = symbol.module
-    elif isinstance(symbol, ImportedName):
-        head = f"{symbol.module}.{symbol.name}"
-    elif symbol is None:
-        head = expr.id  # a builtin (`frozenset(...)`, `tuple(...)`)
-    else:
-        return None
-    if head == "np":
-        head = "numpy"
-    return ".".join([head, *reversed(parts)])
-
-
-def _value_kind(analyzer: EffectAnalyzer, expr: ast.AST, info: ModuleInfo, depth: int) -> GlobalValue:
-    if depth > 20:
-        return GlobalValue("mutable")
-    if isinstance(expr, ast.Constant):
-        return GlobalValue("immutable", device=isinstance(expr.value, str) and expr.value.split(":")[0] in (
-            "cpu", "cuda", "mps"))
-    if isinstance(expr, (ast.JoinedStr, ast.Compare, ast.BoolOp)):
-        return _IMMUTABLE
-    if isinstance(expr, ast.IfExp):
-        sides = [analyzer.value_kind(e, info, depth + 1) for e in (expr.body, expr.orelse)]
-        if all(v.kind == "immutable" for v in sides):
-            return GlobalValue("immutable", device=all(v.device for v in sides))
-        return GlobalValue("mutable")
-    if isinstance(expr, ast.Tuple):
-        parts = [analyzer.value_kind(e, info, depth + 1) for e in expr.elts]
-        return _IMMUTABLE if all(v.kind == "immutable" for v in parts) else GlobalValue("mutable")
-    if isinstance(expr, ast.BinOp):  # `ROOT / "data"`, `BASE_LR * 2`
-        parts = [analyzer.value_kind(e, info, depth + 1) for e in (expr.left, expr.right)]
-        return _IMMUTABLE if all(v.kind == "immutable" for v in parts) else GlobalValue("mutable")
-    if isinstance(expr, ast.Name):
-        symbol = info.symbols.get(expr.id)
-        if isinstance(symbol, Constant):
-            return _IMMUTABLE if _is_immutable_constant(symbol.value) else GlobalValue("container")
-        if isinstance(symbol, Opaque) and symbol.kind == "value":
-            return analyzer.value_kind(symbol.node, info, depth + 1)
-        return GlobalValue("mutable")
-    if isinstance(expr, ast.Attribute):  # `torch.float32`, `math.pi`: an attribute of a library module
-        symbol = info.symbols.get(expr.value.id) if isinstance(expr.value, ast.Name) else None
-        if isinstance(symbol, (ImportedModule, ImportedName)) and expr.attr[:1].islower():
-            return _IMMUTABLE
-        return GlobalValue("mutable")
-    if isinstance(expr, ast.Call):
-        if isinstance(expr.func, ast.Attribute) and expr.func.attr in ("parse_args", "parse_known_args"):
-            # argparse's namespace: its attributes are the strings and numbers of the command line
-            return GlobalValue("namespace", "argparse.Namespace")
-        name = _module_qualified(expr.func, info)
-        if name is None:
-            return GlobalValue("mutable")
-        if lib.is_output_constructor(name):
-            return GlobalValue("output", name)
-        if lib.is_immutable_constructor(name):
-            return GlobalValue("immutable", name, device=name == "torch.device")
-        if name.startswith("torch.nn."):
-            return GlobalValue("layer", name, lib.catalogue().layer(name))
-        if _is_frozen_class(analyzer.project, info, expr.func):
-            return GlobalValue("immutable", name)
-    return GlobalValue("mutable")
-
-
-def _is_frozen_class(project: Project, info: ModuleInfo, func: ast.expr) -> bool:
-    """A class of the user's whose instances cannot change: `@dataclass(frozen=True)` or a NamedTuple."""
-    if not isinstance(func, ast.Name):
-        return False
-    symbol = project.lookup(info, func.id)
-    node = getattr(symbol, "node", None)
-    if not isinstance(node, ast.ClassDef):
-        return False
-    for decorator in node.decorator_list:
-        if isinstance(decorator, ast.Call) and any(k.arg == "frozen" and isinstance(k.value, ast.Constant)
-                                                   and k.value.value is True for k in decorator.keywords):
-            return True
-    return any(isinstance(b, (ast.Name, ast.Attribute)) and ast.unparse(b).endswith("NamedTuple") for b in node.bases)
-
-
 def _summary(effects: Effects) -> tuple:
     """What a fixpoint compares: which effects, not where they were found."""
     return (frozenset(effects.mutates), effects.world is not None, effects.rng is not None,
@@ -326,7 +216,7 @@ class EffectAnalyzer:
         for node in ast.walk(init) if init is not None and _depth < 10 else ():
             if not isinstance(node, ast.Call):
                 continue
-            name = _module_qualified(node.func, info)
+            name = module_qualified(node.func, info)
             layer = lib.catalogue().layer(name) if name and name.startswith("torch.nn.") else None
             if layer is not None and layer.forward_rng:
                 found = True
@@ -345,7 +235,7 @@ class EffectAnalyzer:
         key = id(expr)
         found = self._kinds.get(key)
         if found is None:
-            found = self._kinds[key] = _value_kind(self, expr, info, _depth)
+            found = self._kinds[key] = value_kind(self, expr, info, _depth)
         return found
 
 
@@ -467,7 +357,7 @@ class _FunctionScan:
     def _frozen_annotation(self, annotation: str | None) -> bool:
         if not annotation or not annotation.isidentifier():
             return False
-        return _is_frozen_class(self.analyzer.project, self.info, ast.Name(annotation, ast.Load()))
+        return is_frozen_class(self.analyzer.project, self.info, ast.Name(annotation, ast.Load()))
 
     # ---- aliasing ---------------------------------------------------------------------------------
     def _locals(self) -> set[str]:
@@ -584,7 +474,7 @@ class _FunctionScan:
             return None
         symbol = self.info.symbols.get(name)
         if isinstance(symbol, Constant):
-            return GlobalValue("container") if isinstance(symbol.value, (list, dict, set)) else _IMMUTABLE
+            return GlobalValue("container") if isinstance(symbol.value, (list, dict, set)) else IMMUTABLE
         if isinstance(symbol, Opaque) and symbol.kind == "value":
             return self.analyzer.value_kind(symbol.node, self.info)
         return None
@@ -604,7 +494,7 @@ class _FunctionScan:
         if not isinstance(symbol, Constant) or not isinstance(symbol.value, (list, dict)):
             return False
         items = symbol.value.values() if isinstance(symbol.value, dict) else symbol.value
-        return all(_is_immutable_constant(v) for v in items)
+        return all(is_immutable_constant(v) for v in items)
 
     def _shadowed(self, name: str) -> bool:
         return name in self.local_names or name in self.info.symbols
