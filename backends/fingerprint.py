@@ -17,7 +17,6 @@ first, although its call is the same, and a chain of changes is identified by al
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import os
 from functools import lru_cache
@@ -28,6 +27,7 @@ from dagc.ir.core import REGION_OPS, Graph, Node, region_bodies
 from dagc.ir.regions import walk
 from dagc.ir.serialize import FORMAT_VERSION, operand_to_json, options_to_json
 from dagc.ir.types import operand_to_python
+from dagc.runtime.code import definitions
 from dagc.runtime.store import fingerprint, output_fingerprint, value_fingerprint
 
 __all__ = ["task_fingerprints", "task_rows", "try_body_nodes", "try_body_rows", "source_digest", "RUN_POLICY_OPTIONS"]
@@ -42,7 +42,7 @@ def _function_sources(path: str) -> dict[str, str]:
         stat = os.stat(path)
     except OSError:
         return {}
-    return _parsed_sources(path, stat.st_mtime_ns, stat.st_size)
+    return definitions(path, stat.st_mtime_ns, stat.st_size)
 
 
 @lru_cache(maxsize=256)
@@ -108,29 +108,6 @@ def assumed_effects(graph: Graph, node: Node) -> tuple | None:
     return (tuple(params), tuple(sorted(mutable | own)), bool(effects.rng) or node.options.side_effects
             or node.options.pure, effects.files == "write" or anything, tuple(sorted(effects.writes)),
             tuple(sorted(own - mutable)))
-
-
-@lru_cache(maxsize=256)
-def _parsed_sources(path: str, mtime_ns: int, size: int) -> dict[str, str]:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-        tree = ast.parse(text)
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
-        return {}
-    lines = text.splitlines(keepends=True)
-    out: dict[str, str] = {}
-
-    def visit(body: list[ast.stmt], prefix: str) -> None:
-        for stmt in body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
-                segment = "".join(lines[first - 1 : stmt.end_lineno])
-                out[prefix + stmt.name] = hashlib.sha256(segment.encode("utf-8")).hexdigest()[:16]
-            elif isinstance(stmt, ast.ClassDef):
-                visit(stmt.body, f"{prefix}{stmt.name}.")
-
-    visit(tree.body, "")
-    return out
 
 
 def source_digest(graph: Graph, target: str | None) -> str | None:

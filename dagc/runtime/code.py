@@ -22,15 +22,16 @@ from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["code_digest", "refresh", "CodeRow"]
+__all__ = ["code_digest", "refresh", "definitions", "describe_changes", "CodeRow"]
 
 CodeRow = tuple  # (code names, upstream tasks, digest when emitted)
 
 
 @lru_cache(maxsize=256)
-def _definitions(path: str, mtime_ns: int, size: int) -> dict[str, str]:
-    """`name → hash of its source` for the top-level functions and classes of a file and the methods of
-    its classes (`Class.method`)."""
+def definitions(path: str, mtime_ns: int, size: int) -> dict[str, str]:
+    """`qualified name → hash of its source` (decorators included) for every function and class of a file:
+    `train`, `Trainer`, `Trainer.fit`, `Outer.Inner.method`. The compiler's fingerprints use it too
+    (dagc.backends.fingerprint), so both sides hash a function the same way."""
     try:
         text = Path(path).read_text(encoding="utf-8")
         tree = ast.parse(text)
@@ -43,14 +44,14 @@ def _definitions(path: str, mtime_ns: int, size: int) -> dict[str, str]:
         first = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
         return "".join(lines[first - 1 : node.end_lineno])
 
-    for stmt in tree.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out[stmt.name] = hashlib.sha256(segment(stmt).encode("utf-8")).hexdigest()[:16]
-            if isinstance(stmt, ast.ClassDef):
-                for item in stmt.body:
-                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        out[f"{stmt.name}.{item.name}"] = hashlib.sha256(
-                            segment(item).encode("utf-8")).hexdigest()[:16]
+    def visit(body: list[ast.stmt], prefix: str) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out[prefix + stmt.name] = hashlib.sha256(segment(stmt).encode("utf-8")).hexdigest()[:16]
+                if isinstance(stmt, ast.ClassDef):
+                    visit(stmt.body, f"{prefix}{stmt.name}.")
+
+    visit(tree.body, "")
     return out
 
 
@@ -64,7 +65,7 @@ def _definition(name: str, root: Path, files: Mapping[str, str]) -> str:
         stat = path.stat()
     except OSError:
         return "missing"
-    return _definitions(str(path), stat.st_mtime_ns, stat.st_size).get(qualname, "missing")
+    return definitions(str(path), stat.st_mtime_ns, stat.st_size).get(qualname, "missing")
 
 
 def code_digest(names: tuple[str, ...], root: Path, files: Mapping[str, str]) -> str:
