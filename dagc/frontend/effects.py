@@ -26,7 +26,7 @@ import ast
 from dataclasses import dataclass, field
 
 from dagc.frontend import library as lib
-from dagc.frontend.modules import Constant, ImportedModule, ImportedName, ModuleInfo, Opaque, Project, TaskDef
+from dagc.frontend.modules import Constant, ImportedModule, ModuleInfo, Opaque, Project, TaskDef
 from dagc.frontend.values import (
     IMMUTABLE,
     GlobalValue,
@@ -618,29 +618,20 @@ class _FunctionScan:
             self.effects.rng = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
 
     def qualified(self, func: ast.expr) -> str | None:
-        """`np.random.rand` → `numpy.random.rand`, following the module's imports; None if not a dotted name."""
-        parts: list[str] = []
-        while isinstance(func, ast.Attribute):
-            parts.append(func.attr)
-            func = func.value
-        if not isinstance(func, ast.Name):
+        """`np.random.rand` → `numpy.random.rand`, following the body's own imports, then the module's;
+        None if not a dotted name or if it starts at a local."""
+        base = func
+        while isinstance(base, ast.Attribute):
+            base = base.value
+        if not isinstance(base, ast.Name):
             return None
-        head = func.id
-        if head in self.local_imports:
-            head = self.local_imports[head]
-            return ".".join([head if head != "np" else "numpy", *reversed(parts)])
-        if head in self.local_names and head not in self.global_decl:
+        if base.id in self.local_imports:
+            head = self.local_imports[base.id]
+            parts = ast.unparse(func).split(".")[1:] if isinstance(func, ast.Attribute) else []
+            return ".".join([head if head != "np" else "numpy", *parts])
+        if base.id in self.local_names and base.id not in self.global_decl:
             return None
-        symbol = self.info.symbols.get(head)
-        if isinstance(symbol, ImportedModule):
-            head = symbol.module
-        elif isinstance(symbol, ImportedName):
-            head = f"{symbol.module}.{symbol.name}"
-        elif symbol is not None:
-            return None if parts else None
-        if head == "np":
-            head = "numpy"
-        return ".".join([head, *reversed(parts)])
+        return module_qualified(func, self.info)
 
     def run(self) -> Effects:
         self._propagate()
