@@ -54,7 +54,8 @@ def _ray(graph: Graph, out: Path | None) -> str:
 _ONE_PROCESS = "the local program runs every task in its one process"
 REGISTRY: dict[str, Backend] = {
     "local": Backend("local", _local, None, 5e-6, {
-        "cpus": f"{_ONE_PROCESS}, with no resource accounting",
+        "cpus": f"{_ONE_PROCESS}, one at a time: no CPUs are reserved (it still computes on the threads `cpus` "
+                "declares)",
         "gpus": f"{_ONE_PROCESS}; no device is reserved for the task",
         "memory": f"{_ONE_PROCESS}, with no resource accounting",
         "resources": f"{_ONE_PROCESS}, with no resource accounting",
@@ -62,7 +63,8 @@ REGISTRY: dict[str, Backend] = {
     }),
     "ray": Backend("ray", _ray, None, 1e-3, {}),
     "torch": Backend("torch", _torch, "verify,dce,cse,spread,partition,schedule,comm,commcheck", 50e-6, {
-        "cpus": "each rank is one torchrun process; CPUs are not reserved per task",
+        "cpus": "each rank is one torchrun process; CPUs are not reserved per task (it still computes on the "
+                "threads `cpus` declares)",
         "memory": "each rank is one torchrun process; memory is not reserved per task",
         "resources": "torchrun has no custom resources; tasks run on the rank the plan chose",
     }),

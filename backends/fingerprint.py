@@ -29,6 +29,7 @@ from dagc.ir.serialize import FORMAT_VERSION, operand_to_json, options_to_json
 from dagc.ir.types import operand_to_python
 from dagc.runtime.code import definitions
 from dagc.runtime.store import fingerprint, output_fingerprint, value_fingerprint
+from dagc.runtime.threads import declared_threads
 
 __all__ = ["task_fingerprints", "task_rows", "try_body_nodes", "try_body_rows", "source_digest", "RUN_POLICY_OPTIONS"]
 
@@ -276,7 +277,7 @@ def try_body_nodes(graph: Graph) -> dict[str, tuple[Node, str]]:
 
 def task_rows(graph: Graph) -> dict[str, tuple]:
     """The executor's table (dagc.runtime.executor): task → (fingerprint, retries, timeout, cache,
-    state group). A fused group or region is retried as often as its most retried task, has a timeout
+    state group, assumed effects[, threads declared]). A fused group or region is retried as often as its most retried task, has a timeout
     only when every task inside has one (their sum, once per trip of a loop being unknown: none for a
     loop), and is cached only when every task inside may be. A task that acts on the world
     (side_effects, or effects the compiler found) is never taken from the cache."""
@@ -284,8 +285,21 @@ def task_rows(graph: Graph) -> dict[str, tuple]:
 
     fps = task_fingerprints(graph)
     state = {task: k for k, group in enumerate(state_groups(graph)) for task in group.nodes}
-    return {name: (*_row(graph.node(name), fp, state.get(name)), assumed_effects(graph, graph.node(name)))
-            for name, fp in fps.items()}
+    rows: dict[str, tuple] = {}
+    for name, fp in fps.items():
+        node = graph.node(name)
+        threads = task_threads(node)
+        rows[name] = (*_row(node, fp, state.get(name)), assumed_effects(graph, node),
+                      *((threads,) if threads is not None else ()))
+    return rows
+
+
+def task_threads(node: Node) -> int | None:
+    """The threads a task (a fused group, a region: its largest) declares with `cpus=`
+    (dagc.runtime.threads); None when none does."""
+    counts = [declared_threads(m.options.cpus) for m in (node, *walk(node)) if m.op in ("task", "fused")]
+    declared = [c for c in counts if c is not None]
+    return max(declared) if declared else None
 
 
 def _row(node: Node, fp: str, state: int | None) -> tuple[str, int, float | None, bool, int | None]:

@@ -371,6 +371,14 @@ def emit_prologue(w: CodeWriter, graph: Graph, out_path: Path | None, backend: s
     w.line()
 
 
+def loaded_modules(graph: Graph, aliases: dict[str, str]) -> tuple[str, ...]:
+    """The modules a program imports, the pipeline's own script first: its module-level code (a seed,
+    `torch.set_num_threads`, settings) runs before anything else, as under `python script.py`, even when
+    it defines no task."""
+    entry = (graph.module,) if graph.module else ()
+    return (*entry, *sorted(m for m in aliases if m != graph.module))
+
+
 def _module_aliases(graph: Graph, names: Names) -> dict[str, str]:
     modules = sorted(_task_modules(graph.nodes))
     return {m: names.claim(f"module:{m}", m.replace(".", "_")) for m in modules if m}
@@ -380,7 +388,7 @@ def emit_loader(w: CodeWriter, graph: Graph, out_path: Path | None, aliases: dic
     w.line(f"PIPELINE = {graph.name!r}")
     w.line(f"SOURCE_ROOT = {source_root_expr(graph, out_path)}")
     w.line(f"SEARCH_PATHS = {tuple(module_search_paths(graph))!r}")
-    w.line(f"MODULES = {tuple(sorted(aliases))!r}")
+    w.line(f"MODULES = {loaded_modules(graph, aliases)!r}")
     w.line()
     w.line()
     w.line("def load_modules(source_root: Path) -> dict[str, object]:")
@@ -453,7 +461,7 @@ def emit_tables(w: CodeWriter, graph: Graph, out_path: Path | None, aliases: dic
     w.line(f"PIPELINE = {graph.name!r}")
     w.line(f"SOURCE_ROOT = {source_root_expr(graph, out_path)}")
     w.line(f"SEARCH_PATHS = {tuple(module_search_paths(graph))!r}")
-    w.line(f"MODULES = {tuple(sorted(aliases))!r}")
+    w.line(f"MODULES = {loaded_modules(graph, aliases)!r}")
     w.line(f"SCRIPT = {script_path(graph)!r}  # sys.argv[0] of the user's code, relative to SOURCE_ROOT")
     emit_task_table(w, rows)
 
@@ -477,6 +485,8 @@ def emit_task_table(w: CodeWriter, rows: dict[str, tuple], name: str = "TASKS") 
     """The executor's table of tasks (backends/fingerprint.py `task_rows`), as every program has it."""
     w.line("# task: (fingerprint, retries, timeout in seconds, cache, state group, what it may change:")
     w.line("#        (parameters, parameters it changes, random draws, files, module names)); see dagc.runtime.executor")
+    if any(len(row) > 6 for row in rows.values()):
+        w.line("#        and the threads its cpus= declares (dagc.runtime.threads)")
     w.line(f"{name} = {{")
     with w.indent():
         for name, row in rows.items():

@@ -48,7 +48,7 @@ from dagc.backends.local import (
 )
 from dagc.ir import regions
 from dagc.ir.core import Graph, Node
-from dagc.ir.effects import state_cells, state_groups
+from dagc.ir.effects import state_cell_groups, state_groups
 from dagc.ir.regions import independent_items, walk
 
 __all__ = ["emit_ray", "placement_devices", "placement_mode", "task_demand", "task_fingerprints"]
@@ -193,7 +193,7 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     n_tasks = len(functions)
     groups = state_groups(graph)
     state = {task: k for k, group in enumerate(groups) for task in group.nodes}
-    cells = state_cells(graph)
+    cells = state_cell_groups(graph)
     w = CodeWriter()
     placed = {"node": "on the nodes of the compiler's placement (node affinity)",
               "bundles": "following the compiler's placement (one placement-group bundle per device)",
@@ -217,6 +217,8 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     w.line(f"SOURCE_ROOT = {source_root_expr(graph, out_path)}")
     w.line(f"SEARCH_PATHS = {tuple(module_search_paths(graph))!r}  # where workers import the pipeline's modules")
     w.line(f"SCRIPT = {script_path(graph)!r}  # sys.argv[0] of the user's code, relative to SOURCE_ROOT")
+    w.line(f"ENTRY = {graph.module!r}  # the script as a module: imported first by every worker, as it runs first "
+           "under python")
     w.line()
     _emit_tables(w, graph, devices, mode, rows, order)
     inner_rows = try_body_rows(graph)
@@ -226,7 +228,7 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     _emit_state_tables(w, graph, groups, order)
     emit_code_table(w, graph)
     w.line("PLAN = Plan(PIPELINE, SOURCE_ROOT, SEARCH_PATHS, SCRIPT, TASKS, DEMANDS, DEVICES, STATE_GROUPS, STATE, "
-           "PLACEMENT, code=CODE, code_files=CODE_FILES)")
+           "PLACEMENT, code=CODE, code_files=CODE_FILES, entry=ENTRY)")
     for name in order:
         node = graph.node(name)
         if node.op == "transfer":
@@ -438,7 +440,7 @@ def _after(graph: Graph, node: Node) -> list[str]:
 
 
 def _emit_run(w: CodeWriter, graph: Graph, order: list[str], functions: dict[str, str], names: Names,
-              devices: list, used: set[str], state: dict[str, int], cells: set[str]) -> None:
+              devices: list, used: set[str], state: dict[str, int], cells: dict[str, int]) -> None:
     w.line("def run(driver: Driver) -> object:")
     with w.indent():
         w.line('"""Submit every task, all up front (in the schedule\'s order when there is one), wait for all')
@@ -468,8 +470,9 @@ def _emit_run(w: CodeWriter, graph: Graph, order: list[str], functions: dict[str
             if after:
                 extra.append(f"after={tuple(after)!r}")
             if name in state:
-                held_in = tuple(v if v in cells else None for v in node.input_values())
-                held_out = tuple(v if v in cells else None for v in node.outputs)
+                # values of its own state stay in the actor; another state's are passed in by value
+                held_in = tuple(v if cells.get(v) == state[name] else None for v in node.input_values())
+                held_out = tuple(v if cells.get(v) == state[name] else None for v in node.outputs)
                 extra += [f"held={held_in!r}", f"keep={held_out!r}"]
             call = ", ".join([functions[name], repr(name), *inputs, *extra])
             submit = "submit_gang" if node.options.ranks > 1 else "submit_state" if name in state else "submit"

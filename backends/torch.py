@@ -393,7 +393,7 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     plan = build_plan(graph)
     programs = plan.programs()
     names = Names(reserved={"Runner", "launch_main", "RANKS", "TASKS", "MOVES", "COLLECTIVES", "COMPRESS", "RETURNS",
-                            "STAGES", "PROGRAMS", "rt", "idle", "default_run_dir", "POLICY", "STATE", "EFFECTS", "CODE", "CODE_FILES", "SCRIPT", "TaskFailed",
+                            "STAGES", "PROGRAMS", "rt", "idle", "default_run_dir", "POLICY", "STATE", "THREADS", "EFFECTS", "CODE", "CODE_FILES", "SCRIPT", "TaskFailed",
                             "report_failure", "program_args", "run_directory"} | {f"rank_{r}" for r in range(plan.world)})
     aliases = _module_aliases(graph, names)
     from dagc.backends.fingerprint import task_rows
@@ -411,7 +411,8 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
         "       python THIS_FILE [...]   (starts torchrun itself)"))
     for line in ("import argparse", "import importlib", "import os", "import sys", "from pathlib import Path", "",
                  "from dagc.runtime.code import describe_changes, refresh",
-                 "from dagc.runtime.distributed import Runner, TaskFailed, launch_main, report_failure",
+                 "from dagc.runtime.distributed import Runner, TaskFailed, launch_main, report_failure, "
+                 "take_launcher_environment",
                  *((f"from dagc.runtime.maps import map_items{', spread_map' if _spreads(graph) else ''}",)
                    if uses_map(graph.nodes) else ()),
                  "from dagc.runtime.program import (", "    add_run_options,", "    prepare_interpreter,",
@@ -436,6 +437,10 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     w.line("# task: (timeout in seconds, cache), where not (None, True)")
     w.line("POLICY = {" + ", ".join(f"{name!r}: {(row[2], row[3])!r}" for name, row in rows.items()
                                     if name in plan.inputs and (row[2], row[3]) != (None, True)) + "}")
+    w.line("# task: the threads its cpus= declares (dagc.runtime.threads); the others compute on what the plain run")
+    w.line("# uses, at most this machine's cores / its ranks")
+    w.line("THREADS = {" + ", ".join(f"{name!r}: {row[6]!r}" for name, row in rows.items()
+                                     if name in plan.inputs and len(row) > 6) + "}")
     w.line("# task: state group (tasks sharing objects: reused from the run directory or cache only together)")
     w.line("STATE = {" + ", ".join(f"{name!r}: {row[4]!r}" for name, row in rows.items()
                                    if name in plan.inputs and row[4] is not None) + "}")
@@ -497,17 +502,20 @@ def main(argv: list[str] | None = None) -> int:
         if args.nproc > 1 or args.max_restarts > 0:
             return launch_main(__file__, sys.argv[1:] if argv is None else argv, args.nproc, args.max_restarts)
         os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
-    run_dir = run_directory(parser, args, PIPELINE, os.environ.get("TORCHELASTIC_RUN_ID"),
-                            restarts=int(os.environ.get("TORCHELASTIC_MAX_RESTARTS", "0")) > 0)
+    # user code sees the plain run's environment: no RANK, WORLD_SIZE, MASTER_ADDR, ...
+    launcher = take_launcher_environment()
+    run_dir = run_directory(parser, args, PIPELINE, launcher.get("TORCHELASTIC_RUN_ID"),
+                            restarts=int(launcher.get("TORCHELASTIC_MAX_RESTARTS", "0")) > 0)
     prepare_interpreter(str((args.source_root / SCRIPT).resolve()), user_args)
     modules = load_modules(args.source_root)
     # fingerprints that cover the code as it is now: edited code is recomputed (dagc.runtime.code)
     tasks, changed = refresh(TASKS, CODE, args.source_root, CODE_FILES, index=3)
-    if changed and (args.resume is not None or args.cache is not None) and os.environ.get("RANK") == "0":
+    if changed and (args.resume is not None or args.cache is not None) and launcher.get("RANK") == "0":
         print(describe_changes(changed), file=sys.stderr)
     runner = Runner(PIPELINE, tasks, MOVES, RETURNS, RANKS, run_dir=run_dir, timeout=args.timeout,
                     backend=args.dist_backend, stages=STAGES, collectives=COLLECTIVES, compress=COMPRESS,
-                    cache=args.cache, policy=POLICY, state=STATE, effects=EFFECTS if args.check_effects else None)
+                    cache=args.cache, policy=POLICY, state=STATE, effects=EFFECTS if args.check_effects else None,
+                    launcher=launcher, threads=THREADS)
     program = PROGRAMS[runner.rank] if runner.rank < len(PROGRAMS) else None
     try:
         result = runner.execute(lambda rt: program(rt, modules) if program else None, args.result)

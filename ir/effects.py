@@ -396,6 +396,17 @@ def final_writers(graph: Graph, values: Iterable[str]) -> list[str]:
     return sorted(set(last.values()))
 
 
+def state_cell_groups(graph: Graph) -> dict[str, int]:
+    """Value name → the index (in `state_groups` order) of the piece of state it belongs to."""
+    analysis = _analysis(graph)
+    if not analysis.stateful:
+        return {}
+    index = {root: k for k, group in enumerate(state_groups(graph)) for root in group.cells}
+    values = {v for n in graph for v in (*n.input_values(), *n.outputs)}
+    found = {v: index.get(analysis.cells.find(v)) for v in sorted(values)}
+    return {v: k for v, k in found.items() if k is not None}
+
+
 def state_cells(graph: Graph) -> set[str]:
     """Value names that belong to a piece of state (they stay in the process holding it)."""
     analysis = _analysis(graph)

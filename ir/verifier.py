@@ -165,6 +165,8 @@ def _verify(graph: Graph) -> list[Diagnostic]:
     index: dict[str, int] = {}
     producer: dict[str, int] = {}
     names_seen: set[str] = set()
+    # (the nodes of one task share one frozen options object: checked once; the graph keeps each alive)
+    checked_options: dict[int, list[str]] = {}
     for i, (key, node) in enumerate(items):
         index[key] = i
         span = _span(node)
@@ -208,10 +210,13 @@ def _verify(graph: Graph) -> list[Diagnostic]:
         if not isinstance(options, TaskOptions):
             _error(out, "DAGC204", f"node `{name}` has options of type {type(options).__name__}", span)
         else:
-            try:
-                problems = options.problems()
-            except (TypeError, ValueError) as exc:
-                problems = [f"an option has the wrong type ({exc})"]
+            problems = checked_options.get(id(options))
+            if problems is None:
+                try:
+                    problems = options.problems()
+                except (TypeError, ValueError) as exc:
+                    problems = [f"an option has the wrong type ({exc})"]
+                checked_options[id(options)] = problems
             for problem in problems:
                 _error(out, "DAGC204", f"task `{name}`: {problem}", span)
         if span is None or span.line <= 0:

@@ -10,6 +10,7 @@ used only to reach the class's steps (`self.train(data)`); nothing is ever set o
 from __future__ import annotations
 
 import ast
+import weakref
 
 from dagc.frontend.modules import ClassSteps, FunctionSig, ModuleInfo, Opaque, PipelineDef, Project, TaskDef
 
@@ -103,7 +104,7 @@ def scan_class(project: Project, info: ModuleInfo, node: ast.ClassDef) -> Opaque
             for kw in call.keywords if call is not None else ():
                 if kw.arg == "name" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
                     name = kw.value.value
-            pipeline = PipelineDef(name, info.name, sig, stmt, info.source, info, owner=node.name,
+            pipeline = PipelineDef(name, info.name, sig, stmt, info.source, weakref.ref(info), owner=node.name,
                                    receiver=None if how == "static" else receiver)
             steps.members[stmt.name] = pipeline
             info.pipelines[name] = pipeline

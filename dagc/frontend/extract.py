@@ -90,6 +90,10 @@ class Dyn:
     operand: Operand
 
 
+# literals the static evaluator returns as they are (bytes, complex and `...` it rejects)
+_PLAIN_LITERALS = frozenset({int, float, str, bool, type(None)})
+
+
 @dataclass(frozen=True)
 class Static:
     """A compile-time value (literal, or a StaticRange)."""
@@ -159,6 +163,8 @@ class LoopContext:
     break_cond: Operand | None = None
     break_yield: list[Operand] | None = None
     block: list[Node] = field(default_factory=list)
+    # carried names bound to a list or dict built in the pipeline where the loop exits, and to what kind
+    kinds_at_exit: list[dict[str, str | None]] = field(default_factory=list)
 
 
 @dataclass
@@ -288,6 +294,23 @@ def _ordered_stores(body: list[ast.stmt]) -> list[str]:
     return list(out)
 
 
+def _grown_names(body: list[ast.stmt]) -> list[str]:
+    """Names changed in place in `body`, in order: `xs` of `xs.append(v)` / `xs.extend(vs)` statements and
+    `d` of `d[key] = v` assignments."""
+    out: dict[str, None] = {}
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+                    and isinstance(node.value.func, ast.Attribute) and node.value.func.attr in ("append", "extend")
+                    and isinstance(node.value.func.value, ast.Name)):
+                out.setdefault(node.value.func.value.id, None)
+            elif isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+                        out.setdefault(target.value.id, None)
+    return list(out)
+
+
 def _loop_level_breaks(body: list[ast.stmt]) -> list[tuple[ast.stmt, list[ast.expr]]]:
     """`break`/`continue` statements of this loop (not of nested loops), with the `if` tests above them."""
     found: list[tuple[ast.stmt, list[ast.expr]]] = []
@@ -329,6 +352,9 @@ class Extractor(MapRegions):
         self._blocks: list[list[Node]] = []  # open region bodies, innermost last
         self._owner: dict[str, str] = {}  # node inside a closed region -> the region node
         self._producer: dict[str, str] = {}  # value -> node that produces it
+        # values known to be lists or dicts at run time although their length is not known at compile time: one
+        # carried through a loop that exits early, and what growing one gives (`xs.append(v)` goes on working)
+        self._runtime_kinds: dict[str, str] = {}
         self._types: dict[str, tuple[str, SourceSpan | None]] = {}  # value -> (declared type, where)
         self._writers: dict[str, tuple[str, SourceSpan]] = {}
         self._reads: list[tuple[str, str, SourceSpan]] = []
@@ -358,6 +384,7 @@ class Extractor(MapRegions):
         self._configs: dict[int, tuple[Any, Value]] = {}  # id(config instance) -> (instance, its node's value)
         self._config_nodes: dict[str, Any] = {}  # node building a config -> the instance
         self._module_configs: set[int] = set()  # ids of module-level constants (configs among them)
+        self._task_summaries: dict[int, tuple[Any, dict[str, Any], list[tuple[str, bool]]]] = {}
 
     # ---- entry ------------------------------------------------------------------------------------
     def extract(self, pipeline: PipelineDef, overrides: dict[str, Any]) -> Graph:
@@ -596,6 +623,20 @@ class Extractor(MapRegions):
                 items[key] = value
                 scope.env[target.value.id] = self._sequence(items, kind == "list", target, info)
                 return
+        if (isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name)
+                and self._container_kind(scope.env.get(target.value.id)) == "dict"):
+            # a key known only at run time, or a dict of unknown length: `d = d | {key: value}` at run time
+            held = "\0item"  # a name no user code can bind
+            scope.env[held] = value
+            try:
+                merged = ast.BinOp(ast.Name(target.value.id, ast.Load()), ast.BitOr(),
+                                   ast.Dict([target.slice], [ast.Name(held, ast.Load())]))
+                for made in (merged, merged.left, merged.right, merged.right.values[0]):
+                    ast.copy_location(made, target)
+                scope.env[target.value.id] = self._grown(merged, "dict", scope, info)
+            finally:
+                del scope.env[held]
+            return
         if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and isinstance(
                 scope.env.get(target.value.id), ClassValue):
             receiver = target.value.id
@@ -637,6 +678,16 @@ class Extractor(MapRegions):
             return False
         name = call.func.value.id
         known = _known_container(scope.env.get(name))
+        if known is None and self._runtime_kind(scope.env.get(name)) == "list":
+            # a list of unknown length (carried through a loop that exits early): `xs = xs + [v]` at run time
+            arg = call.args[0]
+            tail = ast.List([arg], ast.Load()) if call.func.attr == "append" else \
+                ast.Call(ast.Name("list", ast.Load()), [arg], [])
+            grown = ast.BinOp(ast.Name(name, ast.Load()), ast.Add(), tail)
+            for made in (grown, grown.left, tail, *([tail.func] if isinstance(tail, ast.Call) else [])):
+                ast.copy_location(made, call)
+            scope.env[name] = self._grown(grown, "list", scope, info)
+            return True
         if known is None or known[0] != "list":
             return False
         value = self._eval(call.args[0], scope, info)
@@ -651,6 +702,27 @@ class Extractor(MapRegions):
             items = [*known[1], *more[1]]
         scope.env[name] = self._sequence(items, True, call, info)
         return True
+
+    def _runtime_kind(self, value: Value | None) -> str | None:
+        if isinstance(value, Dyn) and isinstance(value.operand, Ref):
+            return self._runtime_kinds.get(value.operand.name)
+        return None
+
+    def _container_kind(self, value: Value | None) -> str | None:
+        """"list" or "dict" for one built in the pipeline, of known length or known only at run time."""
+        if value is None or value is POISON:
+            return None
+        known = _known_container(value)
+        if known is not None:
+            return known[0] if known[0] in ("list", "dict") else None
+        return self._runtime_kind(value)
+
+    def _grown(self, expr: ast.expr, kind: str, scope: Scope, info: ModuleInfo) -> Value:
+        """`expr` (`xs + [v]`, `d | {k: v}`) computed at run time: a list or dict of unknown length."""
+        value = self._eval(expr, scope, info)
+        if isinstance(value, Dyn) and isinstance(value.operand, Ref):
+            self._runtime_kinds[value.operand.name] = kind
+        return value
 
     # ---- loops ------------------------------------------------------------------------------------
     def _iter_values(self, expr: ast.expr, scope: Scope, info: ModuleInfo, what: str) -> list[Value] | None:
@@ -970,8 +1042,11 @@ class Extractor(MapRegions):
             raise ExtractError from None
         name = self._node_name(scope.prefix + "loop" + scope.suffix)
         index_var = stmt.target.id
-        carried = [n for n in _ordered_stores(stmt.body) if n != index_var]
+        stores = _ordered_stores(stmt.body)
+        grown = [n for n in _grown_names(stmt.body) if n not in stores and self._container_kind(scope.env.get(n))]
+        carried = [n for n in [*stores, *grown] if n != index_var]
         carried = [index_var, *carried]
+        kinds = {var: self._container_kind(scope.env.get(var)) for var in carried}
         inits: list[Operand] = []
         block_args: list[str] = []
         for var in carried:
@@ -987,6 +1062,8 @@ class Extractor(MapRegions):
                     raise ExtractError from None
             arg = self._reserve(f"{name}@{var}")
             block_args.append(arg)
+            if kinds[var] is not None:
+                self._runtime_kinds[arg] = kinds[var]  # type: ignore[assignment]
         saved_env = dict(scope.env)
         for var, arg in zip(carried, block_args):
             scope.env[var] = Dyn(Ref(arg))
@@ -997,6 +1074,7 @@ class Extractor(MapRegions):
         errors = len(self.sink.diagnostics)
         try:
             self._run_block(stmt.body, scope, info)
+            context.kinds_at_exit.append({var: self._container_kind(scope.env.get(var)) for var in carried})
             yields = [self._yield_operand(scope.env.get(var), var, span) for var in carried]
         finally:
             self._blocks.pop()
@@ -1033,6 +1111,9 @@ class Extractor(MapRegions):
         scope.env.update(saved_env)
         for var, out in zip(carried, outputs):
             scope.env[var] = Dyn(Ref(out))
+            exits = {at_exit[var] for at_exit in context.kinds_at_exit}
+            if len(exits) == 1 and kinds[var] in exits:  # the same kind of container however the loop ends
+                self._runtime_kinds[out] = kinds[var]  # type: ignore[assignment]
 
     def _check_depth(self, span: SourceSpan) -> None:
         if len(self._blocks) >= MAX_REGION_DEPTH:
@@ -1092,6 +1173,7 @@ class Extractor(MapRegions):
         loop.break_cond = cond
         loop.break_yield = [self._yield_operand(scope.env.get(var), var, info.source.span(stmt))
                             for var in loop.carried]
+        loop.kinds_at_exit.append({var: self._container_kind(scope.env.get(var)) for var in loop.carried})
 
     def _cond_region(self, stmt: ast.If, scope: Scope, info: ModuleInfo) -> None:
         span = info.source.span(stmt)
@@ -1156,6 +1238,9 @@ class Extractor(MapRegions):
             scope.env[var] = Dyn(Ref(out))
             if t is not None:
                 self._types[out] = (t, None)
+            kind = self._container_kind(then_env.get(var))
+            if kind is not None and kind == self._container_kind(else_env.get(var)):
+                self._runtime_kinds[out] = kind  # a list (or dict) whichever branch ran
 
     # ---- exit handlers -------------------------------------------------------------------------------
     def _try(self, stmt: ast.Try, scope: Scope, info: ModuleInfo) -> None:
@@ -1368,6 +1453,8 @@ class Extractor(MapRegions):
         if isinstance(expr, ast.Name):
             return self._name(expr, scope, info)
         if isinstance(expr, ast.Constant):
+            if type(expr.value) in _PLAIN_LITERALS:  # (the common case, without the static evaluator)
+                return Static(expr.value)
             return Static(self._static(expr, scope, info))
         if isinstance(expr, (ast.List, ast.Tuple)):
             items = []
@@ -2254,47 +2341,33 @@ class Extractor(MapRegions):
         """Write what the call may do into `node.attrs` (see dagc.ir.effects), after the task's
         declarations; a list or dict built in the pipeline that the task changes becomes a value."""
         options = task.options
-        effects = self._effects.of_task(task)
-        self._check_declarations(task, effects)
-        reaches = sorted(effects.reaches - {task.target})
-        if reaches:  # the code its run-time fingerprint covers besides its own (backends/fingerprint.py)
-            node.attrs["code.reaches"] = reaches
-            self._modules_used.update(name.partition(":")[0] for name in reaches)  # their files, in graph.modules
+        summary = self._task_summaries.get(id(task))
+        if summary is None:
+            summary = self._task_summaries[id(task)] = self._summarize_effects(task)
+        effects, attrs, mutable = summary
+        if "code.reaches" in attrs:  # their files, in graph.modules
+            self._modules_used.update(name.partition(":")[0] for name in attrs["code.reaches"])
         self._bound_args[node.name] = named  # for hints that name the parameters (`readonly=[...]`)
+        # (a copy per node: passes may edit one node's attributes)
+        for key, value in attrs.items():
+            node.attrs[key] = list(value) if isinstance(value, list) else value
+            if key == "effects.files":
+                paths = self._static_paths(task, effects, named)
+                if paths is not None:  # every file it touches is named at this call: ordered by path
+                    node.attrs["effects.paths"] = paths
         if options.pure:
             return
-        where = task.source.display
-        if options.side_effects:
-            node.attrs["effects.io"] = "declared side_effects=True"
-        elif effects.world is not None:
-            node.attrs["effects.io"] = f"{effects.world.reason} ({where}:{effects.world.line})"
-        if effects.output is not None:
-            node.attrs["effects.output"] = f"{effects.output.reason} ({where}:{effects.output.line})"
         if effects.rng is not None:
-            node.attrs["effects.rng"] = f"{effects.rng.reason} ({where}:{effects.rng.line})"
-            if effects.seeds:
-                node.attrs["effects.seeded"] = True
             self._warn_rng(task, effects, node)
             self._pipeline_seeds = self._pipeline_seeds or effects.seeds
-        if effects.file_write is not None or effects.file_read is not None:
-            node.attrs["effects.files"] = "write" if effects.file_write is not None else "read"
-            paths = self._static_paths(task, effects, named)
-            if paths is not None:  # every file it touches is named at this call: ordered by path
-                node.attrs["effects.paths"] = paths
         if effects.globals_written:
-            node.attrs["effects.writes"] = sorted(effects.globals_written)
+            where = task.source.display
             for gname, evidence in effects.globals_written.items():
                 self._global_writes.setdefault(gname, (evidence.reason, SourceSpan(where, evidence.line,
                                                                                    evidence.col + 1)))
-        if effects.globals_read:
-            node.attrs["effects.reads"] = sorted(effects.globals_read)
         mutated: dict[str, None] = {}
-        var_pos = next((p.name for p in task.sig.params if p.kind == "var_positional"), None)
-        var_kw = next((p.name for p in task.sig.params if p.kind == "var_keyword"), None)
-        for param in dict.fromkeys([*effects.mutates, *options.mutates]):  # read in the body, and declared
-            if param in options.readonly:
-                continue
-            if param in (var_pos, var_kw):  # *args / **kwargs: any argument not bound to a named parameter
+        for param, spread in mutable:
+            if spread:  # *args / **kwargs: any argument not bound to a named parameter
                 bound = set(named.values())
                 operands = [o for o in node.operands() if o not in bound]
             elif param in named:
@@ -2306,6 +2379,41 @@ class Extractor(MapRegions):
         if mutated:
             node.attrs["effects.mutates"] = list(mutated)
             self._config_changed(mutated, scope)
+
+    def _summarize_effects(self, task: TaskDef) -> tuple[Any, dict[str, Any], list[tuple[str, bool]]]:
+        """What every call of `task` shares: its effects, the node attributes they give, and the
+        parameters it may change (with whether each is `*args`/`**kwargs`). Checks its declarations once."""
+        options = task.options
+        effects = self._effects.of_task(task)
+        self._check_declarations(task, effects)
+        attrs: dict[str, Any] = {}
+        reaches = sorted(effects.reaches - {task.target})
+        if reaches:  # the code its run-time fingerprint covers besides its own (backends/fingerprint.py)
+            attrs["code.reaches"] = reaches
+        if options.pure:
+            return effects, attrs, []
+        where = task.source.display
+        if options.side_effects:
+            attrs["effects.io"] = "declared side_effects=True"
+        elif effects.world is not None:
+            attrs["effects.io"] = f"{effects.world.reason} ({where}:{effects.world.line})"
+        if effects.output is not None:
+            attrs["effects.output"] = f"{effects.output.reason} ({where}:{effects.output.line})"
+        if effects.rng is not None:
+            attrs["effects.rng"] = f"{effects.rng.reason} ({where}:{effects.rng.line})"
+            if effects.seeds:
+                attrs["effects.seeded"] = True
+        if effects.file_write is not None or effects.file_read is not None:
+            attrs["effects.files"] = "write" if effects.file_write is not None else "read"
+        if effects.globals_written:
+            attrs["effects.writes"] = sorted(effects.globals_written)
+        if effects.globals_read:
+            attrs["effects.reads"] = sorted(effects.globals_read)
+        spread = {p.name for p in task.sig.params if p.kind in ("var_positional", "var_keyword")}
+        mutable = [(param, param in spread)
+                   for param in dict.fromkeys([*effects.mutates, *options.mutates])  # read in the body, and declared
+                   if param not in options.readonly]
+        return effects, attrs, mutable
 
     @staticmethod
     def _static_paths(task: TaskDef, effects: Any, named: dict[str, Operand]) -> dict[str, list[str]] | None:

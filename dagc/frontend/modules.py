@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import os
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -118,9 +119,17 @@ class PipelineDef:
     sig: FunctionSig
     node: ast.FunctionDef | ast.AsyncFunctionDef
     source: SourceFile
-    info: ModuleInfo
+    # the module that defines it, held weakly: the module holds its pipelines, and a cycle would keep
+    # every parsed tree alive until a full collection (a tenth of the compile time at 10k tasks)
+    module_ref: weakref.ref[ModuleInfo]
     owner: str | None = None  # the class a pipeline method belongs to
     receiver: str | None = None  # `self`/`cls` of a pipeline method: stands for the class in its body
+
+    @property
+    def info(self) -> ModuleInfo:
+        info = self.module_ref()
+        assert info is not None, "a pipeline outlived the project that parsed it"
+        return info
 
 
 @dataclass(frozen=True)

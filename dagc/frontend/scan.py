@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import difflib
 import re
+import weakref
 from typing import Any
 
 from dagc import units
@@ -251,7 +252,7 @@ def _define_function(project: Project, info: ModuleInfo, fn: ast.FunctionDef | a
         for kw in call.keywords if call is not None else ():
             if kw.arg == "name" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
                 name = kw.value.value
-        info.pipelines[name] = PipelineDef(name, info.name, sig, fn, info.source, info)
+        info.pipelines[name] = PipelineDef(name, info.name, sig, fn, info.source, weakref.ref(info))
         info.symbols[fn.name] = info.pipelines[name]
 
 

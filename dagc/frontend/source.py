@@ -22,6 +22,10 @@ class SourceFile:
     text: str
     tree: ast.Module
     _lines: list[str] | None = field(default=None, repr=False)
+    _ascii: bool = field(default=False, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._ascii = self.text.isascii()
 
     @property
     def lines(self) -> list[str]:
@@ -31,7 +35,7 @@ class SourceFile:
 
     def _char_col(self, line: int, byte_col: int) -> int:
         # ast columns are UTF-8 byte offsets; users count characters
-        if line < 1 or line > len(self.lines):
+        if self._ascii or line < 1 or line > len(self.lines):
             return byte_col
         text = self.lines[line - 1]
         if text.isascii():
@@ -39,19 +43,22 @@ class SourceFile:
         return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
 
     def span(self, node: ast.AST) -> SourceSpan:
-        line = getattr(node, "lineno", 1)
-        col = getattr(node, "col_offset", 0)
-        end_line = getattr(node, "end_lineno", None) or line
-        end_col = getattr(node, "end_col_offset", None)
+        try:
+            line: int = node.lineno  # type: ignore[attr-defined]
+            col: int = node.col_offset  # type: ignore[attr-defined]
+            end_line: int | None = node.end_lineno  # type: ignore[attr-defined]
+            end_col: int | None = node.end_col_offset  # type: ignore[attr-defined]
+        except AttributeError:  # a node without a position (a module, an argument list)
+            line = getattr(node, "lineno", 1)
+            col = getattr(node, "col_offset", 0)
+            end_line = getattr(node, "end_lineno", None)
+            end_col = getattr(node, "end_col_offset", None)
+        end_line = end_line or line
         end_col = col + 1 if end_col is None else end_col
-        return SourceSpan(
-            self.display,
-            line,
-            self._char_col(line, col) + 1,
-            end_line,
-            self._char_col(end_line, end_col) + 1,
-        )
-
+        if self._ascii:  # (most files: byte offsets are character offsets)
+            return SourceSpan(self.display, line, col + 1, end_line, end_col + 1)
+        return SourceSpan(self.display, line, self._char_col(line, col) + 1, end_line,
+                          self._char_col(end_line, end_col) + 1)
 
 def name_span(source: SourceFile, fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> SourceSpan:
     """The span of the name in `def name(` — where a note about a definition should point."""

@@ -118,8 +118,13 @@ def _accepts(expected: Type, given: Type) -> bool:
 
 def compatible(produced: str | None, expected: str | None) -> bool:
     """False only when both annotations are known and a produced value can never be accepted."""
-    if produced is None or expected is None:
+    if produced is None or expected is None or produced == expected:
         return True
+    return _compatible_annotations(produced, expected)
+
+
+@lru_cache(maxsize=4096)  # a pipeline repeats a handful of annotation pairs at every call
+def _compatible_annotations(produced: str, expected: str) -> bool:
     return _accepts(parse_type(expected), parse_type(produced))
 
 

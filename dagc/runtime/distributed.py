@@ -55,8 +55,9 @@ from dagc.runtime.executor import NOT_STORABLE, Executor, TaskFailed, TaskSpec, 
 from dagc.runtime.program import deliver_result, store_result
 from dagc.runtime.progress import Progress
 from dagc.runtime.store import Cache, RunStore
+from dagc.runtime.threads import capped, current_threads, plain_threads, set_threads
 
-__all__ = ["Runner", "TaskInfo", "MoveInfo", "CollectiveInfo", "plan_steps", "send_value", "recv_value",
+__all__ = ["Runner", "take_launcher_environment", "TaskInfo", "MoveInfo", "CollectiveInfo", "plan_steps", "send_value", "recv_value",
            "broadcast_value", "reduce_value", "gather_value", "compress_value", "decompress_value", "COMPRESS_DTYPES", "DTYPES",
            "launch_main", "report_failure", "failure_line", "TaskFailed", "train_pipeline", "train_layers",
            "current_stages", "use_stages"]
@@ -453,6 +454,35 @@ def plan_steps(
     return run, load, active
 
 
+# ---- the launcher's environment -----------------------------------------------------------------------
+# what torchrun's agent sets for each worker (torch.distributed.elastic.agent.server.local_elastic_agent,
+# `worker_env`, and LOCAL_RANK): the launcher's, which `python script.py` never sees
+LAUNCHER_VARIABLES = (
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",
+    "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
+    "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE",
+)
+
+
+PLAIN_THREADS_VARIABLE = "DAGC_PLAIN_OMP_NUM_THREADS"  # OMP_NUM_THREADS before torchrun set it ("": unset)
+
+
+def take_launcher_environment() -> dict[str, str]:
+    """Remove the launcher's per-rank variables from `os.environ` and return them, before user code is
+    imported: a module that reads `RANK` at import (nanoGPT's `ddp = int(os.environ.get("RANK", -1)) != -1`)
+    must see what the plain run sees, and must not start a process group of its own. torch then computes
+    on the threads the plain run starts with (torchrun sets OMP_NUM_THREADS=1; dagc.runtime.threads)."""
+    launcher = {name: os.environ.pop(name) for name in LAUNCHER_VARIABLES if name in os.environ}
+    plain = os.environ.pop(PLAIN_THREADS_VARIABLE, None)
+    if plain is not None:  # started by launch_main: OMP_NUM_THREADS as it was before torchrun
+        if plain:
+            os.environ["OMP_NUM_THREADS"] = plain
+        else:
+            os.environ.pop("OMP_NUM_THREADS", None)
+    set_threads(plain_threads(os.environ))
+    return launcher
+
+
 # ---- the runner --------------------------------------------------------------------------------------
 class Runner:
     """One rank of an emitted program."""
@@ -475,8 +505,12 @@ class Runner:
         policy: Mapping[str, tuple[float | None, bool]] | None = None,
         state: Mapping[str, int] | None = None,
         effects: Mapping[str, tuple] | None = None,
+        launcher: Mapping[str, str] | None = None,
+        threads: Mapping[str, int] | None = None,
     ) -> None:
         self.pipeline = pipeline
+        # the launcher's variables (take_launcher_environment), else the environment's own
+        self.launcher = dict(launcher if launcher is not None else os.environ)
         self.state = dict(state or {})  # task -> state group: such tasks are reused only all together
         self.effects = dict(effects) if effects is not None else None  # --check-effects: task -> assumed
         self.collectives = dict(collectives or {})
@@ -491,10 +525,16 @@ class Runner:
         self.run_dir = run_dir
         self.timeout = timeout
         self.backend = backend
-        self.rank = int(os.environ.get("RANK", "0"))
-        self.world = int(os.environ.get("WORLD_SIZE", "1"))
-        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-        self.attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+        self.rank = int(self.launcher.get("RANK", "0"))
+        self.world = int(self.launcher.get("WORLD_SIZE", "1"))
+        self.local_rank = int(self.launcher.get("LOCAL_RANK", "0"))
+        self.attempt = int(self.launcher.get("TORCHELASTIC_RESTART_COUNT", "0"))
+        # threads: those a task's cpus= declares, else the process's own (the user's modules are loaded by
+        # now, and may have set it) at most this machine's cores / its ranks (dagc.runtime.threads)
+        self.threads = dict(threads or {})
+        baseline = current_threads()
+        self.default_threads = capped(baseline, int(self.launcher.get("LOCAL_WORLD_SIZE", "1"))) \
+            if baseline is not None else None
         self.store: RunStore | None = None
         self.groups: dict[tuple[int, ...], Any] = {}
         self.records: list[dict[str, Any]] = []
@@ -521,9 +561,9 @@ class Runner:
             torch.cuda.set_device(self.device)
         if backend == "nccl":
             self.comm_device = self.device
-        if "MASTER_ADDR" not in os.environ:  # a single process started without a launcher
-            os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-            os.environ.setdefault("MASTER_PORT", str(_free_port()))
+        if "MASTER_ADDR" not in self.launcher:  # a single process started without a launcher
+            self.launcher.setdefault("MASTER_ADDR", "127.0.0.1")
+            self.launcher.setdefault("MASTER_PORT", str(_free_port()))
         dist.init_process_group(backend, store=self._store(), rank=self.rank, world_size=self.world,
                                 timeout=timedelta(seconds=self.timeout))
         # every group is created once, up front, by every rank in the same (sorted) order
@@ -604,8 +644,8 @@ class Runner:
     def _store(self) -> Any:
         """The rendezvous store, with keys private to this attempt: a restarted group must not read
         the addresses its dead predecessors published (torchelastic's agent store outlives them)."""
-        agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
-        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), self.world,
+        agent = self.launcher.get("TORCHELASTIC_USE_AGENT_STORE") == "True"
+        store = dist.TCPStore(self.launcher["MASTER_ADDR"], int(self.launcher["MASTER_PORT"]), self.world,
                               is_master=not agent and self.rank == 0, timeout=timedelta(seconds=self.timeout),
                               multi_tenant=not agent)
         return dist.PrefixStore(f"dagc/attempt_{self.attempt}", store)
@@ -642,10 +682,12 @@ class Runner:
             context={"rank": ranks.index(self.rank), "world_size": len(ranks), "group": group,
                      "device": self.device, "run_dir": self.run_dir},
             where={"rank": self.rank, "device": str(self.device), "node": socket.gethostname()},
-            attempt_offset=self.attempt, process_rank=self.rank, check=self.effects is not None)
+            attempt_offset=self.attempt, process_rank=self.rank, check=self.effects is not None,
+            threads=self.default_threads)
         timeout, cache = self.policy.get(name, (None, True))
         spec = TaskSpec(name, fp, retries, timeout, cache is True, uncached=None if cache is True else str(cache),
-                        assumed=Assumed.from_row(self.effects.get(name)) if self.effects is not None else None)
+                        assumed=Assumed.from_row(self.effects.get(name)) if self.effects is not None else None,
+                        threads=self.threads.get(name))
         agree = (lambda failed: self._any_failed(failed, group)) if group is not None else None
         with use_stages(self.stages.get(name)):
             value = executor.run(spec, fn, *args, owner=owner, agree=agree, **kwargs)
@@ -787,6 +829,11 @@ def launch_main(path: str, argv: Sequence[str], nproc: int, max_restarts: int = 
     from torch.distributed.run import main as torchrun
 
     args = ["--standalone", f"--nproc-per-node={nproc}", f"--max-restarts={max_restarts}", path, *argv]
+    # the ranks restore OMP_NUM_THREADS as it is here (take_launcher_environment); set, it keeps torchrun
+    # from setting it to 1 with a warning about it
+    plain_omp = os.environ.get("OMP_NUM_THREADS")
+    os.environ[PLAIN_THREADS_VARIABLE] = plain_omp or ""
+    os.environ["OMP_NUM_THREADS"] = plain_omp or str(plain_threads(os.environ))
     # a rank whose task fails writes one line here; it is the last thing printed, whatever torchrun says
     with tempfile.TemporaryDirectory(prefix="dagc-") as tmp:
         os.environ[FAILURE_FILE] = os.path.join(tmp, "failure")
@@ -800,6 +847,11 @@ def launch_main(path: str, argv: Sequence[str], nproc: int, max_restarts: int = 
             code = 1
         finally:
             del os.environ[FAILURE_FILE]
+            del os.environ[PLAIN_THREADS_VARIABLE]
+            if plain_omp is None:
+                del os.environ["OMP_NUM_THREADS"]
+            else:
+                os.environ["OMP_NUM_THREADS"] = plain_omp
         failure = Path(tmp, "failure")
         if code and failure.exists():
             sys.stderr.write(failure.read_text(encoding="utf-8").splitlines()[0] + "\n")

@@ -39,6 +39,7 @@ from dagc.runtime.context import TaskContext, reset_context, set_context
 from dagc.runtime.effectcheck import Assumed, EffectViolation, watch
 from dagc.runtime.events import EventLog
 from dagc.runtime.store import Cache, RunStore
+from dagc.runtime.threads import set_threads
 
 __all__ = ["Executor", "TaskSpec", "TaskFailed", "TaskTimeout", "deadline", "NOT_STORABLE"]
 
@@ -61,6 +62,7 @@ class TaskSpec:
     state: int | None = None
     uncached: str | None = None  # why the task is never taken from the cache
     assumed: Assumed | None = None  # what the compiler assumed it may change (None: not checked)
+    threads: int | None = None  # the threads its `cpus=` declares (dagc.runtime.threads)
 
     @classmethod
     def from_row(cls, name: str, row: TaskRow | None) -> TaskSpec:
@@ -70,7 +72,8 @@ class TaskSpec:
         # the cache column is True, or the reason the task is not cacheable
         return cls(name, fp, int(retries), timeout, cache is True, state,
                    None if cache is True else (cache or "declared cache=False"),
-                   Assumed.from_row(row[5]) if len(row) > 5 else None)
+                   Assumed.from_row(row[5]) if len(row) > 5 and row[5] is not None else None,
+                   row[6] if len(row) > 6 else None)
 
 
 class TaskFailed(Exception):
@@ -150,14 +153,17 @@ class Executor:
     process_rank  the rank a failure names (torch: this process's global rank)
     check     compare what each task did with what the compiler assumed (dagc.runtime.effectcheck)
     modules   the user's modules, whose globals the check watches
+    threads   the threads a task that declares no `cpus=` computes on (None: as the process does;
+              dagc.runtime.threads)
     """
 
     def __init__(self, tasks: Mapping[str, TaskRow] | None = None, *, store: RunStore | None = None,
                  log: EventLog | None = None, cache: Cache | None = None, reuse: bool = False,
                  context: Mapping[str, Any] | None = None, where: Mapping[str, Any] | None = None,
                  attempt_offset: int = 0, claim: bool = False, process_rank: int | None = None,
-                 check: bool = False, modules: list[str] | None = None) -> None:
+                 check: bool = False, modules: list[str] | None = None, threads: int | None = None) -> None:
         self.tasks = dict(tasks or {})
+        self.threads = threads
         self.check = check
         self.modules = list(modules or ())
         self.store, self.log, self.cache, self.reuse = store, log, cache, reuse
@@ -232,6 +238,16 @@ class Executor:
         holds the task's value (rank 0 of a multi-rank task). `agree(failed)`: for a multi-rank task,
         tells the other ranks whether this attempt failed here and returns whether it failed anywhere,
         so that every rank retries together."""
+        threads = spec.threads or self.threads
+        before = set_threads(threads) if threads else None
+        try:
+            return self._run(spec, fn, args, kwargs, owner, agree)
+        finally:
+            if before is not None and before != threads:
+                set_threads(before)  # the next task starts from the process's own count
+
+    def _run(self, spec: TaskSpec, fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any], owner: bool,
+             agree: Callable[[bool], bool] | None) -> Any:
         rank = self.context.get("rank") if self.context.get("world_size", 1) > 1 else None
         named_rank = self.process_rank if self.process_rank is not None else rank
         # what the task prints is kept with its stored output, to be replayed when that is reused

@@ -22,6 +22,7 @@ table, shared state groups) and one `@ray.remote` function per task whose body i
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import socket
 import sys
@@ -29,7 +30,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import ray
 from ray.util.placement_group import placement_group, remove_placement_group
@@ -50,6 +51,7 @@ from dagc.runtime.program import (
 )
 from dagc.runtime.progress import Progress
 from dagc.runtime.store import Cache, RunStore
+from dagc.runtime.threads import capped, current_threads
 
 __all__ = ["Plan", "Job", "Driver", "Placement", "PlacementError", "RunFailed", "ray_main", "local_resources",
            "PLACEMENTS", "HELD"]
@@ -83,17 +85,32 @@ class Plan:
     placement_timeout: float = 30.0
     code: Mapping[str, tuple] = field(default_factory=dict)  # dagc.runtime.code: what each task runs
     code_files: Mapping[str, str] = field(default_factory=dict)
+    entry: str = ""  # the pipeline's script as a module
+
+
+class Interpreter(NamedTuple):
+    """What makes a worker look like `python SCRIPT ARGS` to user code."""
+
+    script: str
+    args: tuple[str, ...]
+    cwd: str
+    entry: str = ""  # the script as a module: imported first
+    omp_threads: str | None = None  # the driver's OMP_NUM_THREADS (Ray sets it to 1 in its workers)
 
 
 # ---- on the workers ---------------------------------------------------------------------------------
+_process_threads: list[int] = []  # the threads this worker computes on once user code is loaded (set once)
+
+
 class Job:
     """What a running task knows about its run; `run(body)` runs it through the executor."""
 
     def __init__(self, task: str, row: TaskRow, run_dir: str, run_id: str, cache: str | None, device: object,
-                 outputs: int, interpreter: tuple[str, tuple[str, ...], str], resume: bool = False,
-                 check: bool = False) -> None:
+                 outputs: int, interpreter: Interpreter, resume: bool = False,
+                 check: bool = False, share_of: int | None = None) -> None:
         self.task, self.row, self.run_dir, self.run_id, self.cache = task, row, run_dir, run_id, cache
         self.check = check
+        self.share_of = share_of  # devices placed on this task's node (None: not placed)
         self.device, self.outputs, self.interpreter, self.resume = device, outputs, interpreter, resume
         self.rank, self.world_size, self.group = 0, 1, None
         self.inner_args: dict[str, Any] = {}
@@ -104,8 +121,27 @@ class Job:
         self.prepare()
 
     def prepare(self) -> None:
-        script, args, cwd = self.interpreter
+        script, args, cwd, entry, omp_threads = self.interpreter
         prepare_interpreter(script, args, cwd)
+        if "torch" not in sys.modules:  # torch starts on the threads the plain run starts with
+            if omp_threads is None:
+                os.environ.pop("OMP_NUM_THREADS", None)
+            else:
+                os.environ["OMP_NUM_THREADS"] = omp_threads
+        if entry:  # its module-level code (a seed, settings) runs before any task, as under `python script.py`
+            importlib.import_module(entry)
+        if not _process_threads and current_threads() is not None:
+            _process_threads.append(current_threads())  # type: ignore[arg-type]
+
+    def threads(self) -> int | None:
+        """The threads a task that declares no `cpus=` computes on here (dagc.runtime.threads)."""
+        if not _process_threads:
+            return None
+        share_of = self.share_of
+        if share_of is None:  # not placed: Ray runs as many tasks on a node as it has CPUs for
+            cpus = ray.get_runtime_context().get_assigned_resources().get("CPU") or 1.0
+            return max(1, min(_process_threads[0], int(cpus)))
+        return capped(_process_threads[0], share_of)
 
     def run(self, body: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple:
         """Run the task's body on its arguments; returns (*outputs, info)."""
@@ -123,7 +159,8 @@ class Job:
         cache = Cache(self.cache) if self.cache else None
         self.inner_args = {"store": store, "log": log, "cache": cache, "context": context, "where": where}
         executor = Executor({self.task: self.row}, store=store, log=log, cache=cache, context=context, where=where,
-                            claim=self.world_size == 1, check=getattr(self, "check", False))
+                            claim=self.world_size == 1, check=getattr(self, "check", False),
+                            threads=self.threads())
         agree = self.agree if self.world_size > 1 else None
         value = executor.run(executor.spec(self.task), body, *args, owner=self.rank == 0, agree=agree, **kwargs)
         info = {"task": self.task, **where}
@@ -328,7 +365,7 @@ class Driver:
     """Submits tasks, skips those a resumed run or the cache already has, and waits."""
 
     def __init__(self, plan: Plan, store: RunStore, log: EventLog, resume: bool, placement: Placement | None,
-                 cache: Cache | None = None, interpreter: tuple[str, tuple[str, ...], str] = ("", (), "."),
+                 cache: Cache | None = None, interpreter: Interpreter = Interpreter("", (), "."),
                  pending_timeout: float = 600.0, check: bool = False) -> None:
         self.plan, self.store, self.log, self.placement, self.cache = plan, store, log, placement, cache
         self.check_effects = check  # --check-effects: the workers compare what each task did with the assumed
@@ -343,6 +380,7 @@ class Driver:
         self.last: dict[int, ray.ObjectRef] = {}  # device -> its task submitted last (bundles: run in order)
         self.loaded: dict[str, list[ray.ObjectRef]] = {}
         self.actors: dict[int, Any] = {}
+        self.held: dict[ray.ObjectRef, tuple[int, str]] = {}  # output refs that stand for a value an actor holds
         self.progress = Progress(len(plan.tasks))
         self.nodes: list[dict[str, float]] | None = None
 
@@ -377,9 +415,13 @@ class Driver:
         values = tuple(Stored(task, i, outputs) for i in range(outputs))
         return values if outputs > 1 else values[0]
 
-    def resolve(self, value: object) -> object:
-        """An argument as a task receives it: stored outputs are loaded on a worker first."""
+    def resolve(self, value: object, group: int | None = None) -> object:
+        """An argument as a task (of state `group`) receives it: stored outputs are loaded on a worker
+        first; a value another state's actor holds is fetched from it, after the tasks before."""
         if not isinstance(value, Stored):
+            held = self.held.get(value) if isinstance(value, ray.ObjectRef) else None
+            if held is not None and held[0] != group:
+                return self.actors[held[0]].value.remote(held[1])
             return value
         if value.task not in self.loaded:
             refs = load_stored.options(num_returns=value.outputs).remote(
@@ -390,7 +432,14 @@ class Driver:
     def job(self, task: str, device: object, outputs: int) -> Job:
         return Job(task, self.plan.tasks[task], self.run_dir, self.log.run_id,
                    str(self.cache.root.resolve()) if self.cache is not None else None, device, outputs,
-                   self.interpreter, resume=self.resume, check=self.check_effects)
+                   self.interpreter, resume=self.resume, check=self.check_effects, share_of=self.share_of(device))
+
+    def share_of(self, device: object) -> int | None:
+        """How many devices of the plan share the node `device` is on (None: not placed)."""
+        if not isinstance(device, int) or not self.plan.devices or self.placement is None:
+            return None
+        node = self.plan.devices[device][0]
+        return sum(1 for n, _ in self.plan.devices if n == node)
 
     def waits(self, after: tuple[str, ...], devices: list[int]) -> list[ray.ObjectRef]:
         """Refs a task must wait for besides its inputs (passed as trailing arguments, which Ray
@@ -444,11 +493,13 @@ class Driver:
         if found is not None:
             return found
         self.check(task)
-        actor = self.state_actor(self.plan.state[task], device)
+        group = self.plan.state[task]
+        actor = self.state_actor(group, device)
         devices = [device] if device is not None else []
-        values = [*(self.resolve(a) for a in args), *self.waits(after, devices)]
+        values = [*(self.resolve(a, group) for a in args), *self.waits(after, devices)]
         refs = actor.run.options(num_returns=outputs + 1).remote(function, self.job(task, device, outputs), held,
                                                                  keep, *values)
+        self.held.update((ref, (group, name)) for ref, name in zip(refs, keep) if name is not None)
         self._track(task, refs, values, devices)
         return refs[0] if outputs == 1 else tuple(refs[:-1])
 
@@ -623,8 +674,9 @@ def ray_main(plan: Plan, run: Callable[[Driver], object], argv: Sequence[str] | 
     assert store is not None
     cache = open_cache(args)
     log = EventLog(store.events_path, run_id)
-    interpreter = (str((args.source_root / plan.script).resolve()), tuple(user_args), os.getcwd())
-    prepare_interpreter(*interpreter)
+    interpreter = Interpreter(str((args.source_root / plan.script).resolve()), tuple(user_args), os.getcwd(),
+                              plan.entry, os.environ.get("OMP_NUM_THREADS"))
+    prepare_interpreter(interpreter.script, interpreter.args, interpreter.cwd)
     print(f"run {run_id}: run directory {store.root}", file=sys.stderr)
     plan = _refresh_code(plan, args)
     connect(plan, args.address, args.source_root)

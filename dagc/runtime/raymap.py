@@ -128,5 +128,5 @@ def run_items(job: Any, chunk: list[tuple[int, str, str | None, object]], body: 
         context["device"] = job.torch_device()
     rows = {name: (fp, *job.row[1:]) for _, name, fp, _ in chunk}
     executor = Executor(rows, store=store, log=EventLog(store.events_path, job.run_id), context=context,
-                        where=where, claim=True)
+                        where=where, claim=True, threads=job.threads())
     return [executor.run(executor.spec(name), body, item) for _, name, _, item in chunk]

@@ -1,0 +1,245 @@
+"""What `python script.py` computes, every backend computes: the holes found by porting real pipelines.
+
+- appends (and `d[key] = v`) in a loop left by `break`, also in a bounded `while` (they were lost);
+- the pipeline's own script runs its module-level code (a seed) even when it defines no task;
+- torchrun's variables (RANK, WORLD_SIZE, ...) do not leak into user modules (nanoGPT reads them at
+  import and starts its own process group);
+- a task computes on the threads the plain run uses, or on those its `cpus=` declares.
+
+Each pipeline runs as plain Python, on local, on Ray with 2 devices and on torch with 2 gloo ranks.
+"""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dagc.backends import emit
+from dagc.cluster import parse_cluster_spec
+from dagc.driver import compile_file
+from dagc.runtime.threads import physical_cores
+from tests.test_backend_local import _plain_result, _ruff_clean
+from tests.test_effects import _torch_program
+
+TASKS = '''\
+"""Tasks of the fidelity pipelines, in a module of their own (the entry script defines none)."""
+import os
+import random
+
+import torch
+import torch.distributed as dist
+
+import dagc
+
+# nanoGPT's train.py: a module that asks the environment whether it runs under torchrun
+ddp = int(os.environ.get("RANK", -1)) != -1
+if ddp:
+    dist.init_process_group(backend="gloo")
+    seed_offset = int(os.environ["RANK"])
+else:
+    seed_offset = 0
+
+
+@dagc.task
+def step(x: int) -> int:
+    return x + 1
+
+
+@dagc.task
+def done(x: int) -> bool:
+    return x >= 3
+
+
+@dagc.task
+def big(x: int) -> bool:
+    return x >= 6
+
+
+@dagc.task
+def odd(x: int) -> bool:
+    return x % 2 == 1
+
+
+@dagc.task
+def total(xs: list) -> int:
+    return sum(xs)
+
+
+@dagc.task
+def draw(n: int) -> list:
+    return [random.random() for _ in range(n)]
+
+
+@dagc.task
+def environment() -> tuple:
+    return (os.environ.get("RANK"), os.environ.get("WORLD_SIZE"), os.environ.get("MASTER_ADDR"), ddp,
+            seed_offset)
+
+
+@dagc.task
+def threads() -> int:
+    return torch.get_num_threads()
+
+
+@dagc.task(cpus=2)
+def threads_declared() -> int:
+    return torch.get_num_threads()
+'''
+
+ENTRY = '''\
+"""The entry script: pipelines only, and module-level code the plain run executes first."""
+import random
+
+import dagc
+from fidelity_tasks import big, done, draw, environment, odd, step, threads, threads_declared, total
+
+random.seed(42)
+NAMES = ["a", "b", "c", "d", "e"]
+
+
+@dagc.pipeline
+def break_appends(start: int = 0):
+    x = start
+    history = [100]
+    odds = []
+    scores = {}
+    for i in range(5):
+        x = step(x)
+        history.append(x)
+        scores[NAMES[i]] = x
+        if odd(x):
+            odds.append(x)
+        if done(x):
+            break
+        history.extend([x, x])
+    history.append(-1)
+    i = 0
+    grown = []
+    while i < 5 and not big(x):
+        x = step(x)
+        grown.append(x)
+        i += 1
+    return history, odds, scores, total(history), grown
+
+
+@dagc.pipeline
+def seeded_draws():
+    return draw(3)
+
+
+@dagc.pipeline
+def launcher_environment():
+    return environment()
+
+
+@dagc.pipeline
+def thread_counts():
+    return threads(), threads_declared()
+'''
+
+PIPELINES = ["break_appends", "seeded_draws", "launcher_environment"]
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object]]:
+    root = tmp_path_factory.mktemp("fidelity")
+    (root / "fidelity_tasks.py").write_text(TASKS, encoding="utf-8")
+    script = root / "fidelity.py"
+    script.write_text(ENTRY, encoding="utf-8")
+    plain = {name: _plain_result(script, name, tmp_path_factory.mktemp(f"plain_{name}"))
+             for name in [*PIPELINES, "thread_counts"]}
+    return script, plain
+
+
+def test_plain_results(project) -> None:
+    _, plain = project
+    history, odds, scores, total, grown = plain["break_appends"]  # type: ignore[misc]
+    assert history == [100, 1, 1, 1, 2, 2, 2, 3, -1] and odds == [1, 3] and total == 111
+    assert scores == {"a": 1, "b": 2, "c": 3} and grown == [4, 5, 6]
+    import random
+
+    random.seed(42)
+    assert plain["seeded_draws"] == [random.random() for _ in range(3)]  # the entry's seed
+    assert plain["launcher_environment"] == (None, None, None, False, 0)
+
+
+def test_a_loop_left_by_break_carries_what_it_appends(project) -> None:
+    script, _ = project
+    graph = compile_file(script, pipeline_name="break_appends")
+    (loop,) = [n for n in graph if n.op == "loop" and any(i.op == "task" and i.target.endswith(":done")
+                                                          for i in loop_body(n))]
+    carried = loop.attrs["region.carried"]
+    assert {"loop@history", "loop@odds", "loop@scores"} <= set(carried)
+
+
+def loop_body(node):  # type: ignore[no-untyped-def]
+    from dagc.ir.regions import walk
+
+    return list(walk(node))
+
+
+@pytest.mark.parametrize("name", [*PIPELINES, "thread_counts"])
+def test_local_equals_plain_run(tmp_path: Path, project, name: str) -> None:
+    script, plain = project
+    graph = compile_file(script, pipeline_name=name)
+    program = tmp_path / f"{name}_local.py"
+    program.write_text(emit(graph, "local", program))
+    _ruff_clean(program)
+    subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [*PIPELINES, "thread_counts"])
+def test_ray_on_two_devices_equals_plain_run(tmp_path: Path, project, ray_cluster, name: str) -> None:
+    script, plain = project
+    graph = compile_file(script, pipeline_name=name, cluster=parse_cluster_spec("2"))
+    program = tmp_path / f"{name}_ray.py"
+    program.write_text(emit(graph, "ray", program))
+    proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--result",
+                           str(tmp_path / "r.pkl"), "--run-dir", str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = pickle.loads((tmp_path / "r.pkl").read_bytes())
+    assert result == _expected(name, plain[name], shared_by=2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [*PIPELINES, "thread_counts"])
+def test_torch_on_two_ranks_equals_plain_run(tmp_path: Path, project, name: str) -> None:
+    from tests.test_backend_torch import launch
+
+    script, plain = project
+    program = _torch_program(script, name, {}, tmp_path / f"{name}_torch.py")
+    launch(program, 2, ["--result", str(tmp_path / "r.pkl")])
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == _expected(name, plain[name], shared_by=2)
+
+
+def _expected(name: str, plain: object, *, shared_by: int) -> object:
+    """The plain result, but for thread counts: a task that declares none computes on the plain run's
+    count at most this machine's cores over the devices sharing it (dagc.runtime.threads)."""
+    if name != "thread_counts":
+        return plain
+    default, declared = plain  # type: ignore[misc]
+    assert declared == 2
+    return (max(1, min(default, physical_cores() // shared_by)), 2)
+
+
+def test_check_warns_at_a_multi_rank_task(tmp_path: Path) -> None:
+    from tests.conftest import run_dagc
+
+    script = tmp_path / "ranks.py"
+    script.write_text("import dagc\n\n\n@dagc.task(ranks=4)\ndef train(n: int) -> float:\n"
+                      "    ctx = dagc.context()\n    return n / ctx.world_size\n\n\n"
+                      "@dagc.pipeline\ndef p():\n    return train(8)\n", encoding="utf-8")
+    for backend in ([], ["--backend", "local"], ["--backend", "ray"], ["--backend", "torch"]):
+        proc = run_dagc("check", str(script), *backend)
+        assert proc.returncode == 0, proc.stderr
+        assert "warning[DAGC161]" in proc.stderr and "ranks.py:12:12" in proc.stderr, proc.stderr
+        assert "returns rank 0's value" in proc.stderr
+    local = run_dagc("check", str(script), "--backend", "local")
+    assert "the result is the same" not in local.stderr  # DAGC160 no longer claims it for ranks
