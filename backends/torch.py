@@ -411,8 +411,8 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
         "       python THIS_FILE [...]   (starts torchrun itself)"))
     for line in ("import argparse", "import importlib", "import os", "import sys", "from pathlib import Path", "",
                  "from dagc.runtime.code import describe_changes, refresh",
-                 "from dagc.runtime.distributed import Runner, TaskFailed, launch_main, report_failure, "
-                 "take_launcher_environment",
+                 "from dagc.runtime.distributed import (", "    Runner,", "    TaskFailed,", "    launch_main,",
+                 "    report_failure,", "    take_launcher_environment,", ")",
                  *((f"from dagc.runtime.maps import map_items{', spread_map' if _spreads(graph) else ''}",)
                    if uses_map(graph.nodes) else ()),
                  "from dagc.runtime.program import (", "    add_run_options,", "    prepare_interpreter,",

@@ -7,7 +7,7 @@ Exit status: 0 success, 1 errors in the input (diagnostics printed), 2 bad usage
 from __future__ import annotations
 
 import argparse
-import ast
+import re
 import sys
 import traceback
 from pathlib import Path
@@ -15,12 +15,9 @@ from typing import Any
 
 from dagc import __version__
 from dagc.diagnostics import CompileError, Diagnostic, render_json, render_text
+from dagc.usage import UsageError, parse_params
 
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
-
-
-class UsageError(Exception):
-    """A command-line mistake that argparse cannot see (reported like one, exit status 2)."""
 
 
 # ---- shared options -------------------------------------------------------------------------------
@@ -65,19 +62,6 @@ def _add_format(p: argparse.ArgumentParser) -> None:
                    default="text", help="how to print errors and warnings (default: text)")
 
 
-def _params(items: list[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items:
-        name, eq, text = item.partition("=")
-        if not eq or not name.isidentifier():
-            raise UsageError(f"--param {item!r}: write NAME=VALUE, e.g. --param n_shards=16")
-        try:
-            out[name] = ast.literal_eval(text)
-        except (ValueError, SyntaxError):
-            out[name] = text
-    return out
-
-
 def _cluster(args: argparse.Namespace) -> Any:
     from dagc.cluster import resolve_cluster
 
@@ -93,7 +77,7 @@ def _compile(args: argparse.Namespace, *, passes: str | None = None, backend: st
         args.input,
         pipeline_name=args.pipeline,
         passes=passes if passes is not None else getattr(args, "passes", None),
-        params=_params(args.param),
+        params=parse_params(args.param),
         cluster=cluster,
         backend=backend,
         print_after=tuple(getattr(args, "print_ir_after", ()) or ()),
@@ -115,12 +99,19 @@ def _report(args: argparse.Namespace, compilation: Any) -> None:
             sys.stderr.write(f"remark[{remark.pass_name}]: {remark.message}\n")
 
 
+# commands whose standard output carries nothing else: their JSON diagnostics go there (`| jq` works);
+# the others print a product (IR, code, a plan) or a program's output on it, and say JSON on stderr
+_JSON_ON_STDOUT = ("check", "compile")
+
+
 def _print_diagnostics(args: argparse.Namespace, diagnostics: list[Diagnostic], sources: dict[str, str]) -> None:
-    if not diagnostics:
-        return
     if getattr(args, "diag_format", "text") == "json":
-        sys.stderr.write(render_json(diagnostics) + "\n")
-    else:
+        if getattr(args, "command", None) in _JSON_ON_STDOUT:
+            sys.stdout.write(render_json(diagnostics) + "\n")  # `[]` when there are none
+        elif diagnostics:
+            sys.stderr.write(render_json(diagnostics) + "\n")
+        return
+    if diagnostics:
         sys.stderr.write(render_text(diagnostics, sources or _read_sources(diagnostics)))
 
 
@@ -244,7 +235,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     graph = compilation.graph
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    stem = graph.name
+    stem = file_stem(graph.name)
     written: list[tuple[Path, str]] = []
 
     def write(path: Path, text: str, what: str) -> None:
@@ -351,7 +342,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from dagc.cost import CostModel
 
     out.write_text(build_report(run, graph, cluster, CostModel(backend=args.backend)), encoding="utf-8")
-    note("wrote %s (run %s, %d tasks%s)", out, run.run_id, len(run.tasks),
+    note("wrote %s (%d tasks%s)", out, len(run.tasks),
          "" if graph is not None else "; no IR: give --ir SCRIPT|IR.json for the graph and estimates")
     return EXIT_OK
 
@@ -365,6 +356,9 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     graph, cluster = None, None
     if args.input is not None:
         cluster = _cluster(args)
+        if cluster is None:  # nothing said: the schedule on one device, which every machine has
+            args.cluster = "1"
+            cluster = _cluster(args)
         compilation = _compile(args)
         _report(args, compilation)
         graph = compilation.graph
@@ -408,16 +402,38 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from dagc.backends import emit
 
+    _require_engine(args.backend)
     compilation = _compile(args, backend=args.backend)
     _report(args, compilation)
     with tempfile.TemporaryDirectory(prefix="dagc-run-") as tmp:
-        program = Path(args.keep) if args.keep else Path(tmp) / f"{compilation.graph.name}_{args.backend}.py"
+        program = Path(args.keep) if args.keep else Path(tmp) / f"{file_stem(compilation.graph.name)}_{args.backend}.py"
         program.parent.mkdir(parents=True, exist_ok=True)
         program.write_text(emit(compilation.graph, args.backend, program), encoding="utf-8")
         # our options first: after a `--` among the program's arguments they would go to the user's script
         result = ["--result", str(Path(args.result).resolve())] if args.result else []
         command = [sys.executable, str(program), *result, *args.program_args]
         return subprocess.call(command)
+
+
+def file_stem(pipeline: str) -> str:
+    """A pipeline's name as the stem of the files written for it: `MovieStatsFlow.run` → `MovieStatsFlow_run`
+    (a program whose name is a Python identifier can be imported)."""
+    return re.sub(r"\W", "_", pipeline)
+
+
+_ENGINES = {"ray": ("ray", "ray"), "torch": ("torch", "torch")}  # backend -> (module it needs, dagc's extra)
+
+
+def _require_engine(backend: str) -> None:
+    """Say in one line what to install when the backend's engine is missing (before compiling)."""
+    import importlib.util
+
+    if backend not in _ENGINES:
+        return
+    module, extra = _ENGINES[backend]
+    if importlib.util.find_spec(module) is None:
+        raise UsageError(f"the {backend} backend needs {module}, which is not installed in this Python "
+                         f"({sys.executable}): pip install 'dagc[{extra}]'")
 
 
 def _write_or_print(text: str, output: str | None) -> None:
@@ -566,6 +582,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=run_plan_command)
     for command in sub.choices.values():  # -v / -q also after the command
         _add_verbosity(command, argparse.SUPPRESS)
+        command.set_defaults(command_parser=command)  # its own usage, for its errors
     return parser
 
 
@@ -576,7 +593,10 @@ def main(argv: list[str] | None = None) -> int:
     if "run" in argv and "--" in argv[argv.index("run"):]:  # `dagc run … -- PROGRAM ARGS`
         cut = argv.index("--", argv.index("run"))
         argv, program_args = argv[:cut], argv[cut + 1:]
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    command_parser = getattr(args, "command_parser", parser)
+    if unknown:  # reported with the command's usage, not dagc's
+        command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "run":
         args.program_args = program_args
     from dagc.console import setup_logging
@@ -591,8 +611,8 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.write(f"dagc: {errors} error{'s' if errors != 1 else ''} in {getattr(args, 'input', '')}\n")
         return EXIT_ERRORS
     except UsageError as exc:
-        parser.print_usage(sys.stderr)
-        sys.stderr.write(f"dagc: error: {exc}\n")
+        command_parser.print_usage(sys.stderr)
+        sys.stderr.write(f"{command_parser.prog}: error: {exc}\n")
         return EXIT_USAGE
     except KeyboardInterrupt:
         sys.stderr.write("dagc: interrupted\n")

@@ -32,6 +32,7 @@ from dagc.diagnostics import CompileError, Diagnostic, Severity, render_text
 from dagc.sched import ALGORITHMS, DEFAULT_BUDGET, Problem, Schedule, lower_bound, schedule, validate
 from dagc.sched.loaders import TaskGraph, read_stg, read_wfcommons
 from dagc.units import format_duration, format_size
+from dagc.usage import parse_params
 
 __all__ = ["add_plan_arguments", "run_plan", "run_plan_command", "plan_file", "PlanResult"]
 
@@ -40,6 +41,8 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help="pipeline script (.py), saved IR (.json), STG graph (.stg) or WfCommons workflow (.json)")
     parser.add_argument("--pipeline", metavar="NAME", help="which @dagc.pipeline to plan when a script has several")
+    parser.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                        help="set a pipeline parameter (a Python literal, else a string); repeatable")
     parser.add_argument("--cluster", metavar="SPEC",
                         help='"N" (one node, N devices), "MxN" (M nodes of N devices) or a cluster .toml file '
                         "(default: [tool.dagc] in pyproject.toml, else one local device)")
@@ -69,7 +72,8 @@ def run_plan_command(args: argparse.Namespace) -> int:
         return 2
     return run_plan(args.files, cluster, args.algo, args.json, sys.stdout,
                     seed=getattr(args, "seed", 0), budget=getattr(args, "budget", DEFAULT_BUDGET),
-                    profile=getattr(args, "profile", None), pipeline=getattr(args, "pipeline", None))
+                    profile=getattr(args, "profile", None), pipeline=getattr(args, "pipeline", None),
+                    params=parse_params(getattr(args, "param", None) or []))
 
 
 @dataclass
@@ -136,7 +140,8 @@ def _problem_from_task_graph(tg: TaskGraph, cluster: Cluster) -> Problem:
 
 
 def _load(path: str, cluster: Cluster, cost: CostModel, profile: str | None = None,
-          result: PlanResult | None = None, pipeline: str | None = None) -> tuple[Problem, dict[str, list[str]]]:
+          result: PlanResult | None = None, pipeline: str | None = None,
+          params: dict[str, Any] | None = None) -> tuple[Problem, dict[str, list[str]]]:
     """The file as a scheduling problem, with the tasks that used default estimates."""
     none: dict[str, list[str]] = {"cost": [], "out_size": []}
     if path.endswith(".stg"):
@@ -153,7 +158,7 @@ def _load(path: str, cluster: Cluster, cost: CostModel, profile: str | None = No
     elif path.endswith(".py"):
         from dagc.driver import compile_file
 
-        graph = compile_file(path, passes="verify,dce,cse", profile=profile, pipeline_name=pipeline)
+        graph = compile_file(path, passes="verify,dce,cse", profile=profile, pipeline_name=pipeline, params=params)
     else:
         raise CompileError([Diagnostic(
             "DAGC006", Severity.ERROR, f"cannot plan {path!r}: unknown kind of file",
@@ -191,11 +196,11 @@ def _shared_state(graph: Any) -> list[str]:
 
 def plan_file(path: str, cluster: Cluster, algo: str = "dagc", *, seed: int = 0,
               budget: float = DEFAULT_BUDGET, cost: CostModel | None = None, profile: str | None = None,
-              pipeline: str | None = None) -> PlanResult:
+              pipeline: str | None = None, params: dict[str, Any] | None = None) -> PlanResult:
     cost = cost or CostModel()
     result = PlanResult(file=path, devices=cluster.n_devices, algo=algo)
     try:
-        p, result.defaults = _load(path, cluster, cost, profile, result, pipeline)
+        p, result.defaults = _load(path, cluster, cost, profile, result, pipeline, params)
     except CompileError as exc:
         result.errors = exc.diagnostics
         return result
@@ -217,7 +222,7 @@ def plan_file(path: str, cluster: Cluster, algo: str = "dagc", *, seed: int = 0,
     result.valid = not result.problems
     result.schedule, result.transfers = _timeline(p, s)
     if path.endswith(".py") and profile is None:
-        _comm_estimates(result, path, cluster, cost, algo, seed, budget, pipeline)
+        _comm_estimates(result, path, cluster, cost, algo, seed, budget, pipeline, params)
     return result
 
 
@@ -246,7 +251,7 @@ def _timeline(p: Problem, s: Schedule) -> tuple[list[dict[str, Any]], list[dict[
 
 
 def _comm_estimates(result: PlanResult, path: str, cluster: Cluster, cost: CostModel, algo: str, seed: int,
-                    budget: float, pipeline: str | None = None) -> None:
+                    budget: float, pipeline: str | None = None, params: dict[str, Any] | None = None) -> None:
     """The makespan with the transfers `comm` emits, point-to-point only and with collectives."""
     from dagc.commtime import timed_makespan
     from dagc.driver import compile_file
@@ -255,7 +260,7 @@ def _comm_estimates(result: PlanResult, path: str, cluster: Cluster, cost: CostM
         passes = (f"verify,dce,cse,partition{{algo={algo},seed={seed},budget={budget}}},schedule,"
                   f"comm{{collectives={str(collectives).lower()}}}")
         try:
-            graph = compile_file(path, passes=passes, cluster=cluster, pipeline_name=pipeline)
+            graph = compile_file(path, passes=passes, cluster=cluster, pipeline_name=pipeline, params=params)
         except CompileError:
             return
         makespan = timed_makespan(graph, cluster, cost)
@@ -270,9 +275,10 @@ def _comm_estimates(result: PlanResult, path: str, cluster: Cluster, cost: CostM
 
 def run_plan(files: list[str], cluster: Cluster, algo: str, as_json: bool, out: TextIO, *,
              seed: int = 0, budget: float = DEFAULT_BUDGET, profile: str | None = None,
-             pipeline: str | None = None) -> int:
+             pipeline: str | None = None, params: dict[str, Any] | None = None) -> int:
     """Plan every file; print a table (or JSON). Returns 0 when every file got a valid plan."""
-    results = [plan_file(f, cluster, algo, seed=seed, budget=budget, profile=profile, pipeline=pipeline)
+    results = [plan_file(f, cluster, algo, seed=seed, budget=budget, profile=profile, pipeline=pipeline,
+                         params=params)
                for f in files]
     if as_json:
         out.write("".join(json.dumps(r.to_json()) + "\n" for r in results))

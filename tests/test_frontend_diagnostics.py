@@ -126,7 +126,7 @@ def test_cli_check_exit_status_and_json(write_project) -> None:
     assert proc.returncode == 1
     import json
 
-    [diag] = json.loads(proc.stderr)
+    [diag] = json.loads(proc.stdout)  # on stdout: `dagc check --diagnostics-format json FILE | jq` works
     assert diag["code"] == "DAGC104" and diag["span"]["line"] == 15 and diag["hint"]
 
 

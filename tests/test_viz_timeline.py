@@ -118,8 +118,10 @@ def test_timeline_cli_draws_estimate_beside_run(tmp_path: Path, suffix: str, mag
 def test_timeline_cli_needs_a_schedule_or_a_run(tmp_path: Path) -> None:
     proc = run_dagc("timeline", "-o", str(tmp_path / "t.svg"))
     assert proc.returncode == 2 and "give a SCRIPT" in proc.stderr
+    # without --cluster: the schedule on one device
     proc = run_dagc("timeline", "samples/quickstart.py", "-o", str(tmp_path / "t.svg"))
-    assert proc.returncode == 2 and "no schedule" in proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert "device 0" in (tmp_path / "t.svg").read_text() and "device 1" not in (tmp_path / "t.svg").read_text()
 
 
 def test_svg_is_deterministic(quickstart) -> None:

@@ -30,7 +30,7 @@ from dagc.diagnostics import DiagnosticSink, Note
 from dagc.frontend.configs import ConfigClass, ConfigValue, StaticFunction
 from dagc.frontend.effects import EffectAnalyzer
 from dagc.frontend.exits import finally_reads_of_body, lower_continues, rename_refs
-from dagc.frontend.forms import GLUE_CALLS, KFP_METHOD_HINTS, as_literal
+from dagc.frontend.forms import GLUE_CALLS, as_literal, kfp_chain, kfp_hint
 from dagc.frontend.maps import MapBound, MapRegions
 from dagc.frontend.modules import (
     ClassSteps,
@@ -403,6 +403,7 @@ class Extractor(MapRegions):
             if param.kind in ("var_positional", "var_keyword"):
                 self.sink.error("DAGC132", f"pipeline parameter `*{param.name}` cannot be given at compile time",
                                 span, hint="declare each parameter by name with a default")
+                scope.env[param.name] = POISON  # reported once here, not again at each use
                 continue
             if param.name in overrides:
                 value = overrides[param.name]
@@ -412,23 +413,28 @@ class Extractor(MapRegions):
                                     f"`{param.name}` is annotated `{param.annotation}`", span,
                                     hint=f"give a value of type `{param.annotation}`; --param values are Python "
                                     "literals (quote a string: --param name='\"text\"')")
+                    scope.env[param.name] = POISON  # reported once here, not again at each use
                     continue
             elif param.default is not None:
                 try:
                     value = self._static(param.default, scope, info)
                 except ExtractError:
+                    scope.env[param.name] = POISON
                     continue
             else:
                 self.sink.error("DAGC005", f"pipeline parameter `{param.name}` has no value",
                                 span, hint=f"give it a default, or compile with --param {param.name}=VALUE")
+                scope.env[param.name] = POISON
                 continue
             if not (is_literal_value(value) or isinstance(value, StaticRange)):
                 self.sink.error("DAGC005", f"value of parameter `{param.name}` is not a literal", span)
+                scope.env[param.name] = POISON
                 continue
             try:
                 operand = operand_from_python(value)
             except TypeError:
                 self.sink.error("DAGC005", f"value of parameter `{param.name}` is not a literal", span)
+                scope.env[param.name] = POISON
                 continue
             graph.params.append(Param(param.name, operand, param.annotation, span))
             self._used.add(param.name)
@@ -1146,6 +1152,13 @@ class Extractor(MapRegions):
                 and self._blocks and self._blocks[-1] is scope.loop.block):
             self._loop_break(stmt, scope, info)
             return
+        # `if <cond>: <statements>; break`: the statements as a branch, then the exit, on one test
+        if (scope.loop is not None and not scope.unrolling and len(stmt.body) > 1
+                and isinstance(stmt.body[-1], ast.Break) and not stmt.orelse
+                and not _loop_level_breaks(stmt.body[:-1])
+                and self._blocks and self._blocks[-1] is scope.loop.block and self._needs_glue(stmt.test, scope, info)):
+            self._branch_then_break(stmt, scope, info)
+            return
         if not self._needs_glue(stmt.test, scope, info):
             taken = stmt.body if self._static(stmt.test, scope, info) else stmt.orelse
             self._run_block(taken, scope, info)
@@ -1159,6 +1172,17 @@ class Extractor(MapRegions):
             return not eval_static(test, self._static_lookup(scope, info))
         except (NotStatic, _RuntimeUse, RecursionError):
             return False
+
+    def _branch_then_break(self, stmt: ast.If, scope: Scope, info: ModuleInfo) -> None:
+        held = "\0exit"  # a name no user code can bind: the test, evaluated once
+        scope.env[held] = self._eval(stmt.test, scope, info)
+        try:
+            test = ast.copy_location(ast.Name(held, ast.Load()), stmt.test)
+            branch = ast.copy_location(ast.If(test, stmt.body[:-1], []), stmt)
+            self._if(branch, scope, info)
+            self._loop_break(ast.copy_location(ast.If(test, [stmt.body[-1]], []), stmt), scope, info)
+        finally:
+            scope.env.pop(held, None)
 
     def _loop_break(self, stmt: ast.If, scope: Scope, info: ModuleInfo) -> None:
         loop = scope.loop
@@ -1940,6 +1964,8 @@ class Extractor(MapRegions):
             if _is_runtime(base):
                 return External(f"method `.{func.attr}()` of a task result")
             return External(f"`{ast.unparse(func)}`")
+        if isinstance(func, ast.Call) and isinstance(self._callee(func.func, scope, info), ClassValue):
+            return self._eval(func, scope, info)  # `Flow()` in `Flow().run()`
         return External(f"`{ast.unparse(func)}`")
 
     def _class_member(self, base: ClassValue, func: ast.Attribute, info: ModuleInfo) -> Value:
@@ -1967,6 +1993,8 @@ class Extractor(MapRegions):
             return self._task_call(call, callee.symbol, scope, info, n_outputs)
         if isinstance(callee, Callee) and isinstance(callee.symbol, PipelineDef):
             return self._inline_pipeline(call, callee.symbol, scope, info)
+        if isinstance(callee, ClassValue) and not callee.instance and callee.steps.members:
+            return self._flow_instance(call, callee, info)
         if isinstance(callee, DagcFunction) and callee.name == "trips":
             self.sink.error("DAGC135", "dagc.trips is a hint for the items of a `for` loop, not a value",
                             info.source.span(call), hint="write `for epoch in dagc.trips(range(40), expected=12):`")
@@ -1986,11 +2014,14 @@ class Extractor(MapRegions):
         runtime = [v for v in args + kwargs if _is_task_result(v)]
         what = callee.description if isinstance(callee, External) else f"`{ast.unparse(call.func)}`"
         if runtime or (isinstance(call.func, ast.Attribute) and self._needs_glue(call.func.value, scope, info)):
-            kfp = KFP_METHOD_HINTS.get(call.func.attr) if isinstance(call.func, ast.Attribute) else None
-            if kfp is not None:
-                self.sink.error("DAGC107", f"`.{call.func.attr}()` on a task result is Kubeflow's form; a dagc task "
-                                "result is the task's return value, not a step object", info.source.span(call),
-                                hint=kfp)
+            chain = kfp_chain(call)
+            if chain is not None:
+                step = chain[0].func.value  # type: ignore[attr-defined]
+                task = step.func.id if isinstance(step, ast.Call) and isinstance(step.func, ast.Name) else None
+                methods = ", ".join(f"`.{c.func.attr}()`" for c in chain)  # type: ignore[attr-defined]
+                self.sink.error("DAGC107", f"{methods} on a task result {'is' if len(chain) == 1 else 'are'} "
+                                "Kubeflow's form; a dagc task result is the task's return value, not a step object",
+                                info.source.span(call), hint=kfp_hint(chain, task))
                 raise ExtractError
             self.sink.error("DAGC107", f"{what} is not a task, but receives a task result",
                             info.source.span(call),
@@ -2016,10 +2047,27 @@ class Extractor(MapRegions):
                     raise ExtractError from None
             except (_RuntimeUse, RecursionError):
                 pass
+        if isinstance(callee, External) and callee.description.startswith("class "):
+            hint = ("build the object inside the task that uses it (a task may also return it, to be passed on), "
+                    "giving that task the settings it needs as arguments")
+        else:
+            hint = "decorate it with @dagc.task to make it a step of the graph, or call it inside a task"
         self.sink.error("DAGC111", f"{what} is not a task; a pipeline body can only call tasks and pipelines",
-                        info.source.span(call),
-                        hint="decorate it with @dagc.task to make it a step of the graph, or call it inside a task")
+                        info.source.span(call), hint=hint)
         raise ExtractError
+
+    def _flow_instance(self, call: ast.Call, flow: ClassValue, info: ModuleInfo) -> ClassValue:
+        """`Flow()`: an instance of a class of steps, whose pipeline methods run as Python calls them
+        (`stats = StatsFlow().run()` inside another pipeline)."""
+        name = flow.steps.name
+        if call.args or call.keywords or flow.steps.has_init:
+            why = "arguments" if call.args or call.keywords else "an `__init__`"
+            self.sink.error("DAGC111", f"`{name}` is built with {why}, which a pipeline cannot run",
+                            info.source.span(call),
+                            hint=f"pass its settings to its pipeline instead: `{name}().run(min_count=5)` on a class "
+                            "without `__init__`, whose pipeline takes them as parameters")
+            raise ExtractError
+        return ClassValue(flow.steps, flow.info, instance=True)
 
     def _compile_time_callable(self, func: ast.expr, scope: Scope, info: ModuleInfo) -> bool:
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["KFP_METHOD_HINTS", "GLUE_CALLS", "as_literal"]
+__all__ = ["KFP_METHOD_HINTS", "GLUE_CALLS", "as_literal", "kfp_chain", "kfp_hint"]
 
 # Kubeflow Pipelines configures a step by calling methods on it; dagc reads the same from the task.
 KFP_METHOD_HINTS: dict[str, str] = {
@@ -27,6 +27,46 @@ KFP_METHOD_HINTS: dict[str, str] = {
     "mark a task that acts on the world with `@dagc.task(side_effects=True)`",
     "set_display_name": "the node is named after the task; rename the function or the pipeline",
 }
+
+# the KFP setters that are a task option, and that option's name
+_KFP_OPTIONS = {"set_memory_limit": "memory", "set_memory_request": "memory", "set_cpu_limit": "cpus",
+                "set_cpu_request": "cpus", "set_gpu_limit": "gpus", "set_accelerator_limit": "gpus",
+                "set_retry": "retries"}
+
+
+def kfp_chain(call: ast.Call) -> list[ast.Call] | None:
+    """The Kubeflow setter calls chained on a step, innermost first (`train(x).set_cpu_limit("2")
+    .set_memory_limit("650M")`); None when `call` is not one."""
+    chain: list[ast.Call] = []
+    node: ast.expr = call
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in KFP_METHOD_HINTS:
+        chain.append(node)
+        node = node.func.value
+    return chain[::-1] or None
+
+
+def kfp_hint(chain: list[ast.Call], task: str | None) -> str:
+    """What to write instead of a chain of Kubeflow setters, with the values the user gave."""
+    options: dict[str, str] = {}
+    others: list[str] = []
+    for call in chain:
+        attr = call.func.attr  # type: ignore[attr-defined]
+        option = _KFP_OPTIONS.get(attr)
+        value = call.args[0] if len(call.args) == 1 and not call.keywords else None
+        if option is not None and isinstance(value, ast.Constant) and isinstance(value.value, (str, int, float)):
+            given = value.value
+            if option in ("gpus", "retries") and isinstance(given, str) and given.strip().isdigit():
+                given = int(given)
+            options[option] = repr(given).replace("'", '"')
+        else:
+            others.append(KFP_METHOD_HINTS[attr])
+    parts = []
+    if options:
+        declared = ", ".join(f"{k}={v}" for k, v in options.items())
+        parts.append(f"declare {'them' if len(options) > 1 else 'it'} on the task: `@dagc.task({declared})`"
+                     + (f" on `{task}`" if task else ""))
+    parts.extend(dict.fromkeys(others))
+    return "; ".join(parts)
 
 
 # builtins a glue node may call on task results: they build or read values and call no user code

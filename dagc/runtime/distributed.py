@@ -33,6 +33,7 @@ import os
 import pickle
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -540,6 +541,7 @@ class Runner:
         self.records: list[dict[str, Any]] = []
         self.log: EventLog | None = None
         self.progress: Progress | None = None
+        self.kv: Any = None  # the rendezvous store (this attempt's keys): counts finished tasks
         self.run: set[str] = set()
         self.load: set[str] = set()
         self.active: set[int] = set()
@@ -564,7 +566,8 @@ class Runner:
         if "MASTER_ADDR" not in self.launcher:  # a single process started without a launcher
             self.launcher.setdefault("MASTER_ADDR", "127.0.0.1")
             self.launcher.setdefault("MASTER_PORT", str(_free_port()))
-        dist.init_process_group(backend, store=self._store(), rank=self.rank, world_size=self.world,
+        self.kv = self._store()
+        dist.init_process_group(backend, store=self.kv, rank=self.rank, world_size=self.world,
                                 timeout=timedelta(seconds=self.timeout))
         # every group is created once, up front, by every rank in the same (sorted) order
         groups = {info[0] for info in self.tasks.values() if len(info[0]) > 1}
@@ -604,9 +607,10 @@ class Runner:
                 self.buffers[tag] = static_buffer(static, self.comm_device)
         if self.store is not None:
             self.log = EventLog(self.store.events_path, run_id)
-        if self.rank == 0:
-            mine = [n for n in self.run if self.tasks[n][0][0] == 0]
-            self.progress = Progress(len(mine))
+        if self.rank == 0:  # the whole run's progress: every rank counts its tasks in the store
+            self.progress = Progress(len(self.run))
+            if self.progress.enabled:
+                threading.Thread(target=self._follow_progress, args=(self.progress,), daemon=True).start()
             self._event("run_start", pipeline=self.pipeline, tasks=len(self.tasks), resume=bool(done),
                         run_dir=str(self.run_dir) if self.run_dir else None, world_size=self.world,
                         backend=backend, restart=self.attempt)
@@ -691,9 +695,21 @@ class Runner:
         agree = (lambda failed: self._any_failed(failed, group)) if group is not None else None
         with use_stages(self.stages.get(name)):
             value = executor.run(spec, fn, *args, owner=owner, agree=agree, **kwargs)
-        if owner and self.progress is not None:
-            self.progress.advance(name=name)
+        if owner:
+            done = self.kv.add("progress", 1) if self.kv is not None else 0
+            if self.progress is not None:
+                self.progress.reach(done)
+                self.progress.advance(0, name=name)
         return value if owner else placeholder
+
+    def _follow_progress(self, progress: Progress) -> None:
+        """Rank 0's bar follows the tasks every rank finished (counted in the rendezvous store)."""
+        while progress.enabled:
+            try:
+                progress.reach(int(self.kv.add("progress", 0)))
+            except Exception:  # noqa: BLE001 - the store is gone: the run is ending
+                return
+            time.sleep(0.2)
 
     def _any_failed(self, failed: bool, group: Any) -> bool:
         """Whether an attempt of a multi-rank task failed on any of its ranks (all of them ask)."""
@@ -828,7 +844,10 @@ def launch_main(path: str, argv: Sequence[str], nproc: int, max_restarts: int = 
 
     from torch.distributed.run import main as torchrun
 
-    args = ["--standalone", f"--nproc-per-node={nproc}", f"--max-restarts={max_restarts}", path, *argv]
+    # the ranks run under torchrun: they need no --nproc/--max-restarts, and torchrun would take
+    # `--nproc` for an abbreviation of its own options
+    args = ["--standalone", f"--nproc-per-node={nproc}", f"--max-restarts={max_restarts}", path,
+            *_without_launch_options(argv)]
     # the ranks restore OMP_NUM_THREADS as it is here (take_launcher_environment); set, it keeps torchrun
     # from setting it to 1 with a warning about it
     plain_omp = os.environ.get("OMP_NUM_THREADS")
@@ -856,6 +875,27 @@ def launch_main(path: str, argv: Sequence[str], nproc: int, max_restarts: int = 
         if code and failure.exists():
             sys.stderr.write(failure.read_text(encoding="utf-8").splitlines()[0] + "\n")
     return code
+
+
+def _without_launch_options(argv: Sequence[str]) -> list[str]:
+    """`argv` without the options only the launching process reads (the script's own, after `--`, kept)."""
+    out: list[str] = []
+    items = list(argv)
+    i = 0
+    while i < len(items):
+        item = items[i]
+        if item == "--":
+            out.extend(items[i:])
+            break
+        if item in ("--nproc", "--max-restarts"):
+            i += 2
+            continue
+        if item.startswith(("--nproc=", "--max-restarts=")):
+            i += 1
+            continue
+        out.append(item)
+        i += 1
+    return out
 
 
 FAILURE_FILE = "DAGC_FAILURE_FILE"

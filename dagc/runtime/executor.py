@@ -39,6 +39,7 @@ from dagc.runtime.context import TaskContext, reset_context, set_context
 from dagc.runtime.effectcheck import Assumed, EffectViolation, watch
 from dagc.runtime.events import EventLog
 from dagc.runtime.store import Cache, RunStore
+from dagc.runtime.progress import Progress
 from dagc.runtime.threads import set_threads
 
 __all__ = ["Executor", "TaskSpec", "TaskFailed", "TaskTimeout", "deadline", "NOT_STORABLE"]
@@ -155,14 +156,17 @@ class Executor:
     modules   the user's modules, whose globals the check watches
     threads   the threads a task that declares no `cpus=` computes on (None: as the process does;
               dagc.runtime.threads)
+    progress  a progress bar to advance as tasks finish (the local program's)
     """
 
     def __init__(self, tasks: Mapping[str, TaskRow] | None = None, *, store: RunStore | None = None,
                  log: EventLog | None = None, cache: Cache | None = None, reuse: bool = False,
                  context: Mapping[str, Any] | None = None, where: Mapping[str, Any] | None = None,
                  attempt_offset: int = 0, claim: bool = False, process_rank: int | None = None,
-                 check: bool = False, modules: list[str] | None = None, threads: int | None = None) -> None:
+                 check: bool = False, modules: list[str] | None = None, threads: int | None = None,
+                 progress: Progress | None = None) -> None:
         self.tasks = dict(tasks or {})
+        self.progress = progress  # advanced by each task this process runs or reuses
         self.threads = threads
         self.check = check
         self.modules = list(modules or ())
@@ -224,7 +228,10 @@ class Executor:
         spec = self.spec(name)
         source = self.source(spec)
         if source is not None:
-            return self.load(spec, source)
+            value = self.load(spec, source)
+            if self.progress is not None:
+                self.progress.advance(name=name)
+            return value
         return self.run(spec, fn, *args, **kwargs)
 
     def call(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -241,10 +248,13 @@ class Executor:
         threads = spec.threads or self.threads
         before = set_threads(threads) if threads else None
         try:
-            return self._run(spec, fn, args, kwargs, owner, agree)
+            value = self._run(spec, fn, args, kwargs, owner, agree)
         finally:
             if before is not None and before != threads:
                 set_threads(before)  # the next task starts from the process's own count
+        if self.progress is not None:
+            self.progress.advance(name=spec.name)
+        return value
 
     def _run(self, spec: TaskSpec, fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any], owner: bool,
              agree: Callable[[bool], bool] | None) -> Any:

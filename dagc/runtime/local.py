@@ -19,6 +19,7 @@ from dagc.runtime.code import describe_changes, refresh
 from dagc.runtime.context import reset_context, set_context
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import Executor, TaskFailed, TaskRow
+from dagc.runtime.progress import Progress
 from dagc.runtime.program import (
     add_run_options,
     deliver_result,
@@ -62,8 +63,9 @@ def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tas
             print(describe_changes(changed), file=sys.stderr)
             if log is not None:
                 log.write("code_changed", tasks=sorted(changed))
+    progress = Progress(len(tasks))  # drawn on a terminal only
     rt = Executor(tasks, store=store, log=log, cache=cache, reuse=args.resume is not None,
-                  check=args.check_effects is not False, modules=list(modules))
+                  check=args.check_effects is not False, modules=list(modules), progress=progress)
     started = time.perf_counter()
     if log is not None and store is not None:
         log.write("run_start", pipeline=pipeline, tasks=len(tasks), resume=args.resume is not None,
@@ -79,6 +81,7 @@ def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tas
         return 1
     finally:
         reset_context(token)
+        progress.close()
     nbytes = store_result(store, result)
     if log is not None:
         log.write("run_end", duration=round(time.perf_counter() - started, 6), bytes=nbytes)

@@ -43,11 +43,17 @@ class Progress:
                 self._drawn = now
                 self._draw()
 
+    def reach(self, done: int) -> None:
+        """Completed tasks counted elsewhere (the other ranks of a torch run): redraw when it grew."""
+        if done > self.done:
+            self.advance(done - self.done)
+
     def _draw(self) -> None:
-        filled = self.WIDTH * self.done // self.total if self.total else self.WIDTH
+        total = max(self.total, self.done)  # (a loop's tasks count once per trip)
+        filled = self.WIDTH * self.done // total if total else self.WIDTH
         bar = "#" * filled + "." * (self.WIDTH - filled)
         elapsed = time.monotonic() - self._start
-        text = f"\r[{bar}] {self.done:>{len(str(self.total))}}/{self.total} {self.label}  {elapsed:.1f}s  {self._last}"
+        text = f"\r[{bar}] {self.done:>{len(str(total))}}/{total} {self.label}  {elapsed:.1f}s  {self._last}"
         self.stream.write(text[:200].ljust(80) if len(text) < 80 else text[:200])
         self.stream.flush()
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import socket
 import sys
@@ -641,7 +642,15 @@ def connect(plan: Plan, address: str | None, source_root: Path) -> None:
     if address:
         ray.init(address=address, runtime_env=runtime_env, log_to_driver=True)
     else:  # "local": a Ray of our own, even when another one runs on this machine
-        ray.init(address="local", runtime_env=runtime_env, include_dashboard=False, **local_resources(plan))
+        # Ray's notice that this new private cluster uses token authentication (its default) is not ours to print
+        logging.getLogger("ray._private.authentication.authentication_token_setup").addFilter(_TokenNotice())
+        ray.init(address="local", runtime_env=runtime_env, include_dashboard=False, logging_level=logging.WARNING,
+                 **local_resources(plan))
+
+
+class _TokenNotice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Token authentication is enabled for this Ray cluster")
 
 
 def _refresh_code(plan: Plan, args: argparse.Namespace) -> Plan:
