@@ -38,8 +38,8 @@ from dagc.runtime.console import Recording, load_console, replay, save_console
 from dagc.runtime.context import TaskContext, reset_context, set_context
 from dagc.runtime.effectcheck import Assumed, EffectViolation, watch
 from dagc.runtime.events import EventLog
-from dagc.runtime.store import Cache, RunStore
 from dagc.runtime.progress import Progress
+from dagc.runtime.store import Cache, RunStore
 from dagc.runtime.threads import set_threads
 
 __all__ = ["Executor", "TaskSpec", "TaskFailed", "TaskTimeout", "deadline", "NOT_STORABLE"]

@@ -19,7 +19,6 @@ from dagc.runtime.code import describe_changes, refresh
 from dagc.runtime.context import reset_context, set_context
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import Executor, TaskFailed, TaskRow
-from dagc.runtime.progress import Progress
 from dagc.runtime.program import (
     add_run_options,
     deliver_result,
@@ -29,6 +28,7 @@ from dagc.runtime.program import (
     split_argv,
     store_result,
 )
+from dagc.runtime.progress import Progress
 
 __all__ = ["run_local", "load_modules"]
 
