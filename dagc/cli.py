@@ -146,6 +146,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     compilation.warnings.extend(_multi_rank_warnings(compilation.graph))
     if args.backend is not None:
         compilation.warnings.extend(_ignored_option_warnings(compilation.graph, args.backend))
+    if args.backend == "torch":
+        from dagc.frontend.launcher import launcher_reads
+
+        graph = compilation.graph
+        compilation.warnings.extend(launcher_reads(Path(graph.root or "."), graph.modules))
     if getattr(args, "profile", None):  # effects assumed but never seen in a run (DAGC158)
         from dagc.unseen import unseen_effects
 
@@ -465,7 +470,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compile", help="write IR (JSON and text), a program and a picture to a directory",
                        description="Compile a pipeline and write its IR (JSON and text), the emitted program, "
-                       "and its graph (DOT, and SVG when Graphviz is installed) into DIR.")
+                       "and its graph (DOT, and SVG: by Graphviz's `dot` when installed, else by graphviz-pure) "
+                       "into DIR.")
     _add_input(p, "SCRIPT|IR.json")
     p.add_argument("-o", "--output", required=True, metavar="DIR", help="directory for the artefacts")
     p.add_argument("--backend", default="local", choices=sorted(BACKENDS), help="program to emit (default: local)")

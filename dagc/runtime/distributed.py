@@ -53,7 +53,7 @@ from dagc.runtime.console import load_console, replay, save_console
 from dagc.runtime.effectcheck import Assumed
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import NOT_STORABLE, Executor, TaskFailed, TaskSpec, unpicklable_type
-from dagc.runtime.program import deliver_result, store_result
+from dagc.runtime.program import LAUNCHER_VARIABLES, deliver_result, store_result
 from dagc.runtime.progress import Progress
 from dagc.runtime.store import Cache, RunStore
 from dagc.runtime.threads import capped, current_threads, plain_threads, set_threads
@@ -456,13 +456,6 @@ def plan_steps(
 
 
 # ---- the launcher's environment -----------------------------------------------------------------------
-# what torchrun's agent sets for each worker (torch.distributed.elastic.agent.server.local_elastic_agent,
-# `worker_env`, and LOCAL_RANK): the launcher's, which `python script.py` never sees
-LAUNCHER_VARIABLES = (
-    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",
-    "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
-    "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE",
-)
 
 
 PLAIN_THREADS_VARIABLE = "DAGC_PLAIN_OMP_NUM_THREADS"  # OMP_NUM_THREADS before torchrun set it ("": unset)

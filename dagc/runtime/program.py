@@ -36,6 +36,15 @@ def split_argv(argv: Sequence[str] | None) -> tuple[list[str], list[str]]:
     return args, []
 
 
+# what torchrun's agent sets for each worker (torch.distributed.elastic.agent.server.local_elastic_agent,
+# `worker_env`, and LOCAL_RANK): the launcher's, which `python script.py` never sees
+LAUNCHER_VARIABLES = (
+    "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",
+    "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
+    "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE",
+)
+
+
 def prepare_interpreter(script: str, user_args: Sequence[str], cwd: str | os.PathLike[str] | None = None) -> None:
     """Make this process look like `python SCRIPT ARGS` to user code: `sys.argv` and, when given,
     the working directory."""

@@ -1,0 +1,217 @@
+"""A new user's path: one mistake gives one diagnostic with the user's own values, every command takes
+`--pipeline`/`--param`, errors name the command, and a flow may call another flow as Python does."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from dagc.driver import compile_file
+from tests.conftest import REPO, run_dagc
+
+TASKS = '''\
+import dagc
+
+
+@dagc.task
+def inc(x: int) -> int:
+    return x + 1
+
+
+@dagc.task
+def done(x: int) -> bool:
+    return x > 2
+
+
+@dagc.pipeline
+def p(n: int, k: int = 2):
+    a = inc(n)
+    b = inc(k)
+    return a, b, inc(n)
+'''
+
+
+def test_a_bad_parameter_is_one_diagnostic(tmp_path: Path) -> None:
+    script = tmp_path / "params.py"
+    script.write_text(TASKS, encoding="utf-8")
+    proc = run_dagc("check", str(script))
+    assert proc.returncode == 1
+    assert proc.stderr.count("error[") == 1 and "error[DAGC005]" in proc.stderr, proc.stderr
+    proc = run_dagc("check", str(script), "--param", "n=1", "--param", "k='abc'")
+    assert proc.stderr.count("error[") == 1 and "annotated `int`" in proc.stderr, proc.stderr
+    assert run_dagc("check", str(script), "--param", "n=1").returncode == 0
+
+
+def test_plan_takes_pipeline_and_param(tmp_path: Path) -> None:
+    script = tmp_path / "params.py"
+    script.write_text(TASKS, encoding="utf-8")
+    proc = run_dagc("plan", str(script), "--param", "n=1", "--cluster", "2")
+    assert proc.returncode == 0, proc.stderr
+    proc = run_dagc("plan", str(script), "--pipeline", "p", "--param", "n=1", "--param", "k=7", "--json")
+    assert proc.returncode == 0 and json.loads(proc.stdout.splitlines()[0])["tasks"] == 3
+
+
+def test_command_errors_name_the_command(tmp_path: Path) -> None:
+    proc = run_dagc("plan", "samples/quickstart.py", "--bogus")
+    assert proc.returncode == 2
+    assert "usage: dagc plan" in proc.stderr and "dagc plan: error: unrecognized arguments: --bogus" in proc.stderr
+    proc = run_dagc("check", "samples/quickstart.py", "--param", "=3")
+    assert proc.returncode == 2 and "dagc check: error: --param '=3'" in proc.stderr
+
+
+def test_json_diagnostics_go_to_stdout(tmp_path: Path) -> None:
+    proc = run_dagc("check", "samples/quickstart.py", "--diagnostics-format", "json")
+    assert proc.returncode == 0 and json.loads(proc.stdout) == []  # `| jq` gets a list, even an empty one
+
+
+def test_a_missing_engine_is_one_line(tmp_path: Path) -> None:
+    """`dagc run --backend ray` where Ray is not installed (its import spec hidden)."""
+    code = ("import importlib.util, sys\n"
+            "real = importlib.util.find_spec\n"
+            "importlib.util.find_spec = lambda name, *a: None if name == 'ray' else real(name, *a)\n"
+            "from dagc.cli import main\n"
+            "sys.exit(main(['run', 'samples/quickstart.py', '--backend', 'ray']))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "dagc run: error: the ray backend needs ray, which is not installed" in proc.stderr
+    assert "pip install 'dagc[ray]'" in proc.stderr
+
+
+def test_files_of_a_flow_are_named_without_dots(tmp_path: Path) -> None:
+    proc = run_dagc("compile", "samples/stats_flow.py", "-o", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "out" / "MovieStatsFlow_run_local.py").exists()
+    assert not list((tmp_path / "out").glob("*.run*"))
+
+
+FLOWS = '''\
+import dagc
+from stats_flow import MovieStatsFlow
+
+
+class ReportFlow:
+    @dagc.task
+    @staticmethod
+    def render(summary: dict, note: str) -> str:
+        return f"{summary['rarest']}: {note}"
+
+    @dagc.pipeline
+    def run(self):
+        summary, note, n = MovieStatsFlow().run()
+        flow = MovieStatsFlow()
+        again = flow.run(min_count=10)
+        return self.render(summary, note), n, again[1]
+'''
+
+
+def test_a_flow_calls_another_flow_as_python_does(tmp_path: Path) -> None:
+    from tests.test_backend_local import _plain_result
+
+    (tmp_path / "stats_flow.py").write_text((REPO / "samples" / "stats_flow.py").read_text(), encoding="utf-8")
+    script = tmp_path / "report.py"
+    script.write_text(FLOWS, encoding="utf-8")
+    plain = _plain_result(script, "ReportFlow.run", tmp_path)
+    assert plain[1] == 4 and plain[2] == "every genre has enough movies"
+    graph = compile_file(script, pipeline_name="ReportFlow.run")
+    assert any(n.name.startswith("MovieStatsFlow.run.1.") for n in graph)  # the second call, inlined again
+    out = tmp_path / "r.pkl"
+    proc = run_dagc("run", str(script), "--pipeline", "ReportFlow.run", "--result", str(out))
+    assert proc.returncode == 0, proc.stderr
+    import pickle
+
+    assert pickle.loads(out.read_bytes()) == plain
+
+
+def test_a_flow_with_arguments_says_what_to_do(tmp_path: Path) -> None:
+    (tmp_path / "stats_flow.py").write_text((REPO / "samples" / "stats_flow.py").read_text(), encoding="utf-8")
+    script = tmp_path / "bad.py"
+    script.write_text(FLOWS.replace("MovieStatsFlow().run()", "MovieStatsFlow(3).run()"), encoding="utf-8")
+    proc = run_dagc("check", str(script))
+    assert proc.returncode == 1 and "`MovieStatsFlow` is built with arguments" in proc.stderr, proc.stderr
+
+
+HINTS = '''\
+import dagc
+
+
+@dagc.task
+def train(x: int) -> int:
+    return x
+
+
+class Helper:
+    pass
+
+
+@dagc.pipeline
+def kfp():
+    return train(1).set_cpu_limit("2").set_memory_limit("650M")
+
+
+@dagc.pipeline
+def helper():
+    return Helper()
+'''
+
+
+def test_hints_name_the_users_values(tmp_path: Path) -> None:
+    script = tmp_path / "hints.py"
+    script.write_text(HINTS, encoding="utf-8")
+    proc = run_dagc("check", str(script), "--pipeline", "kfp")
+    assert "`.set_cpu_limit()`, `.set_memory_limit()` on a task result are Kubeflow's form" in proc.stderr
+    assert '`@dagc.task(cpus="2", memory="650M")` on `train`' in proc.stderr and "4Gi" not in proc.stderr
+    proc = run_dagc("check", str(script), "--pipeline", "helper")
+    assert "class `Helper` is not a task" in proc.stderr and "decorate it" not in proc.stderr
+
+
+EXIT = '''\
+import dagc
+from params import inc, done
+
+
+@dagc.pipeline
+def p():
+    x = 0
+    for i in range(5):
+        x = inc(x)
+        if done(x):
+            x = inc(x * 10)
+            break
+    return x
+'''
+
+
+def test_an_exit_that_does_something_first(tmp_path: Path) -> None:
+    from tests.test_backend_local import _plain_result
+
+    (tmp_path / "params.py").write_text(TASKS, encoding="utf-8")
+    script = tmp_path / "exit.py"
+    script.write_text(EXIT, encoding="utf-8")
+    plain = _plain_result(script, "p", tmp_path)
+    assert plain == 31
+    graph = compile_file(script)
+    (loop,) = [n for n in graph if n.op == "loop"]
+    from dagc.ir.regions import walk
+
+    assert sum(1 for n in walk(loop) if n.op == "task" and n.target.endswith(":done")) == 1  # tested once
+    out = tmp_path / "r.pkl"
+    proc = run_dagc("run", str(script), "--result", str(out))
+    assert proc.returncode == 0, proc.stderr
+    import pickle
+
+    assert pickle.loads(out.read_bytes()) == plain and loop.attrs["region.break"] is not None
+
+
+def test_check_points_at_torchrun_variables_read_at_import(tmp_path: Path) -> None:
+    script = tmp_path / "nano.py"
+    script.write_text('import os\n\nimport dagc\n\nddp = int(os.environ.get("RANK", -1)) != -1\n'
+                      'local = os.getenv("LOCAL_RANK")\n\n\n@dagc.task\ndef f() -> int:\n'
+                      '    return int(os.environ.get("RANK", 0))\n\n\n@dagc.pipeline\ndef p():\n    return f()\n',
+                      encoding="utf-8")
+    proc = run_dagc("check", str(script), "--backend", "torch")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("warning[DAGC162]") == 2  # the module-level reads, not the one in a task
+    assert "nano.py:5:11: warning[DAGC162]: `RANK`" in proc.stderr and "`LOCAL_RANK`" in proc.stderr
+    assert "DAGC162" not in run_dagc("check", str(script), "--backend", "ray").stderr
