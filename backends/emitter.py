@@ -17,7 +17,8 @@ from pathlib import Path
 from dagc.ir.core import Graph, Node
 from dagc.ir.types import Const, Map, Operand, Ref, Seq
 
-__all__ = ["Names", "CodeWriter", "render_operand", "source_root_expr", "module_search_paths", "call_source"]
+__all__ = ["Names", "CodeWriter", "render_operand", "source_root_expr", "module_search_paths", "call_source",
+           "prose", "import_line"]
 
 _RESERVED = set(keyword.kwlist) | set(dir(builtins)) | {
     "annotations", "argparse", "importlib", "json", "os", "pickle", "sys", "time", "Path",
@@ -58,6 +59,21 @@ class Names:
         return candidate
 
 
+def prose(value: object) -> str:
+    """`value` as text for a docstring or a comment of emitted code, whatever it holds (a user's directory
+    may be named `\"\"\"` or hold a line break): backslashes, double quotes and control characters escaped."""
+    text = str(value).replace("\\", "\\\\").replace('"', '\\"')
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+def import_line(module: str, alias: str) -> str:
+    """A statement that binds `alias` to the user's `module`: `import m` / `import m as a`, or through
+    importlib for a module whose name is not a dotted identifier (a script named `my-pipe.py`)."""
+    if all(part.isidentifier() and not keyword.iskeyword(part) for part in module.split(".")):
+        return f"import {module}" if alias == module else f"import {module} as {alias}"
+    return f"{alias} = importlib.import_module({module!r})"
+
+
 class CodeWriter:
     """Accumulates lines with indentation."""
 
@@ -66,6 +82,10 @@ class CodeWriter:
         self._indent = 0
 
     def line(self, text: str = "") -> None:
+        # one line is one line: a line break taken from a user's path or name would end a comment early and
+        # make the rest of it code
+        if "\n" in text or "\r" in text:
+            text = text.replace("\r", "\\r").replace("\n", "\\n")
         self.lines.append(("    " * self._indent + text) if text else "")
 
     def block(self, text: str) -> None:

@@ -28,6 +28,7 @@ from dagc.ir.regions import walk
 from dagc.ir.serialize import FORMAT_VERSION, operand_to_json, options_to_json
 from dagc.ir.types import operand_to_python
 from dagc.runtime.code import definitions
+from dagc.runtime.executor import NEVER_REUSED
 from dagc.runtime.store import fingerprint, output_fingerprint, value_fingerprint
 from dagc.runtime.threads import declared_threads
 
@@ -285,13 +286,34 @@ def task_rows(graph: Graph) -> dict[str, tuple]:
 
     fps = task_fingerprints(graph)
     state = {task: k for k, group in enumerate(state_groups(graph)) for task in group.nodes}
+    returned = _returned_state(graph)
     rows: dict[str, tuple] = {}
     for name, fp in fps.items():
         node = graph.node(name)
         threads = task_threads(node)
-        rows[name] = (*_row(node, fp, state.get(name)), assumed_effects(graph, node),
-                      *((threads,) if threads is not None else ()))
+        row = _row(node, fp, state.get(name))
+        if state.get(name) in returned:
+            row = (*row[:3], f"{NEVER_REUSED}`{name}` shares an object that the pipeline returns and tasks "
+                   f"change in place ({returned[state[name]]}): its stored outputs do not hold that object's "
+                   "final state", row[4])
+        rows[name] = (*row, assumed_effects(graph, node), *((threads,) if threads is not None else ()))
     return rows
+
+
+def _returned_state(graph: Graph) -> dict[int, str]:
+    """State groups (by index) of which the pipeline returns an object, with the first such value. Their
+    tasks are never reused: a task's stored outputs are its return values as they were when it finished,
+    not the objects later tasks changed in place (a list appended to, a model trained), so a reused
+    group would return the objects' first state."""
+    from dagc.ir.effects import state_cell_groups
+    from dagc.ir.types import iter_refs
+
+    cells = state_cell_groups(graph)
+    out: dict[int, str] = {}
+    for value in iter_refs(graph.returns) if graph.returns is not None else ():
+        if value in cells:
+            out.setdefault(cells[value], f"`%{value}`")
+    return out
 
 
 def task_threads(node: Node) -> int | None:

@@ -16,6 +16,7 @@ from dagc.backends.emitter import (
     Names,
     call_source,
     module_search_paths,
+    prose,
     render_operand,
     source_root_expr,
 )
@@ -362,7 +363,7 @@ def _task_modules(nodes: list[Node]) -> set[str]:
 
 def emit_prologue(w: CodeWriter, graph: Graph, out_path: Path | None, backend: str, summary: str) -> None:
     """Docstring, imports and the module-loading helper shared by every backend's program."""
-    w.line('"""' + f"Pipeline `{graph.name}`, compiled by dagc from {graph.span.file} ({backend} backend).")
+    w.line('"""' + f"Pipeline `{prose(graph.name)}`, compiled by dagc from {prose(graph.span.file)} ({backend} backend).")
     w.line()
     w.block(summary)
     w.line('"""')

@@ -31,7 +31,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from dagc.backends.emitter import CodeWriter, Names, module_search_paths, render_operand, source_root_expr
+from dagc.backends.emitter import (
+    CodeWriter,
+    Names,
+    import_line,
+    module_search_paths,
+    prose,
+    render_operand,
+    source_root_expr,
+)
 from dagc.backends.fingerprint import task_fingerprints, task_rows, try_body_rows
 from dagc.backends.local import (
     _members,
@@ -207,7 +215,9 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
         "                        [--cache DIR] [--result PATH] [-- SCRIPT_ARGS...]"))
     # tasks of a state actor or a multi-rank gang are plain functions: `ray` only for remote ones
     remote = any(graph.node(n).options.ranks <= 1 and n not in state for n in functions)
-    for line in ("import sys", "from pathlib import Path", "", *(("import ray", "") if remote else ()),
+    by_path = any(import_line(m, a).startswith(f"{a} = ") for m, a in aliases.items())  # `my-pipe.py`
+    for line in (*(("import importlib",) if by_path else ()), "import sys", "from pathlib import Path", "",
+                 *(("import ray", "") if remote else ()),
                  *(("from dagc.runtime.maps import map_items",) if uses_map(graph.nodes) else ()),
                  "from dagc.runtime.ray import Driver, Job, Plan, ray_main",
                  *(("from dagc.runtime.raymap import run_items, run_map",)
@@ -341,12 +351,11 @@ def _emit_map_tasks(w: CodeWriter, node: Node, function: str, names: Names, alia
     w.line(f"@ray.remote({options}, num_returns=1, max_retries={_retries(node)})")
     w.line(f"def {item_fn}({params}) -> tuple:")
     with w.indent():
-        w.line(f'"""Map region `{node.name}`, a chunk of its items: the lists each appends  ({node.span})."""')
+        w.line(f'"""Map region `{node.name}`, a chunk of its items: the lists each appends  ({prose(node.span)})."""')
         w.line("def body(item: object) -> tuple:")
         with w.indent():
             for module in sorted(_task_modules([node])):
-                alias = aliases[module]
-                w.line(f"import {module}" if alias == module else f"import {module} as {alias}")
+                w.line(import_line(module, aliases[module]))
             w.line(f"{map_target(node, names)} = item")
             for inner in _body(node, "body"):
                 emit_task_lines(w, inner, names, aliases)
@@ -360,7 +369,7 @@ def _emit_map_tasks(w: CodeWriter, node: Node, function: str, names: Names, alia
     w.line(f"@ray.remote(num_cpus=0, num_returns={node.n_outputs + 1}, max_retries=0)")
     w.line(f"def {function}({', '.join(['job: Job', *inputs, '*after: object'])}) -> tuple:")
     with w.indent():
-        w.line(f'"""Map region `{node.name}`: one Ray task per item, results in item order  ({node.span})."""')
+        w.line(f'"""Map region `{node.name}`: one Ray task per item, results in item order  ({prose(node.span)})."""')
         w.line("def body() -> object:")
         with w.indent():
             args = "".join(f"{names[v]}, " for v in captured)
@@ -394,7 +403,8 @@ def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: 
     with w.indent():
         members = _members(node) if node.op == "fused" else [node]
         targets = ", ".join(m.target for m in members if m.op == "task")
-        w.line(f'"""{what}: {targets}  ({node.span})."""' if targets else f'"""{what}  ({node.span})."""')
+        where = prose(node.span)
+        w.line(f'"""{what}: {prose(targets)}  ({where})."""' if targets else f'"""{what}  ({where})."""')
         task_args = ", ".join([render_operand(a, names) for a in node.args]
                               + [f"{k}={render_operand(v, names)}" for k, v in node.kwargs])
         # a task's arguments go through the job, so that the executor sees them (--check-effects)
@@ -402,8 +412,7 @@ def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: 
         with w.indent():
             # imported here, after the job has made the worker look like the plain run (sys.argv, cwd)
             for module in sorted(_task_modules([node])):
-                alias = aliases[module]
-                w.line(f"import {module}" if alias == module else f"import {module} as {alias}")
+                w.line(import_line(module, aliases[module]))
             if node.op == "task":
                 w.line(f"return {aliases[node.module]}.{node.function}(*args, **kwargs)")
             else:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,13 @@ def load_run(run_dir: str | Path, run: str | None = None) -> RunRecord:
     from dagc.runtime.events import read_events
 
     root = Path(run_dir)
-    events = read_events(_events_path(root))
+    skipped: list[int] = []
+    events = [e for e in read_events(_events_path(root), skipped=skipped)
+              if isinstance(e.get("ts", 0.0), (int, float))]
+    if skipped:  # said, never a crash: a torn line, bytes that are not UTF-8
+        shown = ", ".join(map(str, skipped[:5])) + (", ..." if len(skipped) > 5 else "")
+        sys.stderr.write(f"dagc: warning: {len(skipped)} line(s) of {_events_path(root)} could not be read and "
+                         f"were skipped (line {shown})\n")
     if not events:
         raise ProfileError(f"the event log of {run_dir} is empty")
     runs: list[str] = []

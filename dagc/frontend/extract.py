@@ -50,6 +50,7 @@ from dagc.frontend.seeds import check_main_seeds
 from dagc.frontend.source import name_span
 from dagc.frontend.static import (
     BUILTIN,
+    MAX_INT_BITS,
     STATIC_BUILTINS,
     NotStatic,
     StaticRange,
@@ -1477,7 +1478,8 @@ class Extractor(MapRegions):
         if isinstance(expr, ast.Name):
             return self._name(expr, scope, info)
         if isinstance(expr, ast.Constant):
-            if type(expr.value) in _PLAIN_LITERALS:  # (the common case, without the static evaluator)
+            if type(expr.value) in _PLAIN_LITERALS and not (  # (the common case, without the static evaluator)
+                    type(expr.value) is int and expr.value.bit_length() > MAX_INT_BITS):
                 return Static(expr.value)
             return Static(self._static(expr, scope, info))
         if isinstance(expr, (ast.List, ast.Tuple)):

@@ -24,6 +24,7 @@ from dagc.frontend.configs import (
 __all__ = ["NotStatic", "StaticRange", "eval_static", "MAX_STATIC_ITEMS", "is_literal_value", "iterate_static"]
 
 MAX_STATIC_ITEMS = 1_000_000
+MAX_INT_BITS = 12_000  # about 3,600 decimal digits: below the 4,300 digits Python converts to text
 
 
 class NotStatic(Exception):
@@ -90,16 +91,38 @@ def _size(value: Any) -> int:
     return len(value) if isinstance(value, (str, bytes, list, tuple, dict, set)) else 1
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _check_binop(node: ast.BinOp, left: Any, right: Any) -> None:
+    """Refuse, before computing it, a result too large to fold: an integer of more than MAX_INT_BITS bits
+    (Python prints at most 4,300 digits) or a sequence of more than MAX_STATIC_ITEMS items."""
     if isinstance(node.op, ast.Pow) and isinstance(right, (int, float)) and abs(right) > 4096:
         raise NotStatic(node, "exponent too large to evaluate at compile time")
     if isinstance(node.op, ast.LShift) and isinstance(right, int) and right > 4096:
         raise NotStatic(node, "shift too large to evaluate at compile time")
+    if _is_int(left) and _is_int(right):
+        bits = {ast.Pow: lambda: left.bit_length() * right if right > 0 and abs(left) > 1 else 0,
+                ast.Mult: lambda: left.bit_length() + right.bit_length(),
+                ast.LShift: lambda: left.bit_length() + right}.get(type(node.op))
+        if bits is not None and bits() > MAX_INT_BITS:
+            raise NotStatic(node, f"the result has more than {MAX_INT_BITS} bits: too large to fold at compile time")
     if isinstance(node.op, ast.Mult):
         for seq, count in ((left, right), (right, left)):
             if isinstance(seq, (str, list, tuple)) and isinstance(count, int):
                 if _size(seq) * max(count, 0) > MAX_STATIC_ITEMS:
                     raise NotStatic(node, "sequence too large to build at compile time")
+    if isinstance(node.op, ast.Add) and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
+        if _size(left) + _size(right) > MAX_STATIC_ITEMS:
+            raise NotStatic(node, "sequence too large to build at compile time")
+
+
+def check_folded(node: ast.AST, value: Any) -> Any:
+    """`value`, when it is small enough to be a compile-time constant (an integer Python can print)."""
+    if _is_int(value) and value.bit_length() > MAX_INT_BITS:
+        raise NotStatic(node, f"an integer of more than {MAX_INT_BITS} bits is too large to fold at compile time")
+    return value
 
 
 def _as_int(node: ast.AST, value: Any) -> int:
@@ -142,7 +165,7 @@ def eval_static(node: ast.expr, lookup: Callable[[ast.Name], Any]) -> Any:
     if isinstance(node, ast.Constant):
         if isinstance(node.value, (bytes, complex)) or node.value is Ellipsis:
             raise NotStatic(node, f"{type(node.value).__name__} literals are not supported")
-        return node.value
+        return check_folded(node, node.value)  # (a hexadecimal literal may be of any size)
     if isinstance(node, ast.Name):
         return lookup(node)
     if isinstance(node, (ast.List, ast.Tuple)):
@@ -172,9 +195,10 @@ def eval_static(node: ast.expr, lookup: Callable[[ast.Name], Any]) -> Any:
             raise NotStatic(node, "operator not supported at compile time")
         _check_binop(node, left, right)
         try:
-            return op(left, right)
+            result = op(left, right)
         except Exception as exc:  # the user's arithmetic failing is a user error, reported by the caller
             raise NotStatic(node, f"cannot evaluate: {type(exc).__name__}: {exc}") from None
+        return check_folded(node, result)
     if isinstance(node, ast.UnaryOp):
         operand = eval_static(node.operand, lookup)
         try:

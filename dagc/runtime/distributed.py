@@ -52,7 +52,7 @@ import torch.distributed as dist  # noqa: E402
 from dagc.runtime.console import load_console, replay, save_console
 from dagc.runtime.effectcheck import Assumed
 from dagc.runtime.events import EventLog, new_run_id
-from dagc.runtime.executor import NOT_STORABLE, Executor, TaskFailed, TaskSpec, unpicklable_type
+from dagc.runtime.executor import NEVER_REUSED, NOT_STORABLE, Executor, TaskFailed, TaskSpec, unpicklable_type
 from dagc.runtime.program import LAUNCHER_VARIABLES, deliver_result, store_result
 from dagc.runtime.progress import Progress
 from dagc.runtime.store import Cache, RunStore
@@ -617,9 +617,12 @@ class Runner:
     def _stored(self, name: str, fp: str) -> bool:
         """Whether task `name`'s output can be had: in the run directory or in the cache (a cached
         output is adopted into the run directory, so every rank finds it there)."""
-        if self.store is not None and self.store.has(name, fp):
+        reason = self.policy.get(name, (None, True))[1]
+        if isinstance(reason, str) and reason.startswith(NEVER_REUSED):
+            return False
+        if self.store is not None and self.store.usable(name, fp):
             return True
-        if self.cache is None or self.policy.get(name, (None, True))[1] is not True or not self.cache.has(fp):
+        if self.cache is None or self.policy.get(name, (None, True))[1] is not True or not self.cache.usable(fp):
             return False
         if self.store is not None:
             self.store.adopt(name, fp, self.cache.path(fp))

@@ -50,6 +50,7 @@ class EventLog:
     def __init__(self, path: str | os.PathLike[str], run_id: str | None = None) -> None:
         self.path = Path(path)
         self.run_id = run_id or new_run_id()
+        self._checked_end = False
 
     def write(self, event: str, task: str | None = None, **fields: Any) -> dict[str, Any]:
         now = time.time()
@@ -66,8 +67,13 @@ class EventLog:
         record.setdefault("host", socket.gethostname())
         line = (json.dumps(record, default=str, sort_keys=False) + "\n").encode("utf-8")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)  # the owner's only: it holds errors
         try:
+            if not self._checked_end:  # a torn last line (a writer killed mid-line) must not swallow this one
+                self._checked_end = True
+                size = os.fstat(fd).st_size
+                if size and os.pread(fd, 1, size - 1) != b"\n":
+                    line = b"\n" + line
             os.write(fd, line)
         finally:
             os.close(fd)
@@ -94,21 +100,28 @@ class EventLog:
         return f"EventLog({str(self.path)!r}, run_id={self.run_id!r})"
 
 
-def read_events(path: str | os.PathLike[str], *, run: str | None = None, event: str | None = None
-                ) -> list[dict[str, Any]]:
-    """The records of an event log, in file order; optionally only one run's or one kind's.
-    A torn last line (a writer killed mid-line) is ignored."""
-    return list(_iter(Path(path), run, event))
+def read_events(path: str | os.PathLike[str], *, run: str | None = None, event: str | None = None,
+                skipped: list[int] | None = None) -> list[dict[str, Any]]:
+    """The records of an event log, in file order; optionally only one run's or one kind's. A line that
+    is not a JSON object (torn by a writer killed mid-line, bytes that are not UTF-8) is skipped, and its
+    number appended to `skipped` when given."""
+    return list(_iter(Path(path), run, event, skipped if skipped is not None else []))
 
 
-def _iter(path: Path, run: str | None, event: str | None) -> Iterator[dict[str, Any]]:
+def _iter(path: Path, run: str | None, event: str | None, skipped: list[int]) -> Iterator[dict[str, Any]]:
     if not path.exists():
         return
-    with path.open(encoding="utf-8") as f:
-        for line in f:
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, start=1):
+            if not raw.strip():
+                continue
             try:
-                record = json.loads(line)
-            except ValueError:
+                record = json.loads(raw.decode("utf-8"))
+            except ValueError:  # UnicodeDecodeError included
+                skipped.append(number)
+                continue
+            if not isinstance(record, dict):
+                skipped.append(number)
                 continue
             if (run is None or record.get("run") == run) and (event is None or record.get("event") == event):
                 yield record

@@ -51,6 +51,11 @@ NOT_STORABLE = (pickle.PicklingError, TypeError, AttributeError, RecursionError)
 HARD_STOP_GRACE = 10.0
 
 
+# the start of a cache column's reason when a task's stored outputs may not be reused at all, from the run
+# directory either (backends/fingerprint.py: a piece of state the pipeline returns)
+NEVER_REUSED = "never reused: "
+
+
 @dataclass(frozen=True)
 class TaskSpec:
     """How one task runs: its fingerprint and the run policy its options set."""
@@ -194,11 +199,14 @@ class Executor:
         if spec.fingerprint is None or (self.cache is None and not (self.reuse and self.store is not None)):
             return None
         members = self.groups.get(spec.state, [spec]) if spec.state is not None else [spec]
+        if any(m.uncached and m.uncached.startswith(NEVER_REUSED) for m in members):
+            return None
+        # (every member checked: a damaged or planted file is reported, removed and computed again)
         if self.reuse and self.store is not None and all(
-                m.fingerprint and self.store.has(m.name, m.fingerprint) for m in members):
+                [m.fingerprint and self.store.usable(m.name, m.fingerprint) for m in members]):
             return "run"
-        if self.cache is not None and all(m.cache and m.fingerprint and self.cache.has(m.fingerprint)
-                                          for m in members):
+        if self.cache is not None and all([m.cache and m.fingerprint and self.cache.usable(m.fingerprint)
+                                           for m in members]):
             return "cache"
         return None
 

@@ -147,5 +147,6 @@ def deliver_result(result: object, path: Path | None) -> None:
     if path is None:
         print(repr(result))
         return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+    from dagc.runtime.store import atomic_write
+
+    atomic_write(path, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))  # mode 0600: the owner's only

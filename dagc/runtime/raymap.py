@@ -70,7 +70,7 @@ def run_map(job: Any, item_fn: Any, items: Sequence[object], args: tuple, inits:
     for i, item in enumerate(items):
         name = f"{job.task}[{i}]"
         fp = item_fingerprint(base, i, item) if base else None
-        if fp is not None and store.has(name, fp):
+        if fp is not None and store.usable(name, fp):
             results[i] = store.load(name, fp)
             log.skip(name, fp, source="run")
         else:

@@ -9,7 +9,11 @@
       result.pkl                     the pipeline's return value, once the run has finished
 
 Every file is written atomically (a temporary file in the same directory, then `os.replace`), so a
-process killed mid-write leaves either the whole file or none. A task's *fingerprint* is computed
+process killed mid-write leaves either the whole file or none, and only its owner may read or write it
+(mode 0600). Every stored pickle is *sealed*: a header holds a keyed BLAKE2b digest of the rest, made with
+this user's store key (`~/.dagc/store.key`, or `$DAGC_STORE_KEY`). A file whose digest does not match —
+damaged, truncated, or written by anyone without the key (a planted pickle) — is never unpickled: the
+task that made it runs again (docs/runtime.md, "Integrity and trust"). A task's *fingerprint* is computed
 before it runs, from what determines its output: its target, its constant arguments and the
 fingerprints of the values it reads. Equal fingerprints mean "the same computation", so a resumed
 run reuses every output whose file exists and recomputes the rest. The run directory must be on a
@@ -21,10 +25,12 @@ This module imports nothing from the compiler; emitted programs import it.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import io
 import json
 import os
 import pickle
+import sys
 import tempfile
 import time
 from collections.abc import Iterable
@@ -32,10 +38,88 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-__all__ = ["FORMAT", "RunStore", "Cache", "fingerprint", "value_fingerprint", "output_fingerprint", "atomic_write"]
+__all__ = ["FORMAT", "RunStore", "Cache", "DamagedOutput", "fingerprint", "value_fingerprint", "output_fingerprint",
+           "atomic_write", "seal", "store_key"]
 
 FORMAT = 1
 _FP_TAG = "dagc-fingerprint-1"
+_MAGIC = b"DAGC\x02"  # a sealed file: this, a digest of the rest, the rest
+_DIGEST = 32
+_HEADER = len(_MAGIC) + _DIGEST
+_KEY_ENV = "DAGC_STORE_KEY"
+_key: list[bytes] = []
+
+
+class DamagedOutput(Exception):
+    """A stored file failed its check; the message names the file and why."""
+
+
+def store_key() -> bytes:
+    """This user's key for sealing stored outputs: `$DAGC_STORE_KEY` (the same on every machine of a
+    cluster whose home directories differ), else `~/.dagc/store.key`, made on first use (mode 0600)."""
+    if _key:
+        return _key[0]
+    given = os.environ.get(_KEY_ENV)
+    if given:
+        key = hashlib.blake2b(given.encode("utf-8"), digest_size=32).digest()
+    else:
+        path = Path(os.environ.get("DAGC_HOME") or Path.home() / ".dagc") / "store.key"
+        try:
+            key = path.read_bytes()
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            try:  # O_EXCL: two processes starting at once agree on the one that wins
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as f:
+                    f.write(os.urandom(32))
+            except FileExistsError:
+                pass
+            key = path.read_bytes()
+        if len(key) < 16:
+            raise DamagedOutput(f"{path}: the store key is too short; delete it and dagc makes a new one")
+    _key.append(key)
+    return key
+
+
+def _digest(parts: Iterable[bytes | memoryview]) -> bytes:
+    h = hashlib.blake2b(key=store_key(), digest_size=_DIGEST)
+    for part in parts:
+        h.update(part)
+    return h.digest()
+
+
+def seal(payload: bytes | memoryview) -> list[bytes | memoryview]:
+    """The parts of a sealed file holding `payload` (written one after the other, nothing copied)."""
+    return [_MAGIC, _digest([payload]), payload]
+
+
+def check_sealed(path: Path) -> str | None:
+    """Why the sealed file at `path` may not be loaded (None: it may), reading it in pieces."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(_HEADER)
+            if len(head) < _HEADER or not head.startswith(_MAGIC):
+                return "not a sealed dagc file (damaged, truncated, or written by something else)"
+            h = hashlib.blake2b(key=store_key(), digest_size=_DIGEST)
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    if not hmac.compare_digest(h.digest(), head[len(_MAGIC):]):
+        return "its contents do not match their digest (damaged, or not written by this user's dagc)"
+    return None
+
+
+def load_sealed(path: Path) -> Any:
+    """Unpickle a sealed file after checking it; DamagedOutput when it fails the check."""
+    data = path.read_bytes()
+    view = memoryview(data)
+    if len(data) < _HEADER or not data.startswith(_MAGIC):
+        raise DamagedOutput(f"{path}: not a sealed dagc file (damaged, truncated, or written by something else)")
+    if not hmac.compare_digest(_digest([view[_HEADER:]]), data[len(_MAGIC):_HEADER]):
+        raise DamagedOutput(f"{path}: its contents do not match their digest (damaged, or not written by this "
+                            "user's dagc)")
+    return pickle.loads(view[_HEADER:])
 
 
 def fingerprint(target: str, constants: object = None, inputs: Iterable[str] = ()) -> str:
@@ -56,13 +140,16 @@ def output_fingerprint(task_fingerprint: str, index: int = 0) -> str:
     return f"{task_fingerprint}:{index}"
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so that readers see the old file, or the whole new one."""
+def atomic_write(path: Path, data: bytes | memoryview | list[bytes | memoryview]) -> int:
+    """Write `data` (or its parts, one after the other) to `path` so that readers see the old file, or
+    the whole new one; only the owner may read it (mkstemp's mode 0600). Returns the bytes written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    parts = data if isinstance(data, list) else [data]
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            for part in parts:
+                f.write(part)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -70,6 +157,22 @@ def atomic_write(path: Path, data: bytes) -> None:
         except OSError:
             pass
         raise
+    return sum(len(p) for p in parts)
+
+
+def _usable(owner: object, key: object, path: Path, what: str, check: Any, discard: Any) -> bool:
+    checked: dict[object, bool] = owner.__dict__.setdefault("_checked", {})
+    if key in checked:
+        return checked[key] and path.is_file()
+    if not path.is_file():
+        return False
+    problem = check()
+    if problem is not None:
+        sys.stderr.write(f"dagc: warning: the stored output of {what} is not used: {path}: {problem}; "
+                         "it is computed again\n")
+        discard()
+    checked[key] = problem is None
+    return problem is None
 
 
 def _safe(name: str) -> str:
@@ -132,9 +235,26 @@ class RunStore:
         return self.save_bytes(task, fp, buffer.getvalue())
 
     def save_bytes(self, task: str, fp: str, data: bytes) -> int:
-        """Persist a task's already pickled outputs."""
-        atomic_write(self.path(task, fp), data)
+        """Persist a task's already pickled outputs (sealed); returns the size of the pickle."""
+        atomic_write(self.path(task, fp), seal(data))
         return len(data)
+
+    def check(self, task: str, fp: str) -> str | None:
+        """Why a stored output may not be reused (None: it may); see `check_sealed`."""
+        return check_sealed(self.path(task, fp))
+
+    def usable(self, task: str, fp: str) -> bool:
+        """Whether a stored output exists and passes its check; one that fails is named in a warning and
+        removed, so that its task runs again (checked once per process)."""
+        return _usable(self, (task, fp), self.path(task, fp), f"task `{task}`", lambda: self.check(task, fp),
+                       lambda: self.discard(task, fp))
+
+    def discard(self, task: str, fp: str) -> None:
+        """Remove a stored output that failed its check (the task runs again)."""
+        try:
+            self.path(task, fp).unlink()
+        except FileNotFoundError:
+            pass
 
     def adopt(self, task: str, fp: str, source: Path) -> None:
         """Record a task's outputs from a file elsewhere (the cache): a hard link when possible."""
@@ -148,8 +268,7 @@ class RunStore:
             atomic_write(target, source.read_bytes())
 
     def load(self, task: str, fp: str) -> Any:
-        with self.path(task, fp).open("rb") as f:
-            return pickle.load(f)
+        return load_sealed(self.path(task, fp))
 
     def completed(self) -> dict[str, list[str]]:
         """{task (as stored): [fingerprints]} of every stored output."""
@@ -165,11 +284,11 @@ class RunStore:
     # ---- the pipeline's result -----------------------------------------------------------------
     def save_result(self, value: object) -> int:
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        atomic_write(self.result_path, data)
+        atomic_write(self.result_path, seal(data))
         return len(data)
 
     def load_result(self) -> Any:
-        return pickle.loads(self.result_path.read_bytes())
+        return load_sealed(self.result_path)
 
     # ---- attempts ------------------------------------------------------------------------------
     def next_attempt(self, run_id: str, task: str) -> int:
@@ -208,12 +327,23 @@ class Cache:
         return self.path(fp).is_file()
 
     def load(self, fp: str) -> Any:
-        with self.path(fp).open("rb") as f:
-            return pickle.load(f)
+        return load_sealed(self.path(fp))
+
+    def check(self, fp: str) -> str | None:
+        return check_sealed(self.path(fp))
+
+    def usable(self, fp: str) -> bool:
+        return _usable(self, fp, self.path(fp), "a task", lambda: self.check(fp), lambda: self.discard(fp))
+
+    def discard(self, fp: str) -> None:
+        try:
+            self.path(fp).unlink()
+        except FileNotFoundError:
+            pass
 
     def save_bytes(self, fp: str, data: bytes) -> int:
         if not self.has(fp):
-            atomic_write(self.path(fp), data)
+            atomic_write(self.path(fp), seal(data))
         return len(data)
 
     def __repr__(self) -> str:

@@ -1,0 +1,215 @@
+"""A run store that survives damage and cannot be turned against its user.
+
+- every stored output is sealed with a keyed digest: a flipped byte, a truncated or empty file, a
+  pickle planted in the cache are never unpickled; the run names the file, computes the task again and
+  equals an undamaged run;
+- files are the owner's only (0600): outputs, the event log, the result;
+- the event log reader skips and counts lines it cannot read, and a torn last line does not swallow the
+  next run's first record;
+- a piece of state the pipeline returns is never reused from the run directory or the cache (its stored
+  outputs would hold the object's first state, not its final one).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dagc.backends import emit
+from dagc.driver import compile_file
+from dagc.runtime.events import EventLog, read_events
+from dagc.runtime.store import Cache, DamagedOutput, RunStore
+from tests.test_backend_local import _plain_result
+
+PIPELINE = '''\
+import dagc
+
+
+@dagc.task
+def make(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.task
+def total(xs: list) -> int:
+    return sum(xs)
+
+
+@dagc.task
+def new_log() -> list:
+    return []
+
+
+@dagc.task
+def add(log: list, x: int) -> None:
+    log.append(x)
+
+
+@dagc.pipeline
+def numbers(n: int = 5):
+    xs = make(n)
+    return total(xs), xs
+
+
+@dagc.pipeline
+def history():
+    log = new_log()
+    add(log, 3)
+    add(log, 4)
+    return log
+'''
+
+
+@pytest.fixture()
+def program(tmp_path: Path):  # type: ignore[no-untyped-def]
+    script = tmp_path / "store_pipe.py"
+    script.write_text(PIPELINE, encoding="utf-8")
+
+    def make(name: str) -> Path:
+        out = tmp_path / f"{name}_local.py"
+        out.write_text(emit(compile_file(script, pipeline_name=name), "local", out))
+        return out
+
+    return script, make
+
+
+def _run(program: Path, *args: str) -> tuple[object, str]:
+    out = program.parent / "result.pkl"
+    proc = subprocess.run([sys.executable, str(program), "--result", str(out), *args], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return pickle.loads(out.read_bytes()), proc.stderr
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "empty", "unsealed"])
+def test_a_damaged_output_is_named_and_computed_again(tmp_path: Path, program, damage: str) -> None:
+    script, make = program
+    local = make("numbers")
+    plain = _plain_result(script, "numbers", tmp_path)
+    run_dir = tmp_path / "run"
+    assert _run(local, "--run-dir", str(run_dir))[0] == plain
+    (stored,) = (run_dir / "outputs" / "make").glob("*.pkl")
+    data = stored.read_bytes()
+    if damage == "flip":
+        data = data[:-5] + bytes([data[-5] ^ 0x01]) + data[-4:]
+    elif damage == "truncate":
+        data = data[: len(data) // 2]
+    elif damage == "empty":
+        data = b""
+    else:  # a pickle of the right value, written without the key
+        data = pickle.dumps([0, 1, 2, 3, 4])
+    stored.write_bytes(data)
+    result, stderr = _run(local, "--resume", str(run_dir))
+    assert result == plain
+    assert "the stored output of task `make` is not used" in stderr and str(stored.name) in stderr
+    assert "Traceback" not in stderr
+    # computed again and stored again: the next resume reuses it without a word
+    result, stderr = _run(local, "--resume", str(run_dir))
+    assert result == plain and "not used" not in stderr
+
+
+def test_a_planted_cache_entry_never_runs(tmp_path: Path, program) -> None:
+    script, make = program
+    local = make("numbers")
+    cache = tmp_path / "cache"
+    plain, _ = _run(local, "--cache", str(cache))
+    marker = tmp_path / "planted-ran"
+
+    class Planted:
+        def __reduce__(self):  # type: ignore[no-untyped-def]
+            return (os.system, (f"touch {marker}",))
+
+    for entry in cache.rglob("*.pkl"):
+        entry.write_bytes(pickle.dumps(Planted()))
+    result, stderr = _run(local, "--cache", str(cache))
+    assert result == plain and not marker.exists()
+    assert "is not used" in stderr
+
+
+def test_files_are_the_owners_only(tmp_path: Path, program) -> None:
+    _, make = program
+    local = make("numbers")
+    run_dir = tmp_path / "run"
+    _run(local, "--run-dir", str(run_dir))
+    files = [run_dir / "events.jsonl", run_dir / "result.pkl", tmp_path / "result.pkl",
+             *(run_dir / "outputs").rglob("*.pkl")]
+    for path in files:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
+
+
+def test_store_and_cache_refuse_what_they_did_not_seal(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "run")
+    store.save("t", "fp", {"a": 1})
+    assert store.load("t", "fp") == {"a": 1} and store.check("t", "fp") is None
+    store.path("t", "fp").write_bytes(pickle.dumps({"a": 2}))
+    with pytest.raises(DamagedOutput):
+        store.load("t", "fp")
+    assert store.check("t", "fp") is not None and not store.usable("t", "fp")
+    assert not store.path("t", "fp").exists()  # removed: the task runs again
+    cache = Cache(tmp_path / "cache")
+    cache.save_bytes("ab12", pickle.dumps(3))
+    assert cache.usable("ab12") and cache.load("ab12") == 3
+
+
+def test_event_log_skips_and_counts_bad_lines(tmp_path: Path) -> None:
+    path = tmp_path / "events.jsonl"
+    EventLog(path, "r1").write("run_start", pipeline="p")
+    with path.open("ab") as f:
+        f.write(b"\xff\xfe not utf-8\n")
+        f.write(b'{"ts": 1, "run": "r1", "event": "st')  # torn: the writer was killed mid-line
+    EventLog(path, "r2").write("run_start", pipeline="p")  # the next run's first record survives
+    skipped: list[int] = []
+    records = read_events(path, skipped=skipped)
+    assert [r["run"] for r in records] == ["r1", "r2"] and skipped == [2, 3]
+
+
+def test_report_on_a_damaged_event_log(tmp_path: Path, program) -> None:
+    from tests.conftest import run_dagc
+
+    _, make = program
+    local = make("numbers")
+    run_dir = tmp_path / "run"
+    _run(local, "--run-dir", str(run_dir))
+    with (run_dir / "events.jsonl").open("ab") as f:
+        f.write(b"\xff\xfe\x00 garbage\n")
+    proc = run_dagc("report", str(run_dir))
+    assert proc.returncode == 0, proc.stderr
+    assert "1 line(s) of" in proc.stderr and "could not be read" in proc.stderr
+
+
+@pytest.mark.parametrize("reuse", ["--resume", "--cache"])
+def test_returned_state_is_never_reused_stale(tmp_path: Path, program, reuse: str) -> None:
+    script, make = program
+    local = make("history")
+    plain = _plain_result(script, "history", tmp_path)
+    assert plain == [3, 4]
+    where = tmp_path / ("run" if reuse == "--resume" else "cache")
+    first, _ = _run(local, "--run-dir" if reuse == "--resume" else "--cache", str(where))
+    again, stderr = _run(local, reuse, str(where))
+    assert first == again == plain, stderr
+
+
+def test_torch_recomputes_a_damaged_output(tmp_path: Path, program) -> None:
+    from dagc.backends.torch import REQUIRED_PASSES
+    from dagc.cluster import parse_cluster_spec
+    from tests.test_backend_torch import launch
+
+    script, _ = program
+    prog = tmp_path / "numbers_torch.py"
+    prog.write_text(emit(compile_file(script, pipeline_name="numbers", passes=REQUIRED_PASSES,
+                                      cluster=parse_cluster_spec("2"), backend="torch"), "torch", prog))
+    run_dir = tmp_path / "run"
+    launch(prog, 2, ["--run-dir", str(run_dir), "--result", str(tmp_path / "a.pkl")])
+    plain = _plain_result(script, "numbers", tmp_path)
+    assert pickle.loads((tmp_path / "a.pkl").read_bytes()) == plain
+    (stored,) = (run_dir / "outputs" / "make").glob("*.pkl")
+    stored.write_bytes(stored.read_bytes()[:-3])
+    launch(prog, 2, ["--resume", str(run_dir), "--result", str(tmp_path / "b.pkl")])
+    assert pickle.loads((tmp_path / "b.pkl").read_bytes()) == plain
+    assert RunStore(run_dir).check("make", stored.stem) is None  # stored again, sealed
