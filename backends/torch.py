@@ -393,7 +393,7 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     plan = build_plan(graph)
     programs = plan.programs()
     names = Names(reserved={"Runner", "launch_main", "RANKS", "TASKS", "MOVES", "COLLECTIVES", "COMPRESS", "RETURNS",
-                            "STAGES", "PROGRAMS", "rt", "idle", "default_run_dir", "POLICY", "STATE", "THREADS", "EFFECTS", "CODE", "CODE_FILES", "SCRIPT", "TaskFailed",
+                            "STAGES", "PROGRAMS", "rt", "idle", "default_run_dir", "POLICY", "STATE", "THREADS", "EFFECTS", "ResultError", "StorageError", "CODE", "CODE_FILES", "SCRIPT", "TaskFailed",
                             "report_failure", "program_args", "run_directory"} | {f"rank_{r}" for r in range(plan.world)})
     aliases = _module_aliases(graph, names)
     from dagc.backends.fingerprint import task_rows
@@ -415,8 +415,9 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
                  "    report_failure,", "    take_launcher_environment,", ")",
                  *((f"from dagc.runtime.maps import map_items{', spread_map' if _spreads(graph) else ''}",)
                    if uses_map(graph.nodes) else ()),
-                 "from dagc.runtime.program import (", "    add_run_options,", "    prepare_interpreter,",
-                 "    run_directory,", "    split_argv,", ")", ""):
+                 "from dagc.runtime.program import (", "    ResultError,", "    add_run_options,",
+                 "    prepare_interpreter,",
+                 "    run_directory,", "    split_argv,", ")", "from dagc.runtime.store import StorageError", ""):
         w.line(line)
     emit_loader(w, graph, out_path, aliases)
     w.line(f"SCRIPT = {script_path(graph)!r}  # sys.argv[0] of the user's code, relative to SOURCE_ROOT")
@@ -519,7 +520,7 @@ def main(argv: list[str] | None = None) -> int:
     program = PROGRAMS[runner.rank] if runner.rank < len(PROGRAMS) else None
     try:
         result = runner.execute(lambda rt: program(rt, modules) if program else None, args.result)
-    except TaskFailed as exc:
+    except (TaskFailed, StorageError, ResultError) as exc:  # one line: the task, or the path and what to do
         report_failure(exc)
         return 1
     if runner.rank == 0 and args.result is None:

@@ -115,8 +115,8 @@ def test_signature_hint_shows_keyword_only_parameters_and_kwargs(write_project) 
 
 @pytest.mark.parametrize("line,hint", [
     ("    m = train(d).after(d)", "dagc.after(train(data), prepared)"),
-    ("    m = train(d)\n    m.set_memory_limit('4G')", '@dagc.task(memory="4Gi")'),
-    ("    m = train(d)\n    m.set_cpu_limit('2')", '@dagc.task(cpus="500m")'),
+    ("    m = train(d)\n    m.set_memory_limit('4G')", '@dagc.task(memory="4G")'),  # the user's own values
+    ("    m = train(d)\n    m.set_cpu_limit('2')", '@dagc.task(cpus="2")'),
 ])
 def test_kubeflow_step_methods_name_the_dagc_form(write_project, line: str, hint: str) -> None:
     source = SIGNATURE.replace("    return train()\n", line + "\n    return d\n")

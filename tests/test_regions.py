@@ -255,8 +255,8 @@ def p():
 @pytest.mark.parametrize("code,body", [
     ("DAGC116", "    return {x: step(x) for i in range(2) for x in load(3)}\n"),  # the first `for`: a map (test_maps.py)
     ("DAGC117", "    x = load(1)\n    while x < 3:\n        x = step(x)\n    return x\n"),
-    ("DAGC117", "    x = load(1)\n    for i in range(3):\n        if x > 2:\n            x = step(x)\n"
-                "            break\n    return x\n"),
+    ("DAGC117", "    x = load(1)\n    for i in range(3):\n        if x > 2:\n            break\n"
+                "        else:\n            x = step(x)\n    return x\n"),
     ("DAGC117", "    x = load(1)\n    if x:\n        return x\n    return x\n"),
     ("DAGC119", "    for i in range(10**6):\n        for j in range(10**6):\n            load(i)\n    return 1\n"),
     ("DAGC107", "    x = load(1)\n    return step(print(x))\n"),

@@ -213,3 +213,132 @@ def test_torch_recomputes_a_damaged_output(tmp_path: Path, program) -> None:
     launch(prog, 2, ["--resume", str(run_dir), "--result", str(tmp_path / "b.pkl")])
     assert pickle.loads((tmp_path / "b.pkl").read_bytes()) == plain
     assert RunStore(run_dir).check("make", stored.stem) is None  # stored again, sealed
+
+
+HOLDS = '''\
+import time
+from pathlib import Path
+
+import dagc
+
+
+@dagc.task(cache=False)
+def hold(gate: str) -> str:
+    Path(gate, "started").touch()
+    while not Path(gate, "release").exists():  # (an event, not a duration: the test releases it)
+        time.sleep(0.05)
+    return "held"
+
+
+@dagc.pipeline
+def p(gate: str = "."):
+    return hold(gate)
+'''
+
+
+def test_one_run_at_a_time_per_run_directory(tmp_path: Path) -> None:
+    import json
+    import time
+
+    script = tmp_path / "holds.py"
+    script.write_text(HOLDS, encoding="utf-8")
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    program = tmp_path / "holds_local.py"
+    program.write_text(emit(compile_file(script, params={"gate": str(gate)}), "local", program))
+    run_dir = tmp_path / "run"
+    first = subprocess.Popen([sys.executable, str(program), "--run-dir", str(run_dir)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not (gate / "started").exists():  # the first run holds the directory from here on
+            assert first.poll() is None and time.monotonic() < deadline, first.communicate()
+            time.sleep(0.05)
+        second = subprocess.run([sys.executable, str(program), "--run-dir", str(run_dir)], capture_output=True,
+                                text=True, timeout=120)
+        holder = json.loads((run_dir / ".lock").read_text())
+        assert second.returncode == 2, second.stderr
+        assert f"is in use by run {holder['run']} (pid {first.pid}" in second.stderr
+    finally:
+        (gate / "release").touch()
+        out, err = first.communicate(timeout=120)
+    assert first.returncode == 0 and out.strip() == "'held'", err
+    # released with its process: the next run goes ahead
+    done = subprocess.run([sys.executable, str(program), "--resume", str(run_dir)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+# ---- environment errors: one line naming the path and what to do, never a traceback ------------------------
+def _run_injected(program: Path, fault: str, *args: str) -> subprocess.CompletedProcess:
+    """Run `program` with `fault` (Python source) applied first: an OSError the machine cannot make for a
+    root user (a full disk, a read-only file system)."""
+    code = (f"import errno, os, runpy, sys\n{fault}\n"
+            f"sys.argv = [{str(program)!r}, *{list(args)!r}]\n"
+            f"runpy.run_path({str(program)!r}, run_name='__main__')\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+FULL_DISK = '''
+import dagc.runtime.store as store
+real = store.atomic_write
+def full(path, data):
+    if "outputs" in str(path):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    return real(path, data)
+store.atomic_write = full
+'''
+
+
+def test_a_full_disk_ends_the_run_in_one_line_and_resume_finishes_it(tmp_path: Path, program) -> None:
+    script, make = program
+    local = make("numbers")
+    run_dir = tmp_path / "run"
+    proc = _run_injected(local, FULL_DISK, "--run-dir", str(run_dir))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"error: cannot write {run_dir}/outputs/make/" in proc.stderr
+    assert f"No space left on device; free some space, then finish the run with --resume {run_dir}" in proc.stderr
+    failed = read_events(run_dir / "events.jsonl", event="run_failed")
+    assert failed and "No space left on device" in failed[-1]["error"]
+    result, _ = _run(local, "--resume", str(run_dir))
+    assert result == _plain_result(script, "numbers", tmp_path)
+
+
+def test_an_unwritable_run_directory_or_result_path(tmp_path: Path, program) -> None:
+    _, make = program
+    local = make("numbers")
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    proc = subprocess.run([sys.executable, str(local), "--run-dir", str(blocker / "run")], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "for the run directory: Not a directory; give a writable --run-dir" in proc.stderr
+    proc = subprocess.run([sys.executable, str(local), "--result", str(blocker / "r.pkl")], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"error: cannot write the result to {blocker / 'r.pkl'}: " in proc.stderr
+    assert "give a writable --result path" in proc.stderr
+
+
+def test_an_unpicklable_result_with_result_path(tmp_path: Path) -> None:
+    script = tmp_path / "lam.py"
+    script.write_text("import dagc\n\n\n@dagc.task\ndef make() -> object:\n    class Local:\n        pass\n"
+                      "    return Local()\n\n\n@dagc.pipeline\ndef p():\n    return make()\n", encoding="utf-8")
+    program = tmp_path / "lam_local.py"
+    program.write_text(emit(compile_file(script), "local", program))
+    proc = subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl")], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "the pipeline's result holds `lam.make.<locals>.Local`, which cannot be pickled" in proc.stderr
+
+
+def test_a_log_that_cannot_be_written_is_said_once(tmp_path: Path, program) -> None:
+    script, make = program
+    local = make("numbers")
+    fault = ('import dagc.runtime.events as events\n'
+             'def full(self, line):\n'
+             '    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))\n'
+             'events.EventLog._append = full\n')
+    proc = _run_injected(local, fault, "--run-dir", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("cannot write the event log") == 1

@@ -567,12 +567,15 @@ class Runner:
         groups |= {info[4] for info in self.collectives.values()}
         for group in sorted(groups):
             self.groups[group] = dist.new_group(list(group))
+        run_id = new_run_id()
         if self.run_dir is not None:
             self.store = RunStore(self.run_dir, pipeline=self.pipeline) if self.rank == 0 else None
-            dist.barrier()
+            busy = [self.store.lock(run_id) if self.store is not None else None]
+            dist.broadcast_object_list(busy, src=0)  # one run at a time: every rank stops, not only rank 0
+            if busy[0] is not None:
+                raise SystemExit(f"error: {busy[0]}")
             if self.store is None:
                 self.store = RunStore(self.run_dir)
-        run_id = new_run_id()
         done: set[str] = set()
         if self.rank == 0 and (self.store is not None or self.cache is not None):
             done = {name for name, info in self.tasks.items() if self._stored(name, info[3])}
@@ -824,7 +827,11 @@ class _RankLog(EventLog):
 
 def failure_line(exc: BaseException) -> str:
     """The one line a failed run ends with."""
-    return f"dagc: error: {exc}" if isinstance(exc, TaskFailed) else f"dagc: error: {type(exc).__name__}: {exc}"
+    from dagc.runtime.program import ResultError
+    from dagc.runtime.store import StorageError
+
+    plain = isinstance(exc, (TaskFailed, StorageError, ResultError))  # their message says it all
+    return f"dagc: error: {exc}" if plain else f"dagc: error: {type(exc).__name__}: {exc}"
 
 
 def _free_port() -> int:

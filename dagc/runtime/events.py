@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -51,6 +52,7 @@ class EventLog:
         self.path = Path(path)
         self.run_id = run_id or new_run_id()
         self._checked_end = False
+        self._broken = False
 
     def write(self, event: str, task: str | None = None, **fields: Any) -> dict[str, Any]:
         now = time.time()
@@ -66,6 +68,16 @@ class EventLog:
         record.setdefault("pid", os.getpid())
         record.setdefault("host", socket.gethostname())
         line = (json.dumps(record, default=str, sort_keys=False) + "\n").encode("utf-8")
+        try:
+            self._append(line)
+        except OSError as exc:  # a full disk, a read-only directory: said once, the run goes on without a log
+            if not self._broken:
+                self._broken = True
+                sys.stderr.write(f"dagc: warning: cannot write the event log {self.path}: {exc.strerror or exc}; "
+                                 "events are no longer recorded\n")
+        return record
+
+    def _append(self, line: bytes) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)  # the owner's only: it holds errors
         try:
@@ -77,7 +89,6 @@ class EventLog:
             os.write(fd, line)
         finally:
             os.close(fd)
-        return record
 
     # ---- task events ----------------------------------------------------------------------------
     def start(self, task: str, attempt: int = 1, **where: Any) -> dict[str, Any]:

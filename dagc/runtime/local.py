@@ -20,6 +20,7 @@ from dagc.runtime.context import reset_context, set_context
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import Executor, TaskFailed, TaskRow
 from dagc.runtime.program import (
+    ResultError,
     add_run_options,
     deliver_result,
     open_cache,
@@ -29,6 +30,7 @@ from dagc.runtime.program import (
     store_result,
 )
 from dagc.runtime.progress import Progress
+from dagc.runtime.store import StorageError
 
 __all__ = ["run_local", "load_modules"]
 
@@ -73,17 +75,26 @@ def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tas
     token = set_context(events=log)  # the maps run here, outside any task, record their widths in it
     try:
         result = run(rt, loaded)
+        nbytes = store_result(store, result)
     except TaskFailed as exc:
         if log is not None:
             log.write("run_failed", error=str(exc))
         hint = f"; finish the run with: --resume {store.root}" if store is not None else ""
         print(f"error: {exc}{hint}", file=sys.stderr)
         return 1
+    except StorageError as exc:  # the run directory cannot be written: one line, and what to do
+        if log is not None:
+            log.write("run_failed", error=str(exc))
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     finally:
         reset_context(token)
         progress.close()
-    nbytes = store_result(store, result)
     if log is not None:
         log.write("run_end", duration=round(time.perf_counter() - started, 6), bytes=nbytes)
-    deliver_result(result, args.result)
+    try:
+        deliver_result(result, args.result)
+    except ResultError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return 0

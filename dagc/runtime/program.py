@@ -21,7 +21,7 @@ from pathlib import Path
 
 from dagc.runtime.store import Cache, RunStore
 
-__all__ = ["split_argv", "prepare_interpreter", "default_run_dir", "add_run_options", "open_run", "open_cache",
+__all__ = ["ResultError", "split_argv", "prepare_interpreter", "default_run_dir", "add_run_options", "open_run", "open_cache",
            "run_directory", "store_result", "deliver_result", "DAGC_DIR"]
 
 DAGC_DIR = ".dagc"
@@ -95,16 +95,25 @@ def open_run(parser: argparse.ArgumentParser, args: argparse.Namespace, pipeline
     one under `.dagc/runs/`; None when the run keeps no outputs."""
     if args.resume is not None and args.run_dir is not None:
         parser.error("--resume RUN_DIR already names the run directory; drop --run-dir")
+    store: RunStore | None = None
     if args.resume is not None:
         try:
-            return RunStore.open(args.resume)
+            store = RunStore.open(args.resume)
         except (OSError, ValueError) as exc:
             parser.error(f"--resume: {exc}")
-    if args.run_dir is not None:
-        return RunStore(args.run_dir, pipeline)
-    if always:
-        return RunStore(default_run_dir(pipeline, run_id), pipeline)
-    return None
+    else:
+        try:
+            where = args.run_dir if args.run_dir is not None else default_run_dir(pipeline, run_id) if always else None
+            if where is not None:
+                store = RunStore(where, pipeline)
+        except OSError as exc:
+            parser.exit(2, f"error: cannot use {exc.filename or args.run_dir} for the run directory: "
+                           f"{exc.strerror or exc}; give a writable --run-dir\n")
+    if store is not None:
+        busy = store.lock(run_id)
+        if busy is not None:
+            parser.exit(2, f"error: {busy}\n")
+    return store
 
 
 def open_cache(args: argparse.Namespace) -> Cache | None:
@@ -142,11 +151,26 @@ def store_result(store: RunStore | None, result: object) -> int | None:
         return None
 
 
+class ResultError(Exception):
+    """The pipeline's result cannot be delivered to `--result PATH`; the message says why and what to do."""
+
+
 def deliver_result(result: object, path: Path | None) -> None:
     """The pipeline's return value: pickled to `--result PATH`, else printed as its repr."""
     if path is None:
         print(repr(result))
         return
+    from dagc.runtime.executor import NOT_STORABLE, unpicklable_type
     from dagc.runtime.store import atomic_write
 
-    atomic_write(path, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))  # mode 0600: the owner's only
+    try:
+        data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+    except NOT_STORABLE as exc:
+        raise ResultError(f"the pipeline's result holds {unpicklable_type(result)}, which cannot be pickled "
+                          f"({type(exc).__name__}: {exc}), so it cannot be written to {path}; return picklable "
+                          "values, or run without --result to have it printed") from exc
+    try:
+        atomic_write(path, data)  # mode 0600: the owner's only
+    except OSError as exc:
+        raise ResultError(f"cannot write the result to {path}: {exc.strerror or exc}; give a writable "
+                          "--result path") from exc

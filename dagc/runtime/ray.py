@@ -42,6 +42,7 @@ from dagc.runtime.console import load_console, replay, save_console
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import Executor, TaskFailed, TaskRow
 from dagc.runtime.program import (
+    ResultError,
     add_run_options,
     deliver_result,
     open_cache,
@@ -51,7 +52,7 @@ from dagc.runtime.program import (
     store_result,
 )
 from dagc.runtime.progress import Progress
-from dagc.runtime.store import Cache, RunStore
+from dagc.runtime.store import Cache, RunStore, StorageError
 from dagc.runtime.threads import capped, current_threads
 
 __all__ = ["Plan", "Job", "Driver", "Placement", "PlacementError", "RunFailed", "ray_main", "local_resources",
@@ -711,7 +712,13 @@ def ray_main(plan: Plan, run: Callable[[Driver], object], argv: Sequence[str] | 
     finally:
         if placement is not None:
             placement.release()
-    log.write("run_end", duration=round(time.perf_counter() - start, 6), bytes=store_result(store, result))
-    deliver_result(result, args.result)
+    try:
+        log.write("run_end", duration=round(time.perf_counter() - start, 6), bytes=store_result(store, result))
+        deliver_result(result, args.result)
+    except (StorageError, ResultError) as exc:  # one line, and what to do
+        if isinstance(exc, StorageError):
+            log.write("run_failed", error=str(exc))
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return 0
 

@@ -24,6 +24,7 @@ This module imports nothing from the compiler; emitted programs import it.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import hmac
 import io
@@ -38,7 +39,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-__all__ = ["FORMAT", "RunStore", "Cache", "DamagedOutput", "fingerprint", "value_fingerprint", "output_fingerprint",
+__all__ = ["FORMAT", "RunStore", "Cache", "DamagedOutput", "StorageError", "fingerprint", "value_fingerprint", "output_fingerprint",
            "atomic_write", "seal", "store_key"]
 
 FORMAT = 1
@@ -52,6 +53,11 @@ _key: list[bytes] = []
 
 class DamagedOutput(Exception):
     """A stored file failed its check; the message names the file and why."""
+
+
+class StorageError(Exception):
+    """The run directory cannot be written (full disk, read-only file system, permissions); the message
+    names the path and what to do. The run ends; `--resume` finishes it once the directory is writable."""
 
 
 def store_key() -> bytes:
@@ -160,6 +166,17 @@ def atomic_write(path: Path, data: bytes | memoryview | list[bytes | memoryview]
     return sum(len(p) for p in parts)
 
 
+def unwritable(path: Path, exc: OSError, run_dir: Path | None = None) -> str:
+    """One line: which file could not be written, why, and what to do."""
+    why = exc.strerror or str(exc)
+    todo = {errno.ENOSPC: "free some space", errno.EDQUOT: "free some space (the disk quota is reached)",
+            errno.EROFS: "the file system is read-only: give a writable directory",
+            errno.EACCES: "fix the directory's permissions", errno.EPERM: "fix the directory's permissions",
+            }.get(exc.errno or 0, "fix the directory")
+    resume = f", then finish the run with --resume {run_dir}" if run_dir is not None else ""
+    return f"cannot write {path}: {why}; {todo}{resume}"
+
+
 def _usable(owner: object, key: object, path: Path, what: str, check: Any, discard: Any) -> bool:
     checked: dict[object, bool] = owner.__dict__.setdefault("_checked", {})
     if key in checked:
@@ -236,7 +253,10 @@ class RunStore:
 
     def save_bytes(self, task: str, fp: str, data: bytes) -> int:
         """Persist a task's already pickled outputs (sealed); returns the size of the pickle."""
-        atomic_write(self.path(task, fp), seal(data))
+        try:
+            atomic_write(self.path(task, fp), seal(data))
+        except OSError as exc:
+            raise StorageError(unwritable(self.path(task, fp), exc, self.root)) from exc
         return len(data)
 
     def check(self, task: str, fp: str) -> str | None:
@@ -284,11 +304,40 @@ class RunStore:
     # ---- the pipeline's result -----------------------------------------------------------------
     def save_result(self, value: object) -> int:
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        atomic_write(self.result_path, seal(data))
+        try:
+            atomic_write(self.result_path, seal(data))
+        except OSError as exc:
+            raise StorageError(unwritable(self.result_path, exc, self.root)) from exc
         return len(data)
 
     def load_result(self) -> Any:
         return load_sealed(self.result_path)
+
+    # ---- one run at a time ---------------------------------------------------------------------
+    def lock(self, run_id: str) -> str | None:
+        """Hold this run directory for run `run_id` until the process ends; None when held, else who holds
+        it (two runs on one directory would both run everything and interleave their logs)."""
+        import fcntl
+        import socket
+
+        path = self.root / ".lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held by a live process (a lock dies with its process)
+            try:
+                holder = json.loads(os.pread(fd, 4096, 0).decode("utf-8") or "{}")
+            except ValueError:
+                holder = {}
+            os.close(fd)
+            who = (f"run {holder.get('run', '?')} (pid {holder.get('pid', '?')} on {holder.get('host', '?')}, "
+                   f"since {holder.get('since', '?')})")
+            return f"{self.root} is in use by {who}; wait for it to end, or give another --run-dir"
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"run": run_id, "pid": os.getpid(), "host": socket.gethostname(),
+                                  "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}).encode("utf-8"), 0)
+        self._lock_fd = fd  # kept open: the lock lasts as long as this process
+        return None
 
     # ---- attempts ------------------------------------------------------------------------------
     def next_attempt(self, run_id: str, task: str) -> int:
@@ -342,8 +391,16 @@ class Cache:
             pass
 
     def save_bytes(self, fp: str, data: bytes) -> int:
-        if not self.has(fp):
+        """Add an output to the cache; a cache that cannot be written is said once and then left alone
+        (it only saves time: the run goes on)."""
+        if self.__dict__.get("_broken") or self.has(fp):
+            return len(data)
+        try:
             atomic_write(self.path(fp), seal(data))
+        except OSError as exc:
+            self._broken = True
+            sys.stderr.write(f"dagc: warning: {unwritable(self.path(fp), exc)}; outputs are no longer added to "
+                             f"the cache {self.root}\n")
         return len(data)
 
     def __repr__(self) -> str:
