@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -390,6 +391,46 @@ def cmd_timeline(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_runs(args: argparse.Namespace) -> int:
+    from dagc.runtime.runs import list_runs
+    from dagc.units import format_size
+
+    runs = list_runs(Path(args.dir))
+    if not runs:
+        sys.stderr.write(f"no run directories in {args.dir}\n")
+        return EXIT_OK
+    width = max(len(str(r.path)) for r in runs)
+    print(f"{'run directory':<{width}}  {'pipeline':<16} {'created':<19}  {'size':>9}  status")
+    for r in runs:
+        created = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.created))
+        print(f"{str(r.path):<{width}}  {r.pipeline[:16]:<16} {created}  {format_size(r.size):>9}  {r.status}")
+    print(f"{len(runs)} run directories, {format_size(sum(r.size for r in runs))}")
+    return EXIT_OK
+
+
+def cmd_gc(args: argparse.Namespace) -> int:
+    from dagc.runtime.runs import list_runs, remove_runs, select_for_removal
+    from dagc.units import format_size, parse_duration, parse_size
+
+    if args.older_than is None and args.keep is None and args.max_size is None:
+        raise UsageError("say what to remove: --older-than AGE, --keep N or --max-size SIZE")
+    try:
+        older = parse_duration(args.older_than) if args.older_than is not None else None
+        size = parse_size(args.max_size) if args.max_size is not None else None
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    runs = list_runs(Path(args.dir))
+    chosen = select_for_removal(runs, older_than=older, keep=args.keep, max_size=size)
+    for r in chosen:
+        print(f"{'would remove' if args.dry_run else 'remove'} {r.path}  ({r.pipeline}, {format_size(r.size)}, "
+              f"{r.status})")
+    freed = sum(r.size for r in chosen) if args.dry_run else remove_runs(chosen)
+    kept = len(runs) - len(chosen)
+    sys.stderr.write(f"{'would free' if args.dry_run else 'freed'} {format_size(freed)}; {kept} run "
+                     f"director{'y' if kept == 1 else 'ies'} kept\n")
+    return EXIT_OK
+
+
 def _passes_until(args: argparse.Namespace, after: str) -> str:
     from dagc.driver import default_pipeline
     from dagc.passes.base import _split_top_level
@@ -542,6 +583,22 @@ def build_parser() -> argparse.ArgumentParser:
     _add_profile(p)
     _add_format(p)
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("runs", help="list run directories: pipeline, date, size, finished or not",
+                       description="List the run directories under DIR: pipeline, creation time, size and the "
+                       "state of their last run (finished, failed, running, unfinished).")
+    p.add_argument("dir", nargs="?", default=".dagc/runs", metavar="DIR", help="default: %(default)s")
+    p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("gc", help="remove old run directories by age, count or total size",
+                       description="Remove run directories under DIR, oldest first: older than AGE, beyond the "
+                       "newest N, or until the rest take at most SIZE. A directory a run holds is never removed.")
+    p.add_argument("dir", nargs="?", default=".dagc/runs", metavar="DIR", help="default: %(default)s")
+    p.add_argument("--older-than", metavar="AGE", help='e.g. "7d", "12h"')
+    p.add_argument("--keep", type=int, metavar="N", help="keep the newest N")
+    p.add_argument("--max-size", metavar="SIZE", help='e.g. "10GiB"')
+    p.add_argument("--dry-run", action="store_true", help="say what would be removed, remove nothing")
+    p.set_defaults(func=cmd_gc)
 
     p = sub.add_parser("report", help="write an HTML report of a run (graph, timelines, tasks, failures)",
                        description="Write one self-contained HTML page about a run: the partitioned graph, the "

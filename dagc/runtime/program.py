@@ -103,6 +103,10 @@ def open_run(parser: argparse.ArgumentParser, args: argparse.Namespace, pipeline
             parser.error(f"--resume: {exc}")
     else:
         try:
+            if args.run_dir is None and always:  # the directories programs make themselves are bounded
+                from dagc.runtime.runs import bound_default_runs
+
+                bound_default_runs(dagc_dir() / "runs")
             where = args.run_dir if args.run_dir is not None else default_run_dir(pipeline, run_id) if always else None
             if where is not None:
                 store = RunStore(where, pipeline)
