@@ -342,3 +342,22 @@ def test_a_log_that_cannot_be_written_is_said_once(tmp_path: Path, program) -> N
     proc = _run_injected(local, fault, "--run-dir", str(tmp_path / "run"))
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("cannot write the event log") == 1
+
+
+def test_a_directory_others_may_write_is_refused_unless_trusted(tmp_path: Path, program) -> None:
+    _, make = program
+    local = make("numbers")
+    shared = tmp_path / "shared-cache"
+    shared.mkdir()
+    shared.chmod(0o777)
+    proc = subprocess.run([sys.executable, str(local), "--cache", str(shared)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert f"error: {shared} may be written by other users (mode 777); make it yours alone (chmod go-w {shared})" \
+        in proc.stderr and "--trust-shared" in proc.stderr
+    result, _ = _run(local, "--cache", str(shared), "--trust-shared")
+    assert result == (10, [0, 1, 2, 3, 4])
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    sticky.chmod(0o1777)  # like /tmp: others may add files, not replace ours
+    assert _run(local, "--cache", str(sticky))[0] == (10, [0, 1, 2, 3, 4])

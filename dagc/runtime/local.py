@@ -55,7 +55,7 @@ def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tas
     args = parser.parse_args(ours)
     run_id = new_run_id()
     store = open_run(parser, args, pipeline, run_id)
-    cache = open_cache(args)
+    cache = open_cache(args, parser)
     prepare_interpreter(str((args.source_root / script).resolve()), user_args)
     loaded = load_modules(args.source_root, search_paths, modules)
     log = EventLog(store.events_path, run_id) if store is not None else None

@@ -83,10 +83,37 @@ def add_run_options(parser: argparse.ArgumentParser, source_root: Path) -> None:
                         help="write the pipeline's return value to PATH (pickle)")
     parser.add_argument("--source-root", type=Path, default=source_root, metavar="DIR",
                         help="directory of the pipeline's source files (default: %(default)s)")
+    parser.add_argument("--trust-shared", action="store_true",
+                        help="use a run directory or cache that other users may write (dagc still loads only "
+                             "what it sealed, but others could remove or replace outputs)")
     parser.add_argument("--check-effects", action=argparse.BooleanOptionalAction, default=None,
                         help="stop at a task that changes more than dagc assumed it may (its arguments, the "
                              "global random generators, files, module globals); default: on for local "
                              "programs, off for Ray and torch")
+
+
+def shared_with_others(path: Path) -> str | None:
+    """Why `path` (an existing run directory or cache) is not this user's alone; None when it is."""
+    import stat
+
+    try:
+        info = path.stat()
+    except OSError:
+        return None  # made by this run: its own
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        return f"{path} belongs to another user (uid {info.st_uid})"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
+        return f"{path} may be written by other users (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
+def _refuse_shared(parser: argparse.ArgumentParser, args: argparse.Namespace, path: Path | None) -> None:
+    if path is None or getattr(args, "trust_shared", False):
+        return
+    why = shared_with_others(path)
+    if why is not None:
+        parser.exit(2, f"error: {why}; make it yours alone (chmod go-w {path}) or pass --trust-shared to use it "
+                       "anyway\n")
 
 
 def open_run(parser: argparse.ArgumentParser, args: argparse.Namespace, pipeline: str, run_id: str, *,
@@ -96,6 +123,7 @@ def open_run(parser: argparse.ArgumentParser, args: argparse.Namespace, pipeline
     if args.resume is not None and args.run_dir is not None:
         parser.error("--resume RUN_DIR already names the run directory; drop --run-dir")
     store: RunStore | None = None
+    _refuse_shared(parser, args, args.resume if args.resume is not None else args.run_dir)
     if args.resume is not None:
         try:
             store = RunStore.open(args.resume)
@@ -120,8 +148,12 @@ def open_run(parser: argparse.ArgumentParser, args: argparse.Namespace, pipeline
     return store
 
 
-def open_cache(args: argparse.Namespace) -> Cache | None:
-    return Cache(args.cache) if getattr(args, "cache", None) is not None else None
+def open_cache(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> Cache | None:
+    if getattr(args, "cache", None) is None:
+        return None
+    if parser is not None:
+        _refuse_shared(parser, args, args.cache)
+    return Cache(args.cache)
 
 
 def run_directory(parser: argparse.ArgumentParser, args: argparse.Namespace, pipeline: str, run_id: str | None, *,
@@ -131,6 +163,9 @@ def run_directory(parser: argparse.ArgumentParser, args: argparse.Namespace, pip
     under a run id every restart shares."""
     if args.resume is not None and args.run_dir is not None:
         parser.error("--resume RUN_DIR already names the run directory; drop --run-dir")
+    _refuse_shared(parser, args, args.resume if args.resume is not None else args.run_dir)
+    if args.cache is not None:
+        _refuse_shared(parser, args, args.cache)
     if args.resume is not None:
         if not (args.resume / "run.json").is_file():
             parser.error(f"--resume: {args.resume} is not a dagc run directory (no run.json)")

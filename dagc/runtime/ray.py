@@ -682,7 +682,7 @@ def ray_main(plan: Plan, run: Callable[[Driver], object], argv: Sequence[str] | 
     run_id = new_run_id()
     store = open_run(parser, args, plan.pipeline, run_id, always=True)
     assert store is not None
-    cache = open_cache(args)
+    cache = open_cache(args, parser)
     log = EventLog(store.events_path, run_id)
     interpreter = Interpreter(str((args.source_root / plan.script).resolve()), tuple(user_args), os.getcwd(),
                               plan.entry, os.environ.get("OMP_NUM_THREADS"))
