@@ -39,7 +39,7 @@ from dagc.runtime.context import TaskContext, reset_context, set_context
 from dagc.runtime.effectcheck import Assumed, EffectViolation, watch
 from dagc.runtime.events import EventLog
 from dagc.runtime.progress import Progress
-from dagc.runtime.store import Cache, RunStore
+from dagc.runtime.store import Cache, RunStore, dumps
 from dagc.runtime.threads import set_threads
 
 __all__ = ["Executor", "TaskSpec", "TaskFailed", "TaskTimeout", "deadline", "NOT_STORABLE"]
@@ -364,7 +364,7 @@ class Executor:
         if spec.fingerprint is None or (self.store is None and (self.cache is None or not spec.cache)):
             return None
         try:
-            data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            data = dumps(value)  # tensor and array data out of band: written from where it lies, not copied
         except NOT_STORABLE as exc:
             self._not_storable(spec, value, exc)
             return None
@@ -374,7 +374,7 @@ class Executor:
         if self.cache is not None and spec.cache:
             self.cache.save_bytes(spec.fingerprint, data)
             save_console(self.cache.path(spec.fingerprint), console or [])
-        return len(data)
+        return data.size
 
     def _not_storable(self, spec: TaskSpec, value: Any, exc: BaseException) -> None:
         kind = unpicklable_type(value)

@@ -31,6 +31,7 @@ import io
 import json
 import os
 import pickle
+import struct
 import sys
 import tempfile
 import time
@@ -40,12 +41,13 @@ from typing import Any
 from urllib.parse import quote
 
 __all__ = ["FORMAT", "RunStore", "Cache", "DamagedOutput", "StorageError", "fingerprint", "value_fingerprint", "output_fingerprint",
-           "atomic_write", "seal", "store_key"]
+           "atomic_write", "seal", "store_key", "dumps", "Pickled"]
 
 FORMAT = 1
 _FP_TAG = "dagc-fingerprint-1"
-_MAGIC = b"DAGC\x02"  # a sealed file: this, a digest of the rest, the rest
+_MAGIC = b"DAGC\x03"  # a sealed file: this, a digest of the rest, the rest (see `seal`)
 _DIGEST = 32
+_ALIGN = 64
 _HEADER = len(_MAGIC) + _DIGEST
 _KEY_ENV = "DAGC_STORE_KEY"
 _key: list[bytes] = []
@@ -87,16 +89,88 @@ def store_key() -> bytes:
     return key
 
 
+def _mac() -> Any:
+    # HMAC-SHA-256: keyed, and hardware-accelerated where the CPU has SHA extensions
+    return hmac.new(store_key(), digestmod=hashlib.sha256)
+
+
 def _digest(parts: Iterable[bytes | memoryview]) -> bytes:
-    h = hashlib.blake2b(key=store_key(), digest_size=_DIGEST)
+    h = _mac()
     for part in parts:
         h.update(part)
     return h.digest()
 
 
-def seal(payload: bytes | memoryview) -> list[bytes | memoryview]:
-    """The parts of a sealed file holding `payload` (written one after the other, nothing copied)."""
-    return [_MAGIC, _digest([payload]), payload]
+class Pickled:
+    """A value pickled with protocol 5: the pickle stream, and the large buffers (tensor and array data)
+    kept out of it, by reference, not copied. Written as one sealed file by `seal`."""
+
+    def __init__(self, stream: bytes, buffers: list[memoryview]) -> None:
+        self.stream, self.buffers = stream, buffers
+
+    @property
+    def size(self) -> int:
+        return len(self.stream) + sum(b.nbytes for b in self.buffers)
+
+
+def dumps(value: object) -> Pickled:
+    """`value` pickled, its tensors' and arrays' data out of band (no copy); see `Pickled`."""
+    buffers: list[memoryview] = []
+    stream = io.BytesIO()
+    _Pickler(stream, protocol=5, buffer_callback=lambda b: buffers.append(b.raw())).dump(value)
+    return Pickled(stream.getvalue(), buffers)
+
+
+class _Pickler(pickle.Pickler):
+    """Pickles a plain, contiguous CPU tensor as the bytes of its storage, a numpy array over its memory
+    (which protocol 5 keeps out of band), instead of torch's own copy of the storage; tensors sharing one
+    storage share it again when loaded. Anything else as pickle does."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._arrays: dict[tuple[int, int], Any] = {}
+
+    def reducer_override(self, obj: Any) -> Any:
+        torch = sys.modules.get("torch")
+        if torch is None or type(obj) is not torch.Tensor:
+            return NotImplemented
+        try:
+            storage = obj.untyped_storage()
+            if not (obj.device.type == "cpu" and obj.layout == torch.strided and not obj.requires_grad
+                    and obj.is_contiguous() and obj.storage_offset() == 0 and not obj.is_conj()
+                    and not obj.is_neg() and storage.nbytes() == obj.numel() * obj.element_size()):
+                return NotImplemented
+            key = (storage.data_ptr(), storage.nbytes())
+            array = self._arrays.get(key)
+            if array is None:
+                array = self._arrays[key] = obj.reshape(-1).view(torch.uint8).numpy()
+        except (TypeError, RuntimeError, ValueError):  # a dtype without bytes view (quantized, ...): as torch does
+            return NotImplemented
+        return _tensor_from_bytes, (array, str(obj.dtype).removeprefix("torch."), tuple(obj.shape))
+
+
+def _tensor_from_bytes(array: Any, dtype: str, shape: tuple[int, ...]) -> Any:
+    import torch
+
+    if not array.flags.writeable:  # a tensor owns writable memory
+        array = array.copy()
+    return torch.from_numpy(array).view(getattr(torch, dtype)).reshape(shape)
+
+
+def seal(payload: bytes | memoryview | Pickled) -> list[bytes | memoryview]:
+    """The parts of a sealed file holding `payload` (written one after the other, nothing copied):
+    magic, digest of the rest, the number of buffers, the stream's and each buffer's length, the stream,
+    the buffers."""
+    pickled = payload if isinstance(payload, Pickled) else Pickled(bytes(payload), [])
+    sizes = struct.pack(f"<IQ{len(pickled.buffers)}Q", len(pickled.buffers), len(pickled.stream),
+                        *(b.nbytes for b in pickled.buffers))
+    body: list[bytes | memoryview] = [sizes, pickled.stream]
+    at = _HEADER + len(sizes) + len(pickled.stream)
+    for buffer in pickled.buffers:  # each buffer starts at a multiple of 64: loaded arrays are aligned
+        pad = -at % _ALIGN
+        body += [b"\0" * pad, buffer]
+        at += pad + buffer.nbytes
+    return [_MAGIC, _digest(body), *body]
 
 
 def check_sealed(path: Path) -> str | None:
@@ -106,8 +180,8 @@ def check_sealed(path: Path) -> str | None:
             head = f.read(_HEADER)
             if len(head) < _HEADER or not head.startswith(_MAGIC):
                 return "not a sealed dagc file (damaged, truncated, or written by something else)"
-            h = hashlib.blake2b(key=store_key(), digest_size=_DIGEST)
-            while chunk := f.read(1 << 20):
+            h = _mac()
+            while chunk := f.read(1 << 22):
                 h.update(chunk)
     except OSError as exc:
         return f"cannot be read ({exc.strerror or exc})"
@@ -117,15 +191,30 @@ def check_sealed(path: Path) -> str | None:
 
 
 def load_sealed(path: Path) -> Any:
-    """Unpickle a sealed file after checking it; DamagedOutput when it fails the check."""
-    data = path.read_bytes()
+    """Unpickle a sealed file after checking it; DamagedOutput when it fails the check. Out-of-band
+    buffers are read into one writable block and used in place (arrays and tensors are views of it)."""
+    with path.open("rb") as f:
+        data = bytearray(os.fstat(f.fileno()).st_size)
+        f.readinto(data)
     view = memoryview(data)
-    if len(data) < _HEADER or not data.startswith(_MAGIC):
+    if len(data) < _HEADER + 12 or not data.startswith(_MAGIC):
         raise DamagedOutput(f"{path}: not a sealed dagc file (damaged, truncated, or written by something else)")
-    if not hmac.compare_digest(_digest([view[_HEADER:]]), data[len(_MAGIC):_HEADER]):
+    if not hmac.compare_digest(_digest([view[_HEADER:]]), bytes(view[len(_MAGIC):_HEADER])):
         raise DamagedOutput(f"{path}: its contents do not match their digest (damaged, or not written by this "
                             "user's dagc)")
-    return pickle.loads(view[_HEADER:])
+    count, length = struct.unpack_from("<IQ", data, _HEADER)
+    sizes = struct.unpack_from(f"<{count}Q", data, _HEADER + 12)
+    at = _HEADER + 12 + 8 * count
+    stream = view[at:at + length]
+    at += length
+    buffers = []
+    for size in sizes:
+        at += -at % _ALIGN
+        buffers.append(view[at:at + size])
+        at += size
+    if at != len(data):
+        raise DamagedOutput(f"{path}: its parts do not add up to its size (damaged)")
+    return pickle.loads(stream, buffers=buffers)
 
 
 def fingerprint(target: str, constants: object = None, inputs: Iterable[str] = ()) -> str:
@@ -246,18 +335,16 @@ class RunStore:
         return self.path(task, fp).is_file()
 
     def save(self, task: str, fp: str, value: object) -> int:
-        """Persist a task's outputs; returns the number of bytes written."""
-        buffer = io.BytesIO()
-        pickle.dump(value, buffer, protocol=pickle.HIGHEST_PROTOCOL)
-        return self.save_bytes(task, fp, buffer.getvalue())
+        """Persist a task's outputs; returns the size of their pickle."""
+        return self.save_bytes(task, fp, dumps(value))
 
-    def save_bytes(self, task: str, fp: str, data: bytes) -> int:
+    def save_bytes(self, task: str, fp: str, data: bytes | Pickled) -> int:
         """Persist a task's already pickled outputs (sealed); returns the size of the pickle."""
         try:
             atomic_write(self.path(task, fp), seal(data))
         except OSError as exc:
             raise StorageError(unwritable(self.path(task, fp), exc, self.root)) from exc
-        return len(data)
+        return data.size if isinstance(data, Pickled) else len(data)
 
     def check(self, task: str, fp: str) -> str | None:
         """Why a stored output may not be reused (None: it may); see `check_sealed`."""
@@ -303,12 +390,12 @@ class RunStore:
 
     # ---- the pipeline's result -----------------------------------------------------------------
     def save_result(self, value: object) -> int:
-        data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        data = dumps(value)
         try:
             atomic_write(self.result_path, seal(data))
         except OSError as exc:
             raise StorageError(unwritable(self.result_path, exc, self.root)) from exc
-        return len(data)
+        return data.size
 
     def load_result(self) -> Any:
         return load_sealed(self.result_path)
@@ -390,18 +477,19 @@ class Cache:
         except FileNotFoundError:
             pass
 
-    def save_bytes(self, fp: str, data: bytes) -> int:
+    def save_bytes(self, fp: str, data: bytes | Pickled) -> int:
         """Add an output to the cache; a cache that cannot be written is said once and then left alone
         (it only saves time: the run goes on)."""
+        size = data.size if isinstance(data, Pickled) else len(data)
         if self.__dict__.get("_broken") or self.has(fp):
-            return len(data)
+            return size
         try:
             atomic_write(self.path(fp), seal(data))
         except OSError as exc:
             self._broken = True
             sys.stderr.write(f"dagc: warning: {unwritable(self.path(fp), exc)}; outputs are no longer added to "
                              f"the cache {self.root}\n")
-        return len(data)
+        return size
 
     def __repr__(self) -> str:
         return f"Cache({str(self.root)!r})"
