@@ -361,3 +361,29 @@ def test_a_directory_others_may_write_is_refused_unless_trusted(tmp_path: Path, 
     sticky.mkdir()
     sticky.chmod(0o1777)  # like /tmp: others may add files, not replace ours
     assert _run(local, "--cache", str(sticky))[0] == (10, [0, 1, 2, 3, 4])
+
+
+def test_write_behind_is_bounded_and_says_its_errors() -> None:
+    import threading
+
+    from dagc.runtime.store import StorageError, WriteBehind
+
+    writer = WriteBehind(limit=100)
+    gate, done = threading.Event(), []
+    writer.submit(80, lambda: (gate.wait(30), done.append("a")))
+    third = threading.Thread(target=lambda: writer.submit(80, lambda: done.append("b")))
+    third.start()  # 80 + 80 > 100: waits for the first write
+    third.join(timeout=0.5)
+    assert third.is_alive() and done == []
+    gate.set()
+    third.join(timeout=30)
+    writer.flush()
+    assert done == ["a", "b"] and writer.pending == 0
+
+    def fails() -> None:
+        raise StorageError("cannot write X: No space left on device")
+
+    writer.submit(10, fails)
+    with pytest.raises(StorageError, match="No space left"):
+        writer.flush()
+    writer.flush()  # said once

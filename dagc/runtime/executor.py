@@ -39,7 +39,7 @@ from dagc.runtime.context import TaskContext, reset_context, set_context
 from dagc.runtime.effectcheck import Assumed, EffectViolation, watch
 from dagc.runtime.events import EventLog
 from dagc.runtime.progress import Progress
-from dagc.runtime.store import Cache, RunStore, dumps
+from dagc.runtime.store import Cache, RunStore, dumps, flush_writes, write_behind
 from dagc.runtime.threads import set_threads
 
 __all__ = ["Executor", "TaskSpec", "TaskFailed", "TaskTimeout", "deadline", "NOT_STORABLE"]
@@ -169,8 +169,9 @@ class Executor:
                  context: Mapping[str, Any] | None = None, where: Mapping[str, Any] | None = None,
                  attempt_offset: int = 0, claim: bool = False, process_rank: int | None = None,
                  check: bool = False, modules: list[str] | None = None, threads: int | None = None,
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, write_behind: bool = False) -> None:
         self.tasks = dict(tasks or {})
+        self.write_behind = write_behind  # outputs written on a background thread; flush() before the end
         self.progress = progress  # advanced by each task this process runs or reuses
         self.threads = threads
         self.check = check
@@ -368,13 +369,29 @@ class Executor:
         except NOT_STORABLE as exc:
             self._not_storable(spec, value, exc)
             return None
-        if self.store is not None:
-            self.store.save_bytes(spec.name, spec.fingerprint, data)
-            save_console(self.store.path(spec.name, spec.fingerprint), console or [])
-        if self.cache is not None and spec.cache:
-            self.cache.save_bytes(spec.fingerprint, data)
-            save_console(self.cache.path(spec.fingerprint), console or [])
+        store, cache = self.store, self.cache if spec.cache else None
+        fp = spec.fingerprint
+
+        def write() -> None:
+            if store is not None:
+                store.save_bytes(spec.name, fp, data)
+                save_console(store.path(spec.name, fp), console or [])
+            if cache is not None:
+                cache.save_bytes(fp, data)
+                save_console(cache.path(fp), console or [])
+
+        # behind the run when nothing changes the value later (no state group: the effects say so), since
+        # the pickle reads tensors where they lie; a shared object is written before the next task runs
+        if self.write_behind and spec.state is None:
+            write_behind().submit(data.size, write)
+        else:
+            write()
         return data.size
+
+    def flush(self) -> None:
+        """Wait for the outputs written behind (before the run ends); raises a StorageError of theirs."""
+        if self.write_behind:
+            flush_writes()
 
     def _not_storable(self, spec: TaskSpec, value: Any, exc: BaseException) -> None:
         kind = unpicklable_type(value)

@@ -67,7 +67,8 @@ def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tas
                 log.write("code_changed", tasks=sorted(changed))
     progress = Progress(len(tasks))  # drawn on a terminal only
     rt = Executor(tasks, store=store, log=log, cache=cache, reuse=args.resume is not None,
-                  check=args.check_effects is not False, modules=list(modules), progress=progress)
+                  check=args.check_effects is not False, modules=list(modules), progress=progress,
+                  write_behind=True)
     started = time.perf_counter()
     if log is not None and store is not None:
         log.write("run_start", pipeline=pipeline, tasks=len(tasks), resume=args.resume is not None,
@@ -75,6 +76,7 @@ def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tas
     token = set_context(events=log)  # the maps run here, outside any task, record their widths in it
     try:
         result = run(rt, loaded)
+        rt.flush()  # every output written behind is on disk before the run says it ended
         nbytes = store_result(store, result)
     except TaskFailed as exc:
         if log is not None:
