@@ -23,7 +23,8 @@ from dagc.backends import emit
 from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
 from dagc.ir.effects import node_effects, state_groups
-from tests.test_backend_local import _plain_result, _ruff_clean
+from tests.engines import run_local, run_ray, run_torch
+from tests.test_backend_local import _plain_result
 from tests.test_effects import _torch_program
 
 IDIOMS = '''\
@@ -412,38 +413,22 @@ def test_a_sweep_plan_uses_every_device(idioms) -> None:
 @pytest.mark.parametrize("name", PIPELINES)
 def test_local_equals_plain_run(tmp_path: Path, idioms, name: str) -> None:
     script, plain = idioms
-    graph = compile_file(script, pipeline_name=name, params=_params(name, tmp_path))
-    program = tmp_path / f"{name}_local.py"
-    program.write_text(emit(graph, "local", program))
-    _ruff_clean(program)
-    subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
-    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]
+    assert run_local(script, name, _params(name, tmp_path), tmp_path) == plain[name]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", PIPELINES)
 def test_ray_on_two_devices_equals_plain_run(tmp_path: Path, idioms, ray_cluster, name: str) -> None:
     script, plain = idioms
-    graph = compile_file(script, pipeline_name=name, params=_params(name, tmp_path), cluster=parse_cluster_spec("2"))
-    program = tmp_path / f"{name}_ray.py"
-    program.write_text(emit(graph, "ray", program))
-    proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--result",
-                           str(tmp_path / "r.pkl"), "--run-dir", str(tmp_path / "run")],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]
+    assert run_ray(script, name, _params(name, tmp_path), tmp_path, ray_cluster.address) == plain[name]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", PIPELINES)
 def test_torch_on_two_ranks_equals_plain_run(tmp_path: Path, idioms, name: str) -> None:
-    from tests.test_backend_torch import launch
-
     script, plain = idioms
     split = {"user_methods": ("checkpoint", "load")}.get(name)
-    program = _torch_program(script, name, _params(name, tmp_path), tmp_path / f"{name}_torch.py", split=split)
-    launch(program, 2, ["--result", str(tmp_path / "r.pkl")])
-    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]
+    assert run_torch(script, name, _params(name, tmp_path), tmp_path, split=split) == plain[name]
 
 
 def test_the_sweep_spreads_over_both_torch_ranks(tmp_path: Path, idioms) -> None:

@@ -11,19 +11,14 @@ Each pipeline runs as plain Python, on local, on Ray with 2 devices and on torch
 
 from __future__ import annotations
 
-import pickle
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from dagc.backends import emit
-from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
 from dagc.runtime.threads import physical_cores
-from tests.test_backend_local import _plain_result, _ruff_clean
-from tests.test_effects import _torch_program
+from tests.engines import run_local, run_ray, run_torch
+from tests.test_backend_local import _plain_result
 
 TASKS = '''\
 """Tasks of the fidelity pipelines, in a module of their own (the entry script defines none)."""
@@ -185,38 +180,21 @@ def loop_body(node):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("name", [*PIPELINES, "thread_counts"])
 def test_local_equals_plain_run(tmp_path: Path, project, name: str) -> None:
     script, plain = project
-    graph = compile_file(script, pipeline_name=name)
-    program = tmp_path / f"{name}_local.py"
-    program.write_text(emit(graph, "local", program))
-    _ruff_clean(program)
-    subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
-    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]
+    assert run_local(script, name, {}, tmp_path) == plain[name]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [*PIPELINES, "thread_counts"])
 def test_ray_on_two_devices_equals_plain_run(tmp_path: Path, project, ray_cluster, name: str) -> None:
     script, plain = project
-    graph = compile_file(script, pipeline_name=name, cluster=parse_cluster_spec("2"))
-    program = tmp_path / f"{name}_ray.py"
-    program.write_text(emit(graph, "ray", program))
-    proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--result",
-                           str(tmp_path / "r.pkl"), "--run-dir", str(tmp_path / "run")],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = pickle.loads((tmp_path / "r.pkl").read_bytes())
-    assert result == _expected(name, plain[name], shared_by=2)
+    assert run_ray(script, name, {}, tmp_path, ray_cluster.address) == _expected(name, plain[name], shared_by=2)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [*PIPELINES, "thread_counts"])
 def test_torch_on_two_ranks_equals_plain_run(tmp_path: Path, project, name: str) -> None:
-    from tests.test_backend_torch import launch
-
     script, plain = project
-    program = _torch_program(script, name, {}, tmp_path / f"{name}_torch.py")
-    launch(program, 2, ["--result", str(tmp_path / "r.pkl")])
-    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == _expected(name, plain[name], shared_by=2)
+    assert run_torch(script, name, {}, tmp_path) == _expected(name, plain[name], shared_by=2)
 
 
 def _expected(name: str, plain: object, *, shared_by: int) -> object:

@@ -4,19 +4,15 @@ gets the parallelism its data flow allows on a 4-device plan."""
 
 from __future__ import annotations
 
-import pickle
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from dagc.backends import emit
 from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
 from dagc.ir.effects import state_groups
-from tests.test_backend_local import _plain_result, _ruff_clean
-from tests.test_effects import _torch_program
+from tests.engines import run_local, run_ray, run_torch
+from tests.test_backend_local import _plain_result
 
 PORTS = Path(__file__).parent / "ports"
 
@@ -68,31 +64,12 @@ def test_what_must_stay_together_does() -> None:
 
 @pytest.mark.parametrize("port", sorted(CASES))
 def test_port_local_equals_plain_run(tmp_path: Path, plain, port: str) -> None:
-    pipeline = CASES[port][0]
-    graph = compile_file(PORTS / f"{port}.py", pipeline_name=pipeline)
-    program = tmp_path / f"{port}_local.py"
-    program.write_text(emit(graph, "local", program))
-    _ruff_clean(program)
-    subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=300,
-                   capture_output=True)
-    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[port]
+    assert run_local(PORTS / f"{port}.py", CASES[port][0], {}, tmp_path) == plain[port]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("port", sorted(CASES))
 def test_port_on_ray_and_torch_equals_plain_run(tmp_path: Path, plain, ray_cluster, port: str) -> None:
-    from tests.test_backend_torch import launch
-
-    pipeline = CASES[port][0]
-    script = PORTS / f"{port}.py"
-    graph = compile_file(script, pipeline_name=pipeline, cluster=parse_cluster_spec("2"))
-    program = tmp_path / f"{port}_ray.py"
-    program.write_text(emit(graph, "ray", program))
-    proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--result",
-                           str(tmp_path / "ray.pkl"), "--run-dir", str(tmp_path / "run")],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert pickle.loads((tmp_path / "ray.pkl").read_bytes()) == plain[port]
-    torch_program = _torch_program(script, pipeline, {}, tmp_path / f"{port}_torch.py")
-    launch(torch_program, 2, ["--result", str(tmp_path / "torch.pkl")])
-    assert pickle.loads((tmp_path / "torch.pkl").read_bytes()) == plain[port]
+    script, pipeline = PORTS / f"{port}.py", CASES[port][0]
+    assert run_ray(script, pipeline, {}, tmp_path, ray_cluster.address) == plain[port]
+    assert run_torch(script, pipeline, {}, tmp_path) == plain[port]
