@@ -144,14 +144,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         return _check_each(args, names)
     # dce and cse too: a call they would remove or merge is reported at the call
     compilation = _compile(args, passes="verify,dce,cse")
-    compilation.warnings.extend(_multi_rank_warnings(compilation.graph))
-    if args.backend is not None:
-        compilation.warnings.extend(_ignored_option_warnings(compilation.graph, args.backend))
-    if args.backend == "torch":
-        from dagc.frontend.launcher import launcher_reads
-
-        graph = compilation.graph
-        compilation.warnings.extend(launcher_reads(Path(graph.root or "."), graph.modules))
+    compilation.warnings.extend(_check_warnings(compilation.graph, args.backend))
     if getattr(args, "profile", None):  # effects assumed but never seen in a run (DAGC158)
         from dagc.unseen import unseen_effects
 
@@ -180,7 +173,7 @@ def _check_each(args: argparse.Namespace, names: list[str]) -> int:
             found.update(dict.fromkeys(exc.diagnostics))
             summaries.append(f"pipeline `{name}`: {sum(d.is_error for d in exc.diagnostics)} error(s)")
             continue
-        found.update(dict.fromkeys([*compilation.warnings, *_multi_rank_warnings(compilation.graph)]))
+        found.update(dict.fromkeys([*compilation.warnings, *_check_warnings(compilation.graph, args.backend)]))
         summaries.append(f"pipeline `{name}`: ok, {len(compilation.graph)} tasks")
     args.pipeline = None
     diagnostics = list(found)
@@ -193,6 +186,19 @@ def _check_each(args: argparse.Namespace, names: list[str]) -> int:
         sys.stderr.write(f"{args.input}: ok — {len(names)} pipelines ({'; '.join(summaries)}), "
                          f"{len(diagnostics)} warning(s)\n")
     return EXIT_OK
+
+
+def _check_warnings(graph: Any, backend: str | None) -> list[Any]:
+    """What `dagc check` says beyond compiling: multi-rank tasks (DAGC161), and for `--backend`, the
+    options it ignores (DAGC160) and, on torch, torchrun's variables read at import (DAGC162)."""
+    found = _multi_rank_warnings(graph)
+    if backend is not None:
+        found += _ignored_option_warnings(graph, backend)
+    if backend == "torch":
+        from dagc.frontend.launcher import launcher_reads
+
+        found += launcher_reads(Path(graph.root or "."), graph.modules)
+    return found
 
 
 def _ignored_option_warnings(graph: Any, backend: str) -> list[Any]:

@@ -2080,6 +2080,10 @@ class Extractor(MapRegions):
 
     def _argument(self, expr: ast.expr, scope: Scope, info: ModuleInfo) -> Value:
         """A task argument; a config instance passed whole is built at run time by its class."""
+        if type(expr) is ast.Name:  # the common case: a task result bound to a name
+            found = scope.env.get(expr.id)
+            if type(found) is Dyn:
+                return found
         value = self._eval(expr, scope, info)
         if isinstance(value, Static) and isinstance(value.value, ConfigValue):
             return self._build_config(value.value, expr, scope, info)
