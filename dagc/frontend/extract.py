@@ -84,7 +84,7 @@ class _Continue(Exception):
     """A `continue` reached while unrolling a loop."""
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)  # (not frozen: built several times per task call, and never changed)
 class Dyn:
     """A run-time value: an operand that refers to at least one task output or parameter."""
 
@@ -95,7 +95,7 @@ class Dyn:
 _PLAIN_LITERALS = frozenset({int, float, str, bool, type(None)})
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)  # (not frozen: built several times per task call, and never changed)
 class Static:
     """A compile-time value (literal, or a StaticRange)."""
 
@@ -110,7 +110,7 @@ class ParamValue:
     value: Any
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True, slots=True)  # (not frozen: built several times per task call, and never changed)
 class Callee:
     symbol: Any  # TaskDef | PipelineDef
     info: ModuleInfo
@@ -2329,8 +2329,12 @@ class Extractor(MapRegions):
         args, kwargs, named = self._bind(call, task, scope, info)
         name = self._node_name(scope.prefix + task.name + scope.suffix)
         span = info.source.span(call)
-        outputs = tuple(output_name(name, i, n_outputs) for i in range(n_outputs))
-        types = _split_types(task.returns, n_outputs)
+        if n_outputs == 1:  # (the common case, without a generator)
+            outputs: tuple[str, ...] = (name,)
+            types: tuple[str | None, ...] = (task.returns,)
+        else:
+            outputs = tuple(output_name(name, i, n_outputs) for i in range(n_outputs))
+            types = _split_types(task.returns, n_outputs)
         deps: dict[str, None] = {}
         for after in task.after:
             for dep in self._nodes_by_task.get(after, ()):
