@@ -143,7 +143,12 @@ def run(quick: bool = False) -> str:
             ray.shutdown()
         lines.append(f"| Ray (1 device) | {stored:.2f} s | {by_hand:.2f} s | `ray.remote` by hand, nothing stored "
                      f"| {stored / by_hand:.2f}x |")
-    lines += ["", "Goals: local within 1.10x of plain Python, Ray within 1.15x of the hand-written chain."]
+    lines += ["", "Goals: local within 1.10x of plain Python, Ray within 1.15x of the hand-written chain.",
+              "Where the time goes, per 256 MiB output: the seal (HMAC-SHA-256, about 0.3 s here) and the write "
+              "(0.1 s into warm page cache, up to 0.9 s where the machine first touches fresh pages); pickling "
+              "copies nothing (tensor data out of band). The local program writes behind the run, but this chain "
+              "computes for about 0.1 s per task, so the three 256 MiB writes are most of what it adds; on Ray "
+              "they run on the workers, beside Ray's own object-store copies."]
     return "\n".join(lines) + "\n"
 
 
