@@ -637,18 +637,15 @@ def build_parser() -> argparse.ArgumentParser:
     _add_format(p)
     p.set_defaults(func=cmd_timeline)
 
-    try:
-        from dagc.plan import add_plan_arguments, run_plan_command
-    except ImportError:
-        pass
-    else:
-        p = sub.add_parser("plan", help="place and schedule tasks on a cluster; print the plan",
-                           description="Partition and schedule a script, a saved IR, STG task graphs (.stg) or "
-                           "WfCommons workflows (.json) on a cluster, and print the plan.")
-        add_plan_arguments(p)
-        if not any("--profile" in a.option_strings for a in p._actions):
-            _add_profile(p)
-        p.set_defaults(func=run_plan_command)
+    from dagc.plan import add_plan_arguments, run_plan_command  # (an import error is a bug to see, not hide)
+
+    p = sub.add_parser("plan", help="place and schedule tasks on a cluster; print the plan",
+                       description="Partition and schedule a script, a saved IR, STG task graphs (.stg) or "
+                       "WfCommons workflows (.json) on a cluster, and print the plan.")
+    add_plan_arguments(p)
+    if not any("--profile" in a.option_strings for a in p._actions):
+        _add_profile(p)
+    p.set_defaults(func=run_plan_command)
     for command in sub.choices.values():  # -v / -q also after the command
         _add_verbosity(command, argparse.SUPPRESS)
         command.set_defaults(command_parser=command)  # its own usage, for its errors

@@ -83,11 +83,16 @@ class CostModel:
     default_out_size: int = DEFAULT_OUT_SIZE
     launch_overhead: float | None = None  # None: LAUNCH_OVERHEAD[backend]
 
+    def __post_init__(self) -> None:
+        if self.launch_overhead is None and self.backend not in LAUNCH_OVERHEAD:
+            # an unknown name would silently get some other backend's overhead
+            raise ValueError(f"unknown backend {self.backend!r}; known: {', '.join(sorted(LAUNCH_OVERHEAD))}")
+
     @property
     def overhead(self) -> float:
         if self.launch_overhead is not None:
             return self.launch_overhead
-        return LAUNCH_OVERHEAD.get(self.backend, LAUNCH_OVERHEAD["local"])
+        return LAUNCH_OVERHEAD[self.backend]
 
     # ---- tasks -------------------------------------------------------------------------------
     def work(self, node: Node) -> tuple[float, float]:

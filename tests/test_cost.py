@@ -48,3 +48,13 @@ def test_defaults_are_reported():
     assert cm.value_bytes(g.node("a")) == 1000
     assert cm.value_bytes(g.node("b")) == DEFAULT_OUT_SIZE
     assert cm.defaulted(g) == {"cost": ["c"], "out_size": ["b"]}
+
+
+def test_an_unknown_backend_is_an_error_not_another_backends_overhead() -> None:
+    import pytest
+
+    from dagc.cost import CostModel
+
+    with pytest.raises(ValueError, match="unknown backend 'spark'; known: local, ray, torch"):
+        CostModel(backend="spark")
+    assert CostModel(backend="spark", launch_overhead=0.5).overhead == 0.5
