@@ -39,7 +39,7 @@ from dagc.runtime.context import TaskContext, reset_context, set_context
 from dagc.runtime.effectcheck import Assumed, EffectViolation, watch
 from dagc.runtime.events import EventLog
 from dagc.runtime.progress import Progress
-from dagc.runtime.store import Cache, RunStore, dumps, flush_writes, write_behind
+from dagc.runtime.store import Cache, Part, RunStore, dumps_outputs, flush_writes, write_behind
 from dagc.runtime.threads import set_threads
 
 __all__ = ["Executor", "TaskSpec", "TaskFailed", "TaskTimeout", "deadline", "NOT_STORABLE"]
@@ -162,6 +162,8 @@ class Executor:
     threads   the threads a task that declares no `cpus=` computes on (None: as the process does;
               dagc.runtime.threads)
     progress  a progress bar to advance as tasks finish (the local program's)
+    write_behind  outputs of tasks outside state groups are written on a background thread
+    carry     the outputs of the task this executor runs (a Ray task's): see `carried`
     """
 
     def __init__(self, tasks: Mapping[str, TaskRow] | None = None, *, store: RunStore | None = None,
@@ -169,8 +171,12 @@ class Executor:
                  context: Mapping[str, Any] | None = None, where: Mapping[str, Any] | None = None,
                  attempt_offset: int = 0, claim: bool = False, process_rank: int | None = None,
                  check: bool = False, modules: list[str] | None = None, threads: int | None = None,
-                 progress: Progress | None = None, write_behind: bool = False) -> None:
+                 progress: Progress | None = None, write_behind: bool = False, carry: int = 0) -> None:
         self.tasks = dict(tasks or {})
+        # carry=N: the task has N outputs, and `carried` keeps the Parts of the last one stored, so that the
+        # process hands the stored pickle on (a Ray worker returns it) instead of pickling the value again
+        self.carry = carry
+        self.carried: list[Part] | None = None
         self.write_behind = write_behind  # outputs written on a background thread; flush() before the end
         self.progress = progress  # advanced by each task this process runs or reuses
         self.threads = threads
@@ -364,13 +370,15 @@ class Executor:
             print(f"dagc: task `{spec.name}` is not cached: {spec.uncached or 'it is not cacheable'}", file=sys.stderr)
         if spec.fingerprint is None or (self.store is None and (self.cache is None or not spec.cache)):
             return None
-        try:
-            data = dumps(value)  # tensor and array data out of band: written from where it lies, not copied
+        try:  # tensor and array data out of band: written from where it lies, not copied
+            data, parts = dumps_outputs(value, self.carry)
         except NOT_STORABLE as exc:
             self._not_storable(spec, value, exc)
             return None
         store, cache = self.store, self.cache if spec.cache else None
         fp = spec.fingerprint
+        if self.carry:
+            self.carried = parts
 
         def write() -> None:
             if store is not None:

@@ -10,7 +10,7 @@
 
 Every file is written atomically (a temporary file in the same directory, then `os.replace`), so a
 process killed mid-write leaves either the whole file or none, and only its owner may read or write it
-(mode 0600). Every stored pickle is *sealed*: a header holds a keyed BLAKE2b digest of the rest, made with
+(mode 0600). Every stored pickle is *sealed*: a header holds an HMAC-SHA-256 digest of the rest, made with
 this user's store key (`~/.dagc/store.key`, or `$DAGC_STORE_KEY`). A file whose digest does not match —
 damaged, truncated, or written by anyone without the key (a planted pickle) — is never unpickled: the
 task that made it runs again (docs/runtime.md, "Integrity and trust"). A task's *fingerprint* is computed
@@ -25,6 +25,7 @@ This module imports nothing from the compiler; emitted programs import it.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import errno
 import hashlib
 import hmac
@@ -43,7 +44,7 @@ from typing import Any
 from urllib.parse import quote
 
 __all__ = ["FORMAT", "RunStore", "Cache", "DamagedOutput", "StorageError", "fingerprint", "value_fingerprint", "output_fingerprint",
-           "atomic_write", "seal", "store_key", "dumps", "Pickled"]
+           "atomic_write", "seal", "write_sealed", "store_key", "dumps", "dumps_outputs", "Pickled", "Part"]
 
 FORMAT = 1
 _FP_TAG = "dagc-fingerprint-1"
@@ -51,6 +52,7 @@ _MAGIC = b"DAGC\x03"  # a sealed file: this, a digest of the rest, the rest (see
 _DIGEST = 32
 _ALIGN = 64
 _HEADER = len(_MAGIC) + _DIGEST
+_OVERLAP = 1 << 24  # bytes from which a seal is hashed while it is written
 _KEY_ENV = "DAGC_STORE_KEY"
 _key: list[bytes] = []
 
@@ -123,6 +125,35 @@ def dumps(value: object) -> Pickled:
     return Pickled(stream.getvalue(), buffers)
 
 
+class Part:
+    """A value already pickled by `dumps`, carried as it is: pickling a Part writes its stream and hands
+    its buffers on out of band (protocol 5), so the value is neither pickled again nor copied; unpickling
+    gives back the value itself. A Ray task returns its stored output as a Part, so the one pickling serves
+    both the run directory and Ray's object store."""
+
+    __slots__ = ("pickled",)
+
+    def __init__(self, pickled: Pickled) -> None:
+        self.pickled = pickled
+
+    def __reduce__(self) -> tuple:
+        return _load_part, (self.pickled.stream, *(pickle.PickleBuffer(b) for b in self.pickled.buffers))
+
+
+def _load_part(stream: bytes, *buffers: Any) -> Any:
+    return pickle.loads(stream, buffers=buffers)
+
+
+def dumps_outputs(value: object, outputs: int) -> tuple[Pickled, list[Part]]:
+    """A task's outputs pickled once: what the store writes, and one Part per output. Several outputs
+    (a tuple of `outputs` values) are stored as a tuple of their Parts, which loads as the tuple."""
+    if outputs > 1 and isinstance(value, tuple) and len(value) == outputs:
+        parts = [Part(dumps(v)) for v in value]
+        return dumps(tuple(parts)), parts
+    pickled = dumps(value)
+    return pickled, [Part(pickled)]
+
+
 class _Pickler(pickle.Pickler):
     """Pickles a plain, contiguous CPU tensor as the bytes of its storage, a numpy array over its memory
     (which protocol 5 keeps out of band), instead of torch's own copy of the storage; tensors sharing one
@@ -159,20 +190,52 @@ def _tensor_from_bytes(array: Any, dtype: str, shape: tuple[int, ...]) -> Any:
     return torch.from_numpy(array).view(getattr(torch, dtype)).reshape(shape)
 
 
-def seal(payload: bytes | memoryview | Pickled) -> list[bytes | memoryview]:
-    """The parts of a sealed file holding `payload` (written one after the other, nothing copied):
-    magic, digest of the rest, the number of buffers, the stream's and each buffer's length, the stream,
-    the buffers."""
+def _body(payload: bytes | memoryview | Pickled) -> list[bytes | memoryview]:
+    """The parts of a sealed file after its header: the number of buffers, the stream's and each buffer's
+    length, the stream, the buffers (each at a multiple of 64 in the file, so loaded arrays are aligned)."""
     pickled = payload if isinstance(payload, Pickled) else Pickled(bytes(payload), [])
     sizes = struct.pack(f"<IQ{len(pickled.buffers)}Q", len(pickled.buffers), len(pickled.stream),
                         *(b.nbytes for b in pickled.buffers))
     body: list[bytes | memoryview] = [sizes, pickled.stream]
     at = _HEADER + len(sizes) + len(pickled.stream)
-    for buffer in pickled.buffers:  # each buffer starts at a multiple of 64: loaded arrays are aligned
+    for buffer in pickled.buffers:
         pad = -at % _ALIGN
         body += [b"\0" * pad, buffer]
         at += pad + buffer.nbytes
+    return body
+
+
+def seal(payload: bytes | memoryview | Pickled) -> list[bytes | memoryview]:
+    """The parts of a sealed file holding `payload` (written one after the other, nothing copied):
+    magic, digest of the rest, the rest (`_body`)."""
+    body = _body(payload)
     return [_MAGIC, _digest(body), *body]
+
+
+def write_sealed(path: Path, payload: bytes | memoryview | Pickled) -> int:
+    """Write `payload` sealed to `path`, atomically (see `atomic_write`). A large payload is hashed on a
+    second thread while it is written (both release the GIL), and its header written last: the seal
+    costs the longer of the two, not their sum. Returns the bytes written."""
+    body = _body(payload)
+    size = sum(len(part) for part in body)
+    if size < _OVERLAP:
+        return atomic_write(path, [_MAGIC, _digest(body), *body])
+    digest: list[bytes] = []
+    hasher = threading.Thread(target=lambda: digest.append(_digest(body)), name="dagc-seal", daemon=True)
+    hasher.start()
+
+    def write(f: Any) -> None:
+        f.write(bytes(_HEADER))  # the header's place, filled once the digest is known
+        try:
+            for part in body:
+                f.write(part)
+        finally:
+            hasher.join()
+        f.seek(0)
+        f.write(_MAGIC + digest[0])
+
+    _atomically(path, write)
+    return _HEADER + size
 
 
 def check_sealed(path: Path) -> str | None:
@@ -196,25 +259,27 @@ def load_sealed(path: Path) -> Any:
     """Unpickle a sealed file after checking it; DamagedOutput when it fails the check. Out-of-band
     buffers are read into one writable block and used in place (arrays and tensors are views of it)."""
     with path.open("rb") as f:
-        data = bytearray(os.fstat(f.fileno()).st_size)
-        f.readinto(data)
-    view = memoryview(data)
-    if len(data) < _HEADER + 12 or not data.startswith(_MAGIC):
+        size = os.fstat(f.fileno()).st_size
+        block = bytearray(size + _ALIGN)  # read at a 64-byte boundary, so that the buffers in it are too
+        start = -ctypes.addressof(ctypes.c_char.from_buffer(block)) % _ALIGN
+        view = memoryview(block)[start:start + size]
+        f.readinto(view)
+    if size < _HEADER + 12 or view[:len(_MAGIC)] != _MAGIC:
         raise DamagedOutput(f"{path}: not a sealed dagc file (damaged, truncated, or written by something else)")
     if not hmac.compare_digest(_digest([view[_HEADER:]]), bytes(view[len(_MAGIC):_HEADER])):
         raise DamagedOutput(f"{path}: its contents do not match their digest (damaged, or not written by this "
                             "user's dagc)")
-    count, length = struct.unpack_from("<IQ", data, _HEADER)
-    sizes = struct.unpack_from(f"<{count}Q", data, _HEADER + 12)
+    count, length = struct.unpack_from("<IQ", view, _HEADER)
+    sizes = struct.unpack_from(f"<{count}Q", view, _HEADER + 12)
     at = _HEADER + 12 + 8 * count
     stream = view[at:at + length]
     at += length
     buffers = []
-    for size in sizes:
+    for nbytes in sizes:
         at += -at % _ALIGN
-        buffers.append(view[at:at + size])
-        at += size
-    if at != len(data):
+        buffers.append(view[at:at + nbytes])
+        at += nbytes
+    if at != size:
         raise DamagedOutput(f"{path}: its parts do not add up to its size (damaged)")
     return pickle.loads(stream, buffers=buffers)
 
@@ -240,13 +305,23 @@ def output_fingerprint(task_fingerprint: str, index: int = 0) -> str:
 def atomic_write(path: Path, data: bytes | memoryview | list[bytes | memoryview]) -> int:
     """Write `data` (or its parts, one after the other) to `path` so that readers see the old file, or
     the whole new one; only the owner may read it (mkstemp's mode 0600). Returns the bytes written."""
+    parts = data if isinstance(data, list) else [data]
+
+    def write(f: Any) -> None:
+        for part in parts:
+            f.write(part)
+
+    _atomically(path, write)
+    return sum(len(p) for p in parts)
+
+
+def _atomically(path: Path, write: Any) -> None:
+    """Run `write(file)` on a new temporary file beside `path` (mode 0600), then move it to `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    parts = data if isinstance(data, list) else [data]
     try:
         with os.fdopen(fd, "wb") as f:
-            for part in parts:
-                f.write(part)
+            write(f)
         os.replace(tmp, path)
     except BaseException:
         try:
@@ -254,7 +329,6 @@ def atomic_write(path: Path, data: bytes | memoryview | list[bytes | memoryview]
         except OSError:
             pass
         raise
-    return sum(len(p) for p in parts)
 
 
 def unwritable(path: Path, exc: OSError, run_dir: Path | None = None) -> str:
@@ -425,7 +499,7 @@ class RunStore:
     def save_bytes(self, task: str, fp: str, data: bytes | Pickled) -> int:
         """Persist a task's already pickled outputs (sealed); returns the size of the pickle."""
         try:
-            atomic_write(self.path(task, fp), seal(data))
+            write_sealed(self.path(task, fp), data)
         except OSError as exc:
             raise StorageError(unwritable(self.path(task, fp), exc, self.root)) from exc
         return data.size if isinstance(data, Pickled) else len(data)
@@ -476,7 +550,7 @@ class RunStore:
     def save_result(self, value: object) -> int:
         data = dumps(value)
         try:
-            atomic_write(self.result_path, seal(data))
+            write_sealed(self.result_path, data)
         except OSError as exc:
             raise StorageError(unwritable(self.result_path, exc, self.root)) from exc
         return data.size
@@ -568,7 +642,7 @@ class Cache:
         if self.__dict__.get("_broken") or self.has(fp):
             return size
         try:
-            atomic_write(self.path(fp), seal(data))
+            write_sealed(self.path(fp), data)
         except OSError as exc:
             self._broken = True
             sys.stderr.write(f"dagc: warning: {unwritable(self.path(fp), exc)}; outputs are no longer added to "

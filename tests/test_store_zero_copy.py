@@ -1,0 +1,136 @@
+"""What storing an output costs: tensors and arrays are pickled without a copy (protocol 5, their data out of
+band), a large seal is hashed while it is written, and a Ray task's output is pickled once, for the run
+directory and Ray's object store alike."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from dagc.backends import emit
+from dagc.cluster import parse_cluster_spec
+from dagc.driver import compile_file
+from dagc.runtime.store import DamagedOutput, Part, dumps, dumps_outputs, load_sealed, write_sealed
+
+
+def _address(view: memoryview) -> int:
+    """Where the memory `view` shows lies."""
+    return int(np.frombuffer(view, dtype=np.uint8).ctypes.data)
+
+
+def test_a_tensor_is_pickled_without_copying_its_data() -> None:
+    x = torch.arange(1 << 20, dtype=torch.float32)
+    pickled = dumps({"x": x, "also": x.view(1024, 1024)})
+    assert len(pickled.stream) < 1024  # the data is not in the stream
+    assert len(pickled.buffers) == 1  # one storage, shared by both tensors
+    assert _address(pickled.buffers[0]) == x.data_ptr() and pickled.buffers[0].nbytes == x.nbytes
+    loaded = pickle.loads(pickled.stream, buffers=pickled.buffers)
+    assert torch.equal(loaded["x"], x) and loaded["also"].shape == (1024, 1024)
+    assert loaded["x"].untyped_storage().data_ptr() == loaded["also"].untyped_storage().data_ptr()
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.arange(12.0).reshape(3, 4).t(),  # not contiguous
+    lambda: torch.arange(12.0)[3:],  # an offset into its storage
+    lambda: torch.arange(6.0, requires_grad=True),
+    lambda: torch.tensor([1 + 2j, 3 - 1j]).conj(),
+])
+def test_tensors_it_cannot_view_are_pickled_as_torch_does(make) -> None:  # type: ignore[no-untyped-def]
+    x = make()
+    pickled = dumps(x)
+    loaded = pickle.loads(pickled.stream, buffers=pickled.buffers)
+    assert torch.equal(loaded.detach().resolve_conj(), x.detach().resolve_conj())
+    assert loaded.requires_grad == x.requires_grad
+
+
+def test_a_large_seal_round_trips_aligned_and_writable_and_catches_a_flipped_byte(tmp_path: Path) -> None:
+    x = torch.rand(5 << 20)  # 20 MiB: hashed while written
+    y = np.arange(1000, dtype=np.int64)
+    path = tmp_path / "out.pkl"
+    written = write_sealed(path, dumps((x, y, "tag")))
+    assert written == path.stat().st_size and oct(path.stat().st_mode & 0o777) == "0o600"
+    lx, ly, tag = load_sealed(path)
+    assert torch.equal(lx, x) and np.array_equal(ly, y) and tag == "tag"
+    assert lx.data_ptr() % 64 == 0 and ly.ctypes.data % 64 == 0  # aligned where they lie in the file
+    lx += 1  # a loaded tensor owns writable memory
+    ly[0] = 7
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 1  # inside the tensor's data
+    path.write_bytes(bytes(data))
+    with pytest.raises(DamagedOutput, match="do not match their digest"):
+        load_sealed(path)
+
+
+def test_a_part_carries_its_pickle_on_without_pickling_or_copying_again() -> None:
+    x = torch.arange(1 << 16, dtype=torch.float64)
+    stored, parts = dumps_outputs((x, "label", [1, 2]), 3)
+    assert len(parts) == 3 and all(isinstance(p, Part) for p in parts)
+    buffers: list[pickle.PickleBuffer] = []
+    stream = pickle.dumps(parts[0], protocol=5, buffer_callback=buffers.append)
+    assert len(stream) < 1024 and len(buffers) == 1
+    assert _address(buffers[0].raw()) == x.data_ptr()  # handed on where it lies
+    read_only = [memoryview(b.raw()).toreadonly() for b in buffers]  # as an object store gives them
+    got = pickle.loads(stream, buffers=read_only)
+    assert torch.equal(got, x)
+    got += 1  # still a tensor of its own
+    assert torch.equal(x, torch.arange(1 << 16, dtype=torch.float64))
+    # the stored file holds the outputs as a tuple
+    assert pickle.loads(stored.stream, buffers=stored.buffers)[1:] == ("label", [1, 2])
+    one, [part] = dumps_outputs(x, 1)
+    assert part.pickled is one
+
+
+COUNTED = '''\
+import dagc
+
+COUNT = {count!r}
+
+
+class Counted:
+    """A value that notes each time it is pickled (in the file COUNT)."""
+
+    def __init__(self, payload: list) -> None:
+        self.payload = payload
+
+    def __reduce__(self):
+        with open(COUNT, "a") as f:
+            f.write("pickled\\n")
+        return Counted, (self.payload,)
+
+
+@dagc.task
+def make(n: int) -> Counted:
+    return Counted(list(range(n)))
+
+
+@dagc.task
+def size(c: Counted) -> int:
+    return len(c.payload)
+
+
+@dagc.pipeline
+def counted(n: int = 5):
+    return size(make(n))
+'''
+
+
+@pytest.mark.slow
+def test_a_ray_tasks_output_is_pickled_once(tmp_path: Path, ray_cluster) -> None:  # type: ignore[no-untyped-def]
+    script = tmp_path / "counted.py"
+    count = tmp_path / "count.txt"
+    script.write_text(COUNTED.format(count=str(count)), encoding="utf-8")
+    program = tmp_path / "counted_ray.py"
+    program.write_text(emit(compile_file(script, cluster=parse_cluster_spec("1")), "ray", program))
+    proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--run-dir",
+                           str(tmp_path / "run"), "--result", str(tmp_path / "r.pkl")], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == 5
+    # once: stored and sent to `size` by the one pickle (Ray's object store takes it as it is)
+    assert count.read_text().count("pickled") == 1
