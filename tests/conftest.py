@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from tests.interpreters import run_python
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "samples"
@@ -58,7 +59,7 @@ def write_project(tmp_path: Path):
 def run_dagc(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run the real `dagc` command line in a subprocess."""
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "dagc.cli", *args], cwd=cwd or REPO, env=full_env,
+    return run_python(["-m", "dagc.cli", *args], cwd=cwd or REPO, env=full_env,
                           capture_output=True, text=True, timeout=600)
 
 

@@ -4,14 +4,13 @@ backend with the plain run share (the plain run itself is tests.test_backend_loc
 from __future__ import annotations
 
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from dagc.backends import emit
 from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
+from tests.interpreters import run_python
 
 __all__ = ["run_local", "run_ray", "run_torch"]
 
@@ -23,7 +22,7 @@ def run_local(script: Path, pipeline: str, params: dict[str, Any], tmp: Path, *a
     program = tmp / f"{pipeline.replace('.', '_')}_local.py"
     program.write_text(emit(compile_file(script, pipeline_name=pipeline, params=params), "local", program))
     _ruff_clean(program)
-    subprocess.run([sys.executable, str(program), "--result", str(tmp / "local.pkl"), *args], check=True,
+    run_python([str(program), "--result", str(tmp / "local.pkl"), *args], check=True,
                    timeout=120)
     return pickle.loads((tmp / "local.pkl").read_bytes())
 
@@ -33,7 +32,7 @@ def run_ray(script: Path, pipeline: str, params: dict[str, Any], tmp: Path, addr
     graph = compile_file(script, pipeline_name=pipeline, params=params, cluster=parse_cluster_spec(str(devices)))
     program = tmp / f"{pipeline.replace('.', '_')}_ray.py"
     program.write_text(emit(graph, "ray", program))
-    proc = subprocess.run([sys.executable, str(program), "--address", address, "--result", str(tmp / "ray.pkl"),
+    proc = run_python([str(program), "--address", address, "--result", str(tmp / "ray.pkl"),
                            "--run-dir", str(tmp / "ray-run")], capture_output=True, text=True, timeout=300, cwd=tmp)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return pickle.loads((tmp / "ray.pkl").read_bytes())

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 
 from dagc.backends import emit
 from dagc.driver import compile_file
 from tests.conftest import REPO, SAMPLES, run_dagc
+from tests.interpreters import run_python
 
 
 def _plain_result(script: Path, pipeline: str, tmp: Path, **params: object) -> object:
@@ -24,12 +23,12 @@ def _plain_result(script: Path, pipeline: str, tmp: Path, **params: object) -> o
         "fn = getattr(ns[owner](), method) if owner else ns[method]\n"
         f"pickle.dump(fn(**{params!r}), open({str(out)!r}, 'wb'))\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+    run_python(["-c", code], check=True, timeout=300)
     return pickle.loads(out.read_bytes())
 
 
 def _ruff_clean(path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", str(path)],
+    proc = run_python(["-m", "ruff", "check", "--isolated", str(path)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -41,7 +40,7 @@ def test_quickstart_local_equals_plain_run(tmp_path: Path) -> None:
     program.write_text(emit(graph, "local", program))
     _ruff_clean(program)
     result_path = tmp_path / "local.pkl"
-    subprocess.run([sys.executable, str(program), "--result", str(result_path)], check=True, timeout=300)
+    run_python([str(program), "--result", str(result_path)], check=True, timeout=300)
     local = pickle.loads(result_path.read_bytes())
     plain = _plain_result(SAMPLES / "quickstart.py", "quickstart", tmp_path)
     assert local == plain
@@ -61,9 +60,9 @@ def test_program_help_and_relocation(tmp_path: Path, write_project) -> None:
     program.parent.mkdir()
     program.write_text(emit(graph, "local", program))
     _ruff_clean(program)
-    helped = subprocess.run([sys.executable, str(program), "--help"], capture_output=True, text=True, check=True)
+    helped = run_python([str(program), "--help"], capture_output=True, text=True, check=True)
     assert "--result" in helped.stdout and "--source-root" in helped.stdout
-    out = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, check=True,
+    out = run_python([str(program)], capture_output=True, text=True, check=True,
                          cwd=tmp_path)
     assert out.stdout.strip() == "([41, 42], {'k': 42, 'c': 3})"
 
@@ -98,7 +97,7 @@ def test_cse_and_dce_change_what_runs(tmp_path: Path, write_project) -> None:
     assert [n.name for n in graph] == ["load", "log"]
     program = tmp_path / "m_local.py"
     program.write_text(emit(graph, "local", program))
-    out = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, check=True)
+    out = run_python([str(program)], capture_output=True, text=True, check=True)
     assert out.stdout.splitlines() == ["logged 6", "(6, 6)"]
 
 
@@ -113,7 +112,7 @@ def test_cli_compile_writes_every_artefact(tmp_path: Path, monkeypatch) -> None:
         assert name in proc.stdout
     assert (out / "quickstart.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
     # the emitted program runs from its own directory
-    run = subprocess.run([sys.executable, str(out / "quickstart_local.py"), "--result", str(tmp_path / "r.pkl")],
+    run = run_python([str(out / "quickstart_local.py"), "--result", str(tmp_path / "r.pkl")],
                          cwd=tmp_path, timeout=300)
     assert run.returncode == 0
     # emit from the saved IR gives the same program as from the script

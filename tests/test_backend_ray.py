@@ -21,6 +21,7 @@ from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
 from dagc.runtime import read_events
 from tests.conftest import SAMPLES
+from tests.interpreters import run_python
 from tests.test_backend_local import _plain_result, _ruff_clean
 
 pytestmark = pytest.mark.slow
@@ -48,7 +49,7 @@ def _write(tmp: Path, graph, name: str = "prog_ray.py", text: str | None = None)
 
 
 def _run(program: Path, cluster, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(program), "--address", cluster.address, *args],
+    return run_python([str(program), "--address", cluster.address, *args],
                           capture_output=True, text=True, timeout=timeout, cwd=program.parent)
 
 
@@ -60,7 +61,7 @@ def test_quickstart_ray_equals_plain_run(tmp_path: Path, cluster) -> None:
     graph = compile_file(SAMPLES / "quickstart.py")
     program = _write(tmp_path, graph)
     _ruff_clean(program)
-    helped = subprocess.run([sys.executable, str(program), "--help"], capture_output=True, text=True, check=True)
+    helped = run_python([str(program), "--help"], capture_output=True, text=True, check=True)
     for option in ("--address", "--resume", "--result", "--run-dir", "--source-root"):
         assert option in helped.stdout
     proc = _run(program, cluster, "--run-dir", str(tmp_path / "run"), "--result", str(tmp_path / "ray.pkl"))
@@ -351,7 +352,7 @@ def test_region_asks_for_what_its_body_needs(tmp_path: Path, write_project) -> N
     assert f"{cond.name!r}: {{'CPU': 1, 'GPU': 1}}," in text
     assert "num_gpus=1" in text and "max_retries=2" in text  # exceptions: retried by the executor
     assert "load_modules" not in text and "importlib" not in text and "unused = 3" not in text
-    helped = subprocess.run([sys.executable, str(program), "--help"], capture_output=True, text=True, check=True)
+    helped = run_python([str(program), "--help"], capture_output=True, text=True, check=True)
     assert "--placement" in helped.stdout
 
 
@@ -463,7 +464,7 @@ def test_a_value_read_on_two_nodes_is_stored_once_and_fetched(tmp_path: Path, cl
     _ruff_clean(program)
     spy, out = tmp_path / "spy.py", tmp_path / "calls.json"
     spy.write_text(_SPY)
-    proc = subprocess.run([sys.executable, str(spy), str(program), str(out), "--address", cluster.address,
+    proc = run_python([str(spy), str(program), str(out), "--address", cluster.address,
                            "--result", str(tmp_path / "r.pkl")], capture_output=True, text=True, timeout=180,
                           cwd=program.parent)
     assert proc.returncode == 0, proc.stderr
@@ -553,7 +554,7 @@ def test_two_rank_task_then_downstream_on_a_local_two_device_ray(tmp_path: Path,
     _, program, _ = _project_program(tmp_path, write_project, projects.GANG, "gang.py",
                                      cluster=parse_cluster_spec("2"))
     assert "ranks=2" in program.read_text() and "DEVICES = [" in program.read_text()
-    proc = subprocess.run([sys.executable, str(program), "--run-dir", str(tmp_path / "run"),
+    proc = run_python([str(program), "--run-dir", str(tmp_path / "run"),
                            "--result", str(tmp_path / "r.pkl")], capture_output=True, text=True, timeout=240,
                           cwd=program.parent)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -636,14 +637,14 @@ def test_program_on_a_two_process_ray_cluster(tmp_path: Path) -> None:
         probe = ("import ray, sys; ray.init(address=sys.argv[1], log_to_driver=False); "
                  "print(sum(n['Alive'] for n in ray.nodes()))")
         while time.monotonic() < deadline:
-            nodes = subprocess.run([sys.executable, "-c", probe, address], capture_output=True, text=True,
+            nodes = run_python(["-c", probe, address], capture_output=True, text=True,
                                    env={**os.environ, **env}, timeout=60)
             if nodes.stdout.strip() == "2":
                 break
             time.sleep(2)
         else:
             pytest.fail(f"the second Ray node did not join: {nodes.stdout} {nodes.stderr[-2000:]}")
-        proc = subprocess.run([sys.executable, str(program), "--address", address, "--run-dir", str(tmp_path / "run"),
+        proc = run_python([str(program), "--address", address, "--run-dir", str(tmp_path / "run"),
                                "--result", str(tmp_path / "r.pkl")], capture_output=True, text=True, timeout=240,
                               cwd=tmp_path, env={**os.environ, **env})
         assert proc.returncode == 0, proc.stderr[-3000:]

@@ -11,12 +11,13 @@ import multiprocessing
 import pickle
 import runpy
 import socket
-import subprocess
 import sys
 import uuid
 from pathlib import Path
 
 import pytest
+
+from tests.interpreters import run_python
 
 torch = pytest.importorskip("torch")
 
@@ -91,7 +92,7 @@ def _emit(path: Path, out: Path, ranks: int, **params: object) -> Path:
 
 
 def _ruff_clean(path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", str(path)],
+    proc = run_python(["-m", "ruff", "check", "--isolated", str(path)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -105,7 +106,7 @@ def quickstart_plain(tmp_path_factory: pytest.TempPathFactory) -> object:
         f"ns = runpy.run_path({str(SAMPLES / 'quickstart.py')!r}, run_name='plain')\n"
         f"pickle.dump(ns['quickstart'](), open({str(out)!r}, 'wb'))\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=300)
+    run_python(["-c", code], check=True, timeout=300)
     return pickle.loads(out.read_bytes())
 
 
@@ -271,7 +272,7 @@ def test_emitted_plan_is_checked(tmp_path: Path, write_project) -> None:
 
 def test_program_help_lists_options(tmp_path: Path) -> None:
     program = _emit(SAMPLES / "quickstart.py", tmp_path / "q.py", 2)
-    out = subprocess.run([sys.executable, str(program), "--help"], capture_output=True, text=True, check=True)
+    out = run_python([str(program), "--help"], capture_output=True, text=True, check=True)
     for option in ("--result", "--run-dir", "--timeout", "--nproc", "--max-restarts"):
         assert option in out.stdout
 

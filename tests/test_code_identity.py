@@ -6,8 +6,6 @@ and everything after it, on local, Ray and torch, and says so."""
 from __future__ import annotations
 
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from dagc.backends import emit
 from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
 from dagc.runtime import read_events
+from tests.interpreters import run_python
 from tests.test_effects import _torch_program
 
 FLOW = '''\
@@ -87,12 +86,12 @@ def test_local_resume_after_editing_a_helper_recomputes_what_runs_it(tmp_path: P
     program = tmp_path / "p_local.py"
     program.write_text(emit(compile_file(script), "local", program))
     run_dir = tmp_path / "run"
-    subprocess.run([sys.executable, str(program), "--run-dir", str(run_dir), "--result", str(tmp_path / "a.pkl")],
+    run_python([str(program), "--run-dir", str(run_dir), "--result", str(tmp_path / "a.pkl")],
                    check=True, timeout=120)
     assert pickle.loads((tmp_path / "a.pkl").read_bytes()) == 12 + 36
     helpers = script.parent / "helpers.py"
     helpers.write_text(HELPERS.replace("x * 2", "x * 3"), encoding="utf-8")  # the same emitted program
-    proc = subprocess.run([sys.executable, str(program), "--resume", str(run_dir), "--result",
+    proc = run_python([str(program), "--resume", str(run_dir), "--result",
                            str(tmp_path / "b.pkl")], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert pickle.loads((tmp_path / "b.pkl").read_bytes()) == 18 + 36
@@ -100,7 +99,7 @@ def test_local_resume_after_editing_a_helper_recomputes_what_runs_it(tmp_path: P
     # first run: all four; the resume: the edited task and what follows it, not `load` nor `shift`
     assert _ran(run_dir) == sorted(["load", "transform", "shift", "total", "transform", "total"])
     helpers.write_text(HELPERS.replace("x + self.k", "x - self.k"), encoding="utf-8")  # a method of a class
-    proc = subprocess.run([sys.executable, str(program), "--resume", str(run_dir), "--result",
+    proc = run_python([str(program), "--resume", str(run_dir), "--result",
                            str(tmp_path / "c.pkl")], capture_output=True, text=True, timeout=120)
     assert pickle.loads((tmp_path / "c.pkl").read_bytes()) == 12 + (1 + 2 + 3 - 30)
     assert "`shift`" in proc.stderr
@@ -116,7 +115,7 @@ def test_ray_and_torch_resume_after_editing_a_helper(tmp_path: Path, ray_cluster
     program.write_text(emit(compile_file(script, cluster=parse_cluster_spec("2")), "ray", program))
     torch_program = _torch_program(script, "p", {}, tmp_path / "p_torch.py", split=("transform", "shift"))
     for name, run in (
-        ("ray", lambda argv: subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, *argv],
+        ("ray", lambda argv: run_python([str(program), "--address", ray_cluster.address, *argv],
                                             capture_output=True, text=True, timeout=300, cwd=tmp_path)),
         ("torch", lambda argv: launch(torch_program, 2, argv)),
     ):
@@ -210,10 +209,10 @@ def test_resume_after_a_failure_mid_training_equals_an_uninterrupted_run(tmp_pat
     else:
         program = tmp_path / "training_local.py"
         program.write_text(emit(compile_file(script), "local", program))
-        first = subprocess.run([sys.executable, str(program), "--run-dir", str(run_dir)], capture_output=True,
+        first = run_python([str(program), "--run-dir", str(run_dir)], capture_output=True,
                                text=True, timeout=120, env={**os.environ, **env})
         assert first.returncode == 1 and "injected failure" in first.stderr
-        subprocess.run([sys.executable, str(program), "--resume", str(run_dir), "--result", str(tmp_path / "r.pkl")],
+        run_python([str(program), "--resume", str(run_dir), "--result", str(tmp_path / "r.pkl")],
                        check=True, timeout=120, env={**os.environ, **env})
     assert (tmp_path / "failed-once").exists()  # the failure happened
     # the model and its optimizer are rebuilt together (a state is reused only whole): the optimizer still

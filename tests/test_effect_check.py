@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pickle
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from dagc.backends import emit
 from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
 from dagc.runtime.effectcheck import Assumed, EffectViolation, watch
+from tests.interpreters import run_python
 from tests.test_backend_local import _plain_result
 from tests.test_effects import _torch_program
 
@@ -62,7 +62,7 @@ def _script(tmp_path: Path, declared: bool = False) -> Path:
 def _local(tmp_path: Path, script: Path, *extra: str) -> subprocess.CompletedProcess:
     program = tmp_path / "sneaky_local.py"
     program.write_text(emit(compile_file(script), "local", program))
-    return subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl"), *extra],
+    return run_python([str(program), "--result", str(tmp_path / "r.pkl"), *extra],
                           capture_output=True, text=True, timeout=120)
 
 
@@ -100,7 +100,7 @@ def test_ray_and_torch_stop_with_check_effects(tmp_path: Path, ray_cluster) -> N
     script = _script(tmp_path)
     program = tmp_path / "sneaky_ray.py"
     program.write_text(emit(compile_file(script, cluster=parse_cluster_spec("2")), "ray", program))
-    proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--check-effects",
+    proc = run_python([str(program), "--address", ray_cluster.address, "--check-effects",
                            "--result", str(tmp_path / "ray.pkl")], capture_output=True, text=True, timeout=300,
                           cwd=tmp_path)
     assert proc.returncode == 1
@@ -178,7 +178,7 @@ def test_check_profile_names_what_no_call_changed(tmp_path: Path) -> None:
     assert "make" in graph.node("use").attrs["effects.mutates"]  # `config` may be changed
     program = tmp_path / "loose_local.py"
     program.write_text(emit(graph, "local", program))
-    subprocess.run([sys.executable, str(program), "--run-dir", str(tmp_path / "run")], check=True, timeout=120)
+    run_python([str(program), "--run-dir", str(tmp_path / "run")], check=True, timeout=120)
     proc = run_dagc("check", str(script), "--profile", str(tmp_path / "run"))
     assert proc.returncode == 0, proc.stderr
     assert "warning[DAGC158]: task `use` never changed `config` in the 2 call(s)" in proc.stderr

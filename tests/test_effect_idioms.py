@@ -10,8 +10,6 @@ ranks); docs/ir.md, "Effects and state"."""
 from __future__ import annotations
 
 import pickle
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
 from dagc.ir.effects import node_effects, state_groups
 from tests.engines import run_local, run_ray, run_torch
+from tests.interpreters import run_python
 from tests.test_backend_local import _plain_result
 from tests.test_effects import _torch_program
 
@@ -501,7 +500,7 @@ def test_local_cache_twice_equals_plain_run(tmp_path: Path) -> None:
     program = tmp_path / "chain_local.py"
     program.write_text(emit(compile_file(script), "local", program))
     first, second = _twice_with_one_cache(
-        lambda argv: subprocess.run([sys.executable, str(program), *argv], check=True, timeout=120), tmp_path)
+        lambda argv: run_python([str(program), *argv], check=True, timeout=120), tmp_path)
     assert first == second == [1.0, 2.0, 3.0]
 
 
@@ -513,7 +512,7 @@ def test_ray_cache_twice_equals_plain_run(tmp_path: Path, ray_cluster) -> None:
     program.write_text(emit(compile_file(script, cluster=parse_cluster_spec("2")), "ray", program))
 
     def run(argv: list[str]) -> None:
-        proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, *argv],
+        proc = run_python([str(program), "--address", ray_cluster.address, *argv],
                               capture_output=True, text=True, timeout=300, cwd=tmp_path)
         assert proc.returncode == 0, proc.stderr[-3000:]
 
@@ -612,7 +611,7 @@ def test_the_catalogue_is_what_torch_says() -> None:
     """dagc/frontend/torch_effects.json is generated from the installed torch, not written by hand."""
     from tests.conftest import REPO
 
-    proc = subprocess.run([sys.executable, str(REPO / "scripts" / "gen_effect_catalog.py"), "--check"],
+    proc = run_python([str(REPO / "scripts" / "gen_effect_catalog.py"), "--check"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
 
@@ -705,7 +704,7 @@ def test_mixed_effects_local_equals_plain(tmp_path: Path, seed: int) -> None:
         assert not [c for c in group.cells if c.startswith("global:")], group
     program = script.parent / "mixed_local.py"
     program.write_text(emit(graph, "local", program))
-    subprocess.run([sys.executable, str(program), "--result", str(script.parent / "r.pkl")], check=True,
+    run_python([str(program), "--result", str(script.parent / "r.pkl")], check=True,
                    timeout=60, capture_output=True)
     assert pickle.loads((script.parent / "r.pkl").read_bytes()) == plain
 
@@ -720,7 +719,7 @@ def test_mixed_effects_ray_and_torch_equal_plain(tmp_path: Path, ray_cluster, se
     graph = compile_file(script, cluster=parse_cluster_spec("2"))
     program = tmp_path / "mixed_ray.py"
     program.write_text(emit(graph, "ray", program))
-    proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--result",
+    proc = run_python([str(program), "--address", ray_cluster.address, "--result",
                            str(tmp_path / "ray.pkl")], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert pickle.loads((tmp_path / "ray.pkl").read_bytes()) == plain
@@ -776,7 +775,7 @@ def test_local_cache_replays_console_output_and_names_what_it_cannot_cache(tmp_p
     graph = compile_file(script, params={"path": str(tmp_path / "out.txt")})
     program = tmp_path / "loud_local.py"
     program.write_text(emit(graph, "local", program))
-    runs = [subprocess.run([sys.executable, str(program), "--cache", str(tmp_path / "cache")], capture_output=True,
+    runs = [run_python([str(program), "--cache", str(tmp_path / "cache")], capture_output=True,
                            text=True, timeout=120, check=True) for _ in range(2)]
     _check_replayed(runs[0].stdout + runs[0].stderr, runs[1].stdout + runs[1].stderr)
 
@@ -789,7 +788,7 @@ def test_ray_and_torch_cache_replay_console_output(tmp_path: Path, ray_cluster) 
     graph = compile_file(script, params=params, cluster=parse_cluster_spec("2"))
     program = tmp_path / "loud_ray.py"
     program.write_text(emit(graph, "ray", program))
-    runs = [subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--cache",
+    runs = [run_python([str(program), "--address", ray_cluster.address, "--cache",
                             str(tmp_path / "ray_cache")], capture_output=True, text=True, timeout=300, cwd=tmp_path)
             for _ in range(2)]
     assert all(r.returncode == 0 for r in runs), runs[-1].stderr[-3000:]
@@ -797,7 +796,7 @@ def test_ray_and_torch_cache_replay_console_output(tmp_path: Path, ray_cluster) 
     assert "reused from the cache; its output, replayed:" in runs[1].stderr
     assert "shouting 1" in runs[1].stdout and "shouting 2" in runs[1].stdout
     torch_program = _torch_program(script, "loud", params, tmp_path / "loud_torch.py")
-    runs = [subprocess.run([sys.executable, str(torch_program), "--cache", str(tmp_path / "tc")],
+    runs = [run_python([str(torch_program), "--cache", str(tmp_path / "tc")],
                            capture_output=True, text=True, timeout=300, cwd=tmp_path) for _ in range(2)]
     assert all(r.returncode == 0 for r in runs), runs[-1].stderr[-3000:]
     _check_replayed(runs[0].stdout + runs[0].stderr, runs[1].stdout + runs[1].stderr)

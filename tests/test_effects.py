@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import pickle
 import random
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from dagc.driver import compile_file
 from dagc.frontend.effects import EffectAnalyzer, Effects
 from dagc.frontend.modules import Project
 from dagc.ir.effects import state_groups
+from tests.interpreters import run_python
 from tests.test_backend_local import _plain_result, _ruff_clean
 
 HEAD = "import random\nimport dagc\n\n"
@@ -379,7 +378,7 @@ def test_objects_written_at_the_call_or_held_by_one_name_are_fine(tmp_path: Path
     graph = compile_file(path)
     program = tmp_path / "p_local.py"
     program.write_text(emit(graph, "local", program))
-    subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
+    run_python([str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
     assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == _plain_result(path, "p", tmp_path) == ([2, 3],
                                                                                                         {"k": [9]})
 
@@ -425,7 +424,7 @@ def test_cse_keeps_apart_pure_results_that_are_changed_later(tmp_path: Path) -> 
     assert [d.code for d in compilation.warnings] == ["DAGC153"]
     program = tmp_path / "p_local.py"
     program.write_text(emit(compilation.graph, "local", program))
-    subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
+    run_python([str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
     assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == _plain_result(path, "p", tmp_path) == (
         [1, 0, 0], [0, 0, 0], [0, 0], [0, 0])
 
@@ -645,7 +644,7 @@ def test_local_equals_plain_run(tmp_path: Path, idioms, name: str) -> None:
     program = tmp_path / f"{name}_local.py"
     program.write_text(emit(graph, "local", program))
     _ruff_clean(program)
-    subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
+    run_python([str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
     assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]
 
 
@@ -659,7 +658,7 @@ def test_ray_on_two_devices_equals_plain_run(tmp_path: Path, idioms, ray_cluster
     program = tmp_path / f"{name}_ray.py"
     program.write_text(emit(graph, "ray", program))
     _ruff_clean(program)
-    proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--result",
+    proc = run_python([str(program), "--address", ray_cluster.address, "--result",
                            str(tmp_path / "r.pkl"), "--run-dir", str(tmp_path / "run")],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -777,7 +776,7 @@ def test_random_mutation_patterns_local_equals_plain(tmp_path: Path, seed: int) 
     graph = compile_file(script)
     program = directory / "rnd_local.py"
     program.write_text(emit(graph, "local", program))
-    subprocess.run([sys.executable, str(program), "--result", str(directory / "r.pkl")], check=True, timeout=60)
+    run_python([str(program), "--result", str(directory / "r.pkl")], check=True, timeout=60)
     assert pickle.loads((directory / "r.pkl").read_bytes()) == plain
 
 

@@ -20,6 +20,7 @@ from dagc.ir.parser import parse_graph
 from dagc.ir.printer import print_graph
 from dagc.ir.serialize import dumps, loads
 from dagc.runtime.events import read_events
+from tests.interpreters import run_python
 
 # Kubeflow's ExitHandler shape: train (and evaluate) under an exit handler that always notifies.
 SCRIPT = '''
@@ -81,12 +82,12 @@ def _plain(script: Path, params: dict[str, object]) -> object:
         "    out = ('raised', f'{type(exc).__name__}: {exc}')\n"
         "sys.stdout.buffer.write(pickle.dumps(out))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, timeout=120)
+    proc = run_python(["-c", code], capture_output=True, check=True, timeout=120)
     return pickle.loads(proc.stdout)
 
 
 def _ruff_clean(path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", str(path)],
+    proc = run_python(["-m", "ruff", "check", "--isolated", str(path)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -165,7 +166,7 @@ def _local_outcome(script: Path, tmp_path: Path, fail: bool, *extra: str) -> tup
     program.write_text(emit(graph, "local", program))
     _ruff_clean(program)
     result = tmp_path / "r.pkl"
-    proc = subprocess.run([sys.executable, str(program), "--result", str(result), *extra],
+    proc = run_python([str(program), "--result", str(result), *extra],
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert (proc.returncode != 0) == fail, proc.stderr[-3000:]
     return (None if fail else pickle.loads(result.read_bytes())), proc.stderr
@@ -194,7 +195,7 @@ def test_ray_on_two_devices_runs_finally_once(script: Path, tmp_path: Path, ray_
     program.write_text(emit(graph, "ray", program))
     _ruff_clean(program)
     result = tmp_path / "r.pkl"
-    proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--result",
+    proc = run_python([str(program), "--address", ray_cluster.address, "--result",
                            str(result), "--run-dir", str(tmp_path / "run")],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert (proc.returncode != 0) == fail, proc.stderr[-3000:]
@@ -375,7 +376,7 @@ def continues(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str,
     for name in CONTINUE_PIPELINES:
         code = (f"import pickle, runpy, sys\nns = runpy.run_path({str(script)!r}, run_name='plain')\n"
                 f"sys.stdout.buffer.write(pickle.dumps(ns[{name!r}]()))\n")
-        plain[name] = pickle.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, check=True,
+        plain[name] = pickle.loads(run_python(["-c", code], capture_output=True, check=True,
                                                   timeout=60).stdout)
     return script, plain
 
@@ -398,7 +399,7 @@ def test_continue_local_equals_plain_run(tmp_path: Path, continues, name: str) -
     program = tmp_path / f"{name}_local.py"
     program.write_text(emit(graph, "local", program))
     _ruff_clean(program)
-    subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
+    run_python([str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
     assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]
 
 
@@ -410,7 +411,7 @@ def test_continue_ray_on_two_devices_equals_plain_run(tmp_path: Path, continues,
     program = tmp_path / f"{name}_ray.py"
     program.write_text(emit(graph, "ray", program))
     _ruff_clean(program)
-    proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--result",
+    proc = run_python([str(program), "--address", ray_cluster.address, "--result",
                            str(tmp_path / "r.pkl")], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]
@@ -585,7 +586,7 @@ def test_try_forms_local_equals_plain_run(tmp_path: Path, name: str) -> None:
     script.write_text(FORMS, encoding="utf-8")
     code = (f"import pickle, runpy, sys\nns = runpy.run_path({str(script)!r}, run_name='plain')\n"
             f"sys.stdout.buffer.write(pickle.dumps(ns[{name!r}]()))\n")
-    plain = pickle.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, check=True,
+    plain = pickle.loads(run_python(["-c", code], capture_output=True, check=True,
                                         timeout=60).stdout)
     result = compile_source(script, pipeline_name=name)
     assert not [d for d in result.sink.diagnostics if d.is_error]
@@ -595,7 +596,7 @@ def test_try_forms_local_equals_plain_run(tmp_path: Path, name: str) -> None:
     program = tmp_path / f"{name}_local.py"
     program.write_text(emit(graph, "local", program))
     _ruff_clean(program)
-    subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
+    run_python([str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
     assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain
 
 
@@ -660,11 +661,11 @@ def p(n: int = 9):
     return m
 ''', encoding="utf-8")
     code = (f"import runpy\nns = runpy.run_path({str(script)!r}, run_name='plain')\nprint(ns['p']())\n")
-    plain = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    plain = run_python(["-c", code], capture_output=True, text=True, check=True).stdout
     graph = compile_file(script, pipeline_name="p")
     assert [n.op for n in graph] == ["loop"]
     program = tmp_path / "c_local.py"
     program.write_text(emit(graph, "local", program))
     _ruff_clean(program)
-    subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
+    run_python([str(program), "--result", str(tmp_path / "r.pkl")], check=True, timeout=120)
     assert repr(pickle.loads((tmp_path / "r.pkl").read_bytes())) == plain.strip() == "120"

@@ -5,8 +5,6 @@ diagnosed at the right line with a hint that shows the accepted form."""
 from __future__ import annotations
 
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from dagc.diagnostics import Diagnostic
 from dagc.driver import compile_file
 from dagc.frontend import compile_source
 from tests.conftest import run_dagc
+from tests.interpreters import run_python
 from tests.test_backend_local import _plain_result, _ruff_clean
 
 
@@ -50,7 +49,7 @@ def _local_equals_plain(write_project, tmp_path: Path, source: str, files: dict[
     program.write_text(emit(graph, "local", program))
     _ruff_clean(program)
     out = tmp_path / "local.pkl"
-    subprocess.run([sys.executable, str(program), "--result", str(out)], check=True, timeout=120)
+    run_python([str(program), "--result", str(out)], check=True, timeout=120)
     local = pickle.loads(out.read_bytes())
     plain = _plain_result(root / "flow.py", graph.name, tmp_path, **params)
     assert local == plain
@@ -686,6 +685,6 @@ def test_the_event_log_records_method_tasks(write_project, tmp_path: Path) -> No
     root = write_project({"flow.py": FLOW_CLASS})
     program = tmp_path / "flow_local.py"
     program.write_text(emit(compile_file(root / "flow.py"), "local", program))
-    subprocess.run([sys.executable, str(program), "--run-dir", str(tmp_path / "run")], check=True, timeout=120)
+    run_python([str(program), "--run-dir", str(tmp_path / "run")], check=True, timeout=120)
     run = load_run(tmp_path / "run")
     assert run.status == "ok" and set(run.tasks) == {"start", "square", "total"}

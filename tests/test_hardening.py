@@ -5,8 +5,6 @@ imported by path."""
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from dagc.backends import emit
 from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
 from dagc.frontend import compile_source
+from tests.interpreters import run_python
 
 PIPELINE = '''\
 import dagc
@@ -91,7 +90,7 @@ def test_a_hostile_name_in_a_program_that_runs(tmp_path: Path) -> None:
     script.write_text(PIPELINE, encoding="utf-8")
     program = directory / "p_local.py"
     program.write_text(emit(compile_file(script), "local", program))
-    proc = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    proc = run_python([str(program)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[4, 3]" and not (tmp_path / "PWNED").exists()
 
@@ -104,7 +103,7 @@ def test_a_script_named_like_no_module_is_imported_by_path(tmp_path: Path) -> No
     assert "importlib.import_module('my-pipe')" in texts["ray"]
     program = tmp_path / "p_local.py"
     program.write_text(texts["local"])
-    proc = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=120)
+    proc = run_python([str(program)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "[4, 3]", proc.stderr
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -35,6 +33,7 @@ from dagc.ir import (
 from dagc.ir.parser import parse_operand
 from dagc.ir.printer import format_operand, print_node
 from dagc.ir.serialize import graph_from_json, graph_to_json, node_from_json, node_to_json
+from tests.interpreters import run_python
 from tests.ir_strategies import graphs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -483,7 +482,7 @@ def test_public_api_is_exported() -> None:
 @pytest.mark.parametrize("first", ["dagc.diagnostics", "dagc.ir", "dagc.ir.verifier", "dagc.ir.parser"])
 def test_import_order_has_no_cycle(first: str) -> None:
     code = f"import {first}\nfrom dagc.ir import verify, print_graph\nprint('ok')"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    result = run_python(["-c", code], capture_output=True, text=True, cwd=REPO)
     assert result.stdout.strip() == "ok", result.stderr
 
 
@@ -498,7 +497,7 @@ def test_output_is_independent_of_hash_seed() -> None:
     outputs = set()
     for seed in ("0", "1", "12345"):
         env = dict(os.environ, PYTHONHASHSEED=seed)
-        result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO,
+        result = run_python(["-c", code], capture_output=True, text=True, cwd=REPO,
                                 env=env)
         assert result.returncode == 0, result.stderr
         outputs.add(result.stdout)

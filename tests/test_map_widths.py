@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import pickle
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ from dagc.driver import compile_file
 from dagc.profile import load_run
 from dagc.report import build_report
 from tests.conftest import run_dagc
+from tests.interpreters import run_python
 from tests.test_backend_local import _plain_result
 from tests.test_maps import RESUME, _project, _ray_program, _run_ray
 
@@ -71,7 +70,7 @@ def run_local(script: Path, tmp_path: Path) -> Path:
     program.parent.mkdir(parents=True, exist_ok=True)
     program.write_text(emit(compile_file(script), "local", program))
     run_dir = tmp_path / "run"
-    subprocess.run([sys.executable, str(program), "--run-dir", str(run_dir), "--result", str(tmp_path / "r.pkl")],
+    run_python([str(program), "--run-dir", str(run_dir), "--result", str(tmp_path / "r.pkl")],
                    check=True, capture_output=True, timeout=120)
     assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == _plain_result(script, "widths", tmp_path)
     return run_dir
@@ -105,7 +104,7 @@ def test_a_map_the_run_did_not_reach_is_said_so(tmp_path: Path) -> None:
                                                "raise RuntimeError('no groups today')"))
     program = tmp_path / "local.py"
     program.write_text(emit(compile_file(script), "local", program))
-    proc = subprocess.run([sys.executable, str(program), "--run-dir", str(tmp_path / "run")], capture_output=True,
+    proc = run_python([str(program), "--run-dir", str(tmp_path / "run")], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 1 and "no groups today" in proc.stderr
     text = build_report(load_run(tmp_path / "run"), compile_file(script))

@@ -9,7 +9,6 @@ from __future__ import annotations
 import pickle
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from dagc.ir.parser import parse_graph
 from dagc.ir.printer import print_graph
 from dagc.ir.regions import expected_work
 from dagc.ir.serialize import dumps, loads
+from tests.interpreters import run_python
 from tests.test_backend_local import _plain_result, _ruff_clean
 
 FLOW = '''
@@ -117,7 +117,7 @@ def _run_local(script: Path, tmp_path: Path, pipeline: str | None = None, **para
     program.write_text(emit(graph, "local", program))
     _ruff_clean(program)
     result = tmp_path / "local.pkl"
-    subprocess.run([sys.executable, str(program), "--result", str(result)], check=True, timeout=120)
+    run_python([str(program), "--result", str(result)], check=True, timeout=120)
     return pickle.loads(result.read_bytes())
 
 
@@ -162,7 +162,7 @@ def test_max_items_is_a_run_time_error_naming_the_loop(tmp_path: Path) -> None:
     graph = compile_file(script, pipeline_name="forms", params={"n": 5})
     program = tmp_path / "local.py"
     program.write_text(emit(graph, "local", program))
-    proc = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=120)
+    proc = run_python([str(program)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     assert "map.4" in proc.stderr and "flow.py:" in proc.stderr and "5 items, more than its max_items=3" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -225,7 +225,7 @@ def _ray_program(script: Path, tmp_path: Path, pipeline: str | None = None, **pa
 
 def _run_ray(program: Path, address: str, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
     result = tmp_path / "ray.pkl"
-    return subprocess.run([sys.executable, str(program), "--address", address, "--result", str(result), *extra],
+    return run_python([str(program), "--address", address, "--result", str(result), *extra],
                           capture_output=True, text=True, timeout=300, cwd=program.parent)
 
 
@@ -307,7 +307,7 @@ def test_resumed_map_reruns_only_unfinished_items(tmp_path: Path, ray_cluster) -
     assert "run_map(job, map_item" in program.read_text()  # the items fan out
     run_dir = tmp_path / "run"
     result = tmp_path / "ray.pkl"
-    first = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--run-dir",
+    first = run_python([str(program), "--address", ray_cluster.address, "--run-dir",
                             str(run_dir)], capture_output=True, text=True, timeout=300,
                            )
     assert first.returncode == 1 and "item 3 is broken" in first.stderr and "map[3]" in first.stderr
@@ -321,7 +321,7 @@ def test_resumed_map_reruns_only_unfinished_items(tmp_path: Path, ray_cluster) -
 
     before = ends()
     (script.parent / "fixed").write_text("")
-    second = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--resume",
+    second = run_python([str(program), "--address", ray_cluster.address, "--resume",
                              str(run_dir), "--result", str(result)], capture_output=True, text=True, timeout=300,
                             )
     assert second.returncode == 0, second.stderr[-3000:]
@@ -388,7 +388,7 @@ def test_a_failing_item_on_one_rank_fails_the_torch_run_without_hanging(tmp_path
     program = tmp_path / "prog" / "torch_prog.py"
     program.parent.mkdir()
     program.write_text(emit(graph, "torch", program))
-    proc = subprocess.run([sys.executable, str(program)], capture_output=True, text=True,
+    proc = run_python([str(program)], capture_output=True, text=True,
                           timeout=180, cwd=program.parent)
     assert proc.returncode != 0
     assert "item 3 of the map failed: ValueError: item 3 is broken" in proc.stderr
@@ -398,7 +398,7 @@ def test_profile_gives_a_map_its_measured_width(tmp_path: Path) -> None:
     script = _project(tmp_path, FLOW)
     program = tmp_path / "local.py"
     program.write_text(emit(compile_file(script, pipeline_name="forms", params={"n": 5}), "local", program))
-    subprocess.run([sys.executable, str(program), "--run-dir", str(tmp_path / "run")], check=True,
+    run_python([str(program), "--run-dir", str(tmp_path / "run")], check=True,
                    capture_output=True, timeout=120)
     graph = compile_file(script, pipeline_name="forms", params={"n": 5}, profile=tmp_path / "run", passes="verify,partition,schedule")
     assert graph.node("map.1").attrs["region.width"] == 5 == graph.node("map.1").attrs["profile.width"]

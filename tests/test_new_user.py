@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from dagc.driver import compile_file
 from tests.conftest import REPO, run_dagc
+from tests.interpreters import run_python
 
 TASKS = '''\
 import dagc
@@ -73,7 +72,7 @@ def test_a_missing_engine_is_one_line(tmp_path: Path) -> None:
             "importlib.util.find_spec = lambda name, *a: None if name == 'ray' else real(name, *a)\n"
             "from dagc.cli import main\n"
             "sys.exit(main(['run', 'samples/quickstart.py', '--backend', 'ray']))\n")
-    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    proc = run_python(["-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "dagc run: error: the ray backend needs ray, which is not installed" in proc.stderr
     assert "pip install 'dagc[ray]'" in proc.stderr

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from dagc.driver import compile_file
 from dagc.profile import ProfileError, RunRecord, TaskRecord, apply_profile, load_run
 from tests.conftest import run_dagc
+from tests.interpreters import run_python
 
 SLEEPY = '''
 """Tasks that sleep for known times; their annotations are far off on purpose."""
@@ -68,7 +68,7 @@ def run_local(script: Path, run_dir: Path, *extra: str) -> subprocess.CompletedP
     program = script.parent / "sleepy_local.py"
     proc = run_dagc("emit", str(script), "-o", str(program), *extra)
     assert proc.returncode == 0, proc.stderr
-    return subprocess.run([sys.executable, str(program), "--run-dir", str(run_dir)], capture_output=True, text=True,
+    return run_python([str(program), "--run-dir", str(run_dir)], capture_output=True, text=True,
                           timeout=120)
 
 

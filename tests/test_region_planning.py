@@ -3,8 +3,6 @@ is planned for what they are expected to take; `dagc.trips` plans a loop that le
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from dagc.ir import regions
 from dagc.ir.core import Node
 from dagc.ir.location import SourceSpan
 from dagc.ir.types import Const, Ref, TaskOptions
+from tests.interpreters import run_python
 from tests.test_backend_local import _plain_result
 
 HEAD = """
@@ -137,7 +136,7 @@ def test_trips_hint_is_stored_and_runs_like_plain_python(tmp_path: Path, write_p
     assert "≤ 40 trips, planned 10" in to_dot(graph)
     program = tmp_path / "p_local.py"
     program.write_text(emit(graph, "local", program))
-    out = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, check=True)
+    out = run_python([str(program)], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == repr(_plain_result(root / "p.py", "p", tmp_path))
 
 
@@ -145,7 +144,7 @@ def test_profile_gives_a_loop_its_measured_trips(tmp_path: Path, write_project) 
     root = write_project({"p.py": EARLY_STOP.format(items="dagc.trips(range(40), expected=30)")})
     program = tmp_path / "p_local.py"
     program.write_text(emit(compile_file(root / "p.py"), "local", program))
-    subprocess.run([sys.executable, str(program), "--run-dir", str(tmp_path / "run")], check=True,
+    run_python([str(program), "--run-dir", str(tmp_path / "run")], check=True,
                    capture_output=True)
     graph = compile_file(root / "p.py", profile=tmp_path / "run", passes="verify,partition,schedule")
     [loop] = [n for n in graph if n.op == "loop"]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ from dagc.ir.parser import parse_graph
 from dagc.ir.printer import print_graph
 from dagc.ir.serialize import dumps, loads
 from dagc.ir.types import Const, Ref, Seq
+from tests.interpreters import run_python
 
 TASKS = """
 import dagc
@@ -64,9 +63,9 @@ def _ok(write_project, body: str, **params):
 def _run(graph, root: Path, tmp_path: Path) -> str:
     program = tmp_path / "prog.py"
     program.write_text(emit(graph, "local", program))
-    proc = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, timeout=120)
+    proc = run_python([str(program)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    lint = subprocess.run([sys.executable, "-m", "ruff", "check", "--isolated", str(program)],
+    lint = run_python(["-m", "ruff", "check", "--isolated", str(program)],
                           capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout
     return proc.stdout.strip()
@@ -74,7 +73,7 @@ def _run(graph, root: Path, tmp_path: Path) -> str:
 
 def _plain(root: Path, name: str = "p", **params) -> str:
     code = f"import runpy; ns = runpy.run_path('p.py', run_name='x'); print(repr(ns[{name!r}](**{params!r})))"
-    return subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+    return run_python(["-c", code], cwd=root, capture_output=True, text=True,
                           check=True).stdout.strip()
 
 

@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 from dagc.profile import load_run
 from tests.conftest import REPO, run_dagc
+from tests.interpreters import run_python
 from tests.test_profile import run_local, write_sleepy
 
 # found on PATH only, so that hiding it from PATH shows what a machine without a browser does
@@ -118,7 +118,7 @@ def test_report_of_a_torch_run(tmp_path: Path) -> None:
     if proc.returncode != 0:
         pytest.fail(f"the torch backend could not emit the quickstart: {proc.stderr[-1000:]}")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.run([sys.executable, str(program), "--run-dir", str(tmp_path / "run")], capture_output=True,
+    proc = run_python([str(program), "--run-dir", str(tmp_path / "run")], capture_output=True,
                           text=True, timeout=300, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     page = tmp_path / "report.html"

@@ -20,6 +20,7 @@ from dagc.runtime.executor import Executor, TaskFailed
 from dagc.runtime.program import default_run_dir, split_argv
 from dagc.runtime.store import Cache
 from tests import runtime_projects as projects
+from tests.interpreters import run_python
 
 
 # ---- the executor on its own ----------------------------------------------------------------------
@@ -103,7 +104,7 @@ def emit_local(root: Path, script: str, out: Path) -> Path:
 
 def run_program(program: Path, *args: str, cwd: Path | None = None, timeout: float = 120
                 ) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(program), *args], capture_output=True, text=True,
+    return run_python([str(program), *args], capture_output=True, text=True,
                           timeout=timeout, cwd=cwd or program.parent)
 
 

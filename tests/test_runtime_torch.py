@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import os
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.interpreters import run_python
 
 pytest.importorskip("torch")
 
@@ -38,7 +38,7 @@ def test_torch_multi_rank_task_retries_on_every_rank(tmp_path: Path, write_proje
 
 def test_torch_sys_exit_ends_with_one_line_naming_task_rank_attempt(tmp_path: Path, write_project) -> None:
     program = _emit(write_project(projects.EXIT) / "quits.py", tmp_path / "out" / "prog_torch.py", 2)
-    proc = subprocess.run([sys.executable, str(program), "--dist-backend", "gloo"], capture_output=True,
+    proc = run_python([str(program), "--dist-backend", "gloo"], capture_output=True,
                           text=True, timeout=180, cwd=tmp_path)
     assert proc.returncode != 0
     last = proc.stderr.strip().splitlines()[-1]
@@ -55,7 +55,7 @@ def test_torch_module_reads_argv_at_import(tmp_path: Path, write_project) -> Non
 def test_torch_unpicklable_value_crossing_ranks_names_task_and_type(tmp_path: Path, write_project) -> None:
     program = _emit(write_project(projects.LOCAL_CLASS_FANOUT) / "fanout.py", tmp_path / "out" / "prog_torch.py", 2)
     assert "rt.send(measure" in program.read_text()  # the two readers were placed apart
-    proc = subprocess.run([sys.executable, str(program), "--dist-backend", "gloo", "--timeout", "30"],
+    proc = run_python([str(program), "--dist-backend", "gloo", "--timeout", "30"],
                           capture_output=True, text=True, timeout=180, cwd=tmp_path)
     assert proc.returncode != 0
     last = proc.stderr.strip().splitlines()[-1]
@@ -68,7 +68,7 @@ def test_torch_result_that_cannot_pickle_is_printed_not_a_failure(tmp_path: Path
     program prints it (a run without --result)."""
     source = projects.LOCAL_CLASS["shapes.py"].replace("return area(measure(n))", "return measure(n)")
     program = _emit(write_project({"shapes.py": source}) / "shapes.py", tmp_path / "out" / "prog_torch.py", 1)
-    proc = subprocess.run([sys.executable, str(program), "--dist-backend", "gloo", "--run-dir", str(tmp_path / "run")],
+    proc = run_python([str(program), "--dist-backend", "gloo", "--run-dir", str(tmp_path / "run")],
                           capture_output=True, text=True, timeout=180, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Shape(rows=3, cols=4)" in proc.stdout

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import pickle
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,7 @@ from dagc.backends import BACKENDS, emit
 from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
 from tests.conftest import SAMPLES
+from tests.interpreters import run_python
 from tests.test_backend_local import _plain_result, _ruff_clean
 
 ALL_SAMPLES = sorted(p.stem for p in SAMPLES.glob("*.py") if not p.name.startswith("_"))
@@ -76,7 +75,7 @@ def test_local_equals_plain_run(tmp_path: Path, sample: str, plain) -> None:
     program.write_text(emit(graph, "local", program))
     _ruff_clean(program)
     result = tmp_path / "local.pkl"
-    subprocess.run([sys.executable, str(program), "--result", str(result)], check=True, timeout=300)
+    run_python([str(program), "--result", str(result)], check=True, timeout=300)
     assert pickle.loads(result.read_bytes()) == plain(sample)
 
 
@@ -95,7 +94,7 @@ def test_ray_equals_plain_run(tmp_path: Path, sample: str, plain, ray_cluster, r
     program.write_text(emit(graph, "ray", program))
     _ruff_clean(program)
     result = tmp_path / "ray.pkl"
-    proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--result", str(result),
+    proc = run_python([str(program), "--address", ray_cluster.address, "--result", str(result),
                            "--run-dir", str(tmp_path / "run")],
                           capture_output=True, text=True, timeout=300, cwd=program.parent)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -157,7 +156,7 @@ def test_pipeline_parallel_loss_matches_single_process(plain) -> None:
             f"sys.path.insert(0, {str(SAMPLES)!r})\n"
             f"ns = runpy.run_path({str(SAMPLES / 'pipeline_parallel.py')!r}, run_name='plain')\n"
             "print(repr(ns['single_process_losses']()))\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    proc = run_python(["-c", code], capture_output=True, text=True, check=True, timeout=300)
     reference = eval(proc.stdout.strip())  # a list of floats
     losses = plain("pipeline_parallel")["losses"]
     assert len(losses) == len(reference) >= 2

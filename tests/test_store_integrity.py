@@ -25,6 +25,7 @@ from dagc.backends import emit
 from dagc.driver import compile_file
 from dagc.runtime.events import EventLog, read_events
 from dagc.runtime.store import Cache, DamagedOutput, RunStore
+from tests.interpreters import run_python
 from tests.test_backend_local import _plain_result
 
 PIPELINE = '''\
@@ -81,7 +82,7 @@ def program(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 def _run(program: Path, *args: str) -> tuple[object, str]:
     out = program.parent / "result.pkl"
-    proc = subprocess.run([sys.executable, str(program), "--result", str(out), *args], capture_output=True,
+    proc = run_python([str(program), "--result", str(out), *args], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return pickle.loads(out.read_bytes()), proc.stderr
@@ -254,7 +255,7 @@ def test_one_run_at_a_time_per_run_directory(tmp_path: Path) -> None:
         while not (gate / "started").exists():  # the first run holds the directory from here on
             assert first.poll() is None and time.monotonic() < deadline, first.communicate()
             time.sleep(0.05)
-        second = subprocess.run([sys.executable, str(program), "--run-dir", str(run_dir)], capture_output=True,
+        second = run_python([str(program), "--run-dir", str(run_dir)], capture_output=True,
                                 text=True, timeout=120)
         holder = json.loads((run_dir / ".lock").read_text())
         assert second.returncode == 2, second.stderr
@@ -264,7 +265,7 @@ def test_one_run_at_a_time_per_run_directory(tmp_path: Path) -> None:
         out, err = first.communicate(timeout=120)
     assert first.returncode == 0 and out.strip() == "'held'", err
     # released with its process: the next run goes ahead
-    done = subprocess.run([sys.executable, str(program), "--resume", str(run_dir)], capture_output=True, text=True,
+    done = run_python([str(program), "--resume", str(run_dir)], capture_output=True, text=True,
                           timeout=120)
     assert done.returncode == 0, done.stderr
 
@@ -276,7 +277,7 @@ def _run_injected(program: Path, fault: str, *args: str) -> subprocess.Completed
     code = (f"import errno, os, runpy, sys\n{fault}\n"
             f"sys.argv = [{str(program)!r}, *{list(args)!r}]\n"
             f"runpy.run_path({str(program)!r}, run_name='__main__')\n")
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    return run_python(["-c", code], capture_output=True, text=True, timeout=120)
 
 
 FULL_DISK = '''
@@ -309,11 +310,11 @@ def test_an_unwritable_run_directory_or_result_path(tmp_path: Path, program) -> 
     local = make("numbers")
     blocker = tmp_path / "a-file"
     blocker.write_text("not a directory")
-    proc = subprocess.run([sys.executable, str(local), "--run-dir", str(blocker / "run")], capture_output=True,
+    proc = run_python([str(local), "--run-dir", str(blocker / "run")], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert "for the run directory: Not a directory; give a writable --run-dir" in proc.stderr
-    proc = subprocess.run([sys.executable, str(local), "--result", str(blocker / "r.pkl")], capture_output=True,
+    proc = run_python([str(local), "--result", str(blocker / "r.pkl")], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert f"error: cannot write the result to {blocker / 'r.pkl'}: " in proc.stderr
@@ -326,7 +327,7 @@ def test_an_unpicklable_result_with_result_path(tmp_path: Path) -> None:
                       "    return Local()\n\n\n@dagc.pipeline\ndef p():\n    return make()\n", encoding="utf-8")
     program = tmp_path / "lam_local.py"
     program.write_text(emit(compile_file(script), "local", program))
-    proc = subprocess.run([sys.executable, str(program), "--result", str(tmp_path / "r.pkl")], capture_output=True,
+    proc = run_python([str(program), "--result", str(tmp_path / "r.pkl")], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "the pipeline's result holds `lam.make.<locals>.Local`, which cannot be pickled" in proc.stderr
@@ -350,7 +351,7 @@ def test_a_directory_others_may_write_is_refused_unless_trusted(tmp_path: Path, 
     shared = tmp_path / "shared-cache"
     shared.mkdir()
     shared.chmod(0o777)
-    proc = subprocess.run([sys.executable, str(local), "--cache", str(shared)], capture_output=True, text=True,
+    proc = run_python([str(local), "--cache", str(shared)], capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert f"error: {shared} may be written by other users (mode 777); make it yours alone (chmod go-w {shared})" \

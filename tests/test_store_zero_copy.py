@@ -5,8 +5,6 @@ directory and Ray's object store alike."""
 from __future__ import annotations
 
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +15,7 @@ from dagc.backends import emit
 from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
 from dagc.runtime.store import DamagedOutput, Part, dumps, dumps_outputs, load_sealed, write_sealed
+from tests.interpreters import run_python
 
 
 def _address(view: memoryview) -> int:
@@ -127,7 +126,7 @@ def test_a_ray_tasks_output_is_pickled_once(tmp_path: Path, ray_cluster) -> None
     script.write_text(COUNTED.format(count=str(count)), encoding="utf-8")
     program = tmp_path / "counted_ray.py"
     program.write_text(emit(compile_file(script, cluster=parse_cluster_spec("1")), "ray", program))
-    proc = subprocess.run([sys.executable, str(program), "--address", ray_cluster.address, "--run-dir",
+    proc = run_python([str(program), "--address", ray_cluster.address, "--run-dir",
                            str(tmp_path / "run"), "--result", str(tmp_path / "r.pkl")], cwd=tmp_path,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

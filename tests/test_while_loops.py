@@ -3,8 +3,6 @@ the plain Python loop; unbounded forms are diagnostics."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ import pytest
 from dagc.backends import emit
 from dagc.driver import compile_file
 from dagc.frontend import compile_source
+from tests.interpreters import run_python
 from tests.test_backend_local import _plain_result
 
 BOUNDED = """
@@ -63,7 +62,7 @@ def test_bounded_while_runs_like_the_plain_loop(tmp_path: Path, write_project, m
     graph = compile_file(root / "w.py", params={"m0": m0})
     program = tmp_path / "w_local.py"
     program.write_text(emit(graph, "local", program))
-    out = subprocess.run([sys.executable, str(program)], capture_output=True, text=True, check=True)
+    out = run_python([str(program)], capture_output=True, text=True, check=True)
     plain = _plain_result(root / "w.py", "p", tmp_path, m0=m0)
     assert out.stdout.strip() == repr(plain)
 
