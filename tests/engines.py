@@ -40,7 +40,7 @@ def run_ray(script: Path, pipeline: str, params: dict[str, Any], tmp: Path, addr
 
 def run_torch(script: Path, pipeline: str, params: dict[str, Any], tmp: Path, *,
               split: tuple[str, str] | None = None) -> object:
-    """The torch program's result on 2 gloo ranks; `split` forces two tasks onto ranks 0 and 1."""
+    """The torch program's result on 2 gloo ranks; `split=(a, b)` puts task b on the rank a is not on."""
     from tests.test_backend_torch import launch
     from tests.test_effects import _torch_program
 

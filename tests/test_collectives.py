@@ -19,6 +19,7 @@ from dagc.ir.location import SourceSpan
 from dagc.ir.types import Const, Ref, Seq, TaskOptions
 from dagc.passes.base import PassContext, PassManager, parse_pipeline
 from dagc.passes.commcheck import Op, check_plan, check_programs, plan_communication
+from tests.property import examples
 from tests.test_commcheck import random_graph
 
 MiB = 1 << 20
@@ -85,7 +86,7 @@ def test_collectives_can_be_turned_off() -> None:
 
 
 # ---- deadlock freedom with collectives ---------------------------------------------------------------
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), n=st.integers(1, 40), devices=st.integers(3, 6), timed=st.booleans())
 def test_mixed_orders_of_messages_and_collectives_never_deadlock(seed: int, n: int, devices: int,
                                                                   timed: bool) -> None:
@@ -319,7 +320,7 @@ def random_sum_graph(seed: int, n: int, devices: int) -> Graph:
     return graph
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), n=st.integers(1, 40), devices=st.integers(3, 6))
 def test_plans_with_reduces_and_broadcasts_never_deadlock(seed: int, n: int, devices: int) -> None:
     graph = random_sum_graph(seed, n, devices)

@@ -25,6 +25,7 @@ from dagc.passes.commcheck import (
     plan_communication,
     problems_to_diagnostics,
 )
+from tests.property import examples
 
 
 def random_graph(seed: int, n: int, devices: int, *, multi: bool = True, timed: bool = True) -> Graph:
@@ -63,7 +64,7 @@ def with_comm(graph: Graph, devices: int) -> Graph:
     return graph
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), n=st.integers(1, 40), devices=st.integers(1, 6),
        comm=st.booleans(), timed=st.booleans())
 def test_emitted_orders_never_deadlock(seed: int, n: int, devices: int, comm: bool, timed: bool) -> None:
@@ -79,7 +80,7 @@ def test_emitted_orders_never_deadlock(seed: int, n: int, devices: int, comm: bo
     assert sends == recvs and len({t for t, _ in sends}) == len(sends)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(seed=st.integers(0, 10**6), n=st.integers(1, 30), devices=st.integers(2, 5), done_seed=st.integers(0, 99))
 def test_resumed_runs_drop_whole_steps_and_stay_safe(seed: int, n: int, devices: int, done_seed: int) -> None:
     """A restart skips completed tasks and the messages nobody needs; every rank drops the same steps."""

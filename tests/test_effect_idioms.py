@@ -23,6 +23,7 @@ from dagc.driver import compile_file
 from dagc.ir.effects import node_effects, state_groups
 from tests.engines import run_local, run_ray, run_torch
 from tests.interpreters import run_python
+from tests.property import examples
 from tests.test_backend_local import _plain_result
 from tests.test_effects import _torch_program
 
@@ -275,6 +276,22 @@ def regions(root: str = "models"):
     return out
 
 
+
+# every form above in one pipeline, so that an engine runs them all in one program
+@dagc.pipeline
+def every_idiom(path: str = "trainer.pt", root: str = "models"):
+    return {
+        "sgd_alias": sgd_alias(),
+        "element_alias": element_alias(),
+        "init_in_place": init_in_place(),
+        "local_imports": local_imports(),
+        "user_methods": user_methods(path),
+        "sweep": sweep(),
+        "search": search(),
+        "regions": regions(root),
+    }
+
+
 if __name__ == "__main__":
     seed_everything(1)
     print(search())
@@ -415,19 +432,39 @@ def test_local_equals_plain_run(tmp_path: Path, idioms, name: str) -> None:
     assert run_local(script, name, _params(name, tmp_path), tmp_path) == plain[name]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", PIPELINES)
-def test_ray_on_two_devices_equals_plain_run(tmp_path: Path, idioms, ray_cluster, name: str) -> None:
-    script, plain = idioms
-    assert run_ray(script, name, _params(name, tmp_path), tmp_path, ray_cluster.address) == plain[name]
+# Ray and torch run every form in one program (`every_idiom`), each form's result compared on its own: one
+# engine start instead of one per form.
+def _every_params(tmp: Path) -> dict[str, object]:
+    return {"path": str(tmp / "trainer.pt"), "root": str(tmp)}
+
+
+@pytest.fixture(scope="module")
+def every_plain(idioms, tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    script, _ = idioms
+    tmp = tmp_path_factory.mktemp("plain_every")
+    return _plain_result(script, "every_idiom", tmp, **_every_params(tmp))  # type: ignore[return-value]
+
+
+def _each_form_equals(got: object, plain: dict[str, object]) -> None:
+    assert isinstance(got, dict) and set(got) == set(plain) == set(PIPELINES), got
+    wrong = {name: (got[name], plain[name]) for name in PIPELINES if got[name] != plain[name]}
+    assert not wrong, f"forms that differ from the plain run (got, plain): {wrong}"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", PIPELINES)
-def test_torch_on_two_ranks_equals_plain_run(tmp_path: Path, idioms, name: str) -> None:
-    script, plain = idioms
-    split = {"user_methods": ("checkpoint", "load")}.get(name)
-    assert run_torch(script, name, _params(name, tmp_path), tmp_path, split=split) == plain[name]
+def test_ray_on_two_devices_equals_plain_run(tmp_path: Path, idioms, every_plain, ray_cluster) -> None:
+    script, _ = idioms
+    _each_form_equals(run_ray(script, "every_idiom", _every_params(tmp_path), tmp_path, ray_cluster.address),
+                      every_plain)
+
+
+@pytest.mark.slow
+def test_torch_on_two_ranks_equals_plain_run(tmp_path: Path, idioms, every_plain) -> None:
+    script, _ = idioms
+    # the trainer's checkpoint is written on one rank and loaded on the other
+    got = run_torch(script, "every_idiom", _every_params(tmp_path), tmp_path,
+                    split=("user_methods.checkpoint", "user_methods.load"))
+    _each_form_equals(got, every_plain)
 
 
 def test_the_sweep_spreads_over_both_torch_ranks(tmp_path: Path, idioms) -> None:
@@ -693,7 +730,7 @@ def _mixed_script(directory: Path, seed: int) -> Path:
     return script
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(15), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10**6))
 def test_mixed_effects_local_equals_plain(tmp_path: Path, seed: int) -> None:
     script = _mixed_script(tmp_path / f"s{seed}", seed)

@@ -25,6 +25,7 @@ from dagc.ir import verify
 from dagc.ir.parser import parse_graph
 from dagc.ir.printer import print_graph
 from tests.conftest import SAMPLES
+from tests.property import examples
 
 SECONDS_PER_INPUT = 20
 SAMPLE_TEXTS = {p.name: p.read_bytes() for p in sorted(SAMPLES.glob("*.py"))}
@@ -167,7 +168,7 @@ def _python_source() -> st.SearchStrategy[str]:
     return hypothesmith.from_grammar()
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
+@settings(max_examples=examples(60), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large])
 @given(source=_python_source(), wrap=st.booleans())
 def test_random_programs(source: str, wrap: bool) -> None:

@@ -21,6 +21,7 @@ from dagc.ir.location import SourceSpan
 from dagc.ir.types import Const, Ref, Seq, TaskOptions
 from dagc.passes.base import PassContext, PassManager, parse_pipeline
 from dagc.passes.commcheck import Op, check_plan, check_programs, plan_communication
+from tests.property import examples
 
 KiB = 1 << 10
 
@@ -144,7 +145,7 @@ def random_list_graph(seed: int, n: int, devices: int) -> Graph:
     return graph
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(120), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10**6), n=st.integers(1, 40), devices=st.integers(3, 6))
 def test_plans_with_gathers_reduces_and_broadcasts_never_deadlock(seed: int, n: int, devices: int) -> None:
     graph = random_list_graph(seed, n, devices)

@@ -16,6 +16,7 @@ from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
 from dagc.frontend import compile_source
 from tests.interpreters import run_python
+from tests.property import examples
 
 PIPELINE = '''\
 import dagc
@@ -58,7 +59,7 @@ def _emit_all(script: Path) -> dict[str, str]:
     return out
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(name=HOSTILE)
 def test_hostile_directory_names_never_become_code(tmp_path_factory: pytest.TempPathFactory, name: str) -> None:
     root = tmp_path_factory.mktemp("hostile")

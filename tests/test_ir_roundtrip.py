@@ -35,10 +35,11 @@ from dagc.ir.printer import format_operand, print_node
 from dagc.ir.serialize import graph_from_json, graph_to_json, node_from_json, node_to_json
 from tests.interpreters import run_python
 from tests.ir_strategies import graphs
+from tests.property import examples
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((REPO / "ir" / "schema.json").read_text(encoding="utf-8"))
-PROPERTY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPERTY = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def span(line: int, col: int, end_line: int = 0, end_col: int = 0) -> SourceSpan:

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from dagc.diagnostics import Diagnostic, Severity, render_text
 from dagc.ir import Const, Graph, Map, Node, Param, Ref, Seq, SourceSpan, TaskOptions, parse_graph, verify
 from tests.ir_strategies import graphs
+from tests.property import examples
 from tests.test_ir_roundtrip import quickstart
 
 
@@ -29,7 +30,7 @@ def ir(body: str) -> Graph:
 
 
 # ---- valid graphs ----------------------------------------------------------------------------------
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(graphs())
 def test_generated_graphs_are_valid(g: Graph) -> None:
     assert verify(g) == []

@@ -18,8 +18,9 @@ from dagc.passes import PassContext, PassManager, parse_pipeline
 from dagc.passes.stages import split_chain, stage_times
 from dagc.sched import Problem, validate
 from dagc.sched.problem import Schedule
+from tests.property import examples
 
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def span(i: int) -> SourceSpan:
@@ -202,7 +203,7 @@ def brute_force(times, k, boundary):
     return best
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     st.lists(st.sampled_from([0.0, 1.0, 2.0, 3.5, 7.0, 10.0]), min_size=1, max_size=9),
     st.integers(1, 5),

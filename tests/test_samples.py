@@ -26,7 +26,21 @@ ALL_SAMPLES = sorted(p.stem for p in SAMPLES.glob("*.py") if not p.name.startswi
 # The quickstart is compared on every backend by tests/test_backend_{local,ray,torch}.py.
 SAMPLES_HERE = [s for s in ALL_SAMPLES if s != "quickstart"]
 # Parameters a sample needs for a run (both runs); `{out}` becomes a directory of that run's own.
-PARAMS: dict[str, dict[str, object]] = {"file_pipeline": {"out_dir": "{out}/files"}}
+NEEDED: dict[str, dict[str, object]] = {"file_pipeline": {"out_dir": "{out}/files"}}
+# Smaller data and fewer steps inside tasks, so that each of the five runs of a sample is quick: they change
+# no task and no edge of the graph (test_smaller_runs_keep_the_graph), only how long the tasks compute.
+SMALLER: dict[str, dict[str, object]] = {
+    "early_stopping": {"n": 300},
+    "file_pipeline": {"n": 200, "epochs": 20},
+    "gpt_pretrain": {"n_docs": 120},
+    "hparam_sweep": {"n": 300, "epochs": 15},
+    "kfp_training": {"n": 100},
+    "mixed_precision_step": {"batch": 64},
+    "mnist": {"batch_size": 128},
+    "pipeline_parallel": {"n": 64},
+    "sharded_training": {"epochs": 50},
+}
+PARAMS = {sample: {**SMALLER.get(sample, {}), **NEEDED.get(sample, {})} for sample in {*NEEDED, *SMALLER}}
 # What a backend does not support yet, by (backend, sample). Not strict: a fix shows up as XPASS,
 # and the entry should then be removed.
 KNOWN_GAPS: dict[tuple[str, str], str] = {
@@ -64,6 +78,19 @@ def test_sample_compiles_cleanly(sample: str) -> None:
     compilation = compile_file(SAMPLES / f"{sample}.py", details=True, params=_params(sample, Path("/tmp/x")))
     assert len(compilation.graph) > 0
     assert not compilation.warnings, [d.message for d in compilation.warnings]
+
+
+def _shape(graph) -> list[tuple[str, str, tuple[str, ...]]]:  # type: ignore[no-untyped-def]
+    return sorted((n.name, n.op, tuple(sorted(graph.predecessors(n.name)))) for n in graph)
+
+
+@pytest.mark.parametrize("sample", sorted(SMALLER))
+def test_smaller_runs_keep_the_graph(sample: str) -> None:
+    needed = {k: v.replace("{out}", "/tmp/x") for k, v in NEEDED.get(sample, {}).items()}  # type: ignore[union-attr]
+    default = compile_file(SAMPLES / f"{sample}.py", params=needed)
+    smaller = compile_file(SAMPLES / f"{sample}.py", params=_params(sample, Path("/tmp")))
+    assert _shape(smaller) == _shape(default)
+    assert {k for k in SMALLER[sample]} <= {p.name for p in smaller.params}, "a smaller size names no parameter"
 
 
 @pytest.mark.parametrize("sample", SAMPLES_HERE)

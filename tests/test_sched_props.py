@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from dagc.sched import Problem, dagc_schedule, heft, lower_bound, validate
 from dagc.sched.listsched import decode
 from dagc.sched.problem import Schedule
+from tests.property import examples
 
 
 @st.composite
@@ -48,7 +49,7 @@ def problems(draw, max_tasks: int = 14, multi: bool = True) -> Problem:
     )
 
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
