@@ -55,7 +55,7 @@ from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import NEVER_REUSED, NOT_STORABLE, Executor, TaskFailed, TaskSpec, unpicklable_type
 from dagc.runtime.program import LAUNCHER_VARIABLES, deliver_result, store_result
 from dagc.runtime.progress import Progress
-from dagc.runtime.store import Cache, RunStore, flush_writes
+from dagc.runtime.store import Cache, RunStore
 from dagc.runtime.threads import capped, current_threads, plain_threads, set_threads
 
 __all__ = ["Runner", "take_launcher_environment", "TaskInfo", "MoveInfo", "CollectiveInfo", "plan_steps", "send_value", "recv_value",
@@ -686,7 +686,7 @@ class Runner:
                      "device": self.device, "run_dir": self.run_dir},
             where={"rank": self.rank, "device": str(self.device), "node": socket.gethostname()},
             attempt_offset=self.attempt, process_rank=self.rank, check=self.effects is not None,
-            threads=self.default_threads, write_behind=True)
+            threads=self.default_threads)
         timeout, cache = self.policy.get(name, (None, True))
         spec = TaskSpec(name, fp, retries, timeout, cache is True, self.state.get(name),
                         uncached=None if cache is True else str(cache),
@@ -784,7 +784,6 @@ class Runner:
         self.setup()
         try:
             result = program(self)
-            flush_writes()  # this rank's outputs written behind are on disk before the run says it ended
             records: list[Any] = [None] * self.world if self.rank == 0 else []
             dist.gather_object(self.records, records if self.rank == 0 else None, dst=0)
             if self.rank == 0:
