@@ -21,6 +21,7 @@ from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
 from dagc.runtime import read_events
 from tests.conftest import SAMPLES
+from tests.deadlines import scaled
 from tests.interpreters import run_python
 from tests.test_backend_local import _plain_result, _ruff_clean
 
@@ -29,16 +30,10 @@ pytestmark = pytest.mark.slow
 MB = 1024 * 1024
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    from ray.cluster_utils import Cluster
-
-    c = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 2, "num_gpus": 2, "include_dashboard": False, "object_store_memory": 80 * MB})
-    c.add_node(num_cpus=2, num_gpus=2, object_store_memory=80 * MB)
-    c.wait_for_nodes()
-    yield c
-    c.shutdown()
+@pytest.fixture
+def cluster(ray_cluster):  # type: ignore[no-untyped-def]
+    """The session's cluster (tests/conftest.py): 2 nodes of 2 CPUs and 2 GPUs."""
+    return ray_cluster
 
 
 def _write(tmp: Path, graph, name: str = "prog_ray.py", text: str | None = None) -> Path:
@@ -592,15 +587,17 @@ def test_watchdog_names_a_task_waiting_for_resources(tmp_path: Path, cluster, wr
 
 
 # ---- a real multi-process Ray cluster -----------------------------------------------------------------
-def _ray_start(*args: str) -> subprocess.Popen:
-    """`ray start --block ...` in its own process group (so that stopping it stops only what it started)."""
+def _ray_start(log: Path, *args: str) -> subprocess.Popen:
+    """`ray start --block ...` in its own process group (so that stopping it stops only what it started), its
+    output in `log`."""
     import os
 
     ray_cli = Path(sys.executable).with_name("ray")
     env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
-    return subprocess.Popen([str(ray_cli), "start", "--block", "--node-ip-address", "127.0.0.1", "--num-cpus", "1",
-                             "--object-store-memory", str(80 * MB), "--disable-usage-stats", *args],
-                            env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with log.open("wb") as out:
+        return subprocess.Popen([str(ray_cli), "start", "--block", "--node-ip-address", "127.0.0.1", "--num-cpus",
+                                 "1", "--object-store-memory", str(80 * MB), "--disable-usage-stats", *args],
+                                env=env, start_new_session=True, stdout=out, stderr=subprocess.STDOUT)
 
 
 def _ray_stop(process: subprocess.Popen) -> None:
@@ -614,9 +611,19 @@ def _ray_stop(process: subprocess.Popen) -> None:
         process.wait()
 
 
+def _ray_logs(*logs: Path) -> str:
+    """What the nodes said: each `ray start`'s output and the end of the raylets' logs."""
+    parts = [f"--- {log.name}\n{log.read_text(errors='replace')[-2000:]}" for log in logs if log.exists()]
+    session = Path("/tmp/ray/session_latest/logs")
+    for raylet in sorted(session.glob("raylet*.out"))[-2:] if session.is_dir() else []:
+        parts.append(f"--- {raylet}\n{raylet.read_text(errors='replace')[-2000:]}")
+    return "\n".join(parts)
+
+
 def test_program_on_a_two_process_ray_cluster(tmp_path: Path) -> None:
     """`ray start --head` and a second `ray start --address` on this machine: the emitted program,
     run with --address, places the plan's two nodes on the two Ray nodes and computes the plain result."""
+    import os
     import socket
 
     with socket.socket() as s:
@@ -625,29 +632,38 @@ def test_program_on_a_two_process_ray_cluster(tmp_path: Path) -> None:
     address = f"127.0.0.1:{port}"
     graph = compile_file(SAMPLES / "quickstart.py", cluster=parse_cluster_spec("2x1"), backend="ray")
     program = _write(tmp_path, graph)
-    head = _ray_start("--head", "--port", str(port), "--include-dashboard=false")
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    probe = ("import ray, sys; ray.init(address=sys.argv[1], log_to_driver=False); "
+             "print(sum(n['Alive'] for n in ray.nodes()))")
+    logs = (tmp_path / "head.log", tmp_path / "worker.log")
+
+    def wait_for(alive: str) -> None:
+        """Until the cluster has `alive` nodes: as long as the machine needs (the deadline grows with its
+        load), with what the nodes said when it does not happen."""
+        deadline, said = time.monotonic() + scaled(90), ""
+        while time.monotonic() < deadline:
+            try:
+                nodes = subprocess.run([sys.executable, "-c", probe, address], capture_output=True, text=True,
+                                       env=env, timeout=scaled(60))
+            except subprocess.TimeoutExpired:
+                said = "the probe could not connect"
+                continue
+            if nodes.stdout.strip() == alive:
+                return
+            said = f"{nodes.stdout} {nodes.stderr[-2000:]}"
+            time.sleep(1)
+        pytest.fail(f"the Ray cluster did not reach {alive} node(s): {said}\n{_ray_logs(*logs)}")
+
+    head = _ray_start(logs[0], "--head", "--port", str(port), "--include-dashboard=false")
     worker = None
     try:
-        time.sleep(5)
-        worker = _ray_start("--address", address)
-        env = {"RAY_AUTH_MODE": "disabled"}
-        import os
-
-        deadline = time.monotonic() + 90
-        probe = ("import ray, sys; ray.init(address=sys.argv[1], log_to_driver=False); "
-                 "print(sum(n['Alive'] for n in ray.nodes()))")
-        while time.monotonic() < deadline:
-            nodes = run_python(["-c", probe, address], capture_output=True, text=True,
-                                   env={**os.environ, **env}, timeout=60)
-            if nodes.stdout.strip() == "2":
-                break
-            time.sleep(2)
-        else:
-            pytest.fail(f"the second Ray node did not join: {nodes.stdout} {nodes.stderr[-2000:]}")
-        proc = run_python([str(program), "--address", address, "--run-dir", str(tmp_path / "run"),
-                               "--result", str(tmp_path / "r.pkl")], capture_output=True, text=True, timeout=240,
-                              cwd=tmp_path, env={**os.environ, **env})
-        assert proc.returncode == 0, proc.stderr[-3000:]
+        wait_for("1")
+        worker = _ray_start(logs[1], "--address", address)
+        wait_for("2")
+        proc = subprocess.run([sys.executable, str(program), "--address", address, "--run-dir",
+                               str(tmp_path / "run"), "--result", str(tmp_path / "r.pkl")], capture_output=True,
+                              text=True, timeout=scaled(240), cwd=tmp_path, env=env)
+        assert proc.returncode == 0, proc.stderr[-3000:] + _ray_logs(*logs)
     finally:
         for process in (worker, head):
             if process is not None:
