@@ -27,7 +27,7 @@ _ALLOWED = (
     ast.Attribute, ast.JoinedStr, ast.FormattedValue, ast.Constant, ast.Name, ast.Tuple, ast.List, ast.Dict,
     ast.Load, ast.operator, ast.unaryop, ast.boolop, ast.cmpop, ast.Call, ast.keyword,
 )
-# the builtins the frontend lets glue call (dagc.frontend.extract.GLUE_CALLS)
+# the builtins glue may call: the frontend's dagc.frontend.forms.GLUE_CALLS (the backend checks on its own)
 _CALLS = frozenset({"len", "str", "int", "float", "bool", "list", "tuple", "dict", "sorted", "min", "max", "sum",
                     "abs", "round"})
 

@@ -30,7 +30,7 @@ PAGE = ROOT / "docs" / "benchmarks.md"
 ORDER = ["compile_speed", "kfp_compare", "schedule_quality", "ray_overhead", "map_fanout", "torch_transfer",
          "torch_collectives",
          "param_server", "makespan"]
-LIBRARIES = ["dagc", "torch", "ray", "networkx", "libcst", "kfp"]
+LIBRARIES = ["dagc", "torch", "ray", "networkx", "kfp"]
 _SECTION = re.compile(r"<!-- benchmark: (?P<name>\w+) -->\n(?P<body>.*?)<!-- end: (?P=name) -->\n", re.S)
 
 

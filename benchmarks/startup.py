@@ -101,7 +101,7 @@ def run(quick: bool = False) -> str:
         median = statistics.median(times[name])
         verdict = "under" if median < LIMIT else "OVER"
         lines.append(f"- `{name}`: median {median * 1e3:.0f} ms, {verdict} the {LIMIT * 1e3:.0f} ms target.")
-    lines.append("- networkx, libcst, graphviz and tomllib are imported only by the commands that use them "
+    lines.append("- networkx, graphviz and tomllib are imported only by the commands that use them "
                  "(tests/test_startup.py checks that `dagc --help` and `dagc check` load none of them).")
     return "\n".join(lines) + "\n"
 

@@ -74,7 +74,7 @@ class Node:
     with `types` giving each one's declared type when known. `deps` are explicit ordering
     dependencies on other nodes.
     `attrs` holds pass results under namespaced keys such as `partition.device`. A region node
-    (`cond`, `loop`) owns its `bodies`: named lists of the nodes it runs (see REGION_BODIES); their
+    (`cond`, `loop`, `map`, `try`) owns its `bodies`: named lists of the nodes it runs (see REGION_BODIES); their
     names and values are unique in the whole graph, and they read outer values only through the
     region's operands.
     """

@@ -230,3 +230,24 @@ def test_stages_pass_on_layer_chain():
     assert [n.attrs["stages.stage"] for n in g] == [0, 1, 1, 1, 1, 2]
     assert [n.attrs["partition.device"] for n in g] == [0, 1, 1, 1, 1, 2]
     assert g.attrs["stages.bottleneck"] == pytest.approx(4.0 + 4 * CostModel().overhead)
+
+
+def test_pass_options_are_read_by_their_declared_type() -> None:
+    from typing import Literal
+
+    from dagc.passes.base import PassSpecError, _convert, parse_pipeline
+
+    [partition] = parse_pipeline("partition{algo=heft seed=7 budget=1.5}")
+    assert (partition.algo, partition.seed, partition.budget) == ("heft", 7, 1.5)
+    [fuse] = parse_pipeline("fuse{siblings=off}")
+    assert fuse.siblings is False
+    for spec, said in (("partition{seed=seven}", "must be int"), ("fuse{siblings=maybe}", "must be true or false"),
+                       ("partition{budget=lots}", "must be float")):
+        with pytest.raises(PassSpecError, match=said):
+            parse_pipeline(spec)
+    assert _convert("none", int | None, "p", "k") is None and _convert("3", int | None, "p", "k") == 3
+    assert _convert("b", Literal["a", "b"], "p", "k") == "b"
+    with pytest.raises(PassSpecError, match="must be one of: a, b"):
+        _convert("c", Literal["a", "b"], "p", "k")
+    with pytest.raises(PassSpecError, match="cannot be set from text"):
+        _convert("1,2", list[int], "odd", "pairs")

@@ -1,5 +1,5 @@
 """Start-up stays light: `dagc --help` and `dagc check` load none of the heavy libraries (networkx,
-libcst, graphviz, torch, ray, numpy) nor tomllib when no TOML file is read. Times are measured in
+graphviz, torch, ray, numpy) nor tomllib when no TOML file is read. Times are measured in
 benchmarks/startup.py, not here."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import REPO
 
-HEAVY = ("networkx", "libcst", "graphviz", "torch", "ray", "numpy", "tomllib")
+HEAVY = ("networkx", "graphviz", "torch", "ray", "numpy", "tomllib")
 PROBE = textwrap.dedent("""
     import contextlib, io, json, sys
     from dagc.cli import main

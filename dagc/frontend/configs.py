@@ -130,11 +130,16 @@ def _is_dataclass_decorator(expr: ast.expr, resolve: Callable[[str], str | None]
     return True, frozen
 
 
+class NotConstant(Exception):
+    """A default that is not a compile-time constant (the base of the evaluator's NotStatic)."""
+
+
 def config_class(node: ast.ClassDef, module: str, resolve: Callable[[str], str | None],
                  constant: Callable[[ast.expr], Any]) -> ConfigClass | None:
     """The config a `@dataclass` class body describes, or None when its constructor cannot be
     followed at compile time. `resolve` maps a local name to what it imports (`dataclass` →
-    `dataclasses.dataclass`); `constant` evaluates a default (raising on anything not constant)."""
+    `dataclasses.dataclass`); `constant` evaluates a default (raising NotConstant, or the evaluator's
+    NotStatic, on anything not constant)."""
     if node.bases or node.keywords or len(node.decorator_list) != 1:
         return None
     found = _is_dataclass_decorator(node.decorator_list[0], resolve)
@@ -162,7 +167,7 @@ def config_class(node: ast.ClassDef, module: str, resolve: Callable[[str], str |
             continue
         try:
             defaults.append((stmt.target.id, _default(stmt.value, resolve, constant)))
-        except Exception:
+        except NotConstant:  # a default dagc cannot know: the class is not a config it can build
             return None
     return ConfigClass(module, node.name, tuple(fields), tuple(defaults), found[1], node)
 
@@ -171,17 +176,17 @@ def _default(value: ast.expr, resolve: Callable[[str], str | None], constant: Ca
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and resolve(value.func.id) == \
             "dataclasses.field":
         if value.args or len(value.keywords) != 1:
-            raise ValueError("field() with more than a default")
+            raise NotConstant("field() with more than a default")
         kw = value.keywords[0]
         if kw.arg == "default":
             return constant(kw.value)
         if kw.arg == "default_factory" and isinstance(kw.value, ast.Name) and kw.value.id in ("list", "dict",
                                                                                               "tuple"):
             return {"list": [], "dict": {}, "tuple": ()}[kw.value.id]
-        raise ValueError("field() form")
+        raise NotConstant("field() form")
     result = constant(value)
     if isinstance(result, (list, dict, set)):
-        raise ValueError("a mutable default is an error in a dataclass")
+        raise NotConstant("a mutable default is an error in a dataclass")
     return result
 
 

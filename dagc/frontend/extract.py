@@ -13,7 +13,9 @@ Control flow:
     becomes a `loop` region node whose trip count is at most the iterable's length.
   * arithmetic, comparisons, indexing, attribute access and f-strings on task results become
     `glue` nodes.
-Region bodies are stored as IR JSON in the region node's attributes (see docs/ir.md).
+  * `while` with a bounded trip count, `try`/`finally` and a `for` over a run-time list (a `map`) become
+    `loop`, `try` and `map` region nodes.
+A region node owns its bodies (`Node.bodies`, see dagc.ir.core and docs/ir.md).
 """
 
 from __future__ import annotations
@@ -3018,14 +3020,11 @@ def _describe(expr: ast.AST) -> str:
     }.get(type(expr), type(expr).__name__)
 
 
+# statements a pipeline body does not support (`if`, `for`, `while` and `try` have their own handling)
 _STATEMENT_NAMES = {
-    ast.If: "`if`",
-    ast.For: "`for`",
     ast.AsyncFor: "`async for`",
-    ast.While: "`while`",
     ast.With: "`with`",
     ast.AsyncWith: "`async with`",
-    ast.Try: "`try`",
     ast.Raise: "`raise`",
     ast.Global: "`global`",
     ast.Nonlocal: "`nonlocal`",
@@ -3039,7 +3038,6 @@ _STATEMENT_NAMES = {
     ast.Assert: "`assert`",
 }
 _STATEMENT_HINTS = {
-    ast.Try: "handle errors inside a task, or use the task option retries=N",
     ast.With: "open resources inside the task that uses them",
     ast.Global: "pass the value as a pipeline parameter or return it from a task",
     ast.Nonlocal: "pass the value as a pipeline parameter or return it from a task",

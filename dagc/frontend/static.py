@@ -15,6 +15,7 @@ from typing import Any
 from dagc.frontend.configs import (
     ConfigClass,
     ConfigValue,
+    NotConstant,
     StaticFunction,
     StaticNamespace,
     call_config,
@@ -27,7 +28,7 @@ MAX_STATIC_ITEMS = 1_000_000
 MAX_INT_BITS = 12_000  # about 3,600 decimal digits: below the 4,300 digits Python converts to text
 
 
-class NotStatic(Exception):
+class NotStatic(NotConstant):
     """The expression is not a compile-time constant. `node` is the offending sub-expression."""
 
     def __init__(self, node: ast.AST, reason: str) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -124,24 +125,38 @@ def _split_top_level(text: str) -> list[str]:
 
 
 def _convert(value: str, annotation: Any, pass_name: str, option: str) -> Any:
-    hint = annotation if isinstance(annotation, type) else None
-    origin = typing.get_origin(annotation)
-    if hint is None and origin is None and isinstance(annotation, str):
-        hint = {"int": int, "float": float, "str": str, "bool": bool}.get(annotation)
-    try:
-        if hint is bool:
-            if value.lower() in ("true", "1", "yes", "on"):
-                return True
-            if value.lower() in ("false", "0", "no", "off"):
-                return False
-            raise ValueError(value)
-        if hint in (int, float, str):
-            return hint(value)
-    except ValueError:
-        raise PassSpecError(
-            f"option {option}={value!r} of pass {pass_name!r} must be {hint.__name__}"  # type: ignore[union-attr]
-        ) from None
-    return value
+    """An option's text as its declared type: bool, int, float, str, a `Literal[...]` of those, or any of them
+    `| None` (written `none`). Text the type cannot take is an error naming the option; a type the parser
+    cannot read is an error too (the pass declares an option no one can set)."""
+    if isinstance(annotation, str):
+        annotation = {"int": int, "float": float, "str": str, "bool": bool}.get(annotation, annotation)
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType) and type(None) in args:
+        if value.lower() == "none":
+            return None
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1:
+            return _convert(value, rest[0], pass_name, option)
+    if origin is typing.Literal:
+        for choice in args:
+            if str(choice) == value or (isinstance(choice, bool) and value.lower() == str(choice).lower()):
+                return choice
+        raise PassSpecError(f"option {option}={value!r} of pass {pass_name!r} must be one of: "
+                            f"{', '.join(str(a) for a in args)}")
+    if annotation is bool:
+        if value.lower() in ("true", "1", "yes", "on"):
+            return True
+        if value.lower() in ("false", "0", "no", "off"):
+            return False
+        raise PassSpecError(f"option {option}={value!r} of pass {pass_name!r} must be true or false")
+    if annotation in (int, float, str):
+        try:
+            return annotation(value)
+        except ValueError:
+            raise PassSpecError(f"option {option}={value!r} of pass {pass_name!r} must be {annotation.__name__}") \
+                from None
+    raise PassSpecError(f"pass {pass_name!r} declares option {option!r} of type {annotation!r}, which cannot be set "
+                        "from text (options are bool, int, float, str, a Literal of those, or one of them | None)")
 
 
 def parse_pipeline(text: str) -> list[Pass]:

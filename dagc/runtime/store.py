@@ -555,9 +555,6 @@ class RunStore:
             raise StorageError(unwritable(self.result_path, exc, self.root)) from exc
         return data.size
 
-    def load_result(self) -> Any:
-        return load_sealed(self.result_path)
-
     # ---- one run at a time ---------------------------------------------------------------------
     def lock(self, run_id: str) -> str | None:
         """Hold this run directory for run `run_id` until the process ends; None when held, else who holds
