@@ -135,9 +135,9 @@ def _describe(graph: Graph, node: Node) -> dict[str, Any]:
     if node.op == "task":
         data["source"] = source_digest(graph, node.target)
     if node.op == "fused":
-        from dagc.backends.local import _members
+        from dagc.backends.toolkit import fused_members
 
-        data["members"] = [_describe(graph, m) for m in _members(node)]
+        data["members"] = [_describe(graph, m) for m in fused_members(node)]
     if node.op in REGION_OPS:  # the bodies decide the outputs too
         data["region"] = {k: v for k, v in sorted(node.attrs.items()) if k.startswith("region.")}
         data["bodies"] = {key: [_describe(graph, n) for n in body] for key, body in region_bodies(node).items()}

@@ -41,15 +41,15 @@ from dagc.backends.emitter import (
     source_root_expr,
 )
 from dagc.backends.fingerprint import task_fingerprints, task_rows, try_body_rows
-from dagc.backends.local import (
-    _members,
-    _module_aliases,
-    _task_modules,
+from dagc.backends.toolkit import (
     emit_code_table,
     emit_prologue,
     emit_task_lines,
     emit_task_table,
+    fused_members,
+    module_aliases,
     script_path,
+    task_modules,
     used_values,
     uses_map,
     with_outputs_used,
@@ -188,7 +188,7 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     used = used_values(graph)
     # inside a task's function every output of the task is used: the function returns it
     names.used_values = with_outputs_used(graph.nodes, used)  # type: ignore[attr-defined]
-    aliases = _module_aliases(graph, names)
+    aliases = module_aliases(graph, names)
     order = graph.topological_order()
     if all("schedule.start" in graph.node(n).attrs for n in order):
         # submit in the schedule's order, so that each device's queue runs its tasks in that order
@@ -340,7 +340,7 @@ def fans_out(node: Node) -> bool:
 def _emit_map_tasks(w: CodeWriter, node: Node, function: str, names: Names, aliases: dict[str, str]) -> None:
     """A map whose items fan out: one remote function for an item (its body), and the region's task,
     which submits an item task per item and gathers their results (dagc.runtime.raymap.run_map)."""
-    from dagc.backends.local import _body, _operands, map_items_call, map_target
+    from dagc.backends.toolkit import map_items_call, map_target, region_body, region_operands
     from dagc.ir.types import iter_refs
 
     item_fn = names.claim(f"item:{node.name}", f"{node.name}_item")
@@ -354,12 +354,12 @@ def _emit_map_tasks(w: CodeWriter, node: Node, function: str, names: Names, alia
         w.line(f'"""Map region `{node.name}`, a chunk of its items: the lists each appends  ({prose(node.span)})."""')
         w.line("def body(item: object) -> tuple:")
         with w.indent():
-            for module in sorted(_task_modules([node])):
+            for module in sorted(task_modules([node])):
                 w.line(import_line(module, aliases[module]))
             w.line(f"{map_target(node, names)} = item")
-            for inner in _body(node, "body"):
+            for inner in region_body(node, "body"):
                 emit_task_lines(w, inner, names, aliases)
-            yields = [render_operand(y, names) for y in _operands(node, "region.yield")]
+            yields = [render_operand(y, names) for y in region_operands(node, "region.yield")]
             w.line(f"return ({', '.join(yields)}{',' if len(yields) == 1 else ''})")
         w.line()
         w.line("return run_items(job, chunk, body)")
@@ -373,7 +373,7 @@ def _emit_map_tasks(w: CodeWriter, node: Node, function: str, names: Names, alia
         w.line("def body() -> object:")
         with w.indent():
             args = "".join(f"{names[v]}, " for v in captured)
-            inits = "".join(f"{render_operand(o, names)}, " for o in _operands(node, "region.init"))
+            inits = "".join(f"{render_operand(o, names)}, " for o in region_operands(node, "region.init"))
             concurrency = node.attrs.get("region.concurrency")
             w.line(f"return run_map(job, {item_fn}, {map_items_call(node, names, record=False)}, ({args.rstrip(' ')}), "
                    f"({inits.rstrip(' ')}), concurrency={concurrency!r})")
@@ -401,7 +401,7 @@ def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: 
         what = {"fused": "Fused group", "glue": "Glue", "cond": "Conditional region",
                 "loop": "Loop region", "map": "Map region", "try": "Try/finally region"}.get(node.op, "Task") + f" `{node.name}`"
     with w.indent():
-        members = _members(node) if node.op == "fused" else [node]
+        members = fused_members(node) if node.op == "fused" else [node]
         targets = ", ".join(m.target for m in members if m.op == "task")
         where = prose(node.span)
         w.line(f'"""{what}: {prose(targets)}  ({where})."""' if targets else f'"""{what}  ({where})."""')
@@ -411,7 +411,7 @@ def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: 
         w.line("def body(*args: object, **kwargs: object) -> object:" if node.op == "task" else "def body() -> object:")
         with w.indent():
             # imported here, after the job has made the worker look like the plain run (sys.argv, cwd)
-            for module in sorted(_task_modules([node])):
+            for module in sorted(task_modules([node])):
                 w.line(import_line(module, aliases[module]))
             if node.op == "task":
                 w.line(f"return {aliases[node.module]}.{node.function}(*args, **kwargs)")

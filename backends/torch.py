@@ -26,15 +26,15 @@ from pathlib import Path
 from dagc.backends import REGISTRY as _REGISTRY
 from dagc.backends.emitter import CodeWriter, Names, call_source, render_operand
 from dagc.backends.glue import glue_source
-from dagc.backends.local import (
-    _members,
-    _module_aliases,
-    _task_modules,
+from dagc.backends.toolkit import (
     emit_code_table,
     emit_loader,
     emit_prologue,
     emit_task_lines,
+    fused_members,
+    module_aliases,
     script_path,
+    task_modules,
     used_values,
     uses_map,
     with_outputs_used,
@@ -136,7 +136,7 @@ def _task_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str]
         w.line(f"def {fn}() -> object:")
         with w.indent():
             if node.op == "fused":
-                what = f"Fused group `{node.name}`: {', '.join(m.name for m in _members(node))}."
+                what = f"Fused group `{node.name}`: {', '.join(m.name for m in fused_members(node))}."
             else:
                 kind = {"cond": "Conditional", "loop": "Loop", "map": "Map", "try": "Try/finally"}[node.op]
                 what = f"{kind} region `{node.name}`, as one task" + (
@@ -169,18 +169,18 @@ def _task_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str]
 def _spread_map_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str]) -> None:
     """A map made multi-rank by the `spread` pass: each rank runs its share of the items (item i on
     rank i % ranks) and every rank gathers the results (dagc.runtime.maps.spread_map)."""
-    from dagc.backends.local import _body, _operands, map_items_call, map_target
+    from dagc.backends.toolkit import map_items_call, map_target, region_body, region_operands
 
     outputs = [names[o] for o in node.outputs]
     item_fn = names.claim(f"item:{node.name}", f"{node.name}_item")
     w.line(f"def {item_fn}(item: object) -> tuple:")
     with w.indent():
         w.line(f"{map_target(node, names)} = item")
-        for inner in _body(node, "body"):
+        for inner in region_body(node, "body"):
             emit_task_lines(w, inner, names, aliases)
-        yields = [render_operand(y, names) for y in _operands(node, "region.yield")]
+        yields = [render_operand(y, names) for y in region_operands(node, "region.yield")]
         w.line(f"return ({', '.join(yields)}{',' if len(yields) == 1 else ''})")
-    inits = "".join(f"{render_operand(o, names)}, " for o in _operands(node, "region.init"))
+    inits = "".join(f"{render_operand(o, names)}, " for o in region_operands(node, "region.init"))
     target = ", ".join(outputs)
     w.line(f"{target} = spread_map({map_items_call(node, names, record=False)}, {item_fn}, "
            f"({inits.rstrip(' ')}), region={node.name!r})"
@@ -192,7 +192,7 @@ def _spreads(graph: Graph) -> bool:
 
 
 def _module_uses(node: Node) -> set[str]:
-    return _task_modules([node])
+    return task_modules([node])
 
 
 def _emit_rank(w: CodeWriter, graph: Graph, plan: CommPlan, rank: int, ops: list[Op], names: Names,
@@ -395,7 +395,7 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     names = Names(reserved={"Runner", "launch_main", "RANKS", "TASKS", "MOVES", "COLLECTIVES", "COMPRESS", "RETURNS",
                             "STAGES", "PROGRAMS", "rt", "idle", "default_run_dir", "POLICY", "STATE", "THREADS", "EFFECTS", "ResultError", "StorageError", "CODE", "CODE_FILES", "SCRIPT", "TaskFailed",
                             "report_failure", "program_args", "run_directory"} | {f"rank_{r}" for r in range(plan.world)})
-    aliases = _module_aliases(graph, names)
+    aliases = module_aliases(graph, names)
     from dagc.backends.fingerprint import task_rows
 
     rows = task_rows(graph)

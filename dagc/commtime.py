@@ -23,7 +23,7 @@ from __future__ import annotations
 from dagc.cluster import Cluster
 from dagc.cost import CostModel, allreduce_time, broadcast_time, gather_time, reduce_time
 from dagc.ir.core import Graph
-from dagc.passes.commcheck import _gather_members, _priority_order, _transfer_src, node_ranks
+from dagc.passes.commcheck import gather_members, node_ranks, priority_order, transfer_source
 
 __all__ = ["timed_makespan"]
 
@@ -49,9 +49,9 @@ def timed_makespan(graph: Graph, cluster: Cluster, cost: CostModel | None = None
         t, d = min(holders)
         return t + cluster.transfer_time(cost.default_out_size, d, device)
 
-    members = _gather_members(graph)
+    members = gather_members(graph)
     arrived: dict[str, int] = {}
-    for name in _priority_order(graph):
+    for name in priority_order(graph):
         node = graph.node(name)
         ranks = [r for r in node_ranks(node) if r < cluster.n_devices] or [0]
         gather = node.attrs.get("transfer.gather") if node.op == "transfer" else None
@@ -59,7 +59,7 @@ def timed_makespan(graph: Graph, cluster: Cluster, cost: CostModel | None = None
             arrived[gather] = arrived.get(gather, 0) + 1
             if arrived[gather] < len(members[gather]):
                 continue  # the gather starts with its last value
-            parts = [(m.input_values()[0], m.outputs[0], _transfer_src(m),
+            parts = [(m.input_values()[0], m.outputs[0], transfer_source(m),
                       float(m.attrs.get("transfer.bytes", cost.wire_bytes(m)))) for m in members[gather]]
             group = sorted({ranks[0], *(src for _, _, src, _ in parts)})
             start = max([*(at(v, src) for v, _, src, _ in parts), *(link_free.get(r, 0.0) for r in group)])

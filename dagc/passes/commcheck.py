@@ -51,6 +51,9 @@ __all__ = [
     "DEADLOCK_CODE",
     "order_token",
     "is_order_token",
+    "priority_order",
+    "transfer_source",
+    "gather_members",
 ]
 
 # Diagnostic code for an order that could block (an internal error when the emitter's own order
@@ -210,7 +213,7 @@ class CommPlan:
         return [s for s in self.steps if s.kind == "move"]
 
 
-def _priority_order(graph: Graph) -> list[str]:
+def priority_order(graph: Graph) -> list[str]:
     """A topological order that follows the schedule: ready nodes by (estimated start, program order)."""
     topo = graph.topological_order()
     index = {name: i for i, name in enumerate(topo)}
@@ -240,7 +243,7 @@ def _priority_order(graph: Graph) -> list[str]:
 
 def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
     """The global order of steps for `graph` and the rank count (at least the devices used)."""
-    order = _priority_order(graph)
+    order = priority_order(graph)
     home = {n.name: node_ranks(n) for n in graph}
     used = [r for ranks in home.values() for r in ranks]
     for n in graph:
@@ -296,7 +299,7 @@ def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
     outputs: dict[str, tuple[str, ...]] = {}
     operands: dict[str, tuple[tuple[str, int], ...]] = {}
     gathers: dict[str, tuple[tuple[str, str, int], ...]] = {}
-    members = _gather_members(graph)
+    members = gather_members(graph)
     arrived: dict[str, int] = {}
     for name in order:
         node = graph.node(name)
@@ -308,7 +311,7 @@ def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
                 continue
             parts = []
             for member in members[gather]:
-                value, out, src = member.input_values()[0], member.outputs[0], _transfer_src(member)
+                value, out, src = member.input_values()[0], member.outputs[0], transfer_source(member)
                 fetch(gather, value, src)
                 parts.append((value, out, src))
             target = home[name][0]
@@ -382,13 +385,13 @@ def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
                     operands, gathers)
 
 
-def _transfer_src(node: Node) -> int:
+def transfer_source(node: Node) -> int:
     """The rank a transfer node's value leaves from."""
     src = _device_list(node.attrs.get("transfer.src"))
     return src[0] if src else 0
 
 
-def _gather_members(graph: Graph) -> dict[str, list[Node]]:
+def gather_members(graph: Graph) -> dict[str, list[Node]]:
     """Gather name → its transfer nodes, in the order of the gather's group (`transfer.group`: the
     root, then the senders in the order the reader lists their values)."""
     out: dict[str, list[Node]] = {}
@@ -397,7 +400,7 @@ def _gather_members(graph: Graph) -> dict[str, list[Node]]:
             out.setdefault(str(node.attrs.get("transfer.gather")), []).append(node)
     for nodes in out.values():
         group = list(_device_list(nodes[0].attrs.get("transfer.group")) or ())
-        nodes.sort(key=lambda n: group.index(_transfer_src(n)) if _transfer_src(n) in group else len(group))
+        nodes.sort(key=lambda n: group.index(transfer_source(n)) if transfer_source(n) in group else len(group))
     return out
 
 
