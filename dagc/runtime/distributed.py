@@ -9,11 +9,8 @@ gives those functions three verbs:
     rt.send(value, 3)                                                   # message with tag 3
     value = rt.recv(3)
 
-Wire formats: a tensor whose dtype and shape the compiler knows is received straight into a
-buffer allocated for it; any other tensor is preceded by a small header (dtype, shape, device);
-any other object is pickled into a byte tensor, preceded by the same header giving its length.
-For payloads of 1 MiB or more the receiver answers the header with a one-word "ready" once its
-buffer is allocated, and only then is the payload sent, so that it is received in place.
+The messages and collectives themselves, and their wire formats, are in `dagc.runtime.transfers`;
+pipeline-parallel training in `dagc.runtime.stages`. This module re-exports both for the programs.
 
 Restarts: with a run directory, every task's output is stored under its fingerprint
 (`dagc.runtime.store`). At start, rank 0 lists the tasks already stored and broadcasts the list;
@@ -28,16 +25,12 @@ record itself, since it is about to stop).
 
 from __future__ import annotations
 
-import io
 import os
-import pickle
 import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -55,8 +48,22 @@ from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import NEVER_REUSED, NOT_STORABLE, Executor, TaskFailed, TaskSpec, unpicklable_type
 from dagc.runtime.program import LAUNCHER_VARIABLES, deliver_result, store_result
 from dagc.runtime.progress import Progress
+from dagc.runtime.stages import current_stages, train_layers, train_pipeline, use_stages
 from dagc.runtime.store import Cache, RunStore
 from dagc.runtime.threads import capped, current_threads, plain_threads, set_threads
+from dagc.runtime.transfers import (
+    COMPRESS_DTYPES,
+    DTYPES,
+    broadcast_value,
+    compress_value,
+    decompress_value,
+    gather_value,
+    recv_value,
+    reduce_value,
+    send_value,
+    static_buffer,
+    wire_static,
+)
 
 __all__ = ["Runner", "take_launcher_environment", "TaskInfo", "MoveInfo", "CollectiveInfo", "plan_steps", "send_value", "recv_value",
            "broadcast_value", "reduce_value", "gather_value", "compress_value", "decompress_value", "COMPRESS_DTYPES", "DTYPES",
@@ -77,343 +84,6 @@ MoveInfo = tuple[str, str, int, int, "tuple[str, tuple[int, ...]] | None"]
 #    static tensor every value is (or None), None, None)
 CollectiveInfo = tuple[str, Any, str, int, tuple[int, ...], "tuple[str, tuple[int, ...]] | None", "float | None",
                        "int | None"]
-
-DTYPES: tuple[torch.dtype, ...] = (
-    torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
-    torch.int16, torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128,
-)
-_DTYPE_CODE = {dtype: i for i, dtype in enumerate(DTYPES)}
-_HEADER = 12  # kind, dtype, ndim, on_cuda, requires_grad, 0, 0, dims (up to 5) | payload bytes
-_MAX_DIMS = 5
-_KIND_TENSOR, _KIND_PICKLE = 1, 2
-# Payloads from this size on wait for the receiver's "buffer ready" before they are sent, so that
-# they land in the receiver's buffer directly instead of being staged and copied (one round trip,
-# tens of microseconds, against a copy of the whole payload).
-_HANDSHAKE = 1 << 20
-
-
-# ---- compression for transfer (`compress="bf16"` / "fp16" on a task) -----------------------------------
-COMPRESS_DTYPES: dict[str, torch.dtype] = {"bf16": torch.bfloat16, "fp16": torch.float16}
-# floating dtypes that compression narrows (16-bit ones already are as small)
-_WIDE_FLOATS = (torch.float32, torch.float64)
-
-
-class _Narrowed:
-    """A tensor sent narrowed, with the dtype it is restored to on arrival (inside a pickled value)."""
-
-    def __init__(self, tensor: torch.Tensor, dtype: torch.dtype) -> None:
-        self.tensor, self.dtype = tensor, dtype
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_Narrowed, (self.tensor, self.dtype))
-
-
-def compress_value(value: Any, kind: str) -> Any:
-    """`value` with every float32/float64 tensor (also inside lists, tuples and dicts) cast to the
-    16-bit dtype of `kind`; `decompress_value` casts them back."""
-    narrow = COMPRESS_DTYPES[kind]
-    if isinstance(value, torch.Tensor):
-        return _Narrowed(value.detach().to(narrow).requires_grad_(value.requires_grad), value.dtype) if value.dtype in _WIDE_FLOATS else value
-    if isinstance(value, list):
-        return [compress_value(v, kind) for v in value]
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return tuple(compress_value(v, kind) for v in value)
-    if isinstance(value, dict) and type(value) is dict:
-        return {k: compress_value(v, kind) for k, v in value.items()}
-    return value
-
-
-def decompress_value(value: Any) -> Any:
-    """The inverse of `compress_value` (up to the 16-bit rounding)."""
-    if isinstance(value, _Narrowed):
-        return value.tensor.to(value.dtype)
-    if isinstance(value, list):
-        return [decompress_value(v) for v in value]
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return tuple(decompress_value(v) for v in value)
-    if isinstance(value, dict) and type(value) is dict:
-        return {k: decompress_value(v) for k, v in value.items()}
-    return value
-
-
-# ---- transfers -------------------------------------------------------------------------------------
-def _header(values: Sequence[int], device: torch.device) -> torch.Tensor:
-    out = torch.zeros(_HEADER, dtype=torch.int64)
-    out[: len(values)] = torch.tensor(list(values), dtype=torch.int64)
-    return out.to(device)
-
-
-def _wait_ready(dst: int, tag: int, device: torch.device) -> None:
-    dist.recv(torch.empty(1, dtype=torch.int64, device=device), dst, tag=tag)
-
-
-def _ready(src: int, tag: int, device: torch.device) -> None:
-    dist.send(torch.ones(1, dtype=torch.int64, device=device), src, tag=tag)
-
-
-def send_value(value: Any, dst: int, tag: int, device: torch.device,
-               static: tuple[str, tuple[int, ...]] | None = None, compress: str | None = None) -> int:
-    """Send `value` to rank `dst`; returns the payload bytes. `device` is the transport's device
-    (a CUDA device under nccl, the CPU under gloo). With `compress` ("bf16"/"fp16"), floating
-    tensors travel in 16 bits and are cast back on arrival (the receiver passes the same `compress`)."""
-    restore = 0  # 1 + the dtype code a tensor sent narrowed is cast back to on arrival
-    if compress is not None:
-        packed = compress_value(value, compress)
-        if isinstance(packed, _Narrowed) and static is not None:  # the receiver knows both dtypes
-            value, static = packed.tensor, _wire_static(static, compress)
-        elif isinstance(packed, _Narrowed):
-            value, restore = packed.tensor, _DTYPE_CODE[packed.dtype] + 1
-        else:
-            value = packed
-    if static is not None and isinstance(value, torch.Tensor) and value.dtype == getattr(torch, static[0]) \
-            and tuple(value.shape) == tuple(static[1]):
-        payload = value.detach().to(device).contiguous()
-        dist.send(payload, dst, tag=tag)
-        return payload.numel() * payload.element_size()
-    if (isinstance(value, torch.Tensor) and value.dtype in _DTYPE_CODE and value.dim() <= _MAX_DIMS
-            and not value.is_sparse and static is None):
-        payload = value.detach().to(device).contiguous()
-        nbytes = payload.numel() * payload.element_size()
-        head = [_KIND_TENSOR, _DTYPE_CODE[value.dtype], value.dim(), int(value.is_cuda),
-                int(value.requires_grad), int(nbytes >= _HANDSHAKE), restore, *value.shape]
-        dist.send(_header(head, device), dst, tag=tag)
-        if nbytes >= _HANDSHAKE:
-            _wait_ready(dst, tag, device)
-        dist.send(payload, dst, tag=tag)
-        return nbytes
-    buffer = io.BytesIO()
-    pickle.dump(value, buffer, protocol=pickle.HIGHEST_PROTOCOL)
-    data = buffer.getbuffer()
-    payload = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(device)
-    if static is None:
-        handshake = len(data) >= _HANDSHAKE
-        dist.send(_header([_KIND_PICKLE, 0, 0, 0, 0, int(handshake), 0, len(data)], device), dst, tag=tag)
-        if handshake:
-            _wait_ready(dst, tag, device)
-    else:  # the compiler expected a tensor of a known shape: say that something else comes
-        raise TypeError(f"expected a {static[0]} tensor of shape {list(static[1])} to send to rank {dst}, "
-                        f"got {type(value).__name__}"
-                        + (f" {value.dtype} {list(value.shape)}" if isinstance(value, torch.Tensor) else ""))
-    dist.send(payload, dst, tag=tag)
-    return len(data)
-
-
-def recv_value(src: int, tag: int, device: torch.device,
-               static: tuple[str, tuple[int, ...]] | None = None, out: torch.Tensor | None = None,
-               compress: str | None = None) -> Any:
-    """Receive what `send_value` sent from rank `src` (a static tensor into `out` when given)."""
-    if compress is not None:
-        wire = _wire_static(static, compress)
-        value = recv_value(src, tag, device, wire, out)  # `out`, when given, is allocated for `wire`
-        return _widen_from_wire(value, static)
-    if static is not None:
-        buffer = out if out is not None else static_buffer(static, device)
-        dist.recv(buffer, src, tag=tag)
-        return buffer
-    head = torch.empty(_HEADER, dtype=torch.int64, device=device)
-    dist.recv(head, src, tag=tag)
-    h = head.tolist()
-    if h[0] == _KIND_TENSOR:
-        dtype, ndim = DTYPES[h[1]], h[2]
-        buffer = torch.empty(tuple(h[7 : 7 + ndim]), dtype=dtype, device=device)
-        if h[5]:
-            _ready(src, tag, device)
-        dist.recv(buffer, src, tag=tag)
-        return _finish_tensor(buffer, h)
-    if h[0] == _KIND_PICKLE:
-        buffer = torch.empty(h[7], dtype=torch.uint8, device=device)
-        if h[5]:
-            _ready(src, tag, device)
-        dist.recv(buffer, src, tag=tag)
-        return pickle.loads(memoryview(buffer.cpu().numpy()))
-    raise RuntimeError(f"malformed message header from rank {src} (tag {tag}): {h}")
-
-
-def _finish_tensor(buffer: torch.Tensor, h: list[int]) -> torch.Tensor:
-    """A received tensor as it was sent: on the CPU if it came from there, in its own dtype (sent
-    narrowed, it is cast back), with its gradient flag."""
-    if not h[3] and buffer.device.type != "cpu":
-        buffer = buffer.cpu()
-    if h[6]:
-        buffer = buffer.to(DTYPES[h[6] - 1])
-    if h[4]:
-        buffer.requires_grad_(True)
-    return buffer
-
-
-def _wire_static(static: tuple[str, tuple[int, ...]] | None, compress: str
-                 ) -> tuple[str, tuple[int, ...]] | None:
-    if static is None or getattr(torch, static[0]) not in _WIDE_FLOATS:
-        return static
-    return str(COMPRESS_DTYPES[compress]).removeprefix("torch."), static[1]
-
-
-def _widen_from_wire(value: Any, static: tuple[str, tuple[int, ...]] | None) -> Any:
-    if static is not None and isinstance(value, torch.Tensor) and value.dtype != getattr(torch, static[0]):
-        return value.to(getattr(torch, static[0]))
-    return decompress_value(value)
-
-
-def broadcast_value(value: Any, root: int, group: Any, device: torch.device,
-                    static: tuple[str, tuple[int, ...]] | None = None, compress: str | None = None,
-                    out: torch.Tensor | None = None) -> Any:
-    """Broadcast `value` from global rank `root` to every rank of `group` (a collective: every rank of
-    the group calls it, in the same order); returns the value on every rank (on the root, `value`
-    itself). Same wire format as `send_value`: a statically shaped tensor goes alone (into `out` on
-    the other ranks, when given: a buffer for the wire's dtype and shape), anything else after a
-    header."""
-    is_root = dist.get_rank() == root
-    if compress is not None:
-        wire = _wire_static(static, compress)
-        sent = compress_value(value, compress) if is_root else None
-        if isinstance(sent, _Narrowed) and static is not None:  # every rank knows both dtypes
-            sent = sent.tensor
-        received = broadcast_value(sent, root, group, device, wire, out=out)
-        return value if is_root else _widen_from_wire(received, static)
-    if static is not None:
-        if is_root:
-            if not (isinstance(value, torch.Tensor) and value.dtype == getattr(torch, static[0])
-                    and tuple(value.shape) == tuple(static[1])):
-                raise TypeError(f"expected a {static[0]} tensor of shape {list(static[1])} to broadcast, "
-                                f"got {type(value).__name__}")
-            payload = value.detach().to(device).contiguous()
-            dist.broadcast(payload, root, group=group)
-            return value
-        buffer = out if out is not None else static_buffer(static, device)
-        dist.broadcast(buffer, root, group=group)
-        return buffer
-    head = torch.zeros(_HEADER, dtype=torch.int64, device=device)
-    payload: torch.Tensor | None = None
-    if is_root:
-        if isinstance(value, _Narrowed):  # a bare tensor sent narrow: say which dtype to restore
-            tensor, restore = value.tensor, _DTYPE_CODE[value.dtype] + 1
-        else:
-            tensor, restore = value, 0
-        if (isinstance(tensor, torch.Tensor) and tensor.dtype in _DTYPE_CODE and tensor.dim() <= _MAX_DIMS
-                and not tensor.is_sparse):
-            payload = tensor.detach().to(device).contiguous()
-            head = _header([_KIND_TENSOR, _DTYPE_CODE[tensor.dtype], tensor.dim(), int(tensor.is_cuda),
-                            int(tensor.requires_grad), 0, restore, *tensor.shape], device)
-        else:
-            data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-            payload = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(device)
-            head = _header([_KIND_PICKLE, 0, 0, 0, 0, 0, 0, len(data)], device)
-    dist.broadcast(head, root, group=group)
-    h = head.tolist()
-    if is_root:
-        dist.broadcast(payload, root, group=group)  # type: ignore[arg-type]
-        return value
-    if h[0] == _KIND_TENSOR:
-        buffer = torch.empty(tuple(h[7 : 7 + h[2]]), dtype=DTYPES[h[1]], device=device)
-        dist.broadcast(buffer, root, group=group)
-        return _finish_tensor(buffer, h)
-    buffer = torch.empty(h[7], dtype=torch.uint8, device=device)
-    dist.broadcast(buffer, root, group=group)
-    return pickle.loads(memoryview(buffer.cpu().numpy()))
-
-
-_SUMMABLE = (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
-             torch.int8, torch.uint8)
-
-
-def _describe(value: Any) -> list[int]:
-    """(kind, dtype, ndim, on CUDA, 0, 0, 0, dims…) of a value, for ranks to agree on a reduce."""
-    if isinstance(value, torch.Tensor) and value.dtype in _SUMMABLE and value.dim() <= _MAX_DIMS \
-            and not value.is_sparse:
-        return [_KIND_TENSOR, _DTYPE_CODE[value.dtype], value.dim(), int(value.is_cuda), 0, 0, 0, *value.shape]
-    return [_KIND_PICKLE]
-
-
-def reduce_value(value: Any, root: int, group: Any, device: torch.device, order: Sequence[int],
-                 divisor: float | None = None, everywhere: bool = False, start: int | None = None) -> Any:
-    """Sum every rank's `value` onto global rank `root` (a collective over `group`); `order` lists
-    the ranks in the order Python adds their operands, after `start` when given (Python's `sum`
-    starts from 0: `0 + t` makes a bool tensor int64 and -0.0 0.0). Returns the sum (divided by
-    `divisor` when given) on the root, None elsewhere; with `everywhere`, on every rank (an
-    all-reduce).
-
-    The ranks first exchange what they hold (a 96-byte header each). Tensors of one dtype and shape
-    are summed by `dist.reduce` (each rank's operand is copied first: the collective works in
-    place); anything else (other shapes that Python would broadcast, other dtypes it would promote,
-    non-tensors) is gathered onto the root and added there in `order`, exactly as Python does."""
-    rank = dist.get_rank()
-    ranks = sorted(order)
-    heads = [torch.empty(_HEADER, dtype=torch.int64, device=device) for _ in ranks]
-    dist.all_gather(heads, _header(_describe(value), device), group=group)
-    rows = [h.tolist() for h in heads]
-    if rows[0][0] == _KIND_TENSOR and all(row == rows[0] for row in rows):
-        total = value.detach().to(device).clone(memory_format=torch.contiguous_format)
-        if everywhere:
-            dist.all_reduce(total, op=dist.ReduceOp.SUM, group=group)
-        else:
-            dist.reduce(total, root, op=dist.ReduceOp.SUM, group=group)
-        if rank != root and not everywhere:
-            return None
-        if not rows[0][3] and total.device.type != "cpu":
-            total = total.cpu()
-        if start is not None:
-            total = start + total  # the same dtype and value as ((0 + a) + b) + …, up to the order
-        return total / divisor if divisor is not None else total
-    gathered: list[Any] = [None] * len(ranks) if rank == root or everywhere else []
-    if everywhere:
-        dist.all_gather_object(gathered, value, group=group)
-    else:
-        dist.gather_object(value, gathered if rank == root else None, dst=root, group=group)
-    if rank != root and not everywhere:
-        return None
-    by_rank = dict(zip(ranks, gathered))
-    total = by_rank[order[0]] if start is None else start + by_rank[order[0]]
-    for r in order[1:]:
-        total = total + by_rank[r]
-    return total / divisor if divisor is not None else total
-
-
-def gather_value(value: Any, root: int, group: Any, device: torch.device, order: Sequence[int],
-                 static: tuple[str, tuple[int, ...]] | None = None, compress: str | None = None,
-                 tag: int = 0, out: Sequence[torch.Tensor] | None = None) -> Any:
-    """Gather the `value` of every rank in `order` onto global rank `root` (a collective over
-    `group`: every rank of it calls it, the root with None); returns on the root the values in
-    `order` (a list), None elsewhere.
-
-    Statically shaped tensors (`static`) go straight into the root's buffers (`out`, one per sender
-    in `order`, allocated before the run; else here): the root posts one receive per sender at once
-    and each sender sends, as NCCL's gather does — gloo's `dist.gather` would stage everything in
-    one flat buffer and copy it out again. Anything else goes by `dist.gather_object` (pickled, as a
-    message's value would be). With `compress`, floating tensors travel narrowed and are widened on
-    the root."""
-    rank = dist.get_rank()
-    if static is not None:
-        wire = _wire_static(static, compress) if compress is not None else static
-        if rank != root:
-            sent = compress_value(value, compress) if compress is not None else value
-            tensor = sent.tensor if isinstance(sent, _Narrowed) else sent
-            if not (isinstance(tensor, torch.Tensor) and tensor.dtype == getattr(torch, wire[0])
-                    and tuple(tensor.shape) == tuple(wire[1])):
-                raise TypeError(f"expected a {static[0]} tensor of shape {list(static[1])} to gather, "
-                                f"got {type(value).__name__}")
-            dist.send(tensor.detach().to(device).contiguous(), root, tag=tag)
-            return None
-        buffers = list(out) if out is not None else [static_buffer(wire, device) for _ in order]
-        requests = dist.batch_isend_irecv([dist.P2POp(dist.irecv, buffer, src, tag=tag)
-                                           for buffer, src in zip(buffers, order)])
-        for request in requests:
-            request.wait()
-        return [_widen_from_wire(b, static) if compress is not None else b for b in buffers]
-    ranks = sorted({root, *order})
-    sent = compress_value(value, compress) if compress is not None and rank != root else value
-    gathered: list[Any] | None = [None] * len(ranks) if rank == root else None
-    dist.gather_object(sent, gathered, dst=root, group=group)
-    if rank != root:
-        return None
-    by_rank = dict(zip(ranks, gathered))  # type: ignore[arg-type]
-    return [decompress_value(by_rank[r]) if compress is not None else by_rank[r] for r in order]
-
-
-def static_buffer(static: tuple[str, tuple[int, ...]], device: torch.device) -> torch.Tensor:
-    """A buffer for a statically shaped tensor, its pages already mapped (so receiving into it
-    runs at the link's speed rather than the page-fault handler's)."""
-    return torch.empty(tuple(static[1]), dtype=getattr(torch, static[0]), device=device).zero_()
-
 
 # ---- which steps a (re)started run still has to do -------------------------------------------------
 def plan_steps(
@@ -589,7 +259,7 @@ class Runner:
             if tag in self.collectives and self.collectives[tag][0] == "gather":
                 _, parts, _, root, _, static = self.collectives[tag][:6]
                 if root == self.rank and static is not None:
-                    wire = _wire_static(static, self.compress[tag]) if tag in self.compress else static
+                    wire = wire_static(static, self.compress[tag]) if tag in self.compress else static
                     self.buffers[tag] = [static_buffer(wire, self.comm_device) for _ in parts]  # type: ignore[assignment]
                 continue
             if tag in self.collectives:
@@ -598,7 +268,7 @@ class Runner:
             else:
                 _, _, src, dst, static = self.moves[tag]
             if tag in self.compress and static is not None:
-                static = _wire_static(static, self.compress[tag])
+                static = wire_static(static, self.compress[tag])
             if dst == self.rank and src != dst and static is not None:
                 self.buffers[tag] = static_buffer(static, self.comm_device)
         if self.store is not None:
@@ -918,140 +588,6 @@ def report_failure(exc: BaseException) -> None:
             return
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(line + "\n")
-
-
-# ---- pipeline parallelism ------------------------------------------------------------------------------
-def train_pipeline(
-    layers: Sequence[torch.nn.Module],
-    stage_of: Sequence[int],
-    batches: Sequence[tuple[torch.Tensor, torch.Tensor]],
-    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-    *,
-    microbatches: int,
-    make_optimizer: Callable[[Any], torch.optim.Optimizer],
-    schedule: str = "gpipe",
-    group: Any = None,
-    device: torch.device | str = "cpu",
-) -> list[float]:
-    """Train `layers` (in order) split into pipeline stages over the ranks of `group`.
-
-    `stage_of[i]` is the stage of layer i (contiguous, 0 … K-1; the `stages` pass computes it and
-    stores it as `stages.stage`); rank r of the group runs stage r. Each batch `(inputs, targets)`
-    is cut into `microbatches` micro-batches and run with `ScheduleGPipe` or `Schedule1F1B`
-    (`schedule="1f1b"`). Returns the loss of each step (the mean over its micro-batches) on every
-    rank: the last stage computes it and broadcasts it.
-    """
-    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
-
-    rank = dist.get_rank(group)
-    world = dist.get_world_size(group)
-    num_stages = max(stage_of) + 1
-    if num_stages != world or list(stage_of) != sorted(stage_of) or set(stage_of) != set(range(num_stages)):
-        raise ValueError(f"stages {list(stage_of)} must be contiguous, 0…K-1, with K = {world} ranks")
-    device = torch.device(device)
-    module = torch.nn.Sequential(*[layer for layer, s in zip(layers, stage_of) if s == rank]).to(device)
-    stage = PipelineStage(module, rank, num_stages, device, group=group)
-    kinds = {"gpipe": ScheduleGPipe, "1f1b": Schedule1F1B}
-    runner = kinds[schedule.lower()](stage, microbatches, loss_fn=loss_fn)
-    optimizer = make_optimizer(module.parameters())
-    last = dist.get_global_rank(group, num_stages - 1) if group is not None else num_stages - 1
-    losses: list[float] = []
-    for inputs, targets in batches:
-        optimizer.zero_grad()
-        step_losses: list[torch.Tensor] = []
-        if rank == 0 and rank == num_stages - 1:
-            runner.step(inputs.to(device), target=targets.to(device), losses=step_losses)
-        elif rank == 0:
-            runner.step(inputs.to(device))
-        elif rank == num_stages - 1:
-            runner.step(target=targets.to(device), losses=step_losses)
-        else:
-            runner.step()
-        optimizer.step()
-        value = torch.zeros(1, dtype=torch.float64, device=device)
-        if step_losses:
-            value += torch.stack([loss.detach().double() for loss in step_losses]).mean()
-        dist.broadcast(value, last, group=group)
-        losses.append(float(value.item()))
-    return losses
-
-
-# ---- pipeline-parallel training steps ----------------------------------------------------------------
-_STAGES: ContextVar[tuple[int, ...] | None] = ContextVar("dagc_stages", default=None)
-
-
-def current_stages() -> tuple[int, ...] | None:
-    """The stage of each layer of the running pipeline-parallel training step (the `stages` pass's
-    `stages.stage`, renumbered 0 … K-1 in layer order), or None outside one."""
-    return _STAGES.get()
-
-
-@contextmanager
-def use_stages(stages: Sequence[int] | None) -> Iterator[None]:
-    """Run the block as a training step whose layers are split into `stages` (None: not split)."""
-    token = _STAGES.set(tuple(stages) if stages is not None else None)
-    try:
-        yield
-    finally:
-        _STAGES.reset(token)
-
-
-def train_layers(
-    layers: Sequence[torch.nn.Module],
-    batches: Sequence[tuple[torch.Tensor, torch.Tensor]],
-    loss_fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
-    *,
-    microbatches: int,
-    make_optimizer: Callable[[Any], torch.optim.Optimizer],
-    schedule: str = "gpipe",
-) -> list[float]:
-    """Train `layers` (in order) on `batches`; the body of a pipeline-parallel training task.
-
-    Inside an emitted torch.distributed program, where the compiler split the layers into stages
-    (docs/pipeline_parallel.md), this runs `train_pipeline` on the task's ranks and then gathers
-    the trained layers onto rank 0 of the task, so rank 0's `layers` hold every stage's weights.
-    Everywhere else (plain Python, the local and Ray backends) it trains in this process with the
-    same arithmetic: each batch cut into `microbatches` equal micro-batches, `(loss /
-    microbatches).backward()` for each, one optimizer step per batch. Returns each step's loss (the
-    mean over its micro-batches).
-    """
-    from dagc.runtime.context import context
-
-    ctx = context()
-    stages = current_stages()
-    if stages is not None and ctx.world_size > 1:
-        losses = train_pipeline(layers, stages, batches, loss_fn, microbatches=microbatches,
-                                make_optimizer=make_optimizer, schedule=schedule, group=ctx.group,
-                                device=ctx.device)
-        _gather_layers(layers, stages, ctx.group)
-        return losses
-    model = torch.nn.Sequential(*layers)
-    optimizer = make_optimizer(model.parameters())
-    losses = []
-    for inputs, targets in batches:
-        optimizer.zero_grad()
-        step = []
-        for x, y in zip(inputs.tensor_split(microbatches), targets.tensor_split(microbatches)):
-            loss = loss_fn(model(x), y)
-            (loss / microbatches).backward()
-            step.append(loss.detach().double())
-        optimizer.step()
-        losses.append(float(torch.stack(step).mean().item()))
-    return losses
-
-
-def _gather_layers(layers: Sequence[torch.nn.Module], stages: Sequence[int], group: Any) -> None:
-    """Copy each stage's trained weights into rank 0's copies of its layers."""
-    rank = dist.get_rank(group)
-    mine = {i: {k: v.detach().cpu() for k, v in layer.state_dict().items()}
-            for i, (layer, s) in enumerate(zip(layers, stages)) if s == rank}
-    gathered: list[Any] = [None] * dist.get_world_size(group) if rank == 0 else []
-    dst = dist.get_global_rank(group, 0) if group is not None else 0
-    dist.gather_object(mine, gathered if rank == 0 else None, dst=dst, group=group)
-    if rank == 0:
-        for part in gathered:
-            for i, state in (part or {}).items():
-                layers[i].load_state_dict(state)
 
 
 def _whole_groups(done: set[str], state: Mapping[str, int]) -> set[str]:
