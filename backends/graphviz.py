@@ -311,6 +311,83 @@ def _resolve_focus(graph: Graph, task: str) -> str:
     raise FocusError(f"no task named {task!r} in pipeline `{graph.name}`{hint}")
 
 
+@dataclass
+class _Model:
+    """What a picture shows, decided before anything is drawn: the visible nodes, the loop groups, the
+    critical path, where each value is drawn and how nodes are placed."""
+
+    graph: Graph
+    nodes: list[Node]
+    visible: set[str] | None
+    collapse: bool
+    cost_model: Any
+    cluster: Any
+    crit: list[str]
+    groups: dict[tuple[str, tuple[int, ...]], _Group]
+    drawn: dict[str, str]  # value → the id of what draws it
+    member_nodes: dict[str, list[Node]]  # fused node → its members
+    placements: dict[tuple[int, ...], list[Node]]  # devices → nodes placed there; () = not placed
+
+    @property
+    def crit_nodes(self) -> set[str]:
+        return set(self.crit)
+
+    @property
+    def crit_pairs(self) -> set[tuple[str, str]]:
+        return set(zip(self.crit, self.crit[1:]))
+
+    @property
+    def group_of(self) -> dict[str, tuple[str, tuple[int, ...]]]:
+        return {m: k for k, g in self.groups.items() for m in g.members}
+
+    @property
+    def partitioned(self) -> bool:
+        return any(_devices(n) for n in self.nodes)
+
+    def node_of_device(self, d: int) -> int:
+        return self.cluster.devices[d].node if self.cluster is not None and d < self.cluster.n_devices else 0
+
+
+def _model(graph: Graph, cluster: Any, cost_model: Any, collapse: bool | str, focus: str | None,
+           depth: int) -> _Model:
+    visible = focus_nodes(graph, focus, depth) if focus is not None else None
+    nodes = [n for n in graph if visible is None or n.name in visible]
+    if collapse == "auto":
+        collapse = len(graph) > COLLAPSE_AUTO
+    # loop groups: (pattern, placement) → names, in program order
+    groups: dict[tuple[str, tuple[int, ...]], _Group] = {}
+    for node in nodes:
+        pattern = loop_pattern(node.name)
+        if pattern is not None and node.op != "transfer":
+            groups.setdefault((pattern, _devices(node)), _Group(pattern)).members.append(node.name)
+    groups = {k: g for k, g in groups.items() if len(g.members) > 1}
+    group_of = {m: k for k, g in groups.items() for m in g.members}
+    drawn: dict[str, str] = {param.name: _param_id(param.name) for param in graph.params}
+    member_nodes: dict[str, list[Node]] = {}
+    for node in nodes:
+        if collapse and node.name in group_of:
+            gid = _group_id(group_of[node.name])
+            for value in node.outputs:
+                drawn[value] = gid
+            continue
+        if node.op == "fused":
+            members = _members(node)
+            member_nodes[node.name] = members
+            for member in members:
+                for value in member.outputs:
+                    drawn[value] = _node_id(member.name)
+            for value in node.outputs:
+                drawn.setdefault(value, _node_id(members[-1].name) if members else _node_id(node.name))
+        else:
+            for value in node.outputs:
+                drawn[value] = _node_id(node.name)
+    placements: dict[tuple[int, ...], list[Node]] = {}
+    for node in nodes:
+        placements.setdefault(_devices(node), []).append(node)
+    return _Model(graph, nodes, visible, bool(collapse), cost_model, cluster, critical_path(graph, cost_model, cluster),
+                  groups, drawn, member_nodes, placements)
+
+
 def to_dot(
     graph: Graph,
     *,
@@ -331,143 +408,226 @@ def to_dot(
         from dagc.cost import CostModel
 
         cost_model = CostModel()
-    cluster = cluster_of_graph(graph, cluster)
-    visible = focus_nodes(graph, focus, depth) if focus is not None else None
-    nodes = [n for n in graph if visible is None or n.name in visible]
-    if collapse == "auto":
-        collapse = len(graph) > COLLAPSE_AUTO
-    partitioned = any(_devices(n) for n in nodes)
-    crit = critical_path(graph, cost_model, cluster)
-    crit_nodes = set(crit)
-    crit_pairs = set(zip(crit, crit[1:]))
+    model = _model(graph, cluster_of_graph(graph, cluster), cost_model, collapse, focus, depth)
+    drawing = _Drawing(model, focus)
+    drawing.parameters()
+    drawing.placed()
+    drawing.result()
+    drawing.edges()
+    if legend if legend is not None else model.partitioned:
+        drawing.legend()
+    return drawing.dot.source
 
-    # loop groups: (pattern, placement) → names, in program order
-    groups: dict[tuple[str, tuple[int, ...]], _Group] = {}
-    for node in nodes:
-        pattern = loop_pattern(node.name)
-        if pattern is not None and node.op != "transfer":
-            groups.setdefault((pattern, _devices(node)), _Group(pattern)).members.append(node.name)
-    groups = {k: g for k, g in groups.items() if len(g.members) > 1}
-    group_of = {m: k for k, g in groups.items() for m in g.members}
 
-    title = f"{graph.name}  ({graph.span.file})"
-    subtitle = _subtitle(graph, nodes, cluster, visible, focus)
-    label = f"<<B>{html.escape(title)}</B>{'<BR/>' + html.escape(subtitle) if subtitle else ''}>"
-    dot = graphviz.Digraph(
-        name=graph.name,
-        graph_attr={"rankdir": "TB", "fontname": "Helvetica", "label": label, "labelloc": "t", "fontsize": "14",
-                    "nodesep": "0.3", "ranksep": "0.45", "newrank": "true", "compound": "true"},
-        node_attr={"fontname": "Helvetica", "fontsize": "11", "shape": "box", "style": "rounded,filled",
-                   "fillcolor": "#eef3fb", "color": "#4a6fa5"},
-        edge_attr={"fontname": "Helvetica", "fontsize": "9", "color": _EDGE_COLOUR, "arrowsize": "0.7"},
-    )
+class _Drawing:
+    """The DOT picture of a `_Model`, drawn section by section: parameters, the placement tree (nodes,
+    devices, their tasks, loops, regions, fused groups), the result, the edges, the legend."""
 
-    # value → drawn id
-    drawn: dict[str, str] = {}
-    for param in graph.params:
-        drawn[param.name] = _param_id(param.name)
-    member_nodes: dict[str, list[Node]] = {}
-    for node in nodes:
-        if collapse and node.name in group_of:
-            gid = _group_id(group_of[node.name])
-            for value in node.outputs:
-                drawn[value] = gid
-            continue
-        if node.op == "fused":
-            members = _members(node)
-            member_nodes[node.name] = members
-            for member in members:
-                for value in member.outputs:
-                    drawn[value] = _node_id(member.name)
-            for value in node.outputs:
-                drawn.setdefault(value, _node_id(members[-1].name) if members else _node_id(node.name))
-        else:
-            for value in node.outputs:
-                drawn[value] = _node_id(node.name)
+    def __init__(self, model: _Model, focus: str | None) -> None:
+        self.m = model
+        self.crit_nodes, self.crit_pairs, self.group_of = model.crit_nodes, model.crit_pairs, model.group_of
+        self.emitted_groups: set[tuple[str, tuple[int, ...]]] = set()
+        graph = model.graph
+        title = f"{graph.name}  ({graph.span.file})"
+        subtitle = _subtitle(graph, model.nodes, model.cluster, model.visible, focus)
+        label = f"<<B>{html.escape(title)}</B>{'<BR/>' + html.escape(subtitle) if subtitle else ''}>"
+        self.dot = graphviz.Digraph(
+            name=graph.name,
+            graph_attr={"rankdir": "TB", "fontname": "Helvetica", "label": label, "labelloc": "t", "fontsize": "14",
+                        "nodesep": "0.3", "ranksep": "0.45", "newrank": "true", "compound": "true"},
+            node_attr={"fontname": "Helvetica", "fontsize": "11", "shape": "box", "style": "rounded,filled",
+                       "fillcolor": "#eef3fb", "color": "#4a6fa5"},
+            edge_attr={"fontname": "Helvetica", "fontsize": "9", "color": _EDGE_COLOUR, "arrowsize": "0.7"},
+        )
+        self.has_result = model.visible is None or any(
+            v in model.drawn and graph.producer(v) is not None and graph.producer(v).name in model.visible
+            for v in graph.output_values())
 
-    used_params = {v for n in nodes for v in n.input_values() if graph.is_param(v)}
-    for param in graph.params:
-        if visible is None or param.name in used_params:
-            dot.node(_param_id(param.name), label=param.name, shape="ellipse", style="filled",
-                     fillcolor="#ffffff", color="#777777", tooltip=f"parameter {param.name} at {param.span}")
+    # ---- sections ------------------------------------------------------------------------------------
+    def parameters(self) -> None:
+        m = self.m
+        used_params = {v for n in m.nodes for v in n.input_values() if m.graph.is_param(v)}
+        for param in m.graph.params:
+            if m.visible is None or param.name in used_params:
+                self.dot.node(_param_id(param.name), label=param.name, shape="ellipse", style="filled",
+                              fillcolor="#ffffff", color="#777777", tooltip=f"parameter {param.name} at {param.span}")
 
-    # placement tree: node index → device → items; () = not placed
-    placements: dict[tuple[int, ...], list[Node]] = {}
-    for node in nodes:
-        placements.setdefault(_devices(node), []).append(node)
-    emitted_groups: set[tuple[str, tuple[int, ...]]] = set()
+    def placed(self) -> None:
+        """The nodes, in the placement tree: unplaced ones first, then cluster node → device → tasks."""
+        m, dot = self.m, self.dot
+        for node in m.placements.get((), []):
+            self.add_items(dot, [node], None)
+        if not m.partitioned:
+            return
+        single = sorted({d for p in m.placements for d in p})
+        if m.cluster is not None and m.cluster.n_devices <= 32 and m.visible is None:
+            single = list(range(m.cluster.n_devices))  # idle devices too: the whole cluster
+        for machine in sorted({m.node_of_device(d) for d in single}):
+            name = m.cluster.node_names[machine] if m.cluster is not None else ""
+            with dot.subgraph(name=f"cluster_node_{machine}") as box:
+                box.attr(label=f"<<B>{html.escape(name or 'devices')}</B>>", style="rounded", color="#9e9e9e",
+                         fontsize="12", margin="12", bgcolor="#fafafa")
+                for placement in sorted((p for p in m.placements if len(p) > 1 and m.node_of_device(p[0]) == machine),
+                                        key=lambda p: p):
+                    self.add_items(box, m.placements[placement], None)
+                for device in [d for d in single if m.node_of_device(d) == machine]:
+                    items = m.placements.get((device,), [])
+                    with box.subgraph(name=f"cluster_device_{device}") as sub:
+                        sub.attr(label=_device_label(m.graph, device, m.cluster), style="rounded,filled",
+                                 fillcolor=device_tint(device, 0.85), color=device_colour(device), penwidth="1.5",
+                                 fontsize="11", fontcolor="#222222")
+                        if not items:
+                            sub.node(f"empty.{device}", label="idle", shape="plaintext", style="", fontsize="9",
+                                     fontcolor="#888888")
+                        self.add_items(sub, items, device_colour(device))
 
-    def add_items(sub: graphviz.Digraph, items: list[Node], colour: str | None) -> None:
+    def result(self) -> None:
+        if self.has_result:
+            self.dot.node("result", label="result", shape="doubleoctagon", style="filled", fillcolor="#ffffff",
+                          color="#555555")
+
+    def edges(self) -> None:
+        """Data and ordering edges, one per drawn pair (collapsed groups sum their bytes)."""
+        m, graph = self.m, self.m.graph
+        edges: dict[tuple[str, str, str], dict[str, Any]] = {}
+
+        def edge(src: str, dst: str, kind: str, *, nbytes: int = 0, label: str = "", critical: bool = False,
+                 cross: bool = False) -> None:
+            if src == dst:
+                return
+            entry = edges.setdefault((src, dst, kind), {"count": 0, "bytes": 0, "label": label, "critical": False,
+                                                        "cross": False})
+            entry["count"] += 1
+            if label and label not in entry["label"].split(", "):
+                entry["label"] = f"{entry['label']}, {label}" if entry["label"] else label
+            entry["bytes"] += nbytes
+            entry["critical"] |= critical
+            entry["cross"] |= cross
+
+        names = {n.name for n in m.nodes}
+        for node in m.nodes:
+            inner: list[tuple[Node, str]] = []  # (reader, value)
+            if node.name in m.member_nodes:
+                produced: set[str] = set()
+                for member in m.member_nodes[node.name]:
+                    for value in member.input_values():
+                        if value in produced:
+                            edge(m.drawn[value], _node_id(member.name), "data")
+                        else:
+                            inner.append((member, value))
+                    produced.update(member.outputs)
+            else:
+                inner = [(node, value) for value in node.input_values()]
+            in_group = m.collapse and node.name in self.group_of
+            for reader, value in inner:
+                producer = graph.producer(value)
+                if producer is not None and producer.name not in names:
+                    continue
+                if producer is None and value not in m.drawn:
+                    continue
+                src = m.drawn.get(value, _param_id(value))
+                dst = m.drawn[node.outputs[0]] if in_group else _node_id(reader.name)
+                if producer is None:
+                    edge(src, dst, "data")
+                    continue
+                cross = bool(_devices(producer) and _devices(node) and set(_devices(producer)) != set(_devices(node)))
+                label = value.rpartition("#")[2] if producer.n_outputs > 1 and not cross else ""
+                edge(src, dst, "data", nbytes=int(m.cost_model.wire_bytes(producer)) if cross else 0, label=label,
+                     critical=(producer.name, node.name) in self.crit_pairs, cross=cross)
+            for dep in node.deps:
+                if dep in names:
+                    dep_node = graph.node(dep)
+                    edge(m.drawn[dep_node.outputs[0]], m.drawn[node.outputs[0]] if in_group else _node_id(node.name),
+                         "order", critical=(dep, node.name) in self.crit_pairs)
+        if self.has_result:
+            for value in dict.fromkeys(graph.output_values()):
+                producer = graph.producer(value)
+                if producer is None or producer.name in names:
+                    edge(m.drawn.get(value, _param_id(value)), "result", "data", critical=producer is not None
+                         and producer.name == (m.crit[-1] if m.crit else None))
+        for (src, dst, kind), e in edges.items():
+            self.dot.edge(src, dst, **_edge_style(e, kind, m.collapse))
+
+    def legend(self) -> None:
+        m = self.m
+        self.dot.node("legend", label=_legend(m.graph, m.nodes, m.cluster, m.collapse and bool(m.groups),
+                                              bool(m.member_nodes)), shape="plaintext", style="", margin="0")
+
+    # ---- what a section draws ------------------------------------------------------------------------
+    def add_items(self, sub: graphviz.Digraph, items: list[Node], colour: str | None) -> None:
+        """Nodes placed together: loose ones, then inlined pipelines, loops and regions as boxes."""
         loops: dict[tuple[str, tuple[int, ...]], list[Node]] = {}
-        regions: dict[str, list[Node]] = {}
+        regions_of: dict[str, list[Node]] = {}
         scopes: dict[str, list[Node]] = {}  # inlined pipelines
         for node in items:
-            key = group_of.get(node.name)
+            key = self.group_of.get(node.name)
             if key is not None:
                 loops.setdefault(key, []).append(node)
             elif isinstance(node.attrs.get("region"), str):
-                regions.setdefault(node.attrs["region"], []).append(node)
+                regions_of.setdefault(node.attrs["region"], []).append(node)
             elif isinstance(node.attrs.get("frontend.scope"), str):
                 scopes.setdefault(node.attrs["frontend.scope"], []).append(node)
             else:
-                add_node(sub, node, colour)
+                self.add_node(sub, node, colour)
         for scope, members in sorted(scopes.items(), key=lambda kv: _natural(kv[0])):
             with sub.subgraph(name=f"cluster_pipeline_{_safe(scope)}") as box:
                 box.attr(label=f"pipeline {scope}", style="rounded", color="#8a8a8a", fontsize="10",
                          fontcolor="#555555", tooltip=f"inlined pipeline {scope}")
                 for node in members:
-                    add_node(box, node, colour)
+                    self.add_node(box, node, colour)
         for key, members in loops.items():
-            if collapse:
-                if key not in emitted_groups:
-                    emitted_groups.add(key)
-                    add_group(sub, key, members, colour)
+            if self.m.collapse:
+                if key not in self.emitted_groups:
+                    self.emitted_groups.add(key)
+                    self.add_group(sub, key, members, colour)
                 continue
             with sub.subgraph(name=f"cluster_loop_{_safe(key[0])}_{_safe(str(key[1]))}") as loop:
                 loop.attr(label=f"loop {key[0]}", style="dashed,rounded", color="#555555", fontsize="10",
                           fontcolor="#555555")
                 for node in members:
-                    add_node(loop, node, colour)
-        for region, members in sorted(regions.items(), key=lambda kv: _natural(kv[0])):
+                    self.add_node(loop, node, colour)
+        for region, members in sorted(regions_of.items(), key=lambda kv: _natural(kv[0])):
             kind = members[0].attrs.get("region.kind", "region")
             with sub.subgraph(name=f"cluster_region_{_safe(region)}") as reg:
                 reg.attr(label=f"{kind} {region}", style="dashed,rounded", color="#555555", fontsize="10",
                          fontcolor="#555555")
                 for node in members:
-                    add_node(reg, node, colour)
+                    self.add_node(reg, node, colour)
 
-    def add_node(sub: graphviz.Digraph, node: Node, colour: str | None) -> None:
-        critical = node.name in crit_nodes
+    def add_node(self, sub: graphviz.Digraph, node: Node, colour: str | None) -> None:
+        m = self.m
+        critical = node.name in self.crit_nodes
         if node.op in REGION_OPS:
-            add_region(sub, node, colour, critical)
+            self.add_region(sub, node, colour, critical)
             return
-        if node.op == "fused" and node.name in member_nodes:
-            members = member_nodes[node.name]
+        if node.op == "fused" and node.name in m.member_nodes:
+            members = m.member_nodes[node.name]
             with sub.subgraph(name=f"cluster_fused_{_safe(node.name)}") as box:
                 box.attr(label=f"{node.name}  ({len(members)} tasks)", style="rounded,filled",
                          fillcolor="#ffffff", color=CRITICAL_COLOUR if critical else "#333333",
                          penwidth="2.5" if critical else "1.2", fontsize="10",
-                         tooltip=_tooltip(node, cost_model, cluster, critical))
+                         tooltip=_tooltip(node, m.cost_model, m.cluster, critical))
                 for member in members:
                     member.attrs.setdefault("partition.device", node.attrs.get("partition.device"))
-                    box.node(_node_id(member.name), label=_label(member, cost_model, None),
-                             tooltip=_tooltip(member, cost_model, None) + f"\nmember of {node.name}",
+                    box.node(_node_id(member.name), label=_label(member, m.cost_model, None),
+                             tooltip=_tooltip(member, m.cost_model, None) + f"\nmember of {node.name}",
                              **_node_style(member, colour, False))
             return
         attrs = _node_style(node, colour, critical)
         if node.op == "transfer":
             attrs.update(shape="cds", style="filled", fontsize="9", height="0.3")
             label = f"→ {node.attrs.get('transfer.dst', '?')}"
-            sub.node(_node_id(node.name), label=label, tooltip=_tooltip(node, cost_model, cluster, critical),
+            sub.node(_node_id(node.name), label=label, tooltip=_tooltip(node, m.cost_model, m.cluster, critical),
                      **attrs)
             return
-        sub.node(_node_id(node.name), label=_label(node, cost_model, cluster),
-                 tooltip=_tooltip(node, cost_model, cluster, critical), **attrs)
+        sub.node(_node_id(node.name), label=_label(node, m.cost_model, m.cluster),
+                 tooltip=_tooltip(node, m.cost_model, m.cluster, critical), **attrs)
 
-    def add_region(sub: graphviz.Digraph, node: Node, colour: str | None, critical: bool) -> None:
+    def add_region(self, sub: graphviz.Digraph, node: Node, colour: str | None, critical: bool) -> None:
         """A `cond`, `loop`, `map` or `try` region: a dashed box holding its bodies (a map: a solid border
         and a stacked head with its expected width); edges meet at its head node. A try's finally body is a
         shaded box of its own, marked as running on success or failure."""
+        m = self.m
         with sub.subgraph(name=f"cluster_region_{_safe(node.name)}") as box:
             box.attr(label=f"{node.op} {node.name}", style="dashed,rounded", color=CRITICAL_COLOUR if critical
                      else "#555555", fontsize="10", fontcolor="#555555")
@@ -475,7 +635,7 @@ def to_dot(
                 box.attr(label=f"map {node.name}: one body per item", style="rounded")
             head = _node_style(node, colour, critical)
             head.update(shape=_REGION_SHAPES.get(node.op, "hexagon"), style="filled,dashed", fontsize="9")
-            box.node(_node_id(node.name), label=_region_head(node), tooltip=_tooltip(node, cost_model, cluster,
+            box.node(_node_id(node.name), label=_region_head(node), tooltip=_tooltip(node, m.cost_model, m.cluster,
                                                                                         critical), **head)
             for key, body in regions.bodies(node).items():
                 if not body:
@@ -490,8 +650,8 @@ def to_dot(
                     made: dict[str, str] = {}
                     for member in body:
                         mid = f"region.{node.name}.{key}.{member.name}"
-                        part.node(mid, label=_label(member, cost_model, None), fontsize="10",
-                                  tooltip=_tooltip(member, cost_model, None) + f"\nin {node.op} {node.name}",
+                        part.node(mid, label=_label(member, m.cost_model, None), fontsize="10",
+                                  tooltip=_tooltip(member, m.cost_model, None) + f"\nin {node.op} {node.name}",
                                   **_node_style(member, colour, False))
                         for value in member.input_values():
                             if value in made:
@@ -509,137 +669,45 @@ def to_dot(
                              f"region.{node.name}.finally.{cleanup[0].name}", style="dashed",
                              color=FINALLY_COLOUR, fontcolor=FINALLY_COLOUR, fontsize="9", label="then, always")
 
-    def add_group(sub: graphviz.Digraph, key: tuple[str, tuple[int, ...]], members: list[Node],
+    def add_group(self, sub: graphviz.Digraph, key: tuple[str, tuple[int, ...]], members: list[Node],
                   colour: str | None) -> None:
-        total = sum(_duration(n, cost_model, cluster) for n in members)
+        """Collapsed loop instances: one stacked box."""
+        m = self.m
+        total = sum(_duration(n, m.cost_model, m.cluster) for n in members)
         names = [n.name for n in members]
-        critical = any(n in crit_nodes for n in names)
+        critical = any(n in self.crit_nodes for n in names)
         title = html.escape(key[0])
         callee = html.escape(members[0].function or members[0].op)
         label = (f'<<B>{title}</B> ×{len(members)}<BR/><FONT POINT-SIZE="10">{callee}</FONT>'
                  f'<BR/><FONT POINT-SIZE="9">[{html.escape(_indices(names))}] · {_short(total)} in all</FONT>>')
-        tooltip = (f"{len(members)} loop instances of {key[0]}{' on ' + _where(key[1], cluster) if key[1] else ''}"
+        tooltip = (f"{len(members)} loop instances of {key[0]}{' on ' + _where(key[1], m.cluster) if key[1] else ''}"
                    f"\nat {members[0].span}\nestimated {_short(total)} in all\n" + ", ".join(names[:12])
                    + (", …" if len(names) > 12 else ""))
         attrs = _node_style(members[0], colour, critical)
         attrs.update(shape="box3d", style="filled,dashed")
         sub.node(_group_id(key), label=label, tooltip=tooltip, **attrs)
 
-    def node_of_device(d: int) -> int:
-        return cluster.devices[d].node if cluster is not None and d < cluster.n_devices else 0
 
-    for node in placements.get((), []):
-        add_items(dot, [node], None)
-    if partitioned:
-        single = sorted({d for p in placements for d in p})
-        if cluster is not None and cluster.n_devices <= 32 and visible is None:
-            single = list(range(cluster.n_devices))  # idle devices too: the whole cluster
-        machine_ids = sorted({node_of_device(d) for d in single})
-        for machine in machine_ids:
-            name = cluster.node_names[machine] if cluster is not None else ""
-            with dot.subgraph(name=f"cluster_node_{machine}") as box:
-                box.attr(label=f"<<B>{html.escape(name or 'devices')}</B>>", style="rounded", color="#9e9e9e",
-                         fontsize="12", margin="12", bgcolor="#fafafa")
-                for placement in sorted((p for p in placements if len(p) > 1 and node_of_device(p[0]) == machine),
-                                        key=lambda p: p):
-                    add_items(box, placements[placement], None)
-                for device in [d for d in single if node_of_device(d) == machine]:
-                    items = placements.get((device,), [])
-                    with box.subgraph(name=f"cluster_device_{device}") as sub:
-                        sub.attr(label=_device_label(graph, device, cluster), style="rounded,filled",
-                                 fillcolor=device_tint(device, 0.85), color=device_colour(device), penwidth="1.5",
-                                 fontsize="11", fontcolor="#222222")
-                        if not items:
-                            sub.node(f"empty.{device}", label="idle", shape="plaintext", style="", fontsize="9",
-                                     fontcolor="#888888")
-                        add_items(sub, items, device_colour(device))
-
-    has_result = visible is None or any(v in drawn and graph.producer(v) is not None
-                                        and graph.producer(v).name in visible for v in graph.output_values())
-    if has_result:
-        dot.node("result", label="result", shape="doubleoctagon", style="filled", fillcolor="#ffffff",
-                 color="#555555")
-
-    # edges, deduplicated per drawn pair (collapsed groups sum their bytes)
-    edges: dict[tuple[str, str, str], dict[str, Any]] = {}
-
-    def edge(src: str, dst: str, kind: str, *, nbytes: int = 0, label: str = "", critical: bool = False,
-             cross: bool = False) -> None:
-        if src == dst:
-            return
-        entry = edges.setdefault((src, dst, kind), {"count": 0, "bytes": 0, "label": label, "critical": False,
-                                                    "cross": False})
-        entry["count"] += 1
-        if label and label not in entry["label"].split(", "):
-            entry["label"] = f"{entry['label']}, {label}" if entry["label"] else label
-        entry["bytes"] += nbytes
-        entry["critical"] |= critical
-        entry["cross"] |= cross
-
-    names = {n.name for n in nodes}
-    for node in nodes:
-        inner: list[tuple[Node, str]] = []  # (reader, value)
-        if node.name in member_nodes:
-            produced: set[str] = set()
-            for member in member_nodes[node.name]:
-                for value in member.input_values():
-                    if value in produced:
-                        edge(drawn[value], _node_id(member.name), "data")
-                    else:
-                        inner.append((member, value))
-                produced.update(member.outputs)
-        else:
-            inner = [(node, value) for value in node.input_values()]
-        in_group = bool(collapse) and node.name in group_of
-        for reader, value in inner:
-            producer = graph.producer(value)
-            if producer is not None and producer.name not in names:
-                continue
-            if producer is None and value not in drawn:
-                continue
-            src = drawn.get(value, _param_id(value))
-            dst = drawn[node.outputs[0]] if in_group else _node_id(reader.name)
-            if producer is None:
-                edge(src, dst, "data")
-                continue
-            cross = bool(_devices(producer) and _devices(node) and set(_devices(producer)) != set(_devices(node)))
-            label = value.rpartition("#")[2] if producer.n_outputs > 1 and not cross else ""
-            edge(src, dst, "data", nbytes=int(cost_model.wire_bytes(producer)) if cross else 0, label=label,
-                 critical=(producer.name, node.name) in crit_pairs, cross=cross)
-        for dep in node.deps:
-            if dep in names:
-                dep_node = graph.node(dep)
-                edge(drawn[dep_node.outputs[0]], drawn[node.outputs[0]] if in_group else _node_id(node.name), "order",
-                     critical=(dep, node.name) in crit_pairs)
-    if has_result:
-        for value in dict.fromkeys(graph.output_values()):
-            producer = graph.producer(value)
-            if producer is None or producer.name in names:
-                edge(drawn.get(value, _param_id(value)), "result", "data", critical=producer is not None
-                     and producer.name == (crit[-1] if crit else None))
-    for (src, dst, kind), e in edges.items():
-        attrs: dict[str, str] = {}
-        label = e["label"]
-        if e["cross"]:
-            attrs.update(penwidth="3", color=_CROSS_COLOUR)
-            label = format_size(e["bytes"]) + (f" ({e['count']}×)" if e["count"] > 1 else "")
-            attrs["fontname"] = "Helvetica-Bold"
-            attrs["tooltip"] = f"{format_size(e['bytes'])} cross devices"
-        elif e["count"] > 1 and collapse:
-            label = f"{e['count']}×"
-        if kind == "order":
-            attrs.update(style="dashed", tooltip="ordering")
-        if e["critical"]:
-            attrs["color"] = CRITICAL_COLOUR
-            attrs["penwidth"] = "4" if e["cross"] else "2.5"
-        if label:
-            attrs["label"] = label
-        dot.edge(src, dst, **attrs)
-
-    if legend if legend is not None else partitioned:
-        dot.node("legend", label=_legend(graph, nodes, cluster, collapse and bool(groups), bool(member_nodes)),
-                 shape="plaintext", style="", margin="0")
-    return dot.source
+def _edge_style(e: dict[str, Any], kind: str, collapse: bool) -> dict[str, str]:
+    """The attributes of one drawn edge: thick with its bytes when it crosses devices, dashed for
+    ordering, magenta on the critical path."""
+    attrs: dict[str, str] = {}
+    label = e["label"]
+    if e["cross"]:
+        attrs.update(penwidth="3", color=_CROSS_COLOUR)
+        label = format_size(e["bytes"]) + (f" ({e['count']}×)" if e["count"] > 1 else "")
+        attrs["fontname"] = "Helvetica-Bold"
+        attrs["tooltip"] = f"{format_size(e['bytes'])} cross devices"
+    elif e["count"] > 1 and collapse:
+        label = f"{e['count']}×"
+    if kind == "order":
+        attrs.update(style="dashed", tooltip="ordering")
+    if e["critical"]:
+        attrs["color"] = CRITICAL_COLOUR
+        attrs["penwidth"] = "4" if e["cross"] else "2.5"
+    if label:
+        attrs["label"] = label
+    return attrs
 
 
 _REGION_SHAPES = {"cond": "diamond", "loop": "hexagon", "map": "box3d", "try": "octagon"}
