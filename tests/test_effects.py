@@ -607,6 +607,18 @@ def checkpoint(path: str = "ckpt.txt"):
     first = load_checkpoint(path)
     save_checkpoint(path, 2)
     return first, load_checkpoint(path), other
+
+
+# every form above in one pipeline, so that Ray runs them all in one program
+@dagc.pipeline
+def every_effect(marker: str = "marker.txt", ckpt: str = "ckpt.txt"):
+    return {
+        "inplace_training": inplace_training(),
+        "shared_list": shared_list(),
+        "coin_flips": coin_flips(),
+        "ordering": ordering(marker),
+        "checkpoint": checkpoint(ckpt),
+    }
 '''
 PIPELINES = ["inplace_training", "shared_list", "coin_flips", "ordering", "checkpoint"]
 
@@ -651,19 +663,31 @@ def test_local_equals_plain_run(tmp_path: Path, idioms, name: str) -> None:
 
 
 
+def _every_params(tmp: Path) -> dict[str, object]:
+    return {"marker": str(tmp / "marker.txt"), "ckpt": str(tmp / "ckpt.txt")}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("name", PIPELINES)
-def test_ray_on_two_devices_equals_plain_run(tmp_path: Path, idioms, ray_cluster, name: str) -> None:
-    script, plain = idioms
-    graph = compile_file(script, pipeline_name=name, params=_params(name, tmp_path), cluster=parse_cluster_spec("2"))
-    program = tmp_path / f"{name}_ray.py"
+def test_ray_on_two_devices_equals_plain_run(tmp_path: Path, idioms, ray_cluster) -> None:
+    """Every form in one Ray program (`every_effect`: one engine start), each form's result compared on its own
+    with the plain run of the same pipeline."""
+    script, _ = idioms
+    plain_dir = tmp_path / "plain"
+    plain_dir.mkdir()
+    plain = _plain_result(script, "every_effect", plain_dir, **_every_params(plain_dir))
+    graph = compile_file(script, pipeline_name="every_effect", params=_every_params(tmp_path),
+                         cluster=parse_cluster_spec("2"))
+    program = tmp_path / "every_effect_ray.py"
     program.write_text(emit(graph, "ray", program))
     _ruff_clean(program)
     proc = run_python([str(program), "--address", ray_cluster.address, "--result",
-                           str(tmp_path / "r.pkl"), "--run-dir", str(tmp_path / "run")],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                       str(tmp_path / "r.pkl"), "--run-dir", str(tmp_path / "run")],
+                      capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]
+    got = pickle.loads((tmp_path / "r.pkl").read_bytes())
+    assert set(got) == set(plain) == set(PIPELINES)
+    wrong = {name: (got[name], plain[name]) for name in PIPELINES if got[name] != plain[name]}
+    assert not wrong, f"forms that differ from the plain run (got, plain): {wrong}"
 
 
 def _torch_program(script: Path, name: str, params: dict[str, object], out: Path, *,
