@@ -362,6 +362,12 @@ def skip_in_branches(n: int = 7):
             continue
         m = step(m, 1)
     return m, seen
+
+
+# every form above in one pipeline, so that Ray runs them all in one program
+@dagc.pipeline
+def every_continue():
+    return {"skip_rest": skip_rest(), "skip_and_stop": skip_and_stop(), "skip_in_branches": skip_in_branches()}
 '''
 CONTINUE_PIPELINES = ["skip_rest", "skip_and_stop", "skip_in_branches"]
 
@@ -404,17 +410,19 @@ def test_continue_local_equals_plain_run(tmp_path: Path, continues, name: str) -
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", CONTINUE_PIPELINES)
-def test_continue_ray_on_two_devices_equals_plain_run(tmp_path: Path, continues, ray_cluster, name: str) -> None:
+def test_continue_ray_on_two_devices_equals_plain_run(tmp_path: Path, continues, ray_cluster) -> None:
+    """Every form in one Ray program (`every_continue`), each form's result compared with its plain run."""
     script, plain = continues
-    graph = compile_file(script, pipeline_name=name, cluster=parse_cluster_spec("2"))
-    program = tmp_path / f"{name}_ray.py"
+    graph = compile_file(script, pipeline_name="every_continue", cluster=parse_cluster_spec("2"))
+    program = tmp_path / "every_continue_ray.py"
     program.write_text(emit(graph, "ray", program))
     _ruff_clean(program)
     proc = run_python([str(program), "--address", ray_cluster.address, "--result",
-                           str(tmp_path / "r.pkl")], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+                       str(tmp_path / "r.pkl")], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain[name]
+    got = pickle.loads((tmp_path / "r.pkl").read_bytes())
+    wrong = {name: (got.get(name), plain[name]) for name in CONTINUE_PIPELINES if got.get(name) != plain[name]}
+    assert not wrong, f"forms that differ from the plain run (got, plain): {wrong}"
 
 
 @pytest.mark.slow
