@@ -817,3 +817,24 @@ def test_random_mutation_patterns_torch_equals_plain(tmp_path: Path, seed: int) 
     program = _torch_program(script, "rnd", {}, tmp_path / "rnd_torch.py")
     launch(program, 2, ["--result", str(tmp_path / "r.pkl")])
     assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain
+
+
+def test_tasks_sharing_state_placed_apart_by_hand_are_refused(idioms) -> None:
+    """A placement edited in saved IR that splits a state group would train two copies of the model: the comm
+    pass refuses it at the task's line (DAGC304) instead of emitting a program that differs silently."""
+    from dagc.cost import CostModel
+    from dagc.diagnostics import CompileError
+    from dagc.ir.effects import state_groups
+    from dagc.passes.base import PassContext, PassManager, parse_pipeline
+
+    script, _ = idioms
+    cluster = parse_cluster_spec("2")
+    graph = compile_file(script, pipeline_name="inplace_training", passes="verify,dce,cse,partition", cluster=cluster)
+    [group] = [g for g in state_groups(graph) if len(g.nodes) > 1][:1]
+    moved = graph.node(group.nodes[-1])
+    moved.attrs["partition.device"] = 1 - int(moved.attrs["partition.device"])
+    ctx = PassContext(cluster=cluster, cost_model=CostModel(backend="torch"), backend="torch")
+    with pytest.raises(CompileError) as failure:
+        PassManager(parse_pipeline("schedule,comm")).run(ctx, graph)
+    [diag] = failure.value.diagnostics
+    assert diag.code == "DAGC304" and "placed on different devices" in diag.message and moved.name in diag.message

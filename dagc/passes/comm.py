@@ -14,6 +14,7 @@ from dagc.cost import (
     gather_time,
     reduce_time,
 )
+from dagc.diagnostics import CompileError, Diagnostic, Severity
 from dagc.ir.core import Graph, Node
 from dagc.ir.types import Ref, Seq, TaskOptions
 from dagc.passes._rewrite import replace_uses
@@ -28,6 +29,27 @@ __all__ = ["Comm", "TRANSFER_TARGET", "REDUCE_ORDER_CODE"]
 REDUCE_ORDER_CODE = "DAGC311"
 
 TRANSFER_TARGET = "dagc.runtime.transfer:transfer"
+
+
+def check_state_placement(graph: Graph) -> None:
+    """DAGC304 when the tasks that share one piece of state are not on one device (a placement edited by
+    hand in saved IR): each device is its own process, so each would change its own copy of the object and
+    the run would silently differ from the plain run. `partition` never places them apart."""
+    from dagc.ir.effects import state_groups
+
+    diags = []
+    for group in state_groups(graph):
+        placed = {name: tuple(device_list(graph.node(name).attrs.get("partition.device")))
+                  for name in group.nodes if name in graph}
+        if len(set(placed.values())) > 1:
+            where = ", ".join(f"`{name}` on {list(devices)}" for name, devices in placed.items())
+            diags.append(Diagnostic(
+                "DAGC304", Severity.ERROR, f"the tasks sharing the state `{group.name}` ({group.why}) are placed on "
+                f"different devices: {where}", graph.node(group.nodes[0]).span,
+                hint="tasks that share state run in one process: place them on one device (run `partition` "
+                "again rather than editing partition.device by hand)"))
+    if diags:
+        raise CompileError(diags)
 
 
 @register
@@ -72,6 +94,7 @@ class Comm(Pass):
         if any("partition.device" not in n.attrs for n in graph):
             ctx.remark(self.name, "graph is not partitioned: no transfers inserted")
             return
+        check_state_placement(graph)
         cluster = cluster_of(ctx)
         cost = cost_model_of(ctx)
         home = {n.name: (device_list(n.attrs["partition.device"]) or (0,)) for n in graph}
