@@ -32,7 +32,7 @@ MB = 1024 * 1024
 
 @pytest.fixture
 def cluster(ray_cluster):  # type: ignore[no-untyped-def]
-    """The session's cluster (tests/conftest.py): 2 nodes of 2 CPUs and 2 GPUs."""
+    """The session's cluster (tests/conftest.py): 2 nodes of 4 CPUs and 2 GPUs."""
     return ray_cluster
 
 

@@ -182,7 +182,7 @@ def test_pipeline_parallel_loss_matches_single_process(plain) -> None:
     code = ("import runpy, sys\n"
             f"sys.path.insert(0, {str(SAMPLES)!r})\n"
             f"ns = runpy.run_path({str(SAMPLES / 'pipeline_parallel.py')!r}, run_name='plain')\n"
-            "print(repr(ns['single_process_losses']()))\n")
+            f"print(repr(ns['single_process_losses'](**{SMALLER['pipeline_parallel']!r})))\n")
     proc = run_python(["-c", code], capture_output=True, text=True, check=True, timeout=300)
     reference = eval(proc.stdout.strip())  # a list of floats
     losses = plain("pipeline_parallel")["losses"]
