@@ -65,14 +65,13 @@ def run_dagc(*args: str, cwd: Path | None = None, env: dict[str, str] | None = N
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """One Ray cluster for the session: 2 nodes of 4 CPUs and 2 (simulated) GPUs each, which the emitted Ray
-    programs of every test module connect to with `--address`; each program is its own driver process (its
-    own Ray job), so the tests do not share state."""
+    """One local Ray cluster (4 CPUs, no GPUs) that the emitted Ray programs of many test modules connect
+    to with `--address`; each program is its own driver process, so the tests do not share state. (A second
+    node would let Ray start twice the workers, each importing torch, on this machine's two cores: slower.)"""
     from ray.cluster_utils import Cluster
 
     cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 4, "num_gpus": 2, "include_dashboard": False, "object_store_memory": 100 * 2**20})
-    cluster.add_node(num_cpus=4, num_gpus=2, object_store_memory=100 * 2**20)
+        "num_cpus": 4, "num_gpus": 0, "include_dashboard": False, "object_store_memory": 100 * 2**20})
     cluster.wait_for_nodes()
     yield cluster
     cluster.shutdown()

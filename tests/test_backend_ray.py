@@ -30,10 +30,17 @@ pytestmark = pytest.mark.slow
 MB = 1024 * 1024
 
 
-@pytest.fixture
-def cluster(ray_cluster):  # type: ignore[no-untyped-def]
-    """The session's cluster (tests/conftest.py): 2 nodes of 4 CPUs and 2 GPUs."""
-    return ray_cluster
+@pytest.fixture(scope="module")
+def cluster():
+    """Two nodes of 2 CPUs and 2 (simulated) GPUs each: placement across nodes."""
+    from ray.cluster_utils import Cluster
+
+    c = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": 2, "num_gpus": 2, "include_dashboard": False, "object_store_memory": 80 * MB})
+    c.add_node(num_cpus=2, num_gpus=2, object_store_memory=80 * MB)
+    c.wait_for_nodes()
+    yield c
+    c.shutdown()
 
 
 def _write(tmp: Path, graph, name: str = "prog_ray.py", text: str | None = None) -> Path:
