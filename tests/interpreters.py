@@ -13,9 +13,11 @@ other than this interpreter, runs in a real subprocess.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -142,6 +144,7 @@ class _Server:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.dir = tempfile.mkdtemp(prefix="dagc-interpreters-")
+        atexit.register(shutil.rmtree, self.dir, True)
         ours, theirs = socket.socketpair()
         self.process = subprocess.Popen([sys.executable, "-c", SERVER, json.dumps(PRELOAD), str(theirs.fileno())],
                                         pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL)
@@ -174,10 +177,6 @@ class _Server:
             self.buffer += chunk
         line, _, self.buffer = self.buffer.partition(b"\n")
         return line.decode()
-
-    def close(self) -> None:
-        self.sock.close()
-        self.process.wait(timeout=30)
 
 
 _server: list[_Server] = []

@@ -40,7 +40,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy, Place
 from dagc.runtime.code import describe_changes, refresh
 from dagc.runtime.console import load_console, replay, save_console
 from dagc.runtime.events import EventLog, new_run_id
-from dagc.runtime.executor import Executor, TaskFailed, TaskRow, TaskSpec
+from dagc.runtime.executor import Executor, TaskFailed, TaskRow
 from dagc.runtime.program import (
     ResultError,
     add_run_options,
@@ -160,14 +160,14 @@ class Job:
         log = EventLog(store.events_path, self.run_id)
         cache = Cache(self.cache) if self.cache else None
         self.inner_args = {"store": store, "log": log, "cache": cache, "context": context, "where": where}
-        spec = TaskSpec.from_row(self.task, self.row)
-        # a task outside state groups returns its outputs as stored, pickled once for the run directory and
-        # Ray's object store; a state actor keeps the objects themselves
         executor = Executor({self.task: self.row}, store=store, log=log, cache=cache, context=context, where=where,
                             claim=self.world_size == 1, check=getattr(self, "check", False),
-                            threads=self.threads(), carry=self.outputs if spec.state is None else 0)
+                            threads=self.threads())
+        spec = executor.spec(self.task)
+        if spec.state is None:  # returned as stored: pickled once for the run directory and Ray's object store
+            executor.carry = self.outputs  # (a state actor keeps the objects themselves)
         agree = self.agree if self.world_size > 1 else None
-        value = executor.run(executor.spec(self.task), body, *args, owner=self.rank == 0, agree=agree, **kwargs)
+        value = executor.run(spec, body, *args, owner=self.rank == 0, agree=agree, **kwargs)
         info = {"task": self.task, **where}
         if executor.carried is not None:
             return (*executor.carried, info)

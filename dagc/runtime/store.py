@@ -44,11 +44,11 @@ from typing import Any
 from urllib.parse import quote
 
 __all__ = ["FORMAT", "RunStore", "Cache", "DamagedOutput", "StorageError", "fingerprint", "value_fingerprint", "output_fingerprint",
-           "atomic_write", "seal", "write_sealed", "store_key", "dumps", "dumps_outputs", "Pickled", "Part"]
+           "atomic_write", "write_sealed", "store_key", "dumps", "dumps_outputs", "Pickled", "Part"]
 
 FORMAT = 1
 _FP_TAG = "dagc-fingerprint-1"
-_MAGIC = b"DAGC\x03"  # a sealed file: this, a digest of the rest, the rest (see `seal`)
+_MAGIC = b"DAGC\x03"  # a sealed file: this, a digest of the rest, the rest (see `write_sealed`)
 _DIGEST = 32
 _ALIGN = 64
 _HEADER = len(_MAGIC) + _DIGEST
@@ -107,7 +107,7 @@ def _digest(parts: Iterable[bytes | memoryview]) -> bytes:
 
 class Pickled:
     """A value pickled with protocol 5: the pickle stream, and the large buffers (tensor and array data)
-    kept out of it, by reference, not copied. Written as one sealed file by `seal`."""
+    kept out of it, by reference, not copied. Written as one sealed file by `write_sealed`."""
 
     def __init__(self, stream: bytes, buffers: list[memoryview]) -> None:
         self.stream, self.buffers = stream, buffers
@@ -203,13 +203,6 @@ def _body(payload: bytes | memoryview | Pickled) -> list[bytes | memoryview]:
         body += [b"\0" * pad, buffer]
         at += pad + buffer.nbytes
     return body
-
-
-def seal(payload: bytes | memoryview | Pickled) -> list[bytes | memoryview]:
-    """The parts of a sealed file holding `payload` (written one after the other, nothing copied):
-    magic, digest of the rest, the rest (`_body`)."""
-    body = _body(payload)
-    return [_MAGIC, _digest(body), *body]
 
 
 def write_sealed(path: Path, payload: bytes | memoryview | Pickled) -> int:
