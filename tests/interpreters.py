@@ -213,6 +213,9 @@ def run_python(args: list[str], *, cwd: str | os.PathLike[str] | None = None, en
             code = server.run(request, timeout)
         except TimeoutError:
             raise subprocess.TimeoutExpired(command, timeout or 0) from None
+        except (RuntimeError, OSError):  # the server is gone: the next run starts a new one
+            _server.clear()
+            raise
         out: Any = Path(paths["stdout"]).read_bytes()
         err: Any = Path(paths["stderr"]).read_bytes()
         if not capture_output:  # as subprocess does: onto the caller's own streams
