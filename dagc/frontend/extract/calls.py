@@ -61,7 +61,7 @@ class Calls(Component):
                     if sub is not None:
                         return ModuleValue(sub.name, sub)
                     self.cx.sink.error("DAGC131", f"user module `{base.module}` has no `{func.attr}`",
-                                    info.source.span(func), hint=f"check the name in {base.info.source.display}")
+                                       info.source.span(func), hint=f"check the name in {base.info.source.display}")
                     raise ExtractError
                 return self.cx.exprs.symbol_value(symbol, func.attr, base.info, func, info)
             if isinstance(base, ClassValue):
@@ -82,14 +82,14 @@ class Calls(Component):
             hint = ("in dagc the pipeline calls the steps in order and passes results on: "
                     "`data = self.start()` then `self.train(data)`")
             self.cx.sink.error("DAGC111", f"`{steps.name}.next` is Metaflow's transition; dagc reads the order "
-                            "from the data flow", info.source.span(func), hint=hint)
+                               "from the data flow", info.source.span(func), hint=hint)
             raise ExtractError
         what = "not a task" if attr in steps.methods else "not defined"
         tasks = ", ".join(steps.members) or "none"
         self.cx.sink.error("DAGC111" if attr in steps.methods else "DAGC131",
-                        f"`{steps.name}.{attr}` is {what} in class `{steps.name}`", info.source.span(func),
-                        hint=f"decorate the method with @dagc.task and @staticmethod; steps of `{steps.name}`: "
-                        f"{tasks}")
+                           f"`{steps.name}.{attr}` is {what} in class `{steps.name}`", info.source.span(func),
+                           hint=f"decorate the method with @dagc.task and @staticmethod; steps of `{steps.name}`: "
+                           f"{tasks}")
         raise ExtractError
 
     def call(self, call: ast.Call, scope: Scope, info: ModuleInfo, n_outputs: int) -> Value:
@@ -102,12 +102,12 @@ class Calls(Component):
             return self._flow_instance(call, callee, info)
         if isinstance(callee, DagcFunction) and callee.name == "trips":
             self.cx.sink.error("DAGC135", "dagc.trips is a hint for the items of a `for` loop, not a value",
-                            info.source.span(call), hint="write `for epoch in dagc.trips(range(40), expected=12):`")
+                               info.source.span(call), hint="write `for epoch in dagc.trips(range(40), expected=12):`")
             raise ExtractError
         if isinstance(callee, DagcFunction) and callee.name == "each":
             self.cx.sink.error("DAGC170", "dagc.each wraps the items of a `for` loop or comprehension over a task "
-                            "result, not a value", info.source.span(call),
-                            hint="write `for shard in dagc.each(shards, expected=64):`")
+                               "result, not a value", info.source.span(call),
+                               hint="write `for shard in dagc.each(shards, expected=64):`")
             raise ExtractError
         if isinstance(callee, DagcFunction):
             return self._after_call(call, scope, info, n_outputs)
@@ -125,13 +125,13 @@ class Calls(Component):
                 task = step.func.id if isinstance(step, ast.Call) and isinstance(step.func, ast.Name) else None
                 methods = ", ".join(f"`.{c.func.attr}()`" for c in chain)  # type: ignore[attr-defined]
                 self.cx.sink.error("DAGC107", f"{methods} on a task result {'is' if len(chain) == 1 else 'are'} "
-                                "Kubeflow's form; a dagc task result is the task's return value, not a step object",
-                                info.source.span(call), hint=kfp_hint(chain, task))
+                                   "Kubeflow's form; a dagc task result is the task's return value, not a step object",
+                                   info.source.span(call), hint=kfp_hint(chain, task))
                 raise ExtractError
             self.cx.sink.error("DAGC107", f"{what} is not a task, but receives a task result",
-                            info.source.span(call),
-                            hint="only tasks can run on task results: decorate the function with @dagc.task, "
-                            "or call it inside a task")
+                               info.source.span(call),
+                               hint="only tasks can run on task results: decorate the function with @dagc.task, "
+                               "or call it inside a task")
             raise ExtractError
         if isinstance(callee, (External, ClassValue)):  # a builtin, os.path, a dataclass config on constants
             try:
@@ -141,14 +141,14 @@ class Calls(Component):
             except NotStatic as exc:
                 if self._compile_time_callable(call.func, scope, info):  # a config or os.path call that fails
                     self.cx.sink.error("DAGC109", f"`{ast.unparse(call)}` cannot be evaluated at compile time: "
-                                    f"{exc.reason}", info.source.span(exc.node),
-                                    hint="fix the arguments as Python would need them")
+                                       f"{exc.reason}", info.source.span(exc.node),
+                                       hint="fix the arguments as Python would need them")
                     raise ExtractError from None
                 if "only a few pure functions" in exc.reason:  # `os.getcwd()`, `os.environ[...]`, `math.fsum`
                     self.cx.sink.error("DAGC109", exc.reason, info.source.span(exc.node),
-                                    hint="what depends on the machine, the environment or the clock is not known "
-                                    "at compile time: compute it inside a task, or make it a pipeline parameter "
-                                    "(os.path.join/dirname/basename and math functions of constants fold)")
+                                       hint="what depends on the machine, the environment or the clock is not known "
+                                       "at compile time: compute it inside a task, or make it a pipeline parameter "
+                                       "(os.path.join/dirname/basename and math functions of constants fold)")
                     raise ExtractError from None
             except (RuntimeUse, RecursionError):
                 pass
@@ -158,7 +158,7 @@ class Calls(Component):
         else:
             hint = "decorate it with @dagc.task to make it a step of the graph, or call it inside a task"
         self.cx.sink.error("DAGC111", f"{what} is not a task; a pipeline body can only call tasks and pipelines",
-                        info.source.span(call), hint=hint)
+                           info.source.span(call), hint=hint)
         raise ExtractError
 
     def _flow_instance(self, call: ast.Call, flow: ClassValue, info: ModuleInfo) -> ClassValue:
@@ -168,9 +168,9 @@ class Calls(Component):
         if call.args or call.keywords or flow.steps.has_init:
             why = "arguments" if call.args or call.keywords else "an `__init__`"
             self.cx.sink.error("DAGC111", f"`{name}` is built with {why}, which a pipeline cannot run",
-                            info.source.span(call),
-                            hint=f"pass its settings to its pipeline instead: `{name}().run(min_count=5)` on a class "
-                            "without `__init__`, whose pipeline takes them as parameters")
+                               info.source.span(call),
+                               hint=f"pass its settings to its pipeline instead: `{name}().run(min_count=5)` on a class "
+                               "without `__init__`, whose pipeline takes them as parameters")
             raise ExtractError
         return ClassValue(flow.steps, flow.info, instance=True)
 
@@ -190,15 +190,15 @@ class Calls(Component):
         if id(config) in self.cx.module_configs and not config.cls.frozen:
             # tasks would change their own copy, while plain Python changes the module's object
             self.cx.sink.error("DAGC109", f"a module-level `{config.cls.name}` that is not frozen cannot be passed to "
-                            "a task whole: a task that changes it would change a copy", info.source.span(expr),
-                            hint=f"declare it @dataclass(frozen=True), or build it in the pipeline "
-                            f"(`cfg = {config.cls.name}(...)`) and pass that")
+                               "a task whole: a task that changes it would change a copy", info.source.span(expr),
+                               hint=f"declare it @dataclass(frozen=True), or build it in the pipeline "
+                               f"(`cfg = {config.cls.name}(...)`) and pass that")
             raise ExtractError
         try:
             kwargs = tuple((k, operand_from_python(v)) for k, v in config.given)
         except TypeError:
             self.cx.sink.error("DAGC109", f"`{config.cls.name}` is built from values that are not literals",
-                            info.source.span(expr), hint="build it with literal field values")
+                               info.source.span(expr), hint="build it with literal field values")
             raise ExtractError from None
         name = self.cx.node_name(scope.prefix + config.cls.name + scope.suffix)
         # frozen: nothing can change it, so calls may be merged; otherwise tasks that change it are ordered
@@ -216,7 +216,7 @@ class Calls(Component):
         if not call.args or call.keywords or not isinstance(call.args[0], ast.Call) or any(
                 isinstance(a, ast.Starred) for a in call.args):
             self.cx.sink.error("DAGC128", "dagc.after takes a task call and then the results it must wait for",
-                            info.source.span(call), hint="write `x = dagc.after(train(data), prepared, downloaded)`")
+                               info.source.span(call), hint="write `x = dagc.after(train(data), prepared, downloaded)`")
             raise ExtractError
         deps: list[str] = []
         for arg in call.args[1:]:
@@ -225,7 +225,7 @@ class Calls(Component):
             producers = [self.cx.producer[r] for r in refs if r in self.cx.producer]
             if not producers:
                 self.cx.sink.error("DAGC128", "a prerequisite of dagc.after must be a task result",
-                                info.source.span(arg), hint="pass the result of the task that must finish first")
+                                   info.source.span(arg), hint="pass the result of the task that must finish first")
                 raise ExtractError
             deps.extend(self.cx.visible(p) for p in producers)
         self.cx.extra_deps = list(dict.fromkeys(deps))
@@ -258,14 +258,14 @@ class Calls(Component):
         for index, arg in enumerate(call.args):
             if isinstance(arg, ast.Starred):
                 self.cx.sink.error("DAGC109", "`*args` in a task call is not supported", info.source.span(arg),
-                                hint="pass each argument explicitly")
+                                   hint="pass each argument explicitly")
                 failed = True
                 continue
             if index >= len(positional) and not var_pos:
                 self.cx.sink.error("DAGC105", f"task `{task.name}` takes {len(positional)} positional "
-                                f"argument{'s' if len(positional) != 1 else ''} but {len(call.args)} were given",
-                                info.source.span(arg), hint=f"signature: {task.name}({sig.display()})",
-                                notes=[Note(f"`{task.name}` is defined here", name_span(task.source, task.node))])
+                                   f"argument{'s' if len(positional) != 1 else ''} but {len(call.args)} were given",
+                                   info.source.span(arg), hint=f"signature: {task.name}({sig.display()})",
+                                   notes=[Note(f"`{task.name}` is defined here", name_span(task.source, task.node))])
                 failed = True
                 continue
             param = positional[index] if index < len(positional) else None
@@ -287,7 +287,7 @@ class Calls(Component):
         for kw in call.keywords:
             if kw.arg is None:
                 self.cx.sink.error("DAGC109", "`**kwargs` in a task call is not supported", info.source.span(kw),
-                                hint="pass each argument by name")
+                                   hint="pass each argument by name")
                 failed = True
                 continue
             if kw.arg not in keywordable and not var_kw:
@@ -296,14 +296,14 @@ class Calls(Component):
                 close = difflib.get_close_matches(kw.arg, sorted(keywordable), n=1, cutoff=0.5)
                 hint = f"did you mean `{close[0]}`? " if close else ""
                 self.cx.sink.error("DAGC103", f"task `{task.name}` has no parameter `{kw.arg}`",
-                                info.source.span(kw),
-                                hint=f"{hint}signature: {task.name}({sig.display()})",
-                                notes=[Note(f"`{task.name}` is defined here", name_span(task.source, task.node))])
+                                   info.source.span(kw),
+                                   hint=f"{hint}signature: {task.name}({sig.display()})",
+                                   notes=[Note(f"`{task.name}` is defined here", name_span(task.source, task.node))])
                 failed = True
                 continue
             if kw.arg in bound:
                 self.cx.sink.error("DAGC106", f"argument `{kw.arg}` of task `{task.name}` is given twice",
-                                info.source.span(kw), hint="pass it either by position or by name")
+                                   info.source.span(kw), hint="pass it either by position or by name")
                 failed = True
                 continue
             bound.add(kw.arg)
@@ -324,9 +324,9 @@ class Calls(Component):
         if missing:
             names = ", ".join(f"`{m}`" for m in missing)
             self.cx.sink.error("DAGC104", f"task `{task.name}` is missing argument{'s' if len(missing) > 1 else ''} "
-                            f"{names}", info.source.span(call),
-                            hint=f"signature: {task.name}({sig.display()})",
-                            notes=[Note(f"`{task.name}` is defined here", name_span(task.source, task.node))])
+                               f"{names}", info.source.span(call),
+                               hint=f"signature: {task.name}({sig.display()})",
+                               notes=[Note(f"`{task.name}` is defined here", name_span(task.source, task.node))])
             failed = True
         if failed:
             raise ExtractError
@@ -355,9 +355,9 @@ class Calls(Component):
             notes.append(Note(f"parameter `{param.name}` of `{task.name}` is declared `{expected}` here",
                               task.source.span(ann) if ann is not None else name_span(task.source, task.node)))
             self.cx.sink.error("DAGC140", f"type mismatch: argument `{param.name}` of task `{task.name}` receives "
-                            f"`{produced}`, but expects `{expected}`", info.source.span(arg),
-                            hint=f"{describe_mismatch(produced, want)}; fix one of the annotations, "
-                            "or convert the value in a task", notes=notes)
+                               f"`{produced}`, but expects `{expected}`", info.source.span(arg),
+                               hint=f"{describe_mismatch(produced, want)}; fix one of the annotations, "
+                               "or convert the value in a task", notes=notes)
             return
 
     def _resolve_paths(self, templates: tuple[str, ...], task: TaskDef, named: dict[str, Operand],
@@ -372,7 +372,7 @@ class Calls(Component):
                     param = next((p for p in task.sig.params if p.name == key), None)
                     if param is None or param.default is None:
                         raise PathError(f"`{{{key}}}` in {option}={template!r} names no parameter of "
-                                         f"`{task.name}` with a value")
+                                        f"`{task.name}` with a value")
                     owner = self.cx.project.module(task.module)
                     try:
                         value = static_option_value(param.default, owner, self.cx.project) if owner else None
@@ -386,15 +386,15 @@ class Calls(Component):
                     if isinstance(const, Const):
                         return str(const.value)
                 raise PathError(f"`{{{key}}}` in {option}={template!r} is bound to a value known only at run "
-                                 "time")
+                                "time")
 
             try:
                 path = _FILE_PLACEHOLDER.sub(sub, template)
             except PathError as exc:
                 self.cx.sink.error("DAGC125", f"cannot resolve the path of task `{task.name}`: {exc}",
-                                info.source.span(call),
-                                hint="paths are literal strings, or `{name}` placeholders for parameters of the "
-                                "task that receive literals or pipeline parameters")
+                                   info.source.span(call),
+                                   hint="paths are literal strings, or `{name}` placeholders for parameters of the "
+                                   "task that receive literals or pipeline parameters")
                 return None
             out.append(os.path.normpath(path))
         return tuple(out)
@@ -435,9 +435,9 @@ class Calls(Component):
                     first, where = self.cx.writers[path]
                     if where != span:
                         self.cx.sink.error("DAGC126", f"`{path}` is written by two tasks: `{first}` and `{name}`",
-                                        span, notes=[Note(f"`{first}` writes it here", where)],
-                                        hint="give each task its own output path; one call in a loop "
-                                        "(a checkpoint saved every epoch) may overwrite its own file")
+                                           span, notes=[Note(f"`{first}` writes it here", where)],
+                                           hint="give each task its own output path; one call in a loop "
+                                           "(a checkpoint saved every epoch) may overwrite its own file")
                         continue
                     # the same call again, in an unrolled loop: a checkpoint overwritten in program order,
                     # after the previous write and after every task that read that version
@@ -459,7 +459,7 @@ class Calls(Component):
             key = id(task)
             if key not in self.cx.return_spans:
                 self.cx.return_spans[key] = (task.source.span(task.node.returns)
-                                           if task.node.returns is not None else None)
+                                             if task.node.returns is not None else None)
             where = self.cx.return_spans[key]
             for value, t in zip(outputs, types):
                 if t is not None:

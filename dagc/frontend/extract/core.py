@@ -55,7 +55,7 @@ class Interpreter(Component):
             span = info.source.span(param.node)
             if param.kind in ("var_positional", "var_keyword"):
                 self.cx.sink.error("DAGC132", f"pipeline parameter `*{param.name}` cannot be given at compile time",
-                                span, hint="declare each parameter by name with a default")
+                                   span, hint="declare each parameter by name with a default")
                 scope.env[param.name] = POISON  # reported once here, not again at each use
                 continue
             if param.name in overrides:
@@ -63,9 +63,9 @@ class Interpreter(Component):
                 given = type_of_value(value)
                 if param.annotation is not None and not compatible(given, param.annotation):
                     self.cx.sink.error("DAGC005", f"--param {param.name}={value!r} is a `{given}`, but parameter "
-                                    f"`{param.name}` is annotated `{param.annotation}`", span,
-                                    hint=f"give a value of type `{param.annotation}`; --param values are Python "
-                                    "literals (quote a string: --param name='\"text\"')")
+                                       f"`{param.name}` is annotated `{param.annotation}`", span,
+                                       hint=f"give a value of type `{param.annotation}`; --param values are Python "
+                                       "literals (quote a string: --param name='\"text\"')")
                     scope.env[param.name] = POISON  # reported once here, not again at each use
                     continue
             elif param.default is not None:
@@ -76,7 +76,7 @@ class Interpreter(Component):
                     continue
             else:
                 self.cx.sink.error("DAGC005", f"pipeline parameter `{param.name}` has no value",
-                                span, hint=f"give it a default, or compile with --param {param.name}=VALUE")
+                                   span, hint=f"give it a default, or compile with --param {param.name}=VALUE")
                 scope.env[param.name] = POISON
                 continue
             if not (is_literal_value(value) or isinstance(value, StaticRange)):
@@ -95,8 +95,8 @@ class Interpreter(Component):
         unknown = sorted(set(overrides) - {p.name for p in pipeline.sig.params})
         for name in unknown:
             self.cx.sink.error("DAGC005", f"pipeline `{pipeline.name}` has no parameter `{name}`",
-                            name_span(info.source, pipeline.node),
-                            hint=f"parameters: {', '.join(pipeline.sig.names()) or 'none'}")
+                               name_span(info.source, pipeline.node),
+                               hint=f"parameters: {', '.join(pipeline.sig.names()) or 'none'}")
         self.cx.stack.append(pipeline)
         result = self._run_body(scope, info, pipeline.node.body)
         self.cx.stack.pop()
@@ -104,8 +104,8 @@ class Interpreter(Component):
             graph.returns = to_operand(result) if result is not None else Const(None)
         except TypeError:
             self.cx.sink.error("DAGC109", f"pipeline `{pipeline.name}` returns something that is not a value",
-                            name_span(info.source, pipeline.node),
-                            hint="return task results, parameters or literals")
+                               name_span(info.source, pipeline.node),
+                               hint="return task results, parameters or literals")
             graph.returns = Const(None)
         self.cx.state.check_reads()
         report_overrides(self.cx.project, self.cx.sink, self.cx.folded, pipeline.name)
@@ -141,7 +141,7 @@ class Interpreter(Component):
         for index, stmt in enumerate(body):
             if saw_return:
                 self.cx.sink.warning("DAGC108", "code after `return` is never part of the pipeline",
-                                  info.source.span(stmt), hint="remove it, or move it before the return")
+                                     info.source.span(stmt), hint="remove it, or move it before the return")
                 break
             try:
                 if isinstance(stmt, ast.Return):
@@ -159,9 +159,9 @@ class Interpreter(Component):
                 self.cx.sink.error("DAGC117", "`break`/`continue` outside a loop", info.source.span(stmt))
         if not saw_return:
             self.cx.sink.warning("DAGC115", f"pipeline `{scope.pipeline.name}` returns nothing",
-                              name_span(info.source, scope.pipeline.node),
-                              hint="return the results you want; tasks whose results are unused are removed "
-                              "by `dce` unless marked side_effects=True")
+                                 name_span(info.source, scope.pipeline.node),
+                                 hint="return the results you want; tasks whose results are unused are removed "
+                                 "by `dce` unless marked side_effects=True")
         return returned
 
     def run_block(self, stmts: list[ast.stmt], scope: Scope, info: ModuleInfo) -> None:
@@ -170,8 +170,8 @@ class Interpreter(Component):
             try:
                 if isinstance(stmt, ast.Return):
                     self.cx.sink.error("DAGC117", "`return` inside a loop or branch is not supported in a pipeline",
-                                    info.source.span(stmt),
-                                    hint="assign the result to a name and return it at the end of the pipeline")
+                                       info.source.span(stmt),
+                                       hint="assign the result to a name and return it at the end of the pipeline")
                     raise ExtractError
                 self._statement(stmt, scope, info, is_docstring=False)
             except ExtractError:
@@ -230,17 +230,17 @@ class Interpreter(Component):
             if scope.unrolling:
                 raise BreakSignal
             self.cx.sink.error("DAGC117", "`break` is supported only as `if <condition>: break` directly in a "
-                            "loop body", span, hint="write the early exit as `if <condition>: break`")
+                               "loop body", span, hint="write the early exit as `if <condition>: break`")
             raise ExtractError
         if isinstance(stmt, ast.Continue):
             if scope.unrolling and scope.loop is None:
                 raise ContinueSignal
             self.cx.sink.error("DAGC117", "`continue` on a task result is not supported in a pipeline loop", span,
-                            hint="put the rest of the loop body under `if not <condition>:` instead")
+                               hint="put the rest of the loop body under `if not <condition>:` instead")
             raise ExtractError
         construct = STATEMENT_NAMES.get(type(stmt), type(stmt).__name__)
         self.cx.sink.error("DAGC108", f"{construct} is not supported in a pipeline body", span,
-                        hint=STATEMENT_HINTS.get(type(stmt), "move this logic into a @dagc.task"))
+                           hint=STATEMENT_HINTS.get(type(stmt), "move this logic into a @dagc.task"))
         raise ExtractError  # the names it binds are poisoned: one diagnostic, not one per later use
 
     def _unpack_count(self, target: ast.expr) -> int:
@@ -255,7 +255,7 @@ class Interpreter(Component):
         if isinstance(target, (ast.Tuple, ast.List)):
             if any(isinstance(e, ast.Starred) for e in target.elts):
                 self.cx.sink.error("DAGC112", "starred unpacking is not supported in a pipeline",
-                                info.source.span(target), hint="unpack into a fixed number of names")
+                                   info.source.span(target), hint="unpack into a fixed number of names")
                 raise ExtractError
             items = self._unpack(value, len(target.elts), target, info)
             for elt, item in zip(target.elts, items):
@@ -295,14 +295,14 @@ class Interpreter(Component):
                 scope.env.get(target.value.id), ClassValue):
             receiver = target.value.id
             self.cx.sink.error("DAGC109", f"`{receiver}.{target.attr} = …` keeps a value on the flow object "
-                            "(Metaflow's artifacts); a dagc step returns its value instead",
-                            info.source.span(target),
-                            hint=f"bind it to a name and pass it on: `{target.attr} = {receiver}.step(...)`, "
-                            f"then `{receiver}.next_step({target.attr})`")
+                               "(Metaflow's artifacts); a dagc step returns its value instead",
+                               info.source.span(target),
+                               hint=f"bind it to a name and pass it on: `{target.attr} = {receiver}.step(...)`, "
+                               f"then `{receiver}.next_step({target.attr})`")
             raise ExtractError
         self.cx.sink.error("DAGC109", "assigning into an attribute or item mutates a value; pipelines "
-                        "are dataflow and cannot", info.source.span(target),
-                        hint="have a task return the updated value and bind it to a new name")
+                           "are dataflow and cannot", info.source.span(target),
+                           hint="have a task return the updated value and bind it to a new name")
         raise ExtractError
 
     def _unpack(self, value: Value, count: int, target: ast.expr, info: ModuleInfo) -> list[Value]:
@@ -315,12 +315,12 @@ class Interpreter(Component):
                      for i in value.operand.items]
         else:
             self.cx.sink.error("DAGC112", f"cannot unpack this value into {count} names",
-                            info.source.span(target),
-                            hint="unpack the call of a task directly: `a, b = task(...)`")
+                               info.source.span(target),
+                               hint="unpack the call of a task directly: `a, b = task(...)`")
             raise ExtractError
         if len(items) != count:
             self.cx.sink.error("DAGC112", f"unpacking {len(items)} values into {count} names",
-                            info.source.span(target), hint="make both sides the same length")
+                               info.source.span(target), hint="make both sides the same length")
             raise ExtractError
         return items
 
@@ -351,7 +351,7 @@ class Interpreter(Component):
             more = known_container(value)
             if more is None or more[0] == "dict":
                 self.cx.sink.error("DAGC109", "`.extend()` needs a list whose length is known at compile time",
-                                info.source.span(call.args[0]), hint="append the items one by one")
+                                   info.source.span(call.args[0]), hint="append the items one by one")
                 raise ExtractError
             items = [*known[1], *more[1]]
         scope.env[name] = self.cx.exprs.sequence(items, True, call, info)
@@ -368,8 +368,8 @@ class Interpreter(Component):
         if pipeline in self.cx.stack:
             chain = " → ".join(p.name for p in self.cx.stack[self.cx.stack.index(pipeline):] + [pipeline])
             self.cx.sink.error("DAGC113", f"pipeline `{pipeline.name}` calls itself ({chain})", info.source.span(call),
-                            hint="pipelines are inlined at compile time and cannot recurse; use a static loop",
-                            notes=[Note(f"`{p.name}` is defined here", name_span(p.source, p.node)) for p in self.cx.stack])
+                               hint="pipelines are inlined at compile time and cannot recurse; use a static loop",
+                               notes=[Note(f"`{p.name}` is defined here", name_span(p.source, p.node)) for p in self.cx.stack])
             raise ExtractError
         inner_name = self.cx.node_name(scope.prefix + pipeline.name + scope.suffix)
         inner = Scope(pipeline, prefix=inner_name + ".", inlined=inner_name)
@@ -378,7 +378,7 @@ class Interpreter(Component):
         positional = [p for p in params if p.kind in ("positional_only", "positional")]
         if len(call.args) > len(positional):
             self.cx.sink.error("DAGC105", f"pipeline `{pipeline.name}` takes {len(positional)} positional arguments "
-                            f"but {len(call.args)} were given", info.source.span(call))
+                               f"but {len(call.args)} were given", info.source.span(call))
             raise ExtractError
         given: dict[str, Value] = {}
         for param, arg in zip(positional, call.args):
@@ -387,7 +387,7 @@ class Interpreter(Component):
         for kw in call.keywords:
             if kw.arg is None or kw.arg not in names:
                 self.cx.sink.error("DAGC103", f"pipeline `{pipeline.name}` has no parameter `{kw.arg}`",
-                                info.source.span(kw), hint=f"parameters: {', '.join(sorted(names))}")
+                                   info.source.span(kw), hint=f"parameters: {', '.join(sorted(names))}")
                 raise ExtractError
             given[kw.arg] = self.cx.exprs.eval(kw.value, scope, info)
         for param in params:
@@ -397,7 +397,7 @@ class Interpreter(Component):
                 inner.env[param.name] = Static(self.cx.exprs.static_value(param.default, Scope(pipeline, ""), pipeline.info))
             else:
                 self.cx.sink.error("DAGC104", f"pipeline `{pipeline.name}` is missing argument `{param.name}`",
-                                info.source.span(call))
+                                   info.source.span(call))
                 raise ExtractError
         self.cx.stack.append(pipeline)
         try:

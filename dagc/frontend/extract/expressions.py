@@ -67,7 +67,7 @@ class Expressions(Component):
             for elt in expr.elts:
                 if isinstance(elt, ast.Starred):
                     self.cx.sink.error("DAGC109", "starred items are not supported here", info.source.span(elt),
-                                    hint="list the items explicitly")
+                                       hint="list the items explicitly")
                     raise ExtractError
                 items.append(self.eval(elt, scope, info))
             return self.sequence(items, isinstance(expr, ast.List), expr, info)
@@ -76,7 +76,7 @@ class Expressions(Component):
             for key, val in zip(expr.keys, expr.values):
                 if key is None:
                     self.cx.sink.error("DAGC109", "`**` in a dict is not supported here", info.source.span(val),
-                                    hint="list the entries explicitly")
+                                       hint="list the entries explicitly")
                     raise ExtractError
                 pairs.append((self.eval(key, scope, info), self.eval(val, scope, info)))
             return self.mapping(pairs, expr, info)
@@ -150,7 +150,7 @@ class Expressions(Component):
             raise
 
     def comprehension(self, expr: ast.ListComp | ast.GeneratorExp | ast.DictComp, scope: Scope,
-                       info: ModuleInfo) -> Value:
+                      info: ModuleInfo) -> Value:
         if isinstance(expr, (ast.ListComp, ast.DictComp)) and not expr.generators[0].is_async:
             spec, _ = self.cx.maps.map_spec(expr.generators[0].iter, scope, info)
             if spec is not None and isinstance(expr, ast.ListComp):  # over a run-time list: a `map` region
@@ -185,8 +185,8 @@ class Expressions(Component):
                 for cond in gen.ifs:
                     if self.cx.glue.needs_glue(cond, scope, info):
                         self.cx.sink.error("DAGC116", "a comprehension cannot filter on a task result",
-                                        info.source.span(cond),
-                                        hint="filter on compile-time values, or filter inside a task")
+                                           info.source.span(cond),
+                                           hint="filter on compile-time values, or filter inside a task")
                         raise ExtractError
                     if not self.static_value(cond, scope, info):
                         keep = False
@@ -209,7 +209,7 @@ class Expressions(Component):
 
     def not_a_value(self, expr: ast.expr, info: ModuleInfo) -> None:
         self.cx.sink.error("DAGC109", "this is not a value a task can receive", info.source.span(expr),
-                        hint="pass task results, parameters or literals")
+                           hint="pass task results, parameters or literals")
         raise ExtractError
 
     def name_value(self, expr: ast.Name, scope: Scope, info: ModuleInfo) -> Value:
@@ -223,7 +223,7 @@ class Expressions(Component):
             return value
         if name in scope.assigned_later:
             self.cx.sink.error("DAGC102", f"`{name}` is used before it is produced", info.source.span(expr),
-                            hint=f"move the statement that assigns `{name}` above this use")
+                               hint=f"move the statement that assigns `{name}` above this use")
             raise ExtractError
         if name in info.dagc_modules:
             return ModuleValue("dagc", info)
@@ -238,7 +238,7 @@ class Expressions(Component):
             if name in STATIC_BUILTINS or name in PY_BUILTINS:
                 return External(f"builtin `{name}`")
             self.cx.sink.error("DAGC101", f"name `{name}` is not defined", info.source.span(expr),
-                            hint=self._suggest(name, scope, info))
+                               hint=self._suggest(name, scope, info))
             raise ExtractError
         return self.symbol_value(symbol, name, info, expr)
 
@@ -252,7 +252,7 @@ class Expressions(Component):
         return "define it, import it, or pass it as a pipeline parameter"
 
     def symbol_value(self, symbol: Any, name: str, info: ModuleInfo, use: ast.AST | None = None,
-                      use_info: ModuleInfo | None = None) -> Value:
+                     use_info: ModuleInfo | None = None) -> Value:
         """The value of module-level `symbol` of `info`; `use` is the expression that reads it, in the
         source of `use_info` (default: `info`)."""
         use_info = use_info or info
@@ -324,11 +324,11 @@ class Expressions(Component):
         except UsedBefore as exc:
             name = exc.node.id  # type: ignore[attr-defined]
             self.cx.sink.error("DAGC102", f"`{name}` is used before it is produced", info.source.span(exc.node),
-                            hint=f"move the statement that assigns `{name}` above this use")
+                               hint=f"move the statement that assigns `{name}` above this use")
         except Undefined as exc:
             name = exc.node.id  # type: ignore[attr-defined]
             self.cx.sink.error("DAGC101", f"name `{name}` is not defined", info.source.span(exc.node),
-                            hint=self._suggest(name, scope, info))
+                               hint=self._suggest(name, scope, info))
         except RuntimeUse as exc:
             self.cx.sink.error(
                 "DAGC114",
@@ -341,12 +341,12 @@ class Expressions(Component):
             if any(scope.env.get(n) is POISON for n in names_in(expr)):
                 raise ExtractError from None  # reported where the name was bound
             self.cx.sink.error("DAGC109", f"{describe(exc.node)} is not supported here: {exc.reason}",
-                            info.source.span(exc.node),
-                            hint="pipeline bodies may use task calls, literals, constants and parameters; "
-                            "do other computation inside a task")
+                               info.source.span(exc.node),
+                               hint="pipeline bodies may use task calls, literals, constants and parameters; "
+                               "do other computation inside a task")
         except RecursionError:
             self.cx.sink.error("DAGC109", "expression nested too deeply", info.source.span(expr),
-                            hint="split it into several statements")
+                               hint="split it into several statements")
         raise ExtractError
 
     def argument(self, expr: ast.expr, scope: Scope, info: ModuleInfo) -> Value:

@@ -27,8 +27,8 @@ from dagc.ir.core import Node
 from dagc.ir.types import Const, Map, Operand, Ref, Seq, iter_refs, operand_from_python
 
 GLUE_EXPRS = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Subscript, ast.Attribute, ast.JoinedStr,
-               ast.IfExp, ast.Set, ast.SetComp, ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom,
-               ast.Starred)
+              ast.IfExp, ast.Set, ast.SetComp, ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom,
+              ast.Starred)
 
 
 PY_BUILTINS = frozenset(dir(builtins))
@@ -184,7 +184,7 @@ class Glue(Component):
             if isinstance(e, ast.Attribute):
                 if e.attr.startswith("__"):
                     self.cx.sink.error("DAGC109", f"dunder attribute `.{e.attr}` of a task result is not supported",
-                                    info.source.span(e), hint="read it inside a task")
+                                       info.source.span(e), hint="read it inside a task")
                     raise ExtractError
                 return ast.Attribute(conv(e.value), e.attr, ast.Load())
             if isinstance(e, ast.JoinedStr):
@@ -206,9 +206,9 @@ class Glue(Component):
                     self.cx.exprs.not_a_value(e, info)
                 return ast.Dict([conv(k) for k in e.keys if k is not None], [conv(v) for v in e.values])
             self.cx.sink.error("DAGC109", f"{describe(e)} on a task result is not supported in a pipeline body",
-                            info.source.span(e),
-                            hint="pipeline bodies support arithmetic, comparisons, indexing, attribute access "
-                            "and f-strings on task results; do anything else inside a task")
+                               info.source.span(e),
+                               hint="pipeline bodies support arithmetic, comparisons, indexing, attribute access "
+                               "and f-strings on task results; do anything else inside a task")
             raise ExtractError
 
         new = conv(expr)

@@ -88,25 +88,25 @@ class Loops(Component):
     def _static_items(self, expr: ast.expr, scope: Scope, info: ModuleInfo, what: str) -> list[Any]:
         if self.cx.glue.needs_glue(expr, scope, info):
             self.cx.sink.error("DAGC116", f"{what} iterates over a task result, which is not known at compile time",
-                            info.source.span(expr),
-                            hint="iterate over a range, a literal list/dict, a module constant or a pipeline "
-                            "parameter (or a list of task results built in the pipeline); a `for` loop, a list or a "
-                            "dict comprehension over a task result runs once per item (a map)")
+                               info.source.span(expr),
+                               hint="iterate over a range, a literal list/dict, a module constant or a pipeline "
+                               "parameter (or a list of task results built in the pipeline); a `for` loop, a list or a "
+                               "dict comprehension over a task result runs once per item (a map)")
             raise ExtractError
         value = self.cx.exprs.static_value(expr, scope, info)
         try:
             return iterate_static(expr, value)
         except NotStatic as exc:
             self.cx.sink.error("DAGC116", f"{what} cannot iterate over this value at compile time: {exc.reason}",
-                            info.source.span(expr),
-                            hint="iterate over a range, a literal list/tuple/dict, enumerate() or zip() of them")
+                               info.source.span(expr),
+                               hint="iterate over a range, a literal list/tuple/dict, enumerate() or zip() of them")
             raise ExtractError from None
 
     def for_loop(self, stmt: ast.For, scope: Scope, info: ModuleInfo) -> None:
         span = info.source.span(stmt)
         if stmt.orelse:
             self.cx.sink.error("DAGC117", "`for ... else` is not supported in a pipeline", span,
-                            hint="use a flag, or restructure the loop")
+                               hint="use a flag, or restructure the loop")
             raise ExtractError
         iter_expr, trips = self._trips_hint(stmt.iter, scope, info)
         spec, iter_expr = self.cx.maps.map_spec(iter_expr, scope, info)
@@ -160,8 +160,8 @@ class Loops(Component):
                 expected = None
         if not isinstance(expected, int) or isinstance(expected, bool) or expected < 0:
             self.cx.sink.error("DAGC135", "dagc.trips takes the loop's items and `expected=`, a whole number of "
-                            "trips known at compile time", info.source.span(expr),
-                            hint="write `for epoch in dagc.trips(range(40), expected=12):`")
+                               "trips known at compile time", info.source.span(expr),
+                               hint="write `for epoch in dagc.trips(range(40), expected=12):`")
             raise ExtractError
         return expr.args[0], expected
 
@@ -223,17 +223,17 @@ class Loops(Component):
         span = info.source.span(stmt)
         if stmt.orelse:
             self.cx.sink.error("DAGC117", "`while ... else` is not supported in a pipeline", span,
-                            hint="use a flag, or restructure the loop")
+                               hint="use a flag, or restructure the loop")
             raise ExtractError
         dynamic_exit = bool(loop_level_breaks(stmt.body)) and self._exits_are_dynamic(
             loop_level_breaks(stmt.body), ast.For(ast.Name("_", ast.Store()), ast.List([], ast.Load()),
-                                                   stmt.body, []), scope, info)
+                                                  stmt.body, []), scope, info)
         if dynamic_exit:
             # one early exit per loop region: the `while` test is that exit
             self.cx.sink.error("DAGC117", "a `while` loop can exit early on a task result only through its test",
-                            info.source.span(stmt),
-                            hint="move the condition into the test: `while i < MAX and not <condition>: ...; "
-                            "i += 1`, or write `for i in range(MAX): ...; if <condition>: break`")
+                               info.source.span(stmt),
+                               hint="move the condition into the test: `while i < MAX and not <condition>: ...; "
+                               "i += 1`, or write `for i in range(MAX): ...; if <condition>: break`")
             raise ExtractError
         if self.cx.glue.needs_glue(stmt.test, scope, info):
             bounded = self._bounded_while(stmt, scope, info)
@@ -257,7 +257,7 @@ class Loops(Component):
                     break
                 if k >= MAX_WHILE:
                     self.cx.sink.error("DAGC119", f"this `while` loop did not end within {MAX_WHILE} iterations "
-                                    "at compile time", span, hint="bound it with `for _ in range(N)`")
+                                       "at compile time", span, hint="bound it with `for _ in range(N)`")
                     raise ExtractError
                 if not self.cx.spend(span):
                     break
@@ -331,21 +331,21 @@ class Loops(Component):
         span = info.source.span(stmt)
         if not isinstance(stmt.target, ast.Name):
             self.cx.sink.error("DAGC117", "a loop that exits early on a task result needs a single loop variable",
-                            info.source.span(stmt.target),
-                            hint="write `for i in ...:` and index inside the body")
+                               info.source.span(stmt.target),
+                               hint="write `for i in ...:` and index inside the body")
             raise ExtractError
         for node, _tests in loop_level_breaks(stmt.body):
             if isinstance(node, ast.Continue):
                 self.cx.sink.error("DAGC117", "`continue` on a task result is not supported in a pipeline loop",
-                                info.source.span(node),
-                                hint="put the rest of the loop body under `if not <condition>:` instead")
+                                   info.source.span(node),
+                                   hint="put the rest of the loop body under `if not <condition>:` instead")
                 raise ExtractError
         self.cx.check_depth(span)
         try:
             iter_operand = Seq("list", tuple(to_operand(v) for v in items))
         except TypeError:
             self.cx.sink.error("DAGC116", "the items of a loop that exits early must be literals",
-                            info.source.span(stmt.iter))
+                               info.source.span(stmt.iter))
             raise ExtractError from None
         name = self.cx.node_name(scope.prefix + "loop" + scope.suffix)
         index_var = stmt.target.id
@@ -365,7 +365,7 @@ class Loops(Component):
                     inits.append(to_operand(current))
                 except TypeError:
                     self.cx.sink.error("DAGC118", f"`{var}` is reassigned in a loop but holds something that is not "
-                                    "a value", span, hint="bind loop variables to task results or literals")
+                                       "a value", span, hint="bind loop variables to task results or literals")
                     raise ExtractError from None
             arg = self.cx.reserve(f"{name}@{var}")
             block_args.append(arg)
@@ -431,6 +431,6 @@ class Loops(Component):
             return to_operand(value)
         except TypeError:
             self.cx.sink.error("DAGC118", f"`{var}` is bound to something that is not a value inside a loop or "
-                            "branch on a task result", span,
-                            hint="bind names in loops and branches to task results or literals only")
+                               "branch on a task result", span,
+                               hint="bind names in loops and branches to task results or literals only")
             raise ExtractError from None

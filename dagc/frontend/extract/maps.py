@@ -110,9 +110,9 @@ class Maps(Component):
             options[kw.arg] = value
         if not ok:
             self.cx.sink.error("DAGC170", "dagc.each takes the loop's items and the options `expected=` (items to "
-                            "plan for), `max_items=` and `concurrency=`, whole numbers known at compile time",
-                            info.source.span(call),
-                            hint="write `for shard in dagc.each(shards, expected=64, max_items=1000, concurrency=8):`")
+                               "plan for), `max_items=` and `concurrency=`, whole numbers known at compile time",
+                               info.source.span(call),
+                               hint="write `for shard in dagc.each(shards, expected=64, max_items=1000, concurrency=8):`")
             raise ExtractError
         return options
 
@@ -167,16 +167,16 @@ class Maps(Component):
         return self.cx.glue.needs_glue(expr, scope, info)
 
     def map_region(self, stmt: ast.For, spec: MapSpec, scope: Scope, info: ModuleInfo, *,
-                    leak: bool = True) -> None:
+                   leak: bool = True) -> None:
         """`for TARGET in <run-time list>: BODY` → one `map` node; names the body appends to are its
         outputs. `leak`: the loop's names stay bound after it (a `for`, not a comprehension)."""
 
         span = info.source.span(stmt)
         for node, _tests in loop_level_breaks(stmt.body):
             self.cx.sink.error("DAGC174", "a loop over a run-time list cannot `break` or `continue`: its items may "
-                            "run in parallel", info.source.span(node),
-                            hint="put the rest of the body under `if <condition>:`, or filter the items in a task "
-                            "before the loop")
+                               "run in parallel", info.source.span(node),
+                               hint="put the rest of the body under `if <condition>:`, or filter the items in a task "
+                               "before the loop")
             raise ExtractError
         self.cx.check_depth(span)
         target_vars = self._map_targets(stmt.target, info)
@@ -189,9 +189,9 @@ class Maps(Component):
         for var, uses in collected.items():
             if uses:
                 self.cx.sink.error("DAGC172", f"`{var}` collects the items' results; inside the loop it can only be "
-                                "appended to", info.source.span(uses[0]),
-                                hint=f"use `{var}` after the loop, when every item has run (the items of a map may "
-                                "run in any order)")
+                                   "appended to", info.source.span(uses[0]),
+                                   hint=f"use `{var}` after the loop, when every item has run (the items of a map may "
+                                   "run in any order)")
                 raise ExtractError
         inits = [to_operand(scope.env[var]) for var in collected]
         assigned = (assigned_names(stmt.body) | target_names(stmt.target)) - set(collected)
@@ -221,14 +221,14 @@ class Maps(Component):
                               and any(n.op == "map" and value.operand.name in n.outputs for n in block))
                     if nested:
                         self.cx.sink.error("DAGC173", f"`{var}` is appended to inside a nested loop over a run-time "
-                                        "list", span,
-                                        hint=f"collect the inner loop's values in a list of its own and append that: "
-                                        f"`inner = []`, `for y in ys: inner.append(...)`, then `{var}.append(inner)`")
+                                           "list", span,
+                                           hint=f"collect the inner loop's values in a list of its own and append that: "
+                                           f"`inner = []`, `for y in ys: inner.append(...)`, then `{var}.append(inner)`")
                     else:
                         self.cx.sink.error("DAGC173", f"`{var}` is appended to under a branch on a task result inside "
-                                        "a loop over a run-time list", span,
-                                        hint=f"append on every item (`{var}.append(value if ok else None)`) and "
-                                        "filter after the loop, in a task")
+                                           "a loop over a run-time list", span,
+                                           hint=f"append on every item (`{var}.append(value if ok else None)`) and "
+                                           "filter after the loop, in a task")
                     raise ExtractError
                 yields.append(Seq("list", tuple(to_operand(v) for v in known[1])))
         except (ExtractError, TypeError):
@@ -268,9 +268,9 @@ class Maps(Component):
             if len(set(names)) == len(names):
                 return names
         self.cx.sink.error("DAGC175", "the items of a loop over a run-time list unpack only into plain names",
-                        info.source.span(target),
-                        hint="write `for shard in shards:`, `for i, shard in enumerate(shards):` or "
-                        "`for a, b in zip(xs, ys):`, and unpack further inside the body")
+                           info.source.span(target),
+                           hint="write `for shard in shards:`, `for i, shard in enumerate(shards):` or "
+                           "`for a, b in zip(xs, ys):`, and unpack further inside the body")
         raise ExtractError
 
     def _map_node(self, name: str, stmt: ast.For, spec: MapSpec, over: list[Operand], block_args: list[str],
@@ -302,8 +302,8 @@ class Maps(Component):
         first = expr.generators[0]
         if first.ifs:
             self.cx.sink.error("DAGC173", "a comprehension over a run-time list cannot filter its items",
-                            info.source.span(first.ifs[0]),
-                            hint="compute every item and filter the results in a task after the comprehension")
+                               info.source.span(first.ifs[0]),
+                               hint="compute every item and filter the results in a task after the comprehension")
             raise ExtractError
         collector = f"__dagc_map_{id(expr)}"
         append = ast.Expr(ast.Call(ast.Attribute(ast.Name(collector, ast.Load()), "append", ast.Load()),
@@ -346,14 +346,14 @@ class Maps(Component):
 
         if bound.carried:
             self.cx.sink.error("DAGC171", f"`{bound.name}` carries a value from one item to the next of the loop over a "
-                            f"run-time list at line {bound.line}; its items may run in any order or in parallel",
-                            info.source.span(expr),
-                            hint=f"collect each item's result (`results.append(...)`) and combine them after the "
-                            f"loop in a task, e.g. `{bound.name} = combine({bound.name}, results)`")
+                               f"run-time list at line {bound.line}; its items may run in any order or in parallel",
+                               info.source.span(expr),
+                               hint=f"collect each item's result (`results.append(...)`) and combine them after the "
+                               f"loop in a task, e.g. `{bound.name} = combine({bound.name}, results)`")
         else:
             self.cx.sink.error("DAGC176", f"`{bound.name}` is bound in the loop over a run-time list at line "
-                            f"{bound.line}; after the loop it would hold the last item's value, which the map "
-                            "does not keep", info.source.span(expr),
-                            hint=f"append it to a list in the loop and use the list (`{bound.name}s[-1]` for the "
-                            "last item)")
+                               f"{bound.line}; after the loop it would hold the last item's value, which the map "
+                               "does not keep", info.source.span(expr),
+                               hint=f"append it to a list in the loop and use the list (`{bound.name}s[-1]` for the "
+                               "last item)")
         raise ExtractError

@@ -86,7 +86,7 @@ class Regions(Component):
         assert loop is not None
         if loop.break_at is not None:
             self.cx.sink.error("DAGC117", "a pipeline loop may exit early at one place only",
-                            info.source.span(stmt), hint="combine the conditions: `if a or b: break`")
+                               info.source.span(stmt), hint="combine the conditions: `if a or b: break`")
             raise ExtractError
         value = self.cx.exprs.eval(stmt.test, scope, info)
         cond = to_operand(value) if not isinstance(value, Static) else Const(bool(value.value))
@@ -100,8 +100,8 @@ class Regions(Component):
         span = info.source.span(stmt)
         for node, _tests in loop_level_breaks(stmt.body + stmt.orelse):
             self.cx.sink.error("DAGC117", "`break`/`continue` inside a branch on a task result is not supported",
-                            info.source.span(node),
-                            hint="exit a loop with `if <condition>: break` directly in the loop body")
+                               info.source.span(node),
+                               hint="exit a loop with `if <condition>: break` directly in the loop body")
             raise ExtractError
         self.cx.check_depth(span)
         test = self.cx.exprs.eval(stmt.test, scope, info)
@@ -169,21 +169,21 @@ class Regions(Component):
         span = info.source.span(stmt)
         if stmt.handlers:
             self.cx.sink.error("DAGC180", "`except` is not supported in a pipeline: only `try: ... finally: ...`",
-                            info.source.span(stmt.handlers[0]),
-                            hint="catch the error inside a task (it can return a fallback value), retry it with "
-                            "the task option retries=N, or use `finally:` for cleanup that must run")
+                               info.source.span(stmt.handlers[0]),
+                               hint="catch the error inside a task (it can return a fallback value), retry it with "
+                               "the task option retries=N, or use `finally:` for cleanup that must run")
             raise ExtractError
         for exit_stmt, _tests in loop_level_breaks(stmt.body + stmt.finalbody):
             self.cx.sink.error("DAGC182", "`break`/`continue` inside `try`/`finally` is not supported in a pipeline",
-                            info.source.span(exit_stmt),
-                            hint="leave the loop after the `try` statement, or put the loop inside the `try`")
+                               info.source.span(exit_stmt),
+                               hint="leave the loop after the `try` statement, or put the loop inside the `try`")
             raise ExtractError
         failed = False
         for read in finally_reads_of_body(stmt.body, stmt.finalbody):
             self.cx.sink.error("DAGC181", f"`finally` reads `{read.id}`, which the `try` body assigns: if the body "
-                            "fails it may be unbound or hold its old value", info.source.span(read),
-                            hint="in `finally`, use only values defined before the `try`; read the body's "
-                            "results after the `try` statement")
+                               "fails it may be unbound or hold its old value", info.source.span(read),
+                               hint="in `finally`, use only values defined before the `try`; read the body's "
+                               "results after the `try` statement")
             failed = True
         if failed:
             raise ExtractError

@@ -25,7 +25,7 @@ class StateChecks(Component):
     """Records effects on nodes and reports what the graph would share or change behind the user's back."""
 
     def record_effects(self, node: Node, task: TaskDef, named: dict[str, Operand], scope: Scope,
-                        info: ModuleInfo) -> None:
+                       info: ModuleInfo) -> None:
         """Write what the call may do into `node.attrs` (see dagc.ir.effects), after the task's
         declarations; a list or dict built in the pipeline that the task changes becomes a value."""
         options = task.options
@@ -52,7 +52,7 @@ class StateChecks(Component):
             where = task.source.display
             for gname, evidence in effects.globals_written.items():
                 self.cx.global_writes.setdefault(gname, (evidence.reason, SourceSpan(where, evidence.line,
-                                                                                   evidence.col + 1)))
+                                                                                     evidence.col + 1)))
         mutated: dict[str, None] = {}
         for param, spread in mutable:
             if spread:  # *args / **kwargs: any argument not bound to a named parameter
@@ -158,32 +158,32 @@ class StateChecks(Component):
         task_span = name_span(task.source, task.node)
         if options.pure and options.side_effects:
             self.cx.sink.error("DAGC155", f"task `{task.name}` is declared both pure=True and side_effects=True",
-                            task_span, hint="a pure task has no effects; keep one of the two")
+                               task_span, hint="a pure task has no effects; keep one of the two")
         params = set(task.sig.names()) | {p.name for p in task.sig.params}
         for name in options.mutates:
             if name not in params:
                 self.cx.sink.error("DAGC121", f"mutates names `{name}`, which is not a parameter of `{task.name}`",
-                                task_span, hint=f"parameters: {', '.join(task.sig.names()) or 'none'}")
+                                   task_span, hint=f"parameters: {', '.join(task.sig.names()) or 'none'}")
         for name in options.readonly:
             if name not in params:
                 self.cx.sink.error("DAGC121", f"readonly names `{name}`, which is not a parameter of `{task.name}`",
-                                task_span, hint=f"parameters: {', '.join(task.sig.names()) or 'none'}")
+                                   task_span, hint=f"parameters: {', '.join(task.sig.names()) or 'none'}")
             elif name in effects.definite:
                 evidence = effects.definite[name]
                 self.cx.sink.warning("DAGC155", f"`{name}` is declared readonly, but `{task.name}` {evidence.reason}",
-                                  at(evidence), hint=f"if this changes `{name}`, remove it from readonly=[...]; "
-                                  "dagc trusts the declaration and may run this task on a copy")
+                                     at(evidence), hint=f"if this changes `{name}`, remove it from readonly=[...]; "
+                                     "dagc trusts the declaration and may run this task on a copy")
         if options.pure:
             found = next(iter(effects.definite.items()), None)
             if found is not None:
                 self.cx.sink.warning("DAGC155", f"task `{task.name}` is declared pure=True, but it {found[1].reason} "
-                                  f"(parameter `{found[0]}`)", at(found[1]),
-                                  hint="a pure task may be merged, removed or run on a copy; drop pure=True "
-                                  "(or list the parameters it only reads in readonly=[...])")
+                                     f"(parameter `{found[0]}`)", at(found[1]),
+                                     hint="a pure task may be merged, removed or run on a copy; drop pure=True "
+                                     "(or list the parameters it only reads in readonly=[...])")
             elif effects.globals_written:
                 name, evidence = next(iter(effects.globals_written.items()))
                 self.cx.sink.warning("DAGC155", f"task `{task.name}` is declared pure=True, but it {evidence.reason}",
-                                  at(evidence), hint="a pure task may be merged or removed; drop pure=True")
+                                     at(evidence), hint="a pure task may be merged or removed; drop pure=True")
 
     def _materialize(self, param: str, operand: Operand, node: Node, scope: Scope, info: ModuleInfo) -> Operand:
         """A list or dict bound to a name in the pipeline and changed by a task is one object in plain
@@ -203,20 +203,20 @@ class StateChecks(Component):
                                   if i in self.cx.module_objects), None)
             if module_object is not None:
                 self.cx.sink.error("DAGC154", f"`{expr.id}` is module-level `{module_object}`, and `{node.name}` changes "
-                                "it in place: the pipeline passes module-level values as copies made at compile time",
-                                info.source.span(expr),
-                                hint="have the task change the module-level name itself (the task reads it and dagc "
-                                "keeps every task that touches it in one process), or build the object in a task "
-                                "and pass that task's result")
+                                   "it in place: the pipeline passes module-level values as copies made at compile time",
+                                   info.source.span(expr),
+                                   hint="have the task change the module-level name itself (the task reads it and dagc "
+                                   "keeps every task that touches it in one process), or build the object in a task "
+                                   "and pass that task's result")
                 raise ExtractError
         holder = self._other_holder(value, scope)
         if holder is not None:
             self._shared_pipeline_object(expr, node, info, f"shares a list or dict with {holder}")
         if self.cx.blocks:
             self.cx.sink.error("DAGC154", f"`{expr.id}` is built in the pipeline and changed in place by "
-                            f"`{node.name}` inside a run-time loop or branch", info.source.span(expr),
-                            hint=f"build `{expr.id}` in a task (e.g. `{expr.id} = new_list()`), or have the task "
-                            "return the new value")
+                               f"`{node.name}` inside a run-time loop or branch", info.source.span(expr),
+                               hint=f"build `{expr.id}` in a task (e.g. `{expr.id} = new_list()`), or have the task "
+                               "return the new value")
             raise ExtractError
         name = self.cx.node_name(scope.prefix + expr.id + scope.suffix)
         glue = Node(name, "glue", "_0", (operand,), (), (name,), ("list" if isinstance(operand, Seq) else "dict",),
@@ -234,10 +234,10 @@ class StateChecks(Component):
         object as one value, so the other holders would keep the unchanged copy. Refuse it."""
         text = ast.unparse(expr)
         self.cx.sink.error("DAGC154", f"`{text}` {how}, and `{node.name}` changes it in place",
-                        info.source.span(expr),
-                        hint="build the object in a task (e.g. `state = new_state()` returning the dict) and pass "
-                        "that task's result, so that every use sees the change; or pass a name bound to a list "
-                        "or dict that no other list or dict of the pipeline holds")
+                           info.source.span(expr),
+                           hint="build the object in a task (e.g. `state = new_state()` returning the dict) and pass "
+                           "that task's result, so that every use sees the change; or pass a name bound to a list "
+                           "or dict that no other list or dict of the pipeline holds")
         raise ExtractError
 
     def _other_holder(self, value: Value | None, scope: Scope) -> str | None:
@@ -291,7 +291,7 @@ class StateChecks(Component):
         why = "it is declared pure=True" if node.options.pure else "it changes none of its arguments and " \
               "has no other effect"
         self.cx.sink.warning("DAGC151", f"the result of `{node.name}` is discarded and {why}: `dce` removes this call",
-                          node.span, hint="use its result, or mark the task side_effects=True to run it anyway")
+                             node.span, hint="use its result, or mark the task side_effects=True to run it anyway")
 
     def check_module_reads(self, graph: Graph) -> None:
         """The pipeline body reads module-level values at compile time; a task that changes one at run
@@ -314,9 +314,9 @@ class StateChecks(Component):
             if name in writers:
                 short = name.rpartition(".")[2]
                 self.cx.sink.error("DAGC154", f"the pipeline reads module-level `{short}`, which task `{writers[name]}` "
-                                "changes at run time; dagc reads it when compiling", span,
-                                hint=f"read it in a task and use that task's result (e.g. `def current() -> list: "
-                                f"return list({short})` decorated with @dagc.task)")
+                                   "changes at run time; dagc reads it when compiling", span,
+                                   hint=f"read it in a task and use that task's result (e.g. `def current() -> list: "
+                                   f"return list({short})` decorated with @dagc.task)")
 
     def explain_shared_globals(self, graph: Graph) -> None:
         """Say, once per module-level object, that tasks touching it run in one process and in order
@@ -380,10 +380,10 @@ class StateChecks(Component):
             writer = self.cx.writers.get(path)
             if writer is not None:
                 self.cx.sink.error("DAGC127", f"task `{reader}` reads `{path}` before `{writer[0]}` writes it",
-                                span, notes=[Note(f"`{writer[0]}` writes it here", writer[1])],
-                                hint="call the writing task first")
+                                   span, notes=[Note(f"`{writer[0]}` writes it here", writer[1])],
+                                   hint="call the writing task first")
             elif os.path.dirname(path) in produced_dirs:
                 close = sorted(p for p in self.cx.writers if os.path.dirname(p) == os.path.dirname(path))
                 self.cx.sink.error("DAGC127", f"task `{reader}` reads `{path}`, which no task writes",
-                                span, hint=f"the pipeline writes into this directory: {', '.join(close[:5])}; "
-                                "declare the writer with writes=[...] or fix the path")
+                                   span, hint=f"the pipeline writes into this directory: {', '.join(close[:5])}; "
+                                   "declare the writer with writes=[...] or fix the path")
