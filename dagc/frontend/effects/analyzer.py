@@ -1,0 +1,115 @@
+"""The effect summaries of tasks, helpers and methods, computed once each and kept."""
+
+from __future__ import annotations
+
+import ast
+
+from dagc.frontend import library as lib
+from dagc.frontend.effects.scan import FunctionScan
+from dagc.frontend.effects.summary import Effects, Evidence, summary_key
+from dagc.frontend.modules import ModuleInfo, Project, TaskDef
+from dagc.frontend.values import GlobalValue, module_qualified, value_kind
+
+
+class EffectAnalyzer:
+    """Infers and caches the effects of tasks and of the user's helper functions they call."""
+
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self._cache: dict[int, Effects] = {}
+        self._active: set[int] = set()
+        self._methods: dict[str, list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ModuleInfo, bool]]] = {}
+        self._indexed = -1
+        self._kinds: dict[int, GlobalValue] = {}
+        self._draws: dict[int, bool] = {}
+        self.code_of: dict[int, str] = {}  # id(function node) -> `module:function` / `module:Class`
+        self._recursive: set[int] = set()  # functions found calling themselves during their own scan
+        self._partial: dict[int, Effects] = {}  # their summary so far
+
+    def of_task(self, task: TaskDef) -> Effects:
+        info = self.project.module(task.module)
+        if info is None:  # pragma: no cover - a task always comes from a loaded module
+            return Effects(world=Evidence(task.node.lineno, task.node.col_offset, "unknown module"))
+        return self.of_function(task.node, info)
+
+    def of_function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, info: ModuleInfo) -> Effects:
+        key = id(fn)
+        found = self._cache.get(key)
+        if found is not None:
+            return found
+        if key in self._active:  # recursion: the summary so far (a fixpoint below completes it)
+            self._recursive.add(key)
+            return self._partial.get(key, Effects())
+        self._active.add(key)
+        try:
+            effects = FunctionScan(self, fn, info).run()
+            for _ in range(5):  # a recursive function: scan again with its own summary until it is stable
+                if key not in self._recursive:
+                    break
+                self._recursive.discard(key)
+                self._partial[key] = effects
+                again = FunctionScan(self, fn, info).run()
+                if summary_key(again) == summary_key(effects):
+                    break
+                effects = again
+            else:  # not stable: assume the worst
+                effects = Effects(world=Evidence(fn.lineno, fn.col_offset, "recursive call"))
+        finally:
+            self._active.discard(key)
+            self._partial.pop(key, None)
+        self._cache[key] = effects
+        return effects
+
+    def methods_named(self, attr: str) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ModuleInfo, bool]]:
+        """Every method called `attr` of a class in the user's loaded modules, with its module and whether
+        it is a static method (class hierarchy analysis: a call `x.attr()` on an object of unknown class
+        may reach any of them)."""
+        modules = [m for m in self.project.modules.values() if m is not None]
+        if len(modules) != self._indexed:
+            self._methods = {}
+            for module in modules:
+                for stmt in module.source.tree.body:
+                    if not isinstance(stmt, ast.ClassDef):
+                        continue
+                    for item in stmt.body:
+                        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and not item.name.startswith("__"):
+                            static = any(isinstance(d, ast.Name) and d.id == "staticmethod" for d in item.decorator_list)
+                            self._methods.setdefault(item.name, []).append((item, module, static))
+                            self.code_of[id(item)] = f"{module.name}:{stmt.name}"
+            self._indexed = len(modules)
+        return self._methods.get(attr, [])
+
+    def forward_draws(self, cls: ast.ClassDef, info: ModuleInfo, _depth: int = 0) -> bool:
+        """Whether calling an instance of the user's `torch.nn.Module` subclass `cls` may draw random numbers:
+        its `__init__` builds a layer whose forward draws (dropout), or one of the user's own that does."""
+        key = id(cls)
+        if key in self._draws:
+            return self._draws[key]
+        self._draws[key] = False  # (a class building itself: no)
+        found = False
+        init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        for node in ast.walk(init) if init is not None and _depth < 10 else ():
+            if not isinstance(node, ast.Call):
+                continue
+            name = module_qualified(node.func, info)
+            layer = lib.catalogue().layer(name) if name and name.startswith("torch.nn.") else None
+            if layer is not None and layer.forward_rng:
+                found = True
+                break
+            if isinstance(node.func, ast.Name):
+                symbol = self.project.lookup(info, node.func.id)
+                inner = getattr(symbol, "node", None)
+                if isinstance(inner, ast.ClassDef) and self.forward_draws(inner, info, _depth + 1):
+                    found = True
+                    break
+        self._draws[key] = found
+        return found
+
+    def value_kind(self, expr: ast.AST, info: ModuleInfo, _depth: int = 0) -> GlobalValue:
+        """What a module-level value is, from the expression that builds it (never run)."""
+        key = id(expr)
+        found = self._kinds.get(key)
+        if found is None:
+            found = self._kinds[key] = value_kind(self, expr, info, _depth)
+        return found
+

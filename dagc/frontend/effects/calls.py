@@ -1,0 +1,312 @@
+"""The effects of the calls in a function body: library functions by their catalogue, the user's helpers by
+their own summaries, methods by their receiver."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from dagc.frontend import library as lib
+from dagc.frontend.effects.lookup import function_of
+from dagc.frontend.effects.summary import Effects, Evidence, is_data_annotation
+from dagc.frontend.modules import ImportedModule, ModuleInfo
+from dagc.frontend.values import GlobalValue
+
+if TYPE_CHECKING:
+    from dagc.frontend.effects.scan import FunctionScan
+
+
+def scan_call(scan: FunctionScan, call: ast.Call) -> None:
+    func = call.func
+    name = scan.qualified(func)
+    args = [*call.args, *(k.value for k in call.keywords)]
+    scan.file_access(call, func, name)
+    # the global RNG
+    if name is not None and _uses_rng(scan, name, call):
+        scan.rng(call, f"`{ast.unparse(func)}` uses the global random number generator")
+        if name in lib.SEEDING:
+            scan.effects.seeds = True
+    if isinstance(func, ast.Name):
+        if func.id in scan.alias:  # calling a parameter (a module's forward, a callback)
+            scan.mutated(scan.roots(func), call, f"calls `{func.id}`, which may change its state")
+            cls = scan.user_class(scan.annotations.get(func.id))
+            if cls is not None and not scan.evaluation_only(func.id) and scan.analyzer.forward_draws(*cls):
+                scan.rng(call, f"calls `{func.id}`, a `{cls[0].name}` whose layers draw random numbers "
+                          "(dropout) when called in training mode")
+        else:
+            value = scan.global_value(func.id)
+            if value is not None:
+                return _call_global(scan, call, func.id, value, args)
+    if isinstance(func, ast.Attribute) and name is None:
+        return _method_call(scan, call, func, args)
+    if isinstance(func, ast.Name) and not scan.shadowed(func.id):  # a builtin
+        if func.id == "print":
+            target = next((k.value for k in call.keywords if k.arg == "file"), None)
+            if target is None or ast.unparse(target) in ("sys.stdout", "sys.stderr"):
+                _output(scan, call, "prints")
+            else:
+                scan.file(call, f"prints to `{ast.unparse(target)}`", write=True)
+            return
+        if func.id in lib.WORLD_BUILTINS:
+            scan.world(call, f"calls `{func.id}()`")
+            if func.id in ("setattr", "delattr") and call.args:
+                scan.mutated(scan.roots(call.args[0]), call, f"calls `{func.id}()` on it")
+            return
+        if func.id in ("next",):
+            for arg in call.args[:1]:
+                scan.mutated(scan.roots(arg), call, "advances it with `next()`")
+            return
+        if func.id in lib.PURE_BUILTINS or func.id.endswith(("Error", "Exception", "Warning")):
+            return  # (raising is not an effect: a removed call that would fail is not kept for it)
+    # a helper of the user's own
+    helper = _helper(scan, func)
+    if helper is not None:
+        fn, info = helper
+        if id(fn) not in scan.analyzer.code_of:
+            owner = fn.name if fn.name != "__init__" else ast.unparse(func).rpartition(".")[2]
+            task = next((t for t in info.tasks.values() if t.node is fn), None)
+            scan.analyzer.code_of[id(fn)] = f"{info.name}:{task.qualname if task is not None else owner}"
+        inner = scan.analyzer.of_function(fn, info)
+        _apply_helper(scan, call, fn, inner)
+        return
+    if isinstance(func, ast.Name) and func.id in scan.local_names and func.id not in scan.local_imports:
+        cls = scan.user_class(scan.annotations.get(func.id)) if func.id in scan.alias else None
+        forward = next((m for m in cls[0].body if isinstance(m, ast.FunctionDef)
+                        and m.name in ("forward", "__call__")), None) if cls is not None else None
+        if forward is not None and cls is not None:  # `model(x)` with `model: Net`: Net.forward, read
+            scan.analyzer.code_of.setdefault(id(forward), f"{cls[1].name}:{cls[0].name}")
+            _apply_helper(scan, call, forward, scan.analyzer.of_function(forward, cls[1]), receiver=func)
+            return None
+        # a local callable (a lambda, a nested def, a model built here): effects stay local
+        return _arguments(scan, call, args, pure=func.id not in scan.alias)
+    if name is not None:
+        return _library_call(scan, call, name, args)
+    scan.world(call, f"calls `{ast.unparse(func)}`, which dagc does not know")
+    _arguments(scan, call, args, pure=False)
+
+
+def _call_global(scan: FunctionScan, call: ast.Call, name: str, value: GlobalValue, args: list[ast.expr]) -> None:
+    """Calling a module-level object: a loss or activation layer holding nothing changes nothing; a
+    logger or progress bar outputs; anything else may change itself and its arguments."""
+    if value.kind == "output":
+        return _output(scan, call, f"calls `{name}`")
+    if value.kind == "layer" and value.layer is not None and value.layer.stateless:
+        if value.layer.forward_rng:
+            scan.rng(call, f"calls `{name}` ({value.constructor}), which draws random numbers")
+        return
+    if value.kind == "immutable":
+        return
+    scan.mutated({f"global:{scan.info.name}.{name}"}, call, f"calls `{name}`, which may change its state")
+    if value.kind != "layer":
+        scan.world(call, f"calls `{name}`, which dagc does not know")
+        _arguments(scan, call, args, pure=False)
+
+
+def _method_call(scan: FunctionScan, call: ast.Call, func: ast.Attribute, args: list[ast.expr]) -> None:
+    receiver = func.value
+    kwargs = {k.arg for k in call.keywords}
+    if isinstance(receiver, ast.Name) and (value := scan.global_value(receiver.id)) is not None \
+            and value.kind == "output":
+        return _output(scan, call, f"calls `{ast.unparse(func)}`")  # a module-level logger, bar or writer
+    roots = scan.roots(receiver)
+    if isinstance(receiver, ast.Name) and receiver.id in scan.new_containers and func.attr in lib.CONTAINER_METHODS:
+        roots = set()  # `new = list(xs); new.append(v)`: the new list changes, not `xs`
+    if func.attr in lib.CONVERSIONS:  # `.to()`, `.half()`: a copy of a tensor, in place on a module
+        roots = {r for r in roots if not is_data_annotation(scan.annotations.get(r))}
+        if _moves_device(scan, call, func.attr):
+            roots = set()  # a move between devices keeps every value: it changes no result
+    if roots and not (func.attr in lib.READ_METHODS and not (kwargs & lib.MUTATING_KWARGS)):
+        known = func.attr in lib.KNOWN_MUTATORS or (func.attr.endswith("_") and not func.attr.endswith("__"))
+        scan.mutated(roots, call, f"calls `.{func.attr}()` on `{ast.unparse(receiver)}`",
+                      direct=receiver if known else None)
+    if lib.catalogue().method_draws(func.attr) and "generator" not in kwargs:
+        scan.rng(call, f"`.{func.attr}()` uses the global random number generator")
+    if func.attr in ("debug", "info", "warning", "error", "exception", "critical"):
+        _output(scan, call, f"calls `.{func.attr}()`")
+    elif func.attr in ("send", "sendall", "put", "emit", "post", "upload", "upload_file"):
+        scan.world(call, f"calls `.{func.attr}()`")
+    # a method of one of the user's own classes (any class defining it: the receiver's class is not known)
+    for fn, module, static in scan.analyzer.methods_named(func.attr):
+        inner = scan.analyzer.of_function(fn, module)
+        _apply_helper(scan, call, fn, inner, receiver=None if static else receiver)
+    _arguments(scan, call, args, pure=True)
+
+
+def _moves_device(scan: FunctionScan, call: ast.Call, method: str) -> bool:
+    """`.cuda()`, `.cpu()`, `.to(device)`: a move that keeps every value (not `.to(torch.float16)`)."""
+    if method in ("cuda", "cpu"):
+        return not any(k.arg in ("dtype", "memory_format") for k in call.keywords)
+    if method != "to" or len(call.args) > 1 or any(k.arg not in ("device", "non_blocking") for k in call.keywords):
+        return False
+    target = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "device"), None)
+    return target is not None and _is_device(scan, target)
+
+
+def _is_device(scan: FunctionScan, expr: ast.expr) -> bool:
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        return expr.value.split(":")[0] in ("cpu", "cuda", "mps", "xpu", "meta")
+    if isinstance(expr, ast.Attribute) and expr.attr == "device":
+        return True
+    if isinstance(expr, ast.Call):
+        return scan.qualified(expr.func) == "torch.device"
+    if isinstance(expr, ast.IfExp):
+        return _is_device(scan, expr.body) and _is_device(scan, expr.orelse)
+    if isinstance(expr, ast.Name):
+        value = scan.global_value(expr.id)
+        if value is not None:
+            return value.device
+        annotation = scan.annotations.get(expr.id) or ""
+        return "device" in annotation or expr.id in ("device", "dev") or expr.id.endswith("_device")
+    return False
+
+
+def _library_call(scan: FunctionScan, call: ast.Call, name: str, args: list[ast.expr]) -> None:
+    kwargs = {k.arg for k in call.keywords}
+    if lib.is_no_effect_function(name):
+        return
+    if lib.is_output_function(name):
+        return _output(scan, call, f"calls `{name}`")
+    if name.startswith("torch."):
+        facts = lib.catalogue().function(name)
+        if facts is not None:  # what torch's schemas say the function writes
+            for index in facts.mutates:
+                if index < len(call.args):
+                    arg = call.args[index]
+                    scan.mutated(scan.roots(arg), arg, f"passes `{ast.unparse(arg)}` to `{name}`, which "
+                                  "changes it in place", direct=arg)
+            for k in call.keywords:
+                if k.arg == "out" and facts.out:
+                    scan.mutated(scan.roots(k.value), k.value, f"`{name}` writes `out=`", direct=k.value)
+            return
+    pure_lib = (any(name == m or name.startswith(m + ".") for m in lib.PURE_MODULES)
+                and not any(name == f or name.startswith(f + ".") for f in lib.IMPURE_FUNCTIONS)
+                and not (name.rsplit(".", 1)[-1].endswith("_") and not name.endswith("__"))
+                and not (kwargs & lib.MUTATING_KWARGS))
+    if any(name.startswith(p) for p in lib.WORLD_PREFIXES) or name in lib.IMPURE_FUNCTIONS or any(
+            name.startswith(f + ".") for f in lib.IMPURE_FUNCTIONS):
+        scan.world(call, f"calls `{name}`")
+    if name.startswith("torch.nn.") and name.rsplit(".", 1)[-1][:1].isupper():
+        return  # a layer or loss constructor keeps references but changes nothing
+    if name.startswith("torch.optim.") or name.startswith("torch.utils.data.") or lib.is_output_constructor(name):
+        return
+    if pure_lib or _rng_only(scan, name):
+        return
+    scan.world(call, f"calls `{name}`, which dagc does not know")
+    return _arguments(scan, call, args, pure=False)
+
+
+def fresh_library_result(scan: FunctionScan, name: str) -> bool:
+    """A library function whose result is a new object (torch.cat, F.cross_entropy, np.mean), not
+    a view of, or a container holding, its arguments."""
+    if any(name == f or name.startswith(f + ".") for f in lib.ALIASING_FUNCTIONS):
+        return False
+    last = name.rsplit(".", 1)[-1]
+    if last[:1].isupper():  # a class: the object may keep references to its arguments
+        return False
+    return name.startswith(("torch.", "numpy.", "math.", "statistics.", "json.", "pickle.", "hashlib.",
+                            "base64.", "copy.deepcopy"))
+
+
+def _rng_only(scan: FunctionScan, name: str) -> bool:
+    return name.startswith(lib.RNG_PREFIXES) or name in lib.RNG_FUNCTIONS
+
+
+def _output(scan: FunctionScan, node: ast.AST, reason: str) -> None:
+    if scan.effects.output is None:
+        scan.effects.output = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
+
+
+def _arguments(scan: FunctionScan, call: ast.Call, args: list[ast.expr], *, pure: bool) -> None:
+    if pure:
+        return
+    for arg in args:
+        roots = scan.roots(arg)
+        if roots:
+            what = ast.unparse(call.func)
+            scan.mutated(roots, arg, f"passes `{ast.unparse(arg)}` to `{what}`, which dagc does not know")
+
+
+def _uses_rng(scan: FunctionScan, name: str, call: ast.Call) -> bool:
+    if name in lib.RNG_EXEMPT:
+        return False
+    if any(k.arg == "generator" for k in call.keywords):
+        return False
+    if name in lib.RNG_FUNCTIONS or name.startswith(lib.RNG_PREFIXES):
+        return True
+    if not name.startswith("torch."):
+        return False
+    catalogue = lib.catalogue()
+    facts = catalogue.function(name)
+    if facts is not None:
+        return facts.rng
+    # a layer whose constructor draws its initial weights, or whose forward draws (dropout), when it
+    # is built in the task that calls it
+    layer = catalogue.layer(name)
+    return layer is not None and (layer.init_rng or layer.forward_rng)
+
+
+def _helper(scan: FunctionScan, func: ast.expr) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, ModuleInfo] | None:
+    """A plain function or task of the user's own modules that `func` names, with its module."""
+    project = scan.analyzer.project
+    if isinstance(func, ast.Name) and func.id not in scan.local_names:
+        symbol = project.lookup(scan.info, func.id)
+        return function_of(symbol, project, scan.info)
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        symbol = scan.info.symbols.get(func.value.id)
+        if isinstance(symbol, ImportedModule) and project.is_user_module(symbol.module):
+            module = project.module(symbol.module)
+            if module is not None:
+                return function_of(project.lookup(module, func.attr), project, module)
+    return None
+
+
+def _apply_helper(scan: FunctionScan, call: ast.Call, fn: ast.FunctionDef | ast.AsyncFunctionDef, inner: Effects,
+                  receiver: ast.expr | None = None) -> None:
+    where = f"`{ast.unparse(call.func)}`"
+    if inner.world is not None:
+        scan.world(call, f"calls {where}, which {inner.world.reason}")
+    if inner.output is not None:
+        _output(scan, call, f"calls {where}, which {inner.output.reason}")
+    code = scan.analyzer.code_of.get(id(fn))
+    if code is not None:
+        scan.effects.reaches.add(code)
+    scan.effects.reaches |= inner.reaches
+    if inner.rng is not None:
+        scan.rng(call, f"calls {where}, which uses the global random number generator")
+    params_in_order = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    if fn.name == "__init__" or receiver is not None:
+        params_in_order = params_in_order[1:]
+    given = dict(zip(params_in_order, call.args))
+    given.update((k.arg, k.value) for k in call.keywords if k.arg is not None)
+    for evidence, write in ((inner.file_read, False), (inner.file_write, True)):
+        if evidence is None:
+            continue
+        reason = f"calls {where}, which {evidence.reason}"
+        terms = inner.file_paths["write" if write else "read"]
+        if not inner.file_paths_known:
+            scan.file(call, reason, write=write)  # a path the helper does not name: unknown here too
+        for term in sorted(terms):
+            if term.startswith("param:"):  # the helper's parameter: what this call passes
+                scan.file(call, reason, write=write, path=given.get(term[len("param:"):]))
+            else:
+                scan.file(call, reason, write=write, path=term)
+    scan.effects.seeds = scan.effects.seeds or inner.seeds
+    for name, evidence in inner.globals_written.items():
+        scan.effects.globals_written.setdefault(name, Evidence(call.lineno, call.col_offset,
+                                                               f"calls {where}, which {evidence.reason}"))
+    scan.effects.globals_read |= inner.globals_read
+    params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
+    bound: dict[str, ast.expr] = {}
+    if fn.name == "__init__":
+        params = params[1:]  # a class of the user's: `self` is the new object
+    elif receiver is not None and params:
+        bound[params[0]] = receiver  # a method: `self` is the object it is called on
+        params = params[1:]
+    bound.update(zip(params, call.args))
+    bound.update((k.arg, k.value) for k in call.keywords if k.arg is not None)
+    star = any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords)
+    for param, arg in bound.items():
+        if param in inner.mutates or star or (fn.args.vararg and len(call.args) > len(params)):
+            if param in inner.mutates or star:
+                scan.mutated(scan.roots(arg), arg, f"passes `{ast.unparse(arg)}` to {where}, which "
+                              f"{inner.mutates[param].reason if param in inner.mutates else 'takes *args'}")

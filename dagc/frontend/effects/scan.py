@@ -1,0 +1,479 @@
+"""One pass over a function body: which locals may alias which parameters, then the evidence of each
+effect."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from dagc.frontend import library as lib
+from dagc.frontend.effects.calls import fresh_library_result, scan_call
+from dagc.frontend.effects.lookup import loaded_modules
+from dagc.frontend.effects.summary import Effects, Evidence, is_scalar_type
+from dagc.frontend.modules import Constant, ModuleInfo, Opaque
+from dagc.frontend.values import (
+    IMMUTABLE,
+    GlobalValue,
+    is_frozen_class,
+    is_immutable_constant,
+    module_qualified,
+)
+
+if TYPE_CHECKING:
+    from dagc.frontend.effects.analyzer import EffectAnalyzer
+
+
+def _path_root(expr: ast.expr | None) -> str | None:
+    """`p` for `p`, `p.a`, `p[k].b`: the name an attribute/item path starts from, else None."""
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        expr = expr.value
+    return expr.id if isinstance(expr, ast.Name) else None
+
+
+def _builds_container(value: ast.expr | None) -> bool:
+    if isinstance(value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)):
+        return True
+    if isinstance(value, ast.Call):
+        func = value.func
+        if isinstance(func, ast.Name) and func.id in ("dict", "list", "set", "sorted", "OrderedDict", "defaultdict"):
+            return True
+        if isinstance(func, ast.Attribute) and func.attr == "copy" and not value.args:
+            return True
+        if isinstance(func, ast.Attribute) and func.attr in ("copy", "deepcopy") and isinstance(func.value, ast.Name) \
+                and func.value.id == "copy":
+            return True
+    return False
+
+
+class FunctionScan:
+    """One pass over a function body: which locals may alias which parameters, then the evidence."""
+
+    def __init__(self, analyzer: EffectAnalyzer, fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                 info: ModuleInfo) -> None:
+        self.analyzer = analyzer
+        self.fn = fn
+        self.info = info
+        self.effects = Effects()
+        args = fn.args
+        self.params = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
+        if args.vararg:
+            self.params.append(args.vararg.arg)
+        if args.kwarg:
+            self.params.append(args.kwarg.arg)
+        annotations = {a.arg: ast.unparse(a.annotation) if a.annotation is not None else None
+                       for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        self.annotations = annotations
+        # name -> parameters it may alias (scalars cannot be changed in place, so they alias nothing)
+        # (nor do instances of the user's frozen dataclasses and NamedTuples)
+        self.alias: dict[str, set[str]] = {p: {p} for p in self.params if not is_scalar_type(annotations.get(p))
+                                           and not self._frozen_annotation(annotations.get(p))}
+        # the body only: decorators, annotations and defaults run once, when the function is defined
+        self.body_nodes = [n for stmt in fn.body for n in ast.walk(stmt)]
+        self.local_names = self._locals()
+        self.new_containers = self._new_containers()
+        self.global_decl = {n for node in self.body_nodes if isinstance(node, ast.Global) for n in node.names}
+        # names rebound in the body (a parameter rebound no longer names what the caller passed)
+        self.rebound = {n.id for n in self.body_nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        # `with open(...) as f` / `f = open(...)`: accesses through `f` are the `open`'s
+        self.file_objects: set[str] = set()
+        for node in self.body_nodes:
+            opened: ast.expr | None = None
+            target: ast.expr | None = None
+            if isinstance(node, ast.withitem):
+                opened, target = node.context_expr, node.optional_vars
+            elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+                opened, target = node.value, node.targets[0]
+            if isinstance(opened, ast.Call) and isinstance(opened.func, ast.Name) and opened.func.id == "open" \
+                    and isinstance(target, ast.Name):
+                self.file_objects.add(target.id)
+        # `import random` / `from random import choice` inside the body (Metaflow steps, Kubeflow components)
+        self.local_imports: dict[str, str] = {}
+        for node in self.body_nodes:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        self.local_imports[alias.asname] = alias.name
+                    else:
+                        head = alias.name.split(".")[0]
+                        self.local_imports[head] = head
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                for alias in node.names:
+                    self.local_imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        # locals every assignment of which builds a layer that holds no state (`loss_fn = nn.MSELoss()`)
+        self.stateless_locals = self._stateless_locals()
+
+    def _stateless_locals(self) -> set[str]:
+        found: dict[str, bool] = {}
+        for node in self.body_nodes:
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        layer = None
+                        if isinstance(node.value, ast.Call):
+                            name = self.qualified(node.value.func)
+                            layer = lib.catalogue().layer(name) if name and name.startswith("torch.nn.") else None
+                        found[target.id] = found.get(target.id, True) and layer is not None and layer.stateless
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id not in found:
+                found[node.id] = False
+        return {name for name, ok in found.items() if ok}
+
+    def _draws_when_iterated(self, iterable: ast.expr) -> bool:
+        """A `torch.utils.data.DataLoader` given no `generator=`: a parameter annotated as one, or a local
+        built by one in this body (through `enumerate(...)`, `iter(...)`, `zip(...)` and `tqdm(...)` too)."""
+        while isinstance(iterable, ast.Call) and iterable.args and isinstance(iterable.func, ast.Name) \
+                and iterable.func.id in ("enumerate", "iter", "zip", "tqdm", "reversed"):
+            iterable = iterable.args[0]
+        if isinstance(iterable, ast.Call):
+            return self._builds_loader(iterable)
+        if not isinstance(iterable, ast.Name):
+            return False
+        if iterable.id in self.params:
+            annotation = self.annotations.get(iterable.id) or ""
+            if "DataLoader" in annotation:
+                return True
+        built = [n.value for n in self.body_nodes if isinstance(n, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == iterable.id for t in n.targets)]
+        return any(isinstance(v, ast.Call) and self._builds_loader(v) for v in built)
+
+    def _builds_loader(self, call: ast.Call) -> bool:
+        name = self.qualified(call.func)
+        return name in ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader") and not any(
+            k.arg == "generator" for k in call.keywords)
+
+    def evaluation_only(self, name: str) -> bool:
+        """The body puts `name` in evaluation mode (`model.eval()`) and never in training mode: its
+        dropout layers draw nothing."""
+        modes = {node.func.attr for node in self.body_nodes if isinstance(node, ast.Call)
+                 and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+                 and node.func.value.id == name and node.func.attr in ("eval", "train")}
+        return modes == {"eval"}
+
+    def user_class(self, annotation: str | None) -> tuple[ast.ClassDef, ModuleInfo] | None:
+        """The user's class an annotation names (`model: Net`), with its module."""
+        if not annotation or not annotation.isidentifier():
+            return None
+        symbol = self.analyzer.project.lookup(self.info, annotation)
+        node = getattr(symbol, "node", None)
+        if not isinstance(node, ast.ClassDef):
+            return None
+        owner = next((m for m in loaded_modules(self.analyzer.project) if m.symbols.get(node.name) is symbol),
+                     self.info)
+        return node, owner
+
+    def _frozen_annotation(self, annotation: str | None) -> bool:
+        if not annotation or not annotation.isidentifier():
+            return False
+        return is_frozen_class(self.analyzer.project, self.info, ast.Name(annotation, ast.Load()))
+
+    # ---- aliasing ---------------------------------------------------------------------------------
+    def _locals(self) -> set[str]:
+        names: set[str] = set(self.params)
+        for node in self.body_nodes:
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                names.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not self.fn:
+                names.add(node.name)
+            elif isinstance(node, ast.alias):
+                names.add((node.asname or node.name).split(".")[0])
+            elif isinstance(node, ast.arg):
+                names.add(node.arg)
+        return names
+
+    def _new_containers(self) -> set[str]:
+        """Locals every assignment of which builds a new list/dict/set (`dict(x)`, `[...]`, `x.copy()`):
+        storing into them changes no argument, though their items may still be shared."""
+        fresh: dict[str, bool] = {}
+        for node in self.body_nodes:
+            targets: list[ast.expr] = []
+            value: ast.expr | None = None
+            if isinstance(node, ast.Assign):
+                targets, value = node.targets, node.value
+            elif isinstance(node, ast.AnnAssign) and node.value is not None:
+                targets, value = [node.target], node.value
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.withitem, ast.comprehension, ast.NamedExpr)):
+                target = getattr(node, "target", None) or getattr(node, "optional_vars", None)
+                for sub in ast.walk(target) if target is not None else ():
+                    if isinstance(sub, ast.Name):
+                        fresh[sub.id] = False
+                continue
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    fresh[target.id] = fresh.get(target.id, True) and _builds_container(value)
+                else:
+                    for sub in ast.walk(target):
+                        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                            fresh[sub.id] = False
+        return {name for name, is_new in fresh.items() if is_new and name not in self.params}
+
+    def roots(self, expr: ast.AST | None) -> set[str]:
+        """Parameters whose objects `expr`'s value may share (the may-alias set)."""
+        if expr is None:
+            return set()
+        if isinstance(expr, ast.Name):
+            if expr.id in self.alias:
+                return set(self.alias[expr.id])
+            if self._is_global(expr.id):
+                return {f"global:{self.info.name}.{expr.id}"}
+            return set()
+        if isinstance(expr, ast.Attribute):
+            if isinstance(expr.value, ast.Name) and (value := self.global_value(expr.value.id)) is not None \
+                    and value.kind == "namespace":
+                return set()  # `args.lr`: a value parsed from the command line, not the namespace
+            return set() if expr.attr in lib.SCALAR_ATTRS else self.roots(expr.value)
+        if isinstance(expr, ast.Subscript):
+            if self._immutable_items(expr.value):
+                return set()  # `CFG["dim"]`: an int read from a module-level config is not the config
+            return self.roots(expr.value)  # an item is part of its container; the key is not
+        if isinstance(expr, ast.Call):
+            func = expr.func
+            if isinstance(func, ast.Attribute) and func.attr in lib.FRESH_METHODS:
+                return set()
+            if isinstance(func, ast.Attribute) and func.attr in ("get", "values", "items", "keys", "copy") \
+                    and self._immutable_items(func.value):
+                return set()
+            if isinstance(func, ast.Name) and (value := self.global_value(func.id)) is not None \
+                    and value.kind == "layer" and value.layer is not None and value.layer.stateless:
+                return set()  # `criterion(out, y)`: a loss or activation computes a new tensor
+            if isinstance(func, ast.Name) and func.id in self.stateless_locals:
+                return set()  # `loss_fn = nn.CrossEntropyLoss()` built here: its result is a new tensor
+            if isinstance(func, ast.Name) and func.id in lib.FRESH_BUILTINS and not self.shadowed(func.id):
+                return set()
+            name = self.qualified(func)
+            if name is not None and fresh_library_result(self, name):
+                return set()
+            held = lib.catalogue().held_arguments(name) if name is not None else None
+            if held is not None:  # `SGD(model.parameters(), lr=config["lr"])` holds the parameters only
+                positions = {i for i, _ in held}
+                names = {n for _, n in held}
+                out = set()
+                for i, arg in enumerate(expr.args):
+                    if i in positions or isinstance(arg, ast.Starred):
+                        out |= self.roots(arg)
+                for k in expr.keywords:
+                    if k.arg is None or k.arg in names:
+                        out |= self.roots(k.value)
+                return out
+            out = self.roots(func.value) if isinstance(func, ast.Attribute) and name is None else set()
+            for arg in (*expr.args, *(k.value for k in expr.keywords)):
+                out |= self.roots(arg)
+            return out
+        if isinstance(expr, (ast.Constant, ast.JoinedStr, ast.Compare, ast.Lambda)):
+            return set()
+        if isinstance(expr, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            out = set()
+            for gen in expr.generators:
+                out |= self.roots(gen.iter)
+            for part in (getattr(expr, "elt", None), getattr(expr, "key", None), getattr(expr, "value", None)):
+                out |= self.roots(part)
+            return out
+        out = set()
+        for child in ast.iter_child_nodes(expr):
+            if isinstance(child, ast.expr):
+                out |= self.roots(child)
+        return out
+
+    def global_value(self, name: str) -> GlobalValue | None:
+        """What module-level name `name` holds, if it is one (not a local, not a function or class)."""
+        if name in self.global_decl:
+            return GlobalValue("mutable")
+        if name in self.local_names:
+            return None
+        symbol = self.info.symbols.get(name)
+        if isinstance(symbol, Constant):
+            return GlobalValue("container") if isinstance(symbol.value, (list, dict, set)) else IMMUTABLE
+        if isinstance(symbol, Opaque) and symbol.kind == "value":
+            return self.analyzer.value_kind(symbol.node, self.info)
+        return None
+
+    def _is_global(self, name: str) -> bool:
+        """A module-level name whose object a task could change: state when some task does. Numbers,
+        strings, devices, frozen configs, loggers and layers that hold nothing are never state."""
+        value = self.global_value(name)
+        return value is not None and value.is_state
+
+    def _immutable_items(self, expr: ast.expr) -> bool:
+        """`expr` is a module-level literal list or dict whose items are all immutable (numbers,
+        strings, tuples of them): reading an item yields no object a task could change."""
+        if not isinstance(expr, ast.Name) or expr.id in self.local_names or expr.id in self.global_decl:
+            return False
+        symbol = self.info.symbols.get(expr.id)
+        if not isinstance(symbol, Constant) or not isinstance(symbol.value, (list, dict)):
+            return False
+        items = symbol.value.values() if isinstance(symbol.value, dict) else symbol.value
+        return all(is_immutable_constant(v) for v in items)
+
+    def shadowed(self, name: str) -> bool:
+        return name in self.local_names or name in self.info.symbols
+
+    def _bind(self, target: ast.AST, roots: set[str]) -> bool:
+        changed = False
+        for node in ast.walk(target):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and roots:
+                before = self.alias.setdefault(node.id, set())
+                if not roots <= before:
+                    before |= roots
+                    changed = True
+        return changed
+
+    def _propagate(self) -> None:
+        """Fixpoint of the may-alias sets over assignments, loops, `with` and comprehensions."""
+        for _ in range(20):
+            changed = False
+            for node in self.body_nodes:
+                if isinstance(node, ast.Assign):
+                    roots = self.roots(node.value)
+                    changed |= any(self._bind(t, roots) for t in node.targets)
+                elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                    changed |= self._bind(node.target, self.roots(node.value))
+                elif isinstance(node, (ast.For, ast.AsyncFor)):
+                    changed |= self._bind(node.target, self.roots(node.iter))
+                elif isinstance(node, ast.comprehension):
+                    changed |= self._bind(node.target, self.roots(node.iter))
+                elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                    changed |= self._bind(node.optional_vars, self.roots(node.context_expr))
+            if not changed:
+                return
+
+    # ---- evidence ---------------------------------------------------------------------------------
+    def mutated(self, roots: set[str], node: ast.AST, reason: str, direct: ast.expr | None = None) -> None:
+        """Record a possible change of `roots`; certain when `direct` (the changed object) is a
+        parameter itself or an attribute/item path into it."""
+        certain = _path_root(direct) if direct is not None else None
+        for root in sorted(roots):
+            evidence = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
+            if root.startswith("global:"):
+                self.effects.globals_written.setdefault(root[7:], evidence)
+            else:
+                self.effects.mutates.setdefault(root, evidence)
+                if certain == root:
+                    self.effects.definite.setdefault(root, evidence)
+
+    def world(self, node: ast.AST, reason: str) -> None:
+        if self.effects.world is None:
+            self.effects.world = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
+
+    def file(self, node: ast.AST, reason: str, *, write: bool, path: ast.expr | str | None = None) -> None:
+        """Record a file access; `path`: the expression naming the file (or an already made term)."""
+        evidence = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
+        if write and self.effects.file_write is None:
+            self.effects.file_write = evidence
+        elif not write and self.effects.file_read is None:
+            self.effects.file_read = evidence
+        term = path if isinstance(path, str) else self._path_term(path)
+        if term is None:
+            self.effects.file_paths_known = False
+        else:
+            self.effects.file_paths["write" if write else "read"].add(term)
+
+    def _path_term(self, expr: ast.expr | None) -> str | None:
+        """`param:NAME` for a parameter the body never rebinds, `const:PATH` for a literal path."""
+        if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+            return f"const:{expr.value}"
+        if isinstance(expr, ast.Name):
+            if expr.id in self.params and expr.id not in self.rebound:
+                return f"param:{expr.id}"
+            symbol = self.info.symbols.get(expr.id) if expr.id not in self.local_names else None
+            if isinstance(symbol, Constant) and isinstance(symbol.value, str):
+                return f"const:{symbol.value}"
+        return None
+
+    def file_access(self, call: ast.Call, func: ast.expr, name: str | None) -> None:
+        """Whether the call reads or writes files, and which (conservatively: an `open` whose mode is not
+        a literal writes; a path dagc cannot name orders the task after every file access)."""
+        if isinstance(func, ast.Name) and func.id == "open" and not self.shadowed("open"):
+            mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "mode"),
+                                                               None)
+            reads = mode is None or (isinstance(mode, ast.Constant) and isinstance(mode.value, str)
+                                     and not set(mode.value) & set("wax+"))
+            target = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "file"), None)
+            self.file(call, f"opens a file (`{ast.unparse(call)}`)", write=not reads, path=target)
+        elif name is not None and (name in lib.FILE_WRITES or name.startswith(lib.FILE_PREFIXES_WRITE)):
+            self._library_file(call, name, write=True)
+        elif name is not None and (name in lib.FILE_READS or name.startswith(lib.FILE_PREFIXES_READ)):
+            self._library_file(call, name, write=False)
+        elif isinstance(func, ast.Attribute):  # `path.write_text(...)`, `plt.savefig(...)`, `f.write(...)`
+            receiver = func.value
+            if isinstance(receiver, ast.Name) and receiver.id in self.file_objects:
+                return  # a file this body opened: its `open` said which file and how
+            if func.attr in lib.FILE_WRITE_METHODS:
+                self.file(call, f"calls `.{func.attr}()`", write=True, path=self._method_path(call, func))
+            elif func.attr in lib.FILE_READ_METHODS or func.attr == "open":
+                self.file(call, f"calls `.{func.attr}()`", write=func.attr == "open",
+                           path=self._method_path(call, func))
+
+    def _library_file(self, call: ast.Call, name: str, *, write: bool) -> None:
+        index = lib.FILE_PATH_ARGUMENT.get(name)
+        arg = call.args[index] if index is not None and index < len(call.args) else None
+        if isinstance(arg, ast.Name) and arg.id in self.file_objects:
+            return  # `json.dump(x, f)` into a file this body opened
+        self.file(call, f"calls `{name}`", write=write, path=arg)
+
+    def _method_path(self, call: ast.Call, func: ast.Attribute) -> ast.expr | None:
+        """`Path(p).write_text(...)` / `p.write_text(...)`: the receiver names the file; `df.to_csv(p)`,
+        `plt.savefig(p)`, `model.save_pretrained(p)`: the first argument does."""
+        if func.attr in lib.PATH_METHODS:
+            receiver = func.value
+            if isinstance(receiver, ast.Call) and receiver.args and self.qualified(receiver.func) in (
+                    "pathlib.Path", "pathlib.PurePath"):
+                return receiver.args[0]
+            return receiver
+        return call.args[0] if call.args else None
+
+    def rng(self, node: ast.AST, reason: str) -> None:
+        if self.effects.rng is None:
+            self.effects.rng = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
+
+    def qualified(self, func: ast.expr) -> str | None:
+        """`np.random.rand` → `numpy.random.rand`, following the body's own imports, then the module's;
+        None if not a dotted name or if it starts at a local."""
+        base = func
+        while isinstance(base, ast.Attribute):
+            base = base.value
+        if not isinstance(base, ast.Name):
+            return None
+        if base.id in self.local_imports:
+            head = self.local_imports[base.id]
+            parts = ast.unparse(func).split(".")[1:] if isinstance(func, ast.Attribute) else []
+            return ".".join([head if head != "np" else "numpy", *parts])
+        if base.id in self.local_names and base.id not in self.global_decl:
+            return None
+        return module_qualified(func, self.info)
+
+    def run(self) -> Effects:
+        self._propagate()
+        for node in self.body_nodes:
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+                self._assignment(node)
+            elif isinstance(node, ast.Call):
+                scan_call(self, node)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and self._is_global(node.id):
+                self.effects.globals_read.add(f"{self.info.name}.{node.id}")
+            elif isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
+                self.world(node, "a generator or coroutine body")
+            elif isinstance(node, (ast.For, ast.comprehension)) and self._draws_when_iterated(node.iter):
+                # torch's DataLoader draws its workers' base seed from the global generator on every pass
+                self.rng(node, f"iterating `{ast.unparse(node.iter)}` (a DataLoader) draws a seed from the "
+                          "global torch generator")
+        return self.effects
+
+    def _assignment(self, node: ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete) -> None:
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+        for target in targets:
+            for sub in ast.walk(target):
+                if isinstance(sub, (ast.Attribute, ast.Subscript)) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+                    if isinstance(sub.value, ast.Name) and sub.value.id in self.new_containers:
+                        continue  # a container built here: its items change, no argument does
+                    roots = self.roots(sub.value)
+                    what = "assigns into" if not isinstance(node, ast.Delete) else "deletes from"
+                    self.mutated(roots, sub, f"{what} `{ast.unparse(sub)}`", direct=sub.value)
+            if isinstance(node, ast.AugAssign) and isinstance(target, ast.Name):
+                if self.alias.get(target.id) and target.id not in self.new_containers:
+                    # `p -= lr * p.grad` on a loop alias of a model's parameters, `t = x[0]; t -= 1`: a tensor,
+                    # list or dict is updated in place (only immutables rebind)
+                    self.mutated(set(self.alias[target.id]), target,
+                                  f"updates `{target.id}` in place (`{ast.unparse(node).strip()}`)")
+                elif target.id in self.global_decl:
+                    self.mutated({f"global:{self.info.name}.{target.id}"}, target,
+                                  f"rebinds the global `{target.id}`")
+            elif isinstance(target, ast.Name) and target.id in self.global_decl and not isinstance(node, ast.Delete):
+                self.mutated({f"global:{self.info.name}.{target.id}"}, target, f"rebinds the global `{target.id}`")

@@ -1,0 +1,94 @@
+"""What a task's body may do besides computing its result: `Effects` and the `Evidence` behind each effect."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Where and why an effect was inferred (1-based line, 0-based column of the task's file)."""
+
+    line: int
+    col: int
+    reason: str
+
+
+@dataclass
+class Effects:
+    """What one function may do. `mutates` maps parameter names to the first evidence found."""
+
+    mutates: dict[str, Evidence] = field(default_factory=dict)
+    definite: dict[str, Evidence] = field(default_factory=dict)  # certain changes (checked against declarations)
+    world: Evidence | None = None
+    rng: Evidence | None = None
+    globals_written: dict[str, Evidence] = field(default_factory=dict)
+    globals_read: set[str] = field(default_factory=set)
+    seeds: bool = False  # seeds a global generator itself, so its draws do not depend on earlier tasks
+    # the file system: tasks that write files are ordered after earlier readers and writers, readers
+    # after earlier writers (a checkpoint saved by one task and loaded by the next)
+    file_read: Evidence | None = None
+    file_write: Evidence | None = None
+    # which files, where the path is known: "param:NAME" (the task's parameter) or "const:PATH"; any access
+    # whose path is not known makes `file_paths_known` False (then every file access is ordered)
+    file_paths: dict[str, set[str]] = field(default_factory=lambda: {"read": set(), "write": set()})
+    file_paths_known: bool = True
+    # prints, logs, progress bars, metric writers: kept by dce, but never state and never a reason not to cache
+    output: Evidence | None = None
+    # the user's functions and classes the body reaches (`module:function`, `module:Class`): the code whose
+    # source the run-time fingerprint covers (editing any of them recomputes the task)
+    reaches: set[str] = field(default_factory=set)
+
+    @property
+    def is_pure(self) -> bool:
+        return not (self.mutates or self.world or self.rng or self.globals_written)
+
+
+SCALAR_TYPES = frozenset({"int", "float", "str", "bool", "None", "bytes", "complex", "Literal"})
+
+
+def is_scalar_type(annotation: str | None) -> bool:
+    """An annotation whose values cannot share mutable objects with anything (int, str, tuple[int, …])."""
+    if annotation is None:
+        return False
+    text = annotation.replace(" ", "")
+    if text in SCALAR_TYPES:
+        return True
+    for prefix in ("tuple[", "Tuple[", "typing.Tuple[", "Optional[", "typing.Optional[", "Literal[", "typing.Literal["):
+        if text.startswith(prefix) and text.endswith("]"):
+            if prefix.startswith(("Literal", "typing.Literal")):
+                return True
+            inner = text[len(prefix):-1]
+            return all(is_scalar_type(part) for part in _split_args(inner) if part != "...")
+    if "|" in text:
+        return all(is_scalar_type(part) for part in text.split("|"))
+    return False
+
+
+def _split_args(text: str) -> list[str]:
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def is_data_annotation(annotation: str | None) -> bool:
+    """A parameter annotated as a tensor, an array or a container of them (not as a module)."""
+    if annotation is None or "Module" in annotation:
+        return False
+    return any(word in annotation for word in ("Tensor", "ndarray", "array", "DataFrame", "Series"))
+
+
+def summary_key(effects: Effects) -> tuple:
+    """What a fixpoint compares: which effects, not where they were found."""
+    return (frozenset(effects.mutates), effects.world is not None, effects.rng is not None,
+            frozenset(effects.globals_written), frozenset(effects.globals_read), effects.seeds,
+            effects.file_read is not None, effects.file_write is not None, effects.output is not None,
+            effects.file_paths_known, frozenset(effects.file_paths["read"]), frozenset(effects.file_paths["write"]))
