@@ -66,7 +66,7 @@ class Chart:
 
 
 def _short(seconds: float) -> str:
-    from dagc.backends.graphviz import _short as short
+    from dagc.backends.graphviz.labels import short_time as short
 
     return short(seconds)
 

@@ -104,9 +104,9 @@ def _num(value: float | None, digits: int = 6) -> str:
 def _seconds(value: float | None) -> str:
     if value is None:
         return "—"
-    from dagc.backends.graphviz import _short
+    from dagc.backends.graphviz.labels import short_time
 
-    return _short(value)
+    return short_time(value)
 
 
 def build_report(run: RunRecord, graph: Graph | None = None, cluster: Any = None, cost_model: Any = None) -> str:
@@ -215,7 +215,7 @@ def _maps_table(run: RunRecord, graph: Graph | None) -> str:
 
 
 def _table(run: RunRecord, graph: Graph | None, cost_model: Any, cluster: Any, device_colour: Any) -> str:
-    from dagc.backends.graphviz import _devices, _duration
+    from dagc.backends.graphviz.model import node_devices, node_duration
 
     esc = html.escape
     names = list(run.tasks)
@@ -232,8 +232,8 @@ def _table(run: RunRecord, graph: Graph | None, cost_model: Any, cluster: Any, d
     for name in names:
         record = run.tasks.get(name)
         node = graph.node(name) if graph is not None and name in graph else None
-        devices = _devices(node) if node is not None else ()
-        est = _duration(node, cost_model, cluster) if node is not None else None
+        devices = node_devices(node) if node is not None else ()
+        est = node_duration(node, cost_model, cluster) if node is not None else None
         measured = record.duration if record is not None else None
         ratio = measured / est if measured is not None and est else None
         out = record.bytes if record is not None else None

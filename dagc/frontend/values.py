@@ -1,6 +1,6 @@
 """What a module-level name holds, read from the expression that builds it (never run).
 
-The effect analysis (dagc/frontend/effects.py) asks it whether a module-level object could be state:
+The effect analysis (dagc/frontend/effects/) asks it whether a module-level object could be state:
 numbers, strings, tuples, devices, dtypes, paths, frozen configs are immutable; loggers, progress bars and
 metric writers are output channels; a `torch.nn` layer holding no parameters or buffers cannot change;
 argparse's namespace holds command-line values; anything else may change.
