@@ -35,7 +35,6 @@ The node's name is its first output's name unless written before the op. Errors 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import fields
 from typing import Any
@@ -43,267 +42,24 @@ from typing import Any
 from dagc import units
 
 from .core import Graph, Node, Param
-from .location import SourceSpan
-from .printer import ATTR_KEY_RE, DURATION_RE, IDENT_RE, NAME_RE, SIZE_RE, TARGET_RE, scan_type, yield_key
+from .cursor import WORD_CHAR, WS, IRParseError, LineCursor
+from .printer import ATTR_KEY_RE, DURATION_RE, IDENT_RE, SIZE_RE, TARGET_RE, yield_key
 from .serialize import READABLE_VERSIONS, make_node, no_gc, operand_to_json, upgrade_v1_node
 from .types import Const, Map, Operand, Ref, Seq, TaskOptions, operand_to_python
 
 __all__ = ["IRParseError", "parse_graph", "parse_operand"]
 
 
-_WS = re.compile(r"[ \t]*")
-_BLANKS = (" ", "\t")
 _SIMPLE_OPTIONS = re.compile(r"\{[^'\"\[\](){}]*\}")
-_STRING = re.compile(r"'(?:[^'\\\n]|\\.)*'|\"(?:[^\"\\\n]|\\.)*\"")
-_ESCAPE = re.compile(r"\\(?:x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|(.))")
-_SIMPLE_ESCAPES = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "r": "\r", "t": "\t", "0": "\0",
-                   "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
-_NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
-_WORD_CHAR = re.compile(r"[\w.#@\-]")
-_SPAN_PLAIN = re.compile(r"(.+):(\d+):(\d+)(?:-(\d+):(\d+))?", re.DOTALL)
-_SPAN_TAIL = re.compile(r":(\d+):(\d+)(?:-(\d+):(\d+))?")
+
+
 _OPTION_FIELDS = tuple(f.name for f in fields(TaskOptions))
-_KEYWORDS = {"None": None, "True": True, "False": False, "inf": float("inf"), "nan": float("nan")}
-_DECODER = json.JSONDecoder()
+
+
 _DIRECTIVES = ("root", "module", "modules", "attr", "param", "return")
 
 
-class IRParseError(ValueError):
-    """The text is not valid IR; `line` and `col` (1-based) point at the offending character."""
-
-    def __init__(self, message: str, line: int, col: int) -> None:
-        self.message = message
-        self.line = line
-        self.col = col
-        super().__init__(f"{line}:{col}: {message}")
-
-
-class _Line:
-    """A cursor over one line of text."""
-
-    __slots__ = ("text", "pos", "lineno")
-
-    def __init__(self, text: str, lineno: int, pos: int = 0) -> None:
-        self.text = text
-        self.pos = pos
-        self.lineno = lineno
-
-    # ---- basics ------------------------------------------------------------------------------
-    def error(self, message: str, pos: int | None = None) -> IRParseError:
-        return IRParseError(message, self.lineno, (self.pos if pos is None else pos) + 1)
-
-    def ws(self) -> None:
-        if self.text[self.pos : self.pos + 1] in _BLANKS:
-            self.pos = _WS.match(self.text, self.pos).end()  # type: ignore[union-attr]
-
-    def peek(self) -> str:
-        return self.text[self.pos : self.pos + 1]
-
-    def found(self) -> str:
-        rest = self.text[self.pos :]
-        if not rest:
-            return "end of line"
-        match = _WORD_CHAR.match(rest)
-        token = re.match(r"[\w.#@\-]+", rest).group() if match else rest[0]  # type: ignore[union-attr]
-        return repr(token)
-
-    def expect(self, ch: str, what: str | None = None) -> None:
-        if not self.text.startswith(ch, self.pos):
-            raise self.error(f"expected {what or repr(ch)}, found {self.found()}")
-        self.pos += len(ch)
-
-    def string(self) -> str:
-        match = _STRING.match(self.text, self.pos)
-        if match is None:
-            raise self.error("unterminated string (strings are written on one line; use \\n for a newline)")
-        start = self.pos
-        self.pos = match.end()
-        body = match.group()[1:-1]
-        if "\\" not in body:
-            return body
-        return _unescape(body, self, start + 1)
-
-    def name(self, what: str) -> str:
-        if self.peek() in ("'", '"'):
-            return self.string()
-        match = NAME_RE.match(self.text, self.pos)
-        if match is None:
-            raise self.error(f"expected {what}, found {self.found()}")
-        self.pos = match.end()
-        return match.group()
-
-    def word(self, pattern: re.Pattern[str], what: str) -> str:
-        if self.peek() in ("'", '"'):
-            return self.string()
-        match = pattern.match(self.text, self.pos)
-        if match is None:
-            raise self.error(f"expected {what}, found {self.found()}")
-        self.pos = match.end()
-        return match.group()
-
-    def type_(self) -> str:
-        if self.peek() in ("'", '"'):
-            return self.string()
-        end = scan_type(self.text, self.pos)
-        if end < 0:
-            raise self.error(f"expected a type (e.g. Tensor, list[int], or a quoted string), found {self.found()}")
-        start, self.pos = self.pos, end
-        return self.text[start:end]
-
-    def at_end(self) -> bool:
-        self.ws()
-        return self.pos >= len(self.text)
-
-    def span_or_end(self) -> SourceSpan:
-        """An optional trailing `# file:line:col[-line:col]`, then the end of the line."""
-        self.ws()
-        if self.pos >= len(self.text):
-            return SourceSpan("<unknown>", 0, 0)
-        if self.peek() != "#":
-            raise self.error(f"expected '# file:line:col' or the end of the line, found {self.found()}")
-        self.pos += 1
-        self.ws()
-        start = self.pos
-        text = self.text.rstrip(" \t")
-        if self.peek() in ("'", '"'):
-            file = self.string()
-            match = _SPAN_TAIL.fullmatch(text, self.pos)
-        else:
-            file = None
-            match = _SPAN_PLAIN.fullmatch(text, self.pos)
-        if match is None:
-            raise self.error("malformed source location: expected file:line:col or file:line:col-line:col", start)
-        self.pos = len(self.text)
-        groups = match.groups()
-        if file is None:
-            file, groups = groups[0], groups[1:]
-        line, col, end_line, end_col = (int(g) if g is not None else 0 for g in groups)
-        return SourceSpan(file, line, col, end_line, end_col)
-
-    def done(self) -> None:
-        if not self.at_end():
-            raise self.error(f"unexpected {self.found()} at the end of the line")
-
-    # ---- operands ----------------------------------------------------------------------------
-    def operand(self) -> Operand:
-        text, pos = self.text, self.pos
-        ch = text[pos : pos + 1]
-        if ch == "%":
-            self.pos += 1
-            return Ref(self.name("a value name after '%'"))
-        if ch == "'" or ch == '"':
-            return Const(self.string())
-        if ch == "[":
-            self.pos += 1
-            items, _ = self._items("]")
-            return Seq("list", tuple(items))
-        if ch == "(":
-            self.pos += 1
-            items, trailing = self._items(")")
-            if len(items) == 1 and not trailing:
-                raise self.error("a one-item tuple needs a trailing comma: (x,)", pos)
-            return Seq("tuple", tuple(items))
-        if ch == "{":
-            self.pos += 1
-            return self._map()
-        if text.startswith("-inf", pos) and not _WORD_CHAR.match(text, pos + 4):
-            self.pos += 4
-            return Const(float("-inf"))
-        match = _NUMBER.match(text, pos)
-        if match is not None:
-            end = match.end()
-            if _WORD_CHAR.match(text, end):
-                raise self.error(f"malformed number {self.found()}")
-            token = match.group()
-            self.pos = end
-            if "." in token or "e" in token or "E" in token:
-                return Const(float(token))
-            return Const(int(token))
-        match = IDENT_RE.match(text, pos)
-        if match is not None and match.group() in _KEYWORDS:
-            self.pos = match.end()
-            return Const(_KEYWORDS[match.group()])
-        raise self.error(
-            f"expected an operand (%name, a number, a string, None, True, False, [..], (..), {{..}}), "
-            f"found {self.found()}"
-        )
-
-    def _items(self, close: str) -> tuple[list[Operand], bool]:
-        items: list[Operand] = []
-        self.ws()
-        if self.peek() == close:
-            self.pos += 1
-            return items, False
-        while True:
-            items.append(self.operand())
-            self.ws()
-            ch = self.peek()
-            if ch == ",":
-                self.pos += 1
-                self.ws()
-                if self.peek() == close:
-                    self.pos += 1
-                    return items, True
-                continue
-            if ch == close:
-                self.pos += 1
-                return items, False
-            raise self.error(f"expected ',' or {close!r}, found {self.found()}")
-
-    def _map(self) -> Map:
-        items: list[tuple[Operand, Operand]] = []
-        self.ws()
-        if self.peek() == "}":
-            self.pos += 1
-            return Map(())
-        while True:
-            key = self.operand()
-            self.ws()
-            self.expect(":", "':' after a dict key")
-            self.ws()
-            items.append((key, self.operand()))
-            self.ws()
-            ch = self.peek()
-            if ch == ",":
-                self.pos += 1
-                self.ws()
-                if self.peek() == "}":
-                    self.pos += 1
-                    return Map(tuple(items))
-                continue
-            if ch == "}":
-                self.pos += 1
-                return Map(tuple(items))
-            raise self.error(f"expected ',' or '}}', found {self.found()}")
-
-    def json_value(self) -> Any:
-        try:
-            value, end = _DECODER.raw_decode(self.text, self.pos)
-        except json.JSONDecodeError as exc:
-            raise self.error(f"bad JSON value: {exc.msg}", exc.pos) from None
-        self.pos = end
-        return value
-
-
-def _unescape(body: str, cursor: _Line, offset: int) -> str:
-    def replace(match: re.Match[str]) -> str:
-        hex_value = match.group(1) or match.group(2) or match.group(3)
-        if hex_value:
-            return chr(int(hex_value, 16))
-        simple = _SIMPLE_ESCAPES.get(match.group(4))
-        if simple is None:
-            raise cursor.error(f"unknown escape sequence {match.group()!r} in string", offset + match.start())
-        return simple
-
-    try:
-        return _ESCAPE.sub(replace, body)
-    except ValueError as exc:  # chr() of a code point beyond U+10FFFF
-        if isinstance(exc, IRParseError):
-            raise
-        raise cursor.error(f"bad escape in string: {exc}", offset) from None
-
-
-def _no_refs(operand: Operand, cursor: _Line, pos: int, what: str) -> None:
+def _no_refs(operand: Operand, cursor: LineCursor, pos: int, what: str) -> None:
     if isinstance(operand, Ref):
         raise cursor.error(f"{what} must be a constant, not a value reference", pos)
     if isinstance(operand, Seq):
@@ -315,7 +71,7 @@ def _no_refs(operand: Operand, cursor: _Line, pos: int, what: str) -> None:
             _no_refs(value, cursor, pos, what)
 
 
-def _option_value(key: str, cursor: _Line) -> object:
+def _option_value(key: str, cursor: LineCursor) -> object:
     text, pos = cursor.text, cursor.pos
     pattern = DURATION_RE if key == "cost" else SIZE_RE if key in ("memory", "out_size") else None
     if pattern is not None:
@@ -335,7 +91,7 @@ def _option_value(key: str, cursor: _Line) -> object:
 _OPTIONS_CACHE: dict[str, TaskOptions] = {}
 
 
-def _parse_options(cursor: _Line) -> TaskOptions:
+def _parse_options(cursor: LineCursor) -> TaskOptions:
     """`{key=value, ...}`; options without strings or brackets are cached (TaskOptions is frozen)."""
     match = _SIMPLE_OPTIONS.match(cursor.text, cursor.pos)
     if match is None:
@@ -349,7 +105,7 @@ def _parse_options(cursor: _Line) -> TaskOptions:
     return cached
 
 
-def _parse_options_text(cursor: _Line) -> TaskOptions:
+def _parse_options_text(cursor: LineCursor) -> TaskOptions:
     cursor.pos += 1  # "{"
     values: dict[str, object] = {}
     cursor.ws()
@@ -379,7 +135,7 @@ def _parse_options_text(cursor: _Line) -> TaskOptions:
         raise cursor.error(f"expected ',' or '}}' in task options, found {cursor.found()}")
 
 
-def _parse_attrs(cursor: _Line, close: str) -> dict[str, Any]:
+def _parse_attrs(cursor: LineCursor, close: str) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
     cursor.ws()
     if cursor.peek() == close:
@@ -406,7 +162,7 @@ def _parse_attrs(cursor: _Line, close: str) -> dict[str, Any]:
         raise cursor.error(f"expected ',' or {close!r} after an attribute, found {cursor.found()}")
 
 
-def _parse_args(cursor: _Line) -> tuple[tuple[Operand, ...], tuple[tuple[str, Operand], ...]]:
+def _parse_args(cursor: LineCursor) -> tuple[tuple[Operand, ...], tuple[tuple[str, Operand], ...]]:
     args: list[Operand] = []
     kwargs: list[tuple[str, Operand]] = []
     cursor.ws()
@@ -428,7 +184,7 @@ def _parse_args(cursor: _Line) -> tuple[tuple[Operand, ...], tuple[tuple[str, Op
         else:
             match = IDENT_RE.match(text, start)
             if match is not None:
-                end = _WS.match(text, match.end()).end()  # type: ignore[union-attr]
+                end = WS.match(text, match.end()).end()  # type: ignore[union-attr]
                 if text[end : end + 1] == "=":
                     key = match.group()
                     cursor.pos = end
@@ -452,7 +208,7 @@ def _parse_args(cursor: _Line) -> tuple[tuple[Operand, ...], tuple[tuple[str, Op
         raise cursor.error(f"expected ',' or ')' in the argument list, found {cursor.found()}")
 
 
-def _parse_node(cursor: _Line) -> Node:
+def _parse_node(cursor: LineCursor) -> Node:
     outputs: list[str] = []
     types: list[str | None] = []
     if cursor.peek() == "(":
@@ -533,7 +289,7 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
-def _operand_list(cursor: _Line) -> list[Operand]:
+def _operand_list(cursor: LineCursor) -> list[Operand]:
     items: list[Operand] = []
     cursor.ws()
     if cursor.at_end():
@@ -555,7 +311,7 @@ def _parse_blocks(lines: list[tuple[int, str]], i: int, node: Node, base: int) -
     while i < len(lines) and _indent(lines[i][1]) > base:
         number, line = lines[i]
         indent = _indent(line)
-        cursor = _Line(line.rstrip(" \t"), number, indent)
+        cursor = LineCursor(line.rstrip(" \t"), number, indent)
         over: Operand | None = None
         if line.startswith("body over ", indent):
             cursor.pos += len("body over ")
@@ -580,17 +336,17 @@ def _parse_blocks(lines: list[tuple[int, str]], i: int, node: Node, base: int) -
         brk: dict[str, Any] | None = None
         while i < len(lines) and _indent(lines[i][1]) > indent:
             number, line = lines[i]
-            cursor = _Line(line, number)
+            cursor = LineCursor(line, number)
             cursor.ws()
             if yields is not None:
                 raise cursor.error("'yield' ends a block: nothing may follow it")
             start = cursor.pos
-            if line.startswith("yield", start) and not _WORD_CHAR.match(line, start + 5):
+            if line.startswith("yield", start) and not WORD_CHAR.match(line, start + 5):
                 cursor.pos += 5
                 yields = _operand_list(cursor)
                 i += 1
                 continue
-            if line.startswith("break", start) and not _WORD_CHAR.match(line, start + 5):
+            if line.startswith("break", start) and not WORD_CHAR.match(line, start + 5):
                 if node.op != "loop" or header != "body" or brk is not None:
                     raise cursor.error("'break if' is allowed once, in the body of a loop")
                 cursor.pos += 5
@@ -626,7 +382,7 @@ def _parse_blocks(lines: list[tuple[int, str]], i: int, node: Node, base: int) -
     return i
 
 
-def _parse_param(cursor: _Line) -> Param:
+def _parse_param(cursor: LineCursor) -> Param:
     cursor.ws()
     cursor.expect("%", "'%' before the parameter name")
     name = cursor.name("a parameter name")
@@ -656,7 +412,7 @@ def _significant_lines(text: str) -> list[tuple[int, str]]:
 
 def parse_operand(text: str) -> Operand:
     """Read one operand written as `format_operand` writes it (e.g. `[%a, 3, 'x']`)."""
-    cursor = _Line(text, 1)
+    cursor = LineCursor(text, 1)
     cursor.ws()
     operand = cursor.operand()
     cursor.done()
@@ -674,7 +430,7 @@ def _parse_graph(text: str) -> Graph:
     if not lines:
         raise IRParseError("empty input: expected the header 'dagc_ir 2'", 1, 1)
     number, line = lines[0]
-    cursor = _Line(line, number)
+    cursor = LineCursor(line, number)
     cursor.ws()
     cursor.expect("dagc_ir", "the header 'dagc_ir 2'")
     cursor.ws()
@@ -692,7 +448,7 @@ def _parse_graph(text: str) -> Graph:
     if len(lines) < 2:
         raise IRParseError("expected a 'graph @name' line after the header", number + 1, 1)
     number, line = lines[1]
-    cursor = _Line(line, number)
+    cursor = LineCursor(line, number)
     cursor.ws()
     cursor.expect("graph", "'graph @name'")
     cursor.ws()
@@ -705,7 +461,7 @@ def _parse_graph(text: str) -> Graph:
     while i < len(lines):
         number, line = lines[i]
         i += 1
-        cursor = _Line(line, number)
+        cursor = LineCursor(line, number)
         cursor.ws()
         ch = cursor.peek()
         if ch == "%" or ch == "(":
