@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dagc import __version__
+from dagc.backend_warnings import backend_warnings
 from dagc.diagnostics import CompileError, Diagnostic, render_json, render_text
 from dagc.usage import UsageError, parse_params
 
@@ -144,7 +145,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         return _check_each(args, names)
     # dce and cse too: a call they would remove or merge is reported at the call
     compilation = _compile(args, passes="verify,dce,cse")
-    compilation.warnings.extend(_check_warnings(compilation.graph, args.backend))
+    compilation.warnings.extend(backend_warnings(compilation.graph, args.backend))
     if getattr(args, "profile", None):  # effects assumed but never seen in a run (DAGC158)
         from dagc.unseen import unseen_effects
 
@@ -173,7 +174,7 @@ def _check_each(args: argparse.Namespace, names: list[str]) -> int:
             found.update(dict.fromkeys(exc.diagnostics))
             summaries.append(f"pipeline `{name}`: {sum(d.is_error for d in exc.diagnostics)} error(s)")
             continue
-        found.update(dict.fromkeys([*compilation.warnings, *_check_warnings(compilation.graph, args.backend)]))
+        found.update(dict.fromkeys([*compilation.warnings, *backend_warnings(compilation.graph, args.backend)]))
         summaries.append(f"pipeline `{name}`: ok, {len(compilation.graph)} tasks")
     args.pipeline = None
     diagnostics = list(found)
@@ -186,54 +187,6 @@ def _check_each(args: argparse.Namespace, names: list[str]) -> int:
         sys.stderr.write(f"{args.input}: ok — {len(names)} pipelines ({'; '.join(summaries)}), "
                          f"{len(diagnostics)} warning(s)\n")
     return EXIT_OK
-
-
-def _check_warnings(graph: Any, backend: str | None) -> list[Any]:
-    """What `dagc check` says beyond compiling: multi-rank tasks (DAGC161), and for `--backend`, the
-    options it ignores (DAGC160) and, on torch, torchrun's variables read at import (DAGC162)."""
-    found = _multi_rank_warnings(graph)
-    if backend is not None:
-        found += _ignored_option_warnings(graph, backend)
-    if backend == "torch":
-        from dagc.frontend.launcher import launcher_reads
-
-        found += launcher_reads(Path(graph.root or "."), graph.modules)
-    return found
-
-
-def _ignored_option_warnings(graph: Any, backend: str) -> list[Any]:
-    """DAGC160 at each task that sets an option `backend` does not honour (from the backend registry)."""
-    from dagc.backends import ignored_options
-    from dagc.diagnostics import DiagnosticSink
-
-    sink = DiagnosticSink()
-    for node, option, why in ignored_options(graph, backend):
-        hint = ("the result is the plain run's, which runs it once too; Ray and torch run every rank (DAGC161)"
-                if option == "ranks" else
-                "the result is the same; use a backend that honours the option where it matters")
-        sink.warning("DAGC160", f"task `{node.name}` sets `{option}`, which the {backend} backend ignores: {why}",
-                     node.span, hint=hint)
-    return sink.diagnostics
-
-
-def _multi_rank_warnings(graph: Any) -> list[Any]:
-    """DAGC161 at each `ranks=N` task: its result on Ray and torch is rank 0's of N, not the plain run's."""
-    from dagc.diagnostics import DiagnosticSink
-    from dagc.ir.regions import walk
-
-    sink = DiagnosticSink()
-    for node in graph:
-        for task in (node, *walk(node)):
-            ranks = task.options.ranks
-            if task.op != "task" or ranks <= 1:
-                continue
-            sink.warning(
-                "DAGC161", f"task `{task.name}` runs as {ranks} ranks on Ray and torch and returns rank 0's value; "
-                "plain Python and the local backend run it once, as rank 0 of a world of 1",
-                task.span, hint="the two agree only when rank 0's value does not depend on the world size: make "
-                "it the whole result (all-reduce the metric, gather the shards) to compare a distributed run with "
-                "the plain one; otherwise compare it with another run on the same number of ranks")
-    return sink.diagnostics
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
