@@ -59,6 +59,7 @@ class Chart:
     lanes: list[str]
     bars: list[Bar] = field(default_factory=list)
     note: str = ""
+    legend: list[tuple[str, str]] = field(default_factory=list)  # (colour, label): what a bar's colour means
 
     @property
     def end(self) -> float:
@@ -287,6 +288,13 @@ def _shapes(charts: list[Chart], width: int) -> tuple[list[tuple[Any, ...]], int
             label = _fit(bar.name, w)
             shapes.append(("rect", x, lane_y[bar.lane] + 1, w, _LANE_H - 2, fill, stroke, bar.kind == "failed",
                            bar.tooltip, label))
+        if chart.legend:  # one swatch per colour, in a row under the axis
+            x = _LABEL_W
+            for colour, label in chart.legend:
+                shapes.append(("rect", x, bottom + 22, 14, 10, _tint(colour), colour, False, "", ""))
+                shapes.append(("text", x + 20, bottom + 31, label, 10, "start", False, "#333333"))
+                x += 30 + int(len(label) * 6.0)
+            bottom += 18
         y = bottom + 18 + _CHART_GAP
     if any(b.critical for c in charts for b in c.bars) or any(b.kind == "transfer" for c in charts for b in c.bars):
         x = _LABEL_W

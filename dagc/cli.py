@@ -260,6 +260,8 @@ def cmd_viz(args: argparse.Namespace) -> int:
     from dagc.backends.graphviz import FocusError, RenderError, render, to_dot
 
     out = Path(args.output)
+    if args.together:
+        return _viz_together(args, out)
     passes = _passes_until(args, args.after) if args.after is not None else args.passes
     compilation = _compile(args, passes=passes)
     _report(args, compilation)
@@ -278,6 +280,30 @@ def cmd_viz(args: argparse.Namespace) -> int:
         return EXIT_ERRORS
     from dagc.console import note
 
+    note("wrote %s", out)
+    return EXIT_OK
+
+
+def _viz_together(args: argparse.Namespace, out: Path) -> int:
+    """The shared schedule of the input and the --together pipelines, one colour per pipeline."""
+    from dagc.backends import timeline
+    from dagc.backends.graphviz import RenderError
+    from dagc.cluster import Cluster
+    from dagc.console import note
+    from dagc.plan_together import chart, plan_together
+
+    if out.suffix.lower() not in (".svg", ".png", ".pdf"):
+        raise UsageError(f"--together draws a timeline: give -o FILE.svg, FILE.png or FILE.pdf, not {out.name}")
+    cluster = _cluster(args) or Cluster.local()
+    result = plan_together([args.input, *args.together], cluster, pipeline=args.pipeline,
+                           params=parse_params(args.param))
+    if result.errors:
+        raise CompileError(result.errors)
+    try:
+        timeline.render([chart(result, cluster)], out)
+    except RenderError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_ERRORS
     note("wrote %s", out)
     return EXIT_OK
 
@@ -524,6 +550,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--collapse", choices=("auto", "yes", "no"), default="auto",
                    help="draw the instances of an unrolled loop (train[0], train[1], …) on one device as one box "
                    "(default: auto, when the graph has more than 60 tasks)")
+    p.add_argument("--together", action="append", default=[], metavar="FILE",
+                   help="draw instead the shared schedule of the input and FILE planned together on --cluster "
+                   "(as `dagc plan --together`), one colour per pipeline; repeatable")
     _add_passes(p)
     _add_cluster(p)
     _add_profile(p)

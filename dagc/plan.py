@@ -55,6 +55,9 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"search effort per file, in seconds (default: {DEFAULT_BUDGET})")
     parser.add_argument("--json", action="store_true",
                         help="print JSON Lines: one object per file (totals, schedule, transfers) per line")
+    parser.add_argument("--together", action="store_true",
+                        help="plan the files as pipelines sharing the cluster: highest @dagc.pipeline(priority=) "
+                        "first, as if alone, the others in the time it leaves free")
 
 
 def _cluster_from_args(args: argparse.Namespace) -> Cluster:
@@ -70,6 +73,13 @@ def run_plan_command(args: argparse.Namespace) -> int:
     except ClusterError as exc:
         sys.stderr.write(render_text([Diagnostic("DAGC301", Severity.ERROR, exc.message, hint=exc.hint)]))
         return 2
+    if getattr(args, "together", False):
+        from dagc.plan_together import run_plan_together
+
+        return run_plan_together(args.files, cluster, args.algo, args.json, sys.stdout,
+                                 seed=getattr(args, "seed", 0), budget=getattr(args, "budget", DEFAULT_BUDGET),
+                                 profile=getattr(args, "profile", None), pipeline=getattr(args, "pipeline", None),
+                                 params=parse_params(getattr(args, "param", None) or []))
     return run_plan(args.files, cluster, args.algo, args.json, sys.stdout,
                     seed=getattr(args, "seed", 0), budget=getattr(args, "budget", DEFAULT_BUDGET),
                     profile=getattr(args, "profile", None), pipeline=getattr(args, "pipeline", None),
@@ -100,6 +110,10 @@ class PlanResult:
     p2p_makespan: float | None = None
     comm_makespan: float | None = None
     collectives: int = 0
+    pipeline: str | None = None  # a script's or IR's pipeline name
+    priority: int = 0  # its `@dagc.pipeline(priority=N)`
+    problem: Problem | None = field(default=None, repr=False)  # what was scheduled (not in the JSON)
+    solo: Schedule | None = field(default=None, repr=False)
 
     @property
     def ratio(self) -> float:
@@ -174,6 +188,8 @@ def _load(path: str, cluster: Cluster, cost: CostModel, profile: str | None = No
     if result is not None:
         from dagc.profile import describe_profile
 
+        result.pipeline = graph.name
+        result.priority = int(graph.attrs.get("pipeline.priority", 0))
         result.profiled = describe_profile(graph)
         result.shared = _shared_state(graph)
     p = build_problem(PassContext(cluster=cluster, cost_model=cost), graph)
@@ -220,13 +236,14 @@ def plan_file(path: str, cluster: Cluster, algo: str = "dagc", *, seed: int = 0,
     result.cut_bytes = sum(b for _, _, b in cut)
     result.problems = validate(p, s)
     result.valid = not result.problems
-    result.schedule, result.transfers = _timeline(p, s)
+    result.schedule, result.transfers = timeline_records(p, s)
+    result.problem, result.solo = p, s
     if path.endswith(".py") and profile is None:
         _comm_estimates(result, path, cluster, cost, algo, seed, budget, pipeline, params)
     return result
 
 
-def _timeline(p: Problem, s: Schedule) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def timeline_records(p: Problem, s: Schedule) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The schedule as records: tasks by start time, and every transfer between devices. Data leaves
     its producer's nearest device when the producer ends (the schedulers' model, `dagc.sched.problem`)."""
     order = sorted(range(p.n), key=lambda i: (s.start[i], s.devices[i][0], i))

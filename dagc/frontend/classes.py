@@ -53,7 +53,7 @@ def _class_constant(project: Project, info: ModuleInfo, steps: ClassSteps, name:
 
 
 def scan_class(project: Project, info: ModuleInfo, node: ast.ClassDef) -> Opaque:
-    from dagc.frontend.scan import dagc_decorator_error, decorator_kind, task_options
+    from dagc.frontend.scan import dagc_decorator_error, decorator_kind, pipeline_priority, task_options
 
     steps = ClassSteps(node.name, info.name)
     for stmt in node.body:
@@ -101,11 +101,14 @@ def scan_class(project: Project, info: ModuleInfo, node: ast.ClassDef) -> Opaque
             info.tasks[qualname] = task
         else:
             name = qualname
+            priority = 0
             for kw in call.keywords if call is not None else ():
                 if kw.arg == "name" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
                     name = kw.value.value
+                elif kw.arg == "priority":
+                    priority = pipeline_priority(project, info, kw.value)
             pipeline = PipelineDef(name, info.name, sig, stmt, info.source, weakref.ref(info), owner=node.name,
-                                   receiver=None if how == "static" else receiver)
+                                   receiver=None if how == "static" else receiver, priority=priority)
             steps.members[stmt.name] = pipeline
             info.pipelines[name] = pipeline
     return Opaque("class", node, steps)

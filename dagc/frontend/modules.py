@@ -124,6 +124,7 @@ class PipelineDef:
     module_ref: weakref.ref[ModuleInfo]
     owner: str | None = None  # the class a pipeline method belongs to
     receiver: str | None = None  # `self`/`cls` of a pipeline method: stands for the class in its body
+    priority: int = 0  # `@dagc.pipeline(priority=N)`: higher runs first on a shared cluster
 
     @property
     def info(self) -> ModuleInfo:

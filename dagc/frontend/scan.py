@@ -245,15 +245,34 @@ def _define_function(project: Project, info: ModuleInfo, fn: ast.FunctionDef | a
         )
         info.symbols[fn.name] = info.tasks[fn.name]
     else:
-        if call is not None and (call.args or any(kw.arg != "name" for kw in call.keywords)):
-            project.sink.error("DAGC124", "@dagc.pipeline accepts only `name=`", info.source.span(call),
-                               hint="write @dagc.pipeline or @dagc.pipeline(name=\"train\")")
+        if call is not None and (call.args or any(kw.arg not in ("name", "priority") for kw in call.keywords)):
+            project.sink.error("DAGC124", "@dagc.pipeline accepts only `name=` and `priority=`",
+                               info.source.span(call),
+                               hint="write @dagc.pipeline or @dagc.pipeline(name=\"train\", priority=1)")
         name = fn.name
+        priority = 0
         for kw in call.keywords if call is not None else ():
             if kw.arg == "name" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
                 name = kw.value.value
-        info.pipelines[name] = PipelineDef(name, info.name, sig, fn, info.source, weakref.ref(info))
+            elif kw.arg == "priority":
+                priority = pipeline_priority(project, info, kw.value)
+        info.pipelines[name] = PipelineDef(name, info.name, sig, fn, info.source, weakref.ref(info),
+                                           priority=priority)
         info.symbols[fn.name] = info.pipelines[name]
+
+
+def pipeline_priority(project: Project, info: ModuleInfo, expr: ast.expr) -> int:
+    """`priority=` of a pipeline: an integer known at compile time (higher runs first; default 0)."""
+    try:
+        value = static_option_value(expr, info, project)
+    except NotStatic:
+        value = None
+    if isinstance(value, bool) or not isinstance(value, int):
+        project.sink.error("DAGC124", f"`priority={ast.unparse(expr)}` is not an integer known at compile time",
+                           info.source.span(expr),
+                           hint="write an integer literal or a module constant: priority=2 (higher runs first)")
+        return 0
+    return value
 
 
 _TENSOR_LIST = re.compile(r"^(?:list|List|Sequence|typing\.List)\[\s*(?:torch\.)?Tensor\s*\]$")

@@ -53,6 +53,12 @@ class Timelines:
             k += 1
         return ends[-1] if limited else t
 
+    def copy(self) -> Timelines:
+        twin = Timelines(0)
+        twin.starts = [list(s) for s in self.starts]
+        twin.ends = [list(e) for e in self.ends]
+        return twin
+
     def add(self, d: int, start: float, finish: float) -> None:
         starts, ends = self.starts[d], self.ends[d]
         if not ends or start >= ends[-1]:
@@ -118,13 +124,15 @@ def decode(
     keys: Sequence[float],
     assign: Sequence[Sequence[int]] | None = None,
     algo: str = "",
+    busy: Timelines | None = None,
 ) -> Schedule:
-    """List-schedule `p`, highest key first among ready tasks; see the module docstring."""
+    """List-schedule `p`, highest key first among ready tasks; see the module docstring. `busy`: time
+    already taken on the devices (by other pipelines); the tasks go into its gaps, and it is updated."""
     n = p.n
     finish = [0.0] * n
     start = [0.0] * n
     devices: list = [()] * n
-    tl = Timelines(p.D)
+    tl = busy if busy is not None else Timelines(p.D)
     indeg = [len(ps) for ps in p.preds]
     prio, pos = p.priority, p.pos
     heap = [(-keys[i], -prio[i], pos[i], i) for i in range(n) if indeg[i] == 0]

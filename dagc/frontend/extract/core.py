@@ -48,6 +48,8 @@ class Interpreter(Component):
             module=info.name,
             span=info.source.span(pipeline.node),
         )
+        if pipeline.priority:  # planning several pipelines together (`dagc plan --together`) reads it
+            graph.attrs["pipeline.priority"] = pipeline.priority
         self.cx.graph = graph
         scope = Scope(pipeline, prefix="")
         self._bind_receiver(pipeline, scope)
