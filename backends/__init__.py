@@ -60,6 +60,7 @@ REGISTRY: dict[str, Backend] = {
         "memory": f"{_ONE_PROCESS}, with no resource accounting",
         "resources": f"{_ONE_PROCESS}, with no resource accounting",
         "ranks": f"{_ONE_PROCESS}: a multi-rank task runs as rank 0 of a world of 1",
+        "preemptible": "nothing preempts a task outside a shared Ray cluster",
     }),
     "ray": Backend("ray", _ray, None, 1e-3, {}),
     "torch": Backend("torch", _torch, "verify,dce,cse,spread,partition,schedule,comm,commcheck", 50e-6, {
@@ -67,6 +68,7 @@ REGISTRY: dict[str, Backend] = {
                 "threads `cpus` declares)",
         "memory": "each rank is one torchrun process; memory is not reserved per task",
         "resources": "torchrun has no custom resources; tasks run on the rank the plan chose",
+        "preemptible": "nothing preempts a task outside a shared Ray cluster",
     }),
 }
 

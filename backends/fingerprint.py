@@ -35,7 +35,8 @@ from dagc.runtime.threads import declared_threads
 __all__ = ["task_fingerprints", "task_rows", "try_body_nodes", "try_body_rows", "source_digest", "RUN_POLICY_OPTIONS"]
 
 # options that say how to run or estimate a task, not what it computes
-RUN_POLICY_OPTIONS = frozenset({"cost", "flops", "out_size", "priority", "retries", "timeout", "cache"})
+RUN_POLICY_OPTIONS = frozenset({"cost", "flops", "out_size", "priority", "retries", "timeout", "cache",
+                                "preemptible"})
 
 
 def _function_sources(path: str) -> dict[str, str]:

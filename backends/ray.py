@@ -237,8 +237,15 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
         emit_task_table(w, inner_rows, "INNER_TASKS")
     _emit_state_tables(w, graph, groups, order)
     emit_code_table(w, graph)
+    # a shared cluster's queue reads these (dagc.runtime.admission); written only when they say something
+    priority = int(graph.attrs.get("pipeline.priority", 0))
+    pinned = sorted(n.name for n in graph if n.op == "task" and not n.options.preemptible)
+    extra = ", ".join([*([f"priority={priority}"] if priority else []),
+                       *([f"pinned=frozenset({pinned!r})"] if pinned else [])])
     w.line("PLAN = Plan(PIPELINE, SOURCE_ROOT, SEARCH_PATHS, SCRIPT, TASKS, DEMANDS, DEVICES, STATE_GROUPS, STATE, "
-           "PLACEMENT, code=CODE, code_files=CODE_FILES, entry=ENTRY)")
+           "PLACEMENT, code=CODE, code_files=CODE_FILES, entry=ENTRY" + ("," if extra else ")"))
+    if extra:
+        w.line(f"            {extra})")
     for name in order:
         node = graph.node(name)
         if node.op == "transfer":

@@ -49,7 +49,7 @@ class Bar:
     finish: float
     colour: str
     tooltip: str = ""
-    kind: str = "task"  # task | transfer | failed | skipped
+    kind: str = "task"  # task | transfer | failed | skipped | preempted
     critical: bool = False
 
 
@@ -186,6 +186,10 @@ def measured(run: Any, graph: Graph | None = None) -> Chart:
         for f in t.failures:
             chart.bars.append(Bar(t.lane, t.name, float(f["start"]), float(f["end"]), _FAILED,
                                   f"{t.name} attempt {f.get('attempt')} failed\n{f.get('error', '')}", kind="failed"))
+        for p in getattr(t, "preemptions", ()):
+            chart.bars.append(Bar(t.lane, t.name, float(p["start"]), float(p["end"]), _NEUTRAL,
+                                  f"{t.name}: preempted at {_short(float(p['end']))} by a task of higher priority "
+                                  "(it ran again later)", kind="preempted"))
         if t.status == "ok" and t.start is not None and t.end is not None:
             tip = f"{t.name}\n{_short(t.start)} → {_short(t.end)} ({_short(t.duration or 0.0)})\n{t.lane}"
             if t.bytes is not None:
@@ -284,10 +288,11 @@ def _shapes(charts: list[Chart], width: int) -> tuple[list[tuple[Any, ...]], int
                                bar.tooltip, ""))
                 continue
             fill = bar.colour if bar.kind == "failed" else _tint(bar.colour)
-            stroke = CRITICAL_COLOUR if bar.critical else ("#7f0000" if bar.kind == "failed" else bar.colour)
-            label = _fit(bar.name, w)
-            shapes.append(("rect", x, lane_y[bar.lane] + 1, w, _LANE_H - 2, fill, stroke, bar.kind == "failed",
-                           bar.tooltip, label))
+            stroke = CRITICAL_COLOUR if bar.critical else ("#7f0000" if bar.kind == "failed" else
+                                                           "#555555" if bar.kind == "preempted" else bar.colour)
+            label = _fit(bar.name + (" (preempted)" if bar.kind == "preempted" else ""), w)
+            shapes.append(("rect", x, lane_y[bar.lane] + 1, w, _LANE_H - 2, fill, stroke,
+                           bar.kind in ("failed", "preempted"), bar.tooltip, label))
         if chart.legend:  # one swatch per colour, in a row under the axis
             x = _LABEL_W
             for colour, label in chart.legend:

@@ -416,7 +416,7 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
                  *((f"from dagc.runtime.maps import map_items{', spread_map' if _spreads(graph) else ''}",)
                    if uses_map(graph.nodes) else ()),
                  "from dagc.runtime.program import (", "    ResultError,", "    add_run_options,",
-                 "    prepare_interpreter,",
+                 "    prepare_interpreter,", "    priority_note,",
                  "    run_directory,", "    split_argv,", ")", "from dagc.runtime.store import StorageError", ""):
         w.line(line)
     emit_loader(w, graph, out_path, aliases)
@@ -499,6 +499,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-restarts", type=int, default=0, metavar="K",
                         help="restarts allowed when run without torchrun (default: 0)")
     args = parser.parse_args(ours)
+    if os.environ.get("RANK", "0") == "0" and not os.environ.get("DAGC_PRIORITY_SAID"):
+        priority_note(args.priority, "torch.distributed ranks have their devices to themselves")
+        os.environ["DAGC_PRIORITY_SAID"] = "1"  # said once: not again by the ranks this process starts
     if "RANK" not in os.environ:
         if args.nproc > 1 or args.max_restarts > 0:
             return launch_main(__file__, sys.argv[1:] if argv is None else argv, args.nproc, args.max_restarts)

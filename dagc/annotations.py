@@ -55,6 +55,8 @@ TASK_OPTIONS: dict[str, OptionSpec] = {
     "timeout": OptionSpec("duration", "stop the task after this long, e.g. '10m' (a failure: retried if retries allow)"),
     "cache": OptionSpec("bool", "let --cache reuse the task's output (default True; False: always run it)"),
     "priority": OptionSpec("int", "scheduling priority; higher runs first among equals"),
+    "preemptible": OptionSpec("bool", "on a shared Ray cluster, a task of higher priority may stop it and run first "
+                              "(it runs again later; default True; False: never stopped)"),
     "side_effects": OptionSpec("bool", "the task acts on the world: never removed or merged"),
     "pure": OptionSpec("bool", "no effects: the result depends only on the arguments and is a new object "
                        "(calls may be merged or removed, and their result may go anywhere)"),
@@ -74,6 +76,7 @@ TASK_OPTIONS: dict[str, OptionSpec] = {
 
 PIPELINE_OPTIONS: dict[str, OptionSpec] = {
     "name": OptionSpec("names", "name of the pipeline in the IR (default: the function name)"),
+    "priority": OptionSpec("int", "which pipeline goes first on a shared Ray cluster (higher first; default 0)"),
 }
 
 

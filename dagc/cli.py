@@ -442,6 +442,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         program.write_text(emit(compilation.graph, args.backend, program), encoding="utf-8")
         # our options first: after a `--` among the program's arguments they would go to the user's script
         result = ["--result", str(Path(args.result).resolve())] if args.result else []
+        if args.priority is not None:
+            result += ["--priority", str(args.priority)]
         command = [sys.executable, str(program), *result, *args.program_args]
         return subprocess.call(command)
 
@@ -565,6 +567,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", default="local", choices=sorted(BACKENDS), help="engine (default: local)")
     p.add_argument("--result", metavar="PATH", help="write the pipeline's return value to PATH (pickle)")
     p.add_argument("--keep", metavar="FILE", help="keep the emitted program at FILE")
+    p.add_argument("--priority", type=int, metavar="N",
+                   help="the run's priority on a shared Ray cluster (higher first; may preempt lower ones); "
+                   "default: the pipeline's @dagc.pipeline(priority=N)")
     p.set_defaults(program_args=[])  # what follows `--` on the command line goes to the program
     _add_passes(p)
     _add_cluster(p)

@@ -53,6 +53,10 @@ class TaskRecord:
     runs: int = 0  # successful ends in this run: once per trip for a task inside a loop region
     total: float = 0.0  # their durations, summed
     failures: list[dict[str, Any]] = field(default_factory=list)  # {error, traceback, attempt, start, end}
+    # on a shared Ray cluster (dagc.runtime.admission): runs stopped by a task of higher priority, and the
+    # seconds it waited in the cluster's queue
+    preemptions: list[dict[str, Any]] = field(default_factory=list)  # {start, end}
+    waited: float = 0.0
     device: Any = None
     host: str | None = None
     pid: int | None = None
@@ -125,6 +129,15 @@ class RunRecord:
     @property
     def failures(self) -> list[tuple[str, dict[str, Any]]]:
         return [(t.name, f) for t in self.tasks.values() for f in t.failures]
+
+    @property
+    def preemptions(self) -> int:
+        return sum(len(t.preemptions) for t in self.tasks.values())
+
+    @property
+    def queued(self) -> bool:
+        """Whether the run admitted its tasks through a shared cluster's queue and any of them waited there."""
+        return any(t.preemptions or t.waited for t in self.tasks.values())
 
 
 def _events_path(run_dir: Path) -> Path:
@@ -215,6 +228,12 @@ def load_run(run_dir: str | Path, run: str | None = None) -> RunRecord:
         elif kind == "skip":
             task.status = "skipped"
             task.start = task.end = ts
+        elif kind == "preempted":
+            task.preemptions.append({"start": task.start if task.start is not None else ts, "end": ts})
+            task.start = None
+            task.status = "waiting"
+        elif kind == "admitted":
+            task.waited += float(e.get("waited") or 0.0)
     if record.duration is None and record.status == "running":
         record.duration = max((t.end or 0.0 for t in record.tasks.values()), default=0.0)
     meta = record.run_dir / "run.json"

@@ -130,6 +130,9 @@ def build_report(run: RunRecord, graph: Graph | None = None, cluster: Any = None
              + (f" — {esc(run.error)}" if run.error else "")),
             ("tasks", f"{sum(1 for t in run.tasks.values() if t.status == 'ok')} finished, "
              f"{sum(1 for t in run.tasks.values() if t.status == 'skipped')} skipped, {len(failures)} failure(s)"),
+            *([("preemptions", f"{run.preemptions} (tasks stopped by a task of higher priority, then run again); "
+                f"{_seconds(sum(t.waited for t in run.tasks.values()))} waited in the cluster's queue in all")]
+              if run.queued else []),
             ("measured makespan", esc(_seconds(run.makespan))),
             ("run duration", esc(_seconds(run.duration)))]
     if isinstance(estimate, (int, float)):
@@ -226,6 +229,10 @@ def _table(run: RunRecord, graph: Graph | None, cost_model: Any, cluster: Any, d
                ("estimated", "number", ""), ("measured", "number", ""), ("measured / estimated", "number", ""),
                ("output", "number", ""), ("retries", "number", ""), ("status", "text", "")]
     keys = ["task", "device", "lane", "estimated", "measured", "ratio", "output", "retries", "status"]
+    queued = run.queued  # a shared cluster's queue held tasks back: say how long, and what it stopped
+    if queued:
+        columns[-1:-1] = [("waited", "number", ""), ("preempted", "number", "")]
+        keys[-1:-1] = ["waited", "preempted"]
     head = "".join(f'<th data-key="{k}" data-type="{t}" class="{c}">{esc(label)}</th>'
                    for k, (label, t, c) in zip(keys, columns))
     body = []
@@ -254,6 +261,11 @@ def _table(run: RunRecord, graph: Graph | None, cost_model: Any, cluster: Any, d
             (None, f'<td data-value="{esc(status)}" class="{"failed" if status == "failed" else ""}">'
                    f"{esc(status)}</td>"),
         ]
+        if queued:
+            waited = record.waited if record is not None else 0.0
+            stopped = len(record.preemptions) if record is not None else 0
+            cells[-1:-1] = [(None, f'<td data-value="{waited:.6g}">{esc(_seconds(waited))}</td>'),
+                            (None, f'<td data-value="{stopped}">{stopped}</td>')]
         body.append(f'<tr data-task="{esc(name)}">' + "".join(c for _, c in cells) + "</tr>")
     return (f'<table class="tasks" id="tasks" data-initial-sort="measured"><thead><tr>{head}</tr></thead>'
             f"<tbody>{''.join(body)}</tbody></table>")

@@ -125,6 +125,7 @@ class TaskOptions:
     timeout: float | None = None
     cache: bool = True
     reduce: str | None = None  # "sum" | "mean": the task adds up (averages) the tensors of its list argument
+    preemptible: bool = True  # on a shared Ray cluster a task of higher priority may stop it (it runs again)
 
     def non_default(self) -> dict[str, object]:
         """Fields whose value differs from the default, in field order (for printing)."""

@@ -12,7 +12,15 @@ from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
 from tests.interpreters import run_python
 
-__all__ = ["run_local", "run_ray", "run_torch"]
+__all__ = ["run_local", "run_ray", "run_torch", "each_form_equals"]
+
+
+def each_form_equals(got: object, plain: dict[str, object], forms: list[str] | tuple[str, ...]) -> None:
+    """`got`, the result of a pipeline that runs every form of a module and returns {form: its result}, equals
+    the plain run's form by form; a failure names each form that differs, with both values."""
+    assert isinstance(got, dict) and set(got) == set(plain) == set(forms), got
+    wrong = {name: (got[name], plain[name]) for name in forms if got[name] != plain[name]}
+    assert not wrong, f"forms that differ from the plain run (got, plain): {wrong}"
 
 
 def run_local(script: Path, pipeline: str, params: dict[str, Any], tmp: Path, *args: str) -> object:

@@ -21,7 +21,7 @@ from dagc.backends import emit
 from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
 from dagc.ir.effects import node_effects, state_groups
-from tests.engines import run_local, run_ray, run_torch
+from tests.engines import each_form_equals, run_local, run_ray, run_torch
 from tests.interpreters import run_python
 from tests.property import examples
 from tests.test_backend_local import _plain_result
@@ -445,17 +445,11 @@ def every_plain(idioms, tmp_path_factory: pytest.TempPathFactory) -> dict[str, o
     return _plain_result(script, "every_idiom", tmp, **_every_params(tmp))  # type: ignore[return-value]
 
 
-def _each_form_equals(got: object, plain: dict[str, object]) -> None:
-    assert isinstance(got, dict) and set(got) == set(plain) == set(PIPELINES), got
-    wrong = {name: (got[name], plain[name]) for name in PIPELINES if got[name] != plain[name]}
-    assert not wrong, f"forms that differ from the plain run (got, plain): {wrong}"
-
-
 @pytest.mark.slow
 def test_ray_on_two_devices_equals_plain_run(tmp_path: Path, idioms, every_plain, ray_cluster) -> None:
     script, _ = idioms
-    _each_form_equals(run_ray(script, "every_idiom", _every_params(tmp_path), tmp_path, ray_cluster.address),
-                      every_plain)
+    each_form_equals(run_ray(script, "every_idiom", _every_params(tmp_path), tmp_path, ray_cluster.address),
+                     every_plain, PIPELINES)
 
 
 @pytest.mark.slow
@@ -464,7 +458,7 @@ def test_torch_on_two_ranks_equals_plain_run(tmp_path: Path, idioms, every_plain
     # the trainer's checkpoint is written on one rank and loaded on the other
     got = run_torch(script, "every_idiom", _every_params(tmp_path), tmp_path,
                     split=("user_methods.checkpoint", "user_methods.load"))
-    _each_form_equals(got, every_plain)
+    each_form_equals(got, every_plain, PIPELINES)
 
 
 def test_the_sweep_spreads_over_both_torch_ranks(tmp_path: Path, idioms) -> None:

@@ -20,6 +20,7 @@ from dagc.driver import compile_file
 from dagc.frontend.effects import EffectAnalyzer, Effects
 from dagc.frontend.modules import Project
 from dagc.ir.effects import state_groups
+from tests.engines import each_form_equals
 from tests.interpreters import run_python
 from tests.property import examples
 from tests.test_backend_local import _plain_result, _ruff_clean
@@ -684,10 +685,7 @@ def test_ray_on_two_devices_equals_plain_run(tmp_path: Path, idioms, ray_cluster
                        str(tmp_path / "r.pkl"), "--run-dir", str(tmp_path / "run")],
                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    got = pickle.loads((tmp_path / "r.pkl").read_bytes())
-    assert set(got) == set(plain) == set(PIPELINES)
-    wrong = {name: (got[name], plain[name]) for name in PIPELINES if got[name] != plain[name]}
-    assert not wrong, f"forms that differ from the plain run (got, plain): {wrong}"
+    each_form_equals(pickle.loads((tmp_path / "r.pkl").read_bytes()), plain, PIPELINES)
 
 
 def _torch_program(script: Path, name: str, params: dict[str, object], out: Path, *,

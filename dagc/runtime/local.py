@@ -26,6 +26,7 @@ from dagc.runtime.program import (
     open_cache,
     open_run,
     prepare_interpreter,
+    priority_note,
     split_argv,
     store_result,
 )
@@ -53,6 +54,7 @@ def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tas
                                      "are the script's own (its sys.argv[1:]).")
     add_run_options(parser, source_root)
     args = parser.parse_args(ours)
+    priority_note(args.priority, "the local program runs every task in its one process")
     run_id = new_run_id()
     store = open_run(parser, args, pipeline, run_id)
     cache = open_cache(args, parser)

@@ -86,10 +86,20 @@ def add_run_options(parser: argparse.ArgumentParser, source_root: Path) -> None:
     parser.add_argument("--trust-shared", action="store_true",
                         help="use a run directory or cache that other users may write (dagc still loads only "
                              "what it sealed, but others could remove or replace outputs)")
+    parser.add_argument("--priority", type=int, metavar="N",
+                        help="this run's priority on a shared Ray cluster: higher runs first, and may preempt "
+                             "tasks of lower ones (default: the pipeline's @dagc.pipeline(priority=N), else 0)")
     parser.add_argument("--check-effects", action=argparse.BooleanOptionalAction, default=None,
                         help="stop at a task that changes more than dagc assumed it may (its arguments, the "
                              "global random generators, files, module globals); default: on for local "
                              "programs, off for Ray and torch")
+
+
+def priority_note(priority: int | None, where: str) -> None:
+    """Say once that a priority orders nothing where the run has its resources to itself."""
+    if priority:
+        print(f"dagc: priority {priority} orders nothing here: {where}; priorities order the tasks of "
+              "programs sharing a Ray cluster (a Ray program run with --address)", file=sys.stderr)
 
 
 def shared_with_others(path: Path) -> str | None:

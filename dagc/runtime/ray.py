@@ -35,6 +35,7 @@ from typing import Any, NamedTuple
 
 import ray
 
+from dagc.runtime.admission import AGING_SECONDS, Gate, admission_queue, unwrap
 from dagc.runtime.code import describe_changes, refresh
 from dagc.runtime.console import load_console, replay, save_console
 from dagc.runtime.events import EventLog, new_run_id
@@ -47,6 +48,7 @@ from dagc.runtime.program import (
     open_cache,
     open_run,
     prepare_interpreter,
+    priority_note,
     split_argv,
     store_result,
 )
@@ -83,6 +85,8 @@ class Plan:
     code: Mapping[str, tuple] = field(default_factory=dict)  # dagc.runtime.code: what each task runs
     code_files: Mapping[str, str] = field(default_factory=dict)
     entry: str = ""  # the pipeline's script as a module
+    priority: int = 0  # @dagc.pipeline(priority=N): the default of --priority
+    pinned: frozenset[str] = frozenset()  # tasks declared preemptible=False
 
 
 class Interpreter(NamedTuple):
@@ -111,6 +115,7 @@ class Job:
         self.device, self.outputs, self.interpreter, self.resume = device, outputs, interpreter, resume
         self.rank, self.world_size, self.group = 0, 1, None
         self.inner_args: dict[str, Any] = {}
+        self.preempted = 0  # times the admission queue stopped this task (dagc.runtime.admission)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # unpickled on the worker before the task's other arguments, some of which may import user code
@@ -155,9 +160,11 @@ class Job:
         log = EventLog(store.events_path, self.run_id)
         cache = Cache(self.cache) if self.cache else None
         self.inner_args = {"store": store, "log": log, "cache": cache, "context": context, "where": where}
+        # a run stopped by preemption was no failed attempt: the count goes on from where it stood
+        offset = -store.attempts_made(self.run_id, self.task) if getattr(self, "preempted", 0) else 0
         executor = Executor({self.task: self.row}, store=store, log=log, cache=cache, context=context, where=where,
                             claim=self.world_size == 1, check=getattr(self, "check", False),
-                            threads=self.threads())
+                            threads=self.threads(), attempt_offset=offset)
         spec = executor.spec(self.task)
         if spec.state is None:  # returned as stored: pickled once for the run directory and Ray's object store
             executor.carry = self.outputs  # (a state actor keeps the objects themselves)
@@ -285,8 +292,12 @@ class Driver:
 
     def __init__(self, plan: Plan, store: RunStore, log: EventLog, resume: bool, placement: Placement | None,
                  cache: Cache | None = None, interpreter: Interpreter = Interpreter("", (), "."),
-                 pending_timeout: float = 600.0, check: bool = False) -> None:
+                 pending_timeout: float = 600.0, check: bool = False, admission: dict[str, Any] | None = None) -> None:
         self.plan, self.store, self.log, self.placement, self.cache = plan, store, log, placement, cache
+        # on a shared cluster: the program's priority and the queue's aging (dagc.runtime.admission); None: off
+        self.admission = admission
+        self.gatekeeper: Any = None
+        self.gated: set[ray.ObjectRef] = set()  # outputs of gates: each holds the ref of its task's output
         self.check_effects = check  # --check-effects: the workers compare what each task did with the assumed
         self.interpreter, self.pending_timeout = interpreter, pending_timeout
         self.resume = resume
@@ -348,6 +359,12 @@ class Driver:
             self.loaded[value.task] = refs if value.outputs > 1 else [refs]
         return self.loaded[value.task][value.index]
 
+    def ungated(self, value: object) -> object:
+        """A gate's output as a reader that does not go through a gate receives it: the value itself."""
+        if isinstance(value, ray.ObjectRef) and value in self.gated:
+            return unwrap.remote(value)
+        return value
+
     def job(self, task: str, device: object, outputs: int) -> Job:
         return Job(task, self.plan.tasks[task], self.run_dir, self.log.run_id,
                    str(self.cache.root.resolve()) if self.cache is not None else None, device, outputs,
@@ -388,9 +405,24 @@ class Driver:
             options["scheduling_strategy"] = self.placement.strategy(device)
         devices = [device] if device is not None else []
         values = [*(self.resolve(a) for a in args), *self.waits(after, devices)]
-        refs = function.options(**options).remote(self.job(task, device, outputs), *values)
+        job = self.job(task, device, outputs)
+        if self.admission is not None:  # through the cluster's queue: admitted by priority, maybe preempted
+            admit = {**self.admission, "demand": dict(self.plan.demands[task]),
+                     "preemptible": task not in self.plan.pinned,
+                     "indirect": [i for i, v in enumerate(values) if isinstance(v, ray.ObjectRef) and v in self.gated]}
+            refs = self.gate().run.options(num_returns=outputs + 1).remote(function, options, job, admit, values)
+            self.gated.update(refs)
+        else:
+            refs = function.options(**options).remote(job, *values)
         self._track(task, refs, values, devices)
         return refs[0] if outputs == 1 else tuple(refs[:-1])
+
+    def gate(self) -> Any:
+        """The program's gatekeeper (dagc.runtime.admission), started on first use."""
+        if self.gatekeeper is None:
+            assert self.admission is not None
+            self.gatekeeper = Gate.remote(self.run_dir, self.log.run_id, self.admission["aging"])
+        return self.gatekeeper
 
     def state_actor(self, group: int, device: int | None) -> Any:
         """The actor holding state `group`, started on first use (on its device when placed)."""
@@ -415,7 +447,7 @@ class Driver:
         group = self.plan.state[task]
         actor = self.state_actor(group, device)
         devices = [device] if device is not None else []
-        values = [*(self.resolve(a, group) for a in args), *self.waits(after, devices)]
+        values = [*(self.ungated(self.resolve(a, group)) for a in args), *self.waits(after, devices)]
         refs = actor.run.options(num_returns=outputs + 1).remote(function, self.job(task, device, outputs), held,
                                                                  keep, *values)
         self.held.update((ref, (group, name)) for ref, name in zip(refs, keep) if name is not None)
@@ -443,7 +475,7 @@ class Driver:
                 mine["scheduling_strategy"] = self.placement.strategy(device[rank])
             per_rank.append(mine)
         devices = list(device or [])
-        values = [*(self.resolve(a) for a in args), *self.waits(after, devices)]
+        values = [*(self.ungated(self.resolve(a)) for a in args), *self.waits(after, devices)]
         refs = run_gang.options(num_returns=outputs + 1).remote(function, self.job(task, device, outputs),
                                                                per_rank, *values)
         self._track(task, refs, values, devices)
@@ -493,6 +525,8 @@ class Driver:
     def close(self) -> None:
         for actor in self.actors.values():
             ray.kill(actor)
+        if self.gatekeeper is not None:
+            ray.kill(self.gatekeeper)
 
     def fetch(self, *values: object) -> tuple:
         """The pipeline's result values, brought to the driver."""
@@ -503,6 +537,8 @@ class Driver:
                 out.append(stored if value.outputs == 1 else stored[value.index])
             else:
                 got = ray.get(value)
+                if isinstance(got, ray.ObjectRef):  # a gate's output: the ref of its task's output
+                    got = ray.get(got)
                 if isinstance(got, tuple) and len(got) == 3 and got[0] == HELD:  # its state's final object
                     got = ray.get(self.actors[got[1]].value.remote(got[2]))
                 out.append(got)
@@ -594,8 +630,18 @@ def ray_main(plan: Plan, run: Callable[[Driver], object], argv: Sequence[str] | 
     parser.add_argument("--pending-timeout", type=float, default=600.0, metavar="SECONDS",
                         help="stop the run when a task whose inputs are ready has not started for this long "
                              "(default: %(default)s)")
+    parser.add_argument("--admission", action=argparse.BooleanOptionalAction, default=None,
+                        help="admit tasks through the shared cluster's priority queue, which may preempt tasks of "
+                             "lower priority (default: on with --address)")
+    parser.add_argument("--aging", type=float, default=AGING_SECONDS, metavar="SECONDS",
+                        help="a waiting task gains one priority level per SECONDS waited (default: %(default)s; "
+                             "the queue's first program sets it)")
     add_run_options(parser, plan.source_root)
     args = parser.parse_args(ours)
+    priority = plan.priority if args.priority is None else args.priority
+    shared = args.admission if args.admission is not None else bool(args.address)
+    if not shared:
+        priority_note(priority, "this program runs on a Ray of its own, or without --admission")
     run_id = new_run_id()
     store = open_run(parser, args, plan.pipeline, run_id, always=True)
     assert store is not None
@@ -614,12 +660,15 @@ def ray_main(plan: Plan, run: Callable[[Driver], object], argv: Sequence[str] | 
         log.write("run_start", pipeline=plan.pipeline, tasks=len(plan.tasks), resume=args.resume is not None,
                   run_dir=str(store.root), nodes=placement.nodes if placement else None,
                   placement=placement.mode if placement else None, backend="ray")
+        admission = {"program": run_id, "priority": priority, "aging": args.aging} if shared else None
         driver = Driver(plan, store, log, args.resume is not None, placement, cache, interpreter,
-                        args.pending_timeout, check=bool(args.check_effects))
+                        args.pending_timeout, check=bool(args.check_effects), admission=admission)
         try:
             result = run(driver)
         finally:
             driver.close()
+            if admission is not None:  # its tickets go now, not when their leases run out
+                admission_queue(args.aging).forget.remote(run_id)
     except (RunFailed, PlacementError) as exc:
         log.write("run_failed", error=str(exc))
         print(f"error: {exc}", file=sys.stderr)

@@ -575,6 +575,14 @@ class RunStore:
         return None
 
     # ---- attempts ------------------------------------------------------------------------------
+    def attempts_made(self, run_id: str, task: str) -> int:
+        """How many attempts of `task` run `run_id` has recorded so far (`next_attempt`)."""
+        directory = self.root / "attempts" / _safe(run_id)
+        attempt = 0
+        while (directory / f"{_safe(task)}.{attempt + 1}").exists():
+            attempt += 1
+        return attempt
+
     def next_attempt(self, run_id: str, task: str) -> int:
         """Record one more attempt of `task` in run `run_id`; returns its number (1 for the first).
 

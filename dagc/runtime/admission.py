@@ -1,0 +1,316 @@
+"""Priorities and preemption across the programs that share one Ray cluster.
+
+Programs that run on a shared cluster (`--address`) admit their tasks through one small queue that lives
+on the cluster itself: a named, detached actor (`dagc-admission`, namespace `dagc`), started by the first
+program that needs it and gone once nothing has used it for `IDLE_SECONDS`.
+
+A task is submitted behind a gate: a call into its program's `Gatekeeper` (an async actor of no
+resources) that, once the task's inputs are ready, asks the queue for the task's resources, and only then
+submits the task itself. The queue
+hands free resources to the waiting task of highest priority (its program's `--priority`, or
+`@dagc.pipeline(priority=N)`), the longest waiting first among equals. When the task of highest priority
+cannot be placed, the queue preempts running tasks of lower priority, the lowest and latest started
+first, until it fits: their gates stop them (`ray.cancel(force=True)`), write `preempted` to their
+program's event log, and ask again; the task runs again from its inputs when resources free up, its
+attempt count unchanged. A task declared `preemptible=False` is never stopped.
+
+Aging: a waiting task gains one priority level per `aging` seconds waited, so a low priority still
+progresses under a stream of higher ones. A task admitted that way is preempted only by a task whose own
+priority is above the level it was admitted at.
+
+Tickets are leases: a gate renews its task's lease while it runs; a lease not renewed for
+`LEASE_SECONDS` (its program was killed) is dropped and its resources handed on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import ray
+
+__all__ = ["ACTOR_NAME", "NAMESPACE", "Admission", "AdmissionQueue", "Ticket", "admission_queue", "Gate",
+           "Gatekeeper", "AGING_SECONDS"]
+
+ACTOR_NAME = "dagc-admission"
+NAMESPACE = "dagc"
+AGING_SECONDS = 30.0  # a waiting task gains a priority level per this many seconds waited
+IDLE_SECONDS = 60.0  # the queue exits when nothing has used it for this long
+LEASE_SECONDS = 15.0  # a running task's lease expires when its gate has not renewed it for this long
+RENEW_SECONDS = 2.0  # how often a gate renews its task's lease
+_IGNORED = ("memory", "object_store_memory")
+
+
+@dataclass
+class Ticket:
+    """One task's request: what it needs, for which program, at which priority."""
+
+    key: str
+    program: str
+    task: str
+    priority: int
+    demand: dict[str, float]
+    preemptible: bool
+    since: float  # when it started waiting
+    granted: asyncio.Event = field(default_factory=asyncio.Event)
+    stopped: asyncio.Event = field(default_factory=asyncio.Event)  # preempted, or released
+    level: float = 0.0  # the priority it was admitted at (its own, or more after aging)
+    started: float = 0.0
+    renewed: float = 0.0
+    preempted: bool = False
+
+    def effective(self, now: float, aging: float) -> float:
+        return self.priority + (now - self.since) / aging if aging > 0 else float(self.priority)
+
+
+class AdmissionQueue:
+    """The queue's decisions; run as the async actor `Admission` (a waiting request does not block the
+    others). `capacity` gives the cluster's resources (default: Ray's, asked at each decision)."""
+
+    def __init__(self, aging: float = AGING_SECONDS, idle: float = IDLE_SECONDS,
+                 capacity: Callable[[], dict[str, float]] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.aging, self.idle, self.clock = aging, idle, clock
+        self.resources = capacity or ray.cluster_resources
+        self.waiting: dict[str, Ticket] = {}
+        self.running: dict[str, Ticket] = {}
+        self.preemptions = 0
+        self.ended: dict[str, bool] = {}  # ticket -> preempted (True) or released (False), until forgotten
+        self.used = clock()
+        self.watching = False
+        self.capacity: dict[str, float] = {}
+
+    # ---- what gates call ------------------------------------------------------------------------------
+    async def request(self, key: str, program: str, task: str, priority: int, demand: dict[str, float],
+                      preemptible: bool = True, waited: float = 0.0) -> float:
+        """Wait until `demand` is granted to this ticket; returns the seconds waited. `waited`: what the task
+        waited before, when a preemption sent it back (it keeps the aging it had earned)."""
+        self._watch()
+        now = self.clock()
+        ticket = Ticket(key, program, task, int(priority), {k: float(v) for k, v in demand.items()
+                                                           if k not in _IGNORED and v > 0},
+                        bool(preemptible), now - max(0.0, waited))
+        self.waiting[key] = ticket
+        self._schedule()
+        await ticket.granted.wait()
+        return ticket.started - ticket.since  # (earlier waits included)
+
+    async def until_stopped(self, key: str) -> bool:
+        """Resolves when the ticket is preempted (True) or released (False)."""
+        ticket = self.running.get(key) or self.waiting.get(key)
+        if ticket is None:
+            return self.ended.get(key, False)
+        await ticket.stopped.wait()
+        return ticket.preempted
+
+    def renew(self, key: str) -> bool:
+        ticket = self.running.get(key)
+        if ticket is not None:
+            ticket.renewed = self.clock()
+        self.used = self.clock()
+        return ticket is not None
+
+    def release(self, key: str) -> None:
+        ticket = self.running.pop(key, None) or self.waiting.pop(key, None)
+        if ticket is not None:
+            self.ended[key] = False
+            ticket.stopped.set()
+        self.used = self.clock()
+        self._schedule()
+
+    def forget(self, program: str) -> int:
+        """Release every ticket of `program` (it ended); returns how many."""
+        keys = [k for k, t in [*self.running.items(), *self.waiting.items()] if t.program == program]
+        for key in keys:
+            self.release(key)
+        for key in [k for k in self.ended if k.startswith(f"{program}/")]:
+            del self.ended[key]
+        return len(keys)
+
+    def snapshot(self) -> dict[str, Any]:
+        """What the queue holds now (for `dagc` tests and for looking at a cluster)."""
+        now = self.clock()
+        return {"running": {k: (t.program, t.task, t.priority, t.demand) for k, t in self.running.items()},
+                "waiting": {k: (t.program, t.task, round(t.effective(now, self.aging), 3))
+                            for k, t in self.waiting.items()},
+                "capacity": dict(self.capacity), "preemptions": self.preemptions}
+
+    # ---- deciding -------------------------------------------------------------------------------------
+    def _free(self) -> dict[str, float]:
+        self.capacity = {k: v for k, v in self.resources().items()
+                         if not k.startswith("node:") and k not in _IGNORED}
+        free = dict(self.capacity)
+        for ticket in self.running.values():
+            for key, amount in ticket.demand.items():
+                free[key] = free.get(key, 0.0) - amount
+        return free
+
+    @staticmethod
+    def _fits(demand: dict[str, float], free: dict[str, float]) -> bool:
+        return all(free.get(k, 0.0) >= v - 1e-9 for k, v in demand.items())
+
+    def _grant(self, ticket: Ticket, now: float, free: dict[str, float]) -> None:
+        del self.waiting[ticket.key]
+        ticket.level, ticket.started, ticket.renewed = ticket.effective(now, self.aging), now, now
+        self.running[ticket.key] = ticket
+        for key, amount in ticket.demand.items():
+            free[key] = free.get(key, 0.0) - amount
+        ticket.granted.set()
+
+    def _schedule(self) -> None:
+        """Grant waiting tickets, highest effective priority first; preempt for the first that does not
+        fit. No ticket passes one of higher priority that is waiting (no backfilling): aging bounds the
+        wait of every ticket."""
+        now = self.clock()
+        free = self._free()
+        order = sorted(self.waiting.values(), key=lambda t: (-t.effective(now, self.aging), t.since, t.key))
+        for ticket in order:
+            if not self._fits(ticket.demand, self.capacity):
+                continue  # more than the whole cluster has: its program's own check names it
+            if self._fits(ticket.demand, free):
+                self._grant(ticket, now, free)
+                continue
+            victims = self._victims(ticket, free)
+            if victims is None:
+                break
+            for victim in victims:
+                self._preempt(victim, free)
+            self._grant(ticket, now, free)
+
+    def _victims(self, ticket: Ticket, free: dict[str, float]) -> list[Ticket] | None:
+        """Running tickets to stop so that `ticket` fits: of lower priority than its own, the lowest and
+        latest started first; None when no such set frees enough."""
+        candidates = sorted((t for t in self.running.values() if t.preemptible and t.level < ticket.priority),
+                            key=lambda t: (t.level, -t.started, t.key))
+        chosen: list[Ticket] = []
+        trial = dict(free)
+        for victim in candidates:
+            if self._fits(ticket.demand, trial):
+                break
+            if not any(victim.demand.get(k, 0.0) > 0 and trial.get(k, 0.0) < v - 1e-9
+                       for k, v in ticket.demand.items()):
+                continue  # frees nothing the ticket lacks
+            chosen.append(victim)
+            for key, amount in victim.demand.items():
+                trial[key] = trial.get(key, 0.0) + amount
+        return chosen if self._fits(ticket.demand, trial) else None
+
+    def _preempt(self, victim: Ticket, free: dict[str, float]) -> None:
+        del self.running[victim.key]
+        self.ended[victim.key] = True
+        victim.preempted = True
+        victim.stopped.set()
+        self.preemptions += 1
+        for key, amount in victim.demand.items():
+            free[key] = free.get(key, 0.0) + amount
+
+    # ---- housekeeping ---------------------------------------------------------------------------------
+    def _watch(self) -> None:
+        self.used = self.clock()
+        if not self.watching:
+            self.watching = True
+            asyncio.get_event_loop().create_task(self._housekeeping())
+
+    async def _housekeeping(self) -> None:
+        while True:
+            await asyncio.sleep(min(1.0, self.idle / 4))
+            if self.tick():
+                ray.actor.exit_actor()
+
+    def tick(self) -> bool:
+        """Drop expired leases, let aging reorder the queue; True when the queue has been idle long enough
+        to exit."""
+        now = self.clock()
+        expired = [k for k, t in self.running.items() if now - t.renewed > LEASE_SECONDS]
+        for key in expired:  # its program is gone: hand its resources on
+            self.release(key)
+        if self.waiting:
+            self._schedule()
+        return not self.running and not self.waiting and now - self.used > self.idle
+
+
+Admission = ray.remote(num_cpus=0, max_concurrency=10_000)(AdmissionQueue)
+
+
+def admission_queue(aging: float = AGING_SECONDS, idle: float = IDLE_SECONDS) -> Any:
+    """The cluster's queue: the running one, or a new one (the first program to ask starts it)."""
+    return Admission.options(name=ACTOR_NAME, namespace=NAMESPACE, lifetime="detached", get_if_exists=True,
+                             max_concurrency=10_000).remote(aging, idle)
+
+
+class Gatekeeper:
+    """A program's gates: one async actor (no resources) in which each task of the program waits for its
+    inputs and its admission, then runs; so a waiting task holds no worker process of its own."""
+
+    def __init__(self, run_dir: str, run_id: str, aging: float = AGING_SECONDS) -> None:
+        from dagc.runtime.events import EventLog
+        from dagc.runtime.store import RunStore
+
+        self.log = EventLog(RunStore(run_dir).events_path, run_id)
+        self.aging = aging
+
+    async def run(self, function: Any, options: dict[str, Any], job: Any, admit: dict[str, Any],
+                  values: list[Any]) -> tuple:
+        """Run `function` (an emitted task) on `values` once its inputs are ready and the queue admits it,
+        again after each preemption; returns the refs of what the task returns. `values` hold the task's
+        inputs as refs (in a list, so that Ray hands them to the task itself, not through the gate).
+        `admit`: program, priority, demand, preemptible, and `indirect`: the positions of values that are
+        other gates' outputs (each the ref of a task's output, handed to this task in its place)."""
+        inputs = [v for v in values if isinstance(v, ray.ObjectRef)]
+        if inputs:  # admitted only once it can start: a task waiting for its inputs holds nothing
+            await asyncio.wait([asyncio.ensure_future(_future(ref)) for ref in inputs])
+        values = list(values)
+        for i in admit.get("indirect", ()):  # another gate's output: the ref of its task's own output
+            values[i] = await _future(values[i])
+        outputs = job.outputs + 1
+        preempted = 0
+        waited = 0.0  # in the queue, all requests together: a task sent back keeps the aging it earned
+        while True:
+            key = f"{admit['program']}/{job.task}/{preempted}"
+            queue = admission_queue(self.aging)
+            try:
+                total = await queue.request.remote(key, admit["program"], job.task, admit["priority"],
+                                                   admit["demand"], admit["preemptible"], waited)
+            except ray.exceptions.RayActorError:  # the queue exited just then (idle): start a new one
+                continue
+            waited, fresh = total, total - waited
+            if fresh > 0.05:
+                self.log.write("admitted", task=job.task, waited=round(fresh, 6), priority=admit["priority"])
+            job.preempted = preempted  # a run stopped by preemption is no failed attempt: the count stays
+            refs = function.options(num_returns=outputs, **options).remote(job, *values)
+            done = asyncio.ensure_future(_future(refs[-1]))
+            stopped = asyncio.ensure_future(_future(queue.until_stopped.remote(key)))
+            while not (done.done() or stopped.done()):
+                await asyncio.wait([done, stopped], timeout=RENEW_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+                queue.renew.remote(key)
+            if done.done() or not stopped.result():
+                queue.release.remote(key)
+                try:
+                    await _future(refs[-1])
+                except ray.exceptions.RayTaskError as exc:  # the task's own failure, as if it ran ungated
+                    cause = getattr(exc, "cause", None)
+                    raise (cause if isinstance(cause, BaseException) else exc) from None
+                # the task's own output refs, not their values: readers fetch the data from where it lies
+                # (the gate never copies it); the driver hands these on to the readers' gates
+                return tuple(refs)
+            done.cancel()
+            ray.cancel(refs[-1], force=True)
+            preempted += 1
+            self.log.write("preempted", task=job.task, priority=admit["priority"], times=preempted)
+
+
+def _future(ref: Any) -> Any:
+    return asyncio.wrap_future(ref.future())
+
+
+Gate = ray.remote(num_cpus=0, max_concurrency=100_000)(Gatekeeper)
+
+
+@ray.remote(num_cpus=0)
+def unwrap(ref: Any) -> Any:
+    """The value behind a gate's output, for a reader that does not go through a gate (a state's actor,
+    a multi-rank task): fetched here and passed on."""
+    return ray.get(ref)

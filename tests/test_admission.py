@@ -1,0 +1,382 @@
+"""Priorities and preemption on a shared Ray cluster (dagc.runtime.admission): the queue's decisions on a
+fake clock, and real programs sharing a real local Ray cluster started for the test."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from dagc.runtime.admission import AdmissionQueue
+from tests.deadlines import scaled
+
+# ---- the queue's decisions ---------------------------------------------------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _queue(cpus: float = 1.0, aging: float = 30.0) -> tuple[AdmissionQueue, Clock]:
+    clock = Clock()
+    return AdmissionQueue(aging=aging, idle=1e9, capacity=lambda: {"CPU": cpus, "node:x": 1.0}, clock=clock), clock
+
+
+def _run(coroutine_fn):
+    return asyncio.run(coroutine_fn())
+
+
+async def _settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def _ask(queue: AdmissionQueue, key: str, priority: int, cpus: float = 1.0, preemptible: bool = True):
+    """A gate's request, made now (at the clock's time); returns the pending answer."""
+    program = key.split("/")[0]
+    answer = asyncio.ensure_future(queue.request(key, program, key, priority, {"CPU": cpus, "memory": 1e9},
+                                                 preemptible))
+    await _settle()
+    return answer
+
+
+def test_a_higher_priority_preempts_at_once_and_equals_go_longest_waiting_first():
+    async def scenario():
+        queue, clock = _queue(cpus=1)
+        first = await _ask(queue, "a/t0", 0)
+        await _settle()
+        assert first.done() and list(queue.running) == ["a/t0"]
+        clock.now += 1
+        low = await _ask(queue, "a/t1", 0)
+        clock.now += 1
+        other_low = await _ask(queue, "b/t0", 0)
+        await _settle()
+        assert not (low.done() or other_low.done())  # nothing fits, and priority 0 does not preempt 0
+        clock.now += 1
+        high = await _ask(queue, "c/t0", 3)
+        await _settle()
+        assert high.done() and await queue.until_stopped("a/t0") is True
+        assert list(queue.running) == ["c/t0"] and queue.snapshot()["preemptions"] == 1
+        queue.release("c/t0")
+        await _settle()
+        assert low.done() and not other_low.done()  # equals: the one waiting longer
+        queue.release("a/t1")
+        await _settle()
+        assert other_low.done()
+
+    _run(scenario)
+
+
+def test_preemption_stops_the_lowest_then_latest_started_and_only_what_is_needed():
+    async def scenario():
+        queue, clock = _queue(cpus=3)
+        for key, priority in (("a/t0", 1), ("b/t0", 0), ("b/t1", 0)):
+            await _ask(queue, key, priority)
+            await _settle()
+            clock.now += 1
+        high = await _ask(queue, "c/t0", 5)
+        await _settle()
+        assert high.done()
+        # priority 0 before 1; among the two of priority 0, the one started last
+        assert sorted(queue.running) == ["a/t0", "b/t0", "c/t0"]
+        assert await queue.until_stopped("b/t1") is True
+        big = await _ask(queue, "d/t0", 9, cpus=2)
+        await _settle()
+        assert big.done() and sorted(queue.running) == ["c/t0", "d/t0"]  # b/t0 (0), then a/t0 (1)
+
+    _run(scenario)
+
+
+def test_a_task_declared_preemptible_false_is_never_stopped():
+    async def scenario():
+        queue, clock = _queue(cpus=1)
+        await _ask(queue, "a/t0", 0, preemptible=False)
+        await _settle()
+        high = await _ask(queue, "c/t0", 5)
+        await _settle()
+        assert not high.done() and list(queue.running) == ["a/t0"]
+        queue.release("a/t0")
+        await _settle()
+        assert high.done()
+
+    _run(scenario)
+
+
+def test_aging_admits_a_long_waiting_low_priority_ahead_of_fresh_high_ones_for_good():
+    async def scenario():
+        queue, clock = _queue(cpus=1, aging=2.0)
+        await _ask(queue, "h/t0", 5, preemptible=False)
+        await _settle()
+        low = await _ask(queue, "l/t0", 0)
+        clock.now += 11.0  # 5.5 levels: above a fresh 5
+        high = await _ask(queue, "h/t1", 5)
+        queue.release("h/t0")
+        await _settle()
+        assert low.done() and not high.done()
+        for _ in range(6):  # the high one ages too, but never preempts what was admitted at its level or above
+            clock.now += 10.0
+            queue.renew("l/t0")  # (its gate renews its lease while it runs)
+            queue.tick()
+        await _settle()
+        assert not high.done() and list(queue.running) == ["l/t0"]
+        queue.release("l/t0")
+        await _settle()
+        assert high.done()
+
+    _run(scenario)
+
+
+def test_a_task_sent_back_by_a_preemption_keeps_the_aging_it_earned():
+    async def scenario():
+        queue, clock = _queue(cpus=1, aging=1.0)
+        await _ask(queue, "h/t0", 5, preemptible=False)
+        program = "l"
+        back = asyncio.ensure_future(queue.request("l/t0/1", program, "t0", 0, {"CPU": 1.0}, True, 4.0))
+        await _settle()  # asked again after 4 s of waiting before: level 4 now
+        clock.now += 1.5  # 5.5: above a fresh 5
+        fresh = await _ask(queue, "h/t1", 5)
+        queue.release("h/t0")
+        await _settle()
+        assert back.done() and back.result() == pytest.approx(5.5) and not fresh.done()
+
+    _run(scenario)
+
+
+def test_a_lease_not_renewed_hands_its_resources_on_and_a_program_can_forget_its_tickets():
+    async def scenario():
+        queue, clock = _queue(cpus=1)
+        await _ask(queue, "gone/t0", 0)
+        await _settle()
+        waiting = await _ask(queue, "b/t0", 0)
+        clock.now += 5
+        queue.renew("gone/t0")
+        queue.tick()
+        await _settle()
+        assert not waiting.done()  # renewed: still running
+        clock.now += 60
+        queue.tick()
+        await _settle()
+        assert waiting.done() and list(queue.running) == ["b/t0"]
+        assert queue.forget("b") == 1 and not queue.running
+
+    _run(scenario)
+
+
+def test_a_request_larger_than_the_cluster_does_not_block_the_others():
+    async def scenario():
+        queue, _ = _queue(cpus=2)
+        huge = await _ask(queue, "a/t0", 9, cpus=8)
+        small = await _ask(queue, "b/t0", 0)
+        await _settle()
+        assert small.done() and not huge.done()
+
+    _run(scenario)
+
+
+# ---- real programs on a real cluster -------------------------------------------------------------------
+LOW = """
+import time
+
+import dagc
+
+
+@dagc.task(cpus=1)
+def crunch(k: int) -> int:
+    time.sleep(SECONDS)
+    return k * k
+
+
+@dagc.task(cpus=1)
+def total(xs: list) -> int:
+    return sum(xs)
+
+
+@dagc.pipeline
+def low(n: int = 4) -> int:
+    return total([crunch(k) for k in range(n)])
+
+
+if __name__ == "__main__":
+    print(low())
+"""
+
+HIGH = """
+import time
+
+import dagc
+
+
+@dagc.task(cpus=1)
+def step(x: int) -> int:
+    time.sleep(SECONDS)
+    return x + 1
+
+
+@dagc.pipeline(priority=5)
+def high(n: int = STEPS) -> int:
+    x = 0
+    for _ in range(n):
+        x = step(x)
+    return x
+
+
+if __name__ == "__main__":
+    print(high())
+"""
+
+
+@pytest.fixture
+def start_cluster():
+    """Starts a local Ray cluster of its own for a test (its admission queue starts fresh)."""
+    from ray.cluster_utils import Cluster
+
+    started = []
+
+    def start(cpus: int) -> Cluster:
+        cluster = Cluster(initialize_head=True, head_node_args={
+            "num_cpus": cpus, "num_gpus": 0, "include_dashboard": False, "object_store_memory": 80 * 2**20})
+        cluster.wait_for_nodes()
+        started.append(cluster)
+        return cluster
+
+    yield start
+    for cluster in started:
+        cluster.shutdown()
+
+
+def _program(tmp_path: Path, name: str, text: str) -> tuple[Path, Path]:
+    from dagc.backends import emit
+    from dagc.driver import compile_file
+
+    script = tmp_path / f"{name}.py"
+    script.write_text(text)
+    program = tmp_path / f"{name}_ray.py"
+    program.write_text(emit(compile_file(script, backend="ray"), "ray", program))
+    return script, program
+
+
+def _start(program: Path, cluster, run_dir: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(program), "--address", cluster.address, "--run-dir", str(run_dir),
+                             "--result", str(run_dir.with_suffix(".pkl")), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=program.parent,
+                            env={**os.environ, "RAY_ADDRESS": ""})
+
+
+def _events(run_dir: Path) -> list[dict]:
+    try:
+        return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines() if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def _finish(proc: subprocess.Popen, run_dir: Path) -> object:
+    import pickle
+
+    out, err = proc.communicate(timeout=scaled(240))
+    assert proc.returncode == 0, f"{err[-4000:]}\nevents: {_events(run_dir)}"
+    return pickle.loads(run_dir.with_suffix(".pkl").read_bytes())
+
+
+def _duration(run_dir: Path) -> float:
+    [end] = [e for e in _events(run_dir) if e["event"] == "run_end"]
+    return float(end["duration"])
+
+
+def _wait_for(predicate, what: str, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + scaled(120)
+    while not predicate():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"{what}: never happened ({proc.communicate()[1][-3000:]})")
+        time.sleep(0.05)
+
+
+def _plain(script: Path) -> str:
+    from tests.interpreters import run_python
+
+    return run_python([str(script)], capture_output=True, text=True, cwd=script.parent).stdout.strip()
+
+
+def test_a_high_priority_pipeline_preempts_a_low_one_that_fills_the_cluster(tmp_path, start_cluster):
+    shared_cluster = start_cluster(2)
+    low_script, low = _program(tmp_path, "low", LOW.replace("SECONDS", "4.0"))
+    high_script, high = _program(tmp_path, "high", HIGH.replace("SECONDS", "1.5").replace("STEPS", "2"))
+
+    solo = _start(high, shared_cluster, tmp_path / "solo")  # the high pipeline alone, for its own time
+    assert _finish(solo, tmp_path / "solo") == 2
+
+    slow = _start(low, shared_cluster, tmp_path / "low")
+    _wait_for(lambda: sum(e["event"] == "start" for e in _events(tmp_path / "low")) >= 2,
+              "the low pipeline fills both CPUs", slow)
+    urgent = _start(high, shared_cluster, tmp_path / "high")
+    assert _finish(urgent, tmp_path / "high") == 2
+    assert _finish(slow, tmp_path / "low") == int(_plain(low_script)) == 14
+
+    solo_time, shared_time = _duration(tmp_path / "solo"), _duration(tmp_path / "high")
+    assert shared_time <= 1.2 * solo_time, (solo_time, shared_time)
+    events = _events(tmp_path / "low")
+    preempted = [e["task"] for e in events if e["event"] == "preempted"]
+    assert preempted, events
+    # a preempted task ran again from its inputs, its attempt count unchanged, and only once to the end
+    for task in preempted:
+        assert [e["attempt"] for e in events if e["event"] == "start" and e["task"] == task] == [1, 1]
+        assert sum(e["event"] == "end" and e["task"] == task for e in events) == 1
+    assert any(e["event"] == "admitted" and e["waited"] > 0 for e in events)
+    assert int(_plain(high_script)) == 2
+
+    # the report says how often and where: a row, a column per task, and the stopped runs on the timeline
+    from dagc.profile import load_run
+    from dagc.report import write_report
+
+    record = load_run(tmp_path / "low")
+    assert record.preemptions == len(preempted) and all(record.tasks[t].preemptions for t in preempted)
+    page = write_report(tmp_path / "low").read_text()
+    assert f"<td class=muted>preemptions</td><td>{len(preempted)} (" in page
+    assert '<th data-key="preempted"' in page
+    assert page.count("preempted at ") >= len(preempted)  # a dashed bar per stopped run, its tooltip saying when
+
+
+def test_aging_lets_a_low_priority_finish_under_a_stream_of_high_ones(tmp_path, start_cluster):
+    """One CPU, a high-priority chain of 16 one-second steps, and a low-priority task that arrives once the
+    chain runs: a waiting task gains a level per 0.5 s here, so the low task runs between two steps instead
+    of after the chain (with the default 30 s a level, it would wait for all of it)."""
+    cluster = start_cluster(1)
+    _, low = _program(tmp_path, "low", LOW.replace("SECONDS", "0.5").replace("n: int = 4", "n: int = 1"))
+    _, high = _program(tmp_path, "high", HIGH.replace("SECONDS", "1.0").replace("STEPS", "16"))
+    stream = _start(high, cluster, tmp_path / "high", "--aging", "0.5")  # it starts the queue: its aging
+    _wait_for(lambda: sum(e["event"] == "start" for e in _events(tmp_path / "high")) >= 2, "the chain runs", stream)
+    slow = _start(low, cluster, tmp_path / "low", "--aging", "0.5")
+    assert _finish(slow, tmp_path / "low") == 0  # total([crunch(0)])
+    assert _finish(stream, tmp_path / "high") == 16
+    low_end = max(e["ts"] for e in _events(tmp_path / "low") if e["event"] == "end")
+    high_starts = sorted(e["ts"] for e in _events(tmp_path / "high") if e["event"] == "start")
+    assert low_end < high_starts[-1], (low_end, high_starts)  # it did not wait for the stream to end
+    waits = [e["waited"] for e in _events(tmp_path / "low") if e["event"] == "admitted"]
+    assert sum(waits) >= 2.5 - 0.1  # it waited until aging lifted it to the chain's level (5 × 0.5 s)
+
+
+@pytest.mark.parametrize("backend", ["local", "torch"])
+def test_without_a_shared_cluster_a_priority_orders_nothing_and_says_so_once(tmp_path, backend):
+    from dagc.backends import emit
+    from dagc.driver import compile_file
+    from tests.interpreters import run_python
+
+    script = tmp_path / "high.py"
+    script.write_text(HIGH.replace("SECONDS", "0.0").replace("STEPS", "2"))
+    program = tmp_path / f"high_{backend}.py"
+    program.write_text(emit(compile_file(script, backend=backend), backend, program))
+    proc = run_python([str(program), "--priority", "3", "--result", str(tmp_path / "r.pkl")], capture_output=True,
+                      text=True, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("dagc: priority 3 orders nothing here") == 1, proc.stderr
+    quiet = run_python([str(program)], capture_output=True, text=True, cwd=tmp_path)
+    assert quiet.returncode == 0 and "orders nothing" not in quiet.stderr  # declared 5, but not asked for here
