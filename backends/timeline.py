@@ -301,7 +301,8 @@ def _shapes(charts: list[Chart], width: int) -> tuple[list[tuple[Any, ...]], int
                 x += 30 + int(len(label) * 6.0)
             bottom += 18
         y = bottom + 18 + _CHART_GAP
-    if any(b.critical for c in charts for b in c.bars) or any(b.kind == "transfer" for c in charts for b in c.bars):
+    preempted = any(b.kind == "preempted" for c in charts for b in c.bars)
+    if preempted or any(b.critical or b.kind == "transfer" for c in charts for b in c.bars):
         x = _LABEL_W
         yl = y - _CHART_GAP + 4
         shapes.append(("rect", x, yl - 9, 14, 10, "#ffffff", CRITICAL_COLOUR, False, "", ""))
@@ -310,6 +311,9 @@ def _shapes(charts: list[Chart], width: int) -> tuple[list[tuple[Any, ...]], int
         shapes.append(("text", x + 130, yl, "transfer (under the receiving lane)", 10, "start", False, "#333333"))
         shapes.append(("rect", x + 340, yl - 9, 14, 10, _FAILED, "#7f0000", True, "", ""))
         shapes.append(("text", x + 360, yl, "failed attempt", 10, "start", False, "#333333"))
+        if preempted:  # a run a task of higher priority stopped (dagc.runtime.admission)
+            shapes.append(("rect", x + 460, yl - 9, 14, 10, _tint(_NEUTRAL), "#555555", True, "", ""))
+            shapes.append(("text", x + 480, yl, "preempted", 10, "start", False, "#333333"))
         y += 10
     return shapes, int(y - _CHART_GAP + 10)
 

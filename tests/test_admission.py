@@ -343,6 +343,7 @@ def test_a_high_priority_pipeline_preempts_a_low_one_that_fills_the_cluster(tmp_
     assert f"<td class=muted>preemptions</td><td>{len(preempted)} (" in page
     assert '<th data-key="preempted"' in page
     assert page.count("preempted at ") >= len(preempted)  # a dashed bar per stopped run, its tooltip saying when
+    assert ">preempted</text>" in page  # and the timeline's legend says what such a bar is
 
 
 def test_aging_lets_a_low_priority_finish_under_a_stream_of_high_ones(tmp_path, start_cluster):
