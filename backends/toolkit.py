@@ -114,6 +114,7 @@ def _assign_line(w: CodeWriter, targets: list[str], operands: list, names: Names
 
 def used_values(graph: Graph) -> set[str]:
     """Every value name read anywhere: by a node, inside a region or fused group, or returned."""
+    from dagc.ir.regions import payload_operands
     from dagc.ir.types import iter_refs
 
     used: set[str] = set(graph.output_values())
@@ -128,16 +129,9 @@ def used_values(graph: Graph) -> set[str]:
                 tries.append(n)
             for body in region_bodies(n).values():
                 visit(body)
-            if n.op in ("cond", "loop", "map"):
-                for key in ("region.then.yield", "region.else.yield", "region.yield", "region.init"):
-                    for o in region_operands(n, key):
-                        used.update(iter_refs(o))
-                brk = n.attrs.get("region.break")
-                if n.op == "loop" and brk:
-                    from dagc.ir.serialize import operand_from_json
-
-                    for o in [brk["cond"], *brk["yield"]]:
-                        used.update(iter_refs(operand_from_json(o)))
+            if n.op in ("cond", "loop", "map"):  # (a try's yields count only where its output is read, below)
+                for o in payload_operands(n):
+                    used.update(iter_refs(o))
 
     visit(graph.nodes)
     _add_try_yields(tries, used)

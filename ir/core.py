@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import heapq
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -219,8 +219,29 @@ class Graph:
         for value in node.outputs:
             self._producer.setdefault(value, node.name)
 
+    def replace_uses(self, mapping: Mapping[str, str], only: Iterable[str] | None = None) -> None:
+        """Read `mapping[v]` wherever value `v` is read: in every node (or the nodes named in `only`), in
+        region payloads and bodies, in fused members, and (without `only`) in the returns."""
+        from .regions import substitute, substitute_node
+
+        if not mapping:
+            return
+        chosen = None if only is None else set(only)
+        for node in self._nodes.values():
+            if chosen is None or node.name in chosen:
+                substitute_node(node, mapping)
+        if chosen is None and self.returns is not None:
+            self.returns = substitute(self.returns, mapping)
+        self._adj = None  # edges follow the operands
+
+    def set_deps(self, name: str, deps: Iterable[str]) -> None:
+        """Set node `name`'s ordering dependencies (keeping the graph's edges current)."""
+        self._nodes[name].deps = tuple(deps)
+        self._adj = None
+
     def invalidate(self) -> None:
-        """Call after mutating a node's operands or deps in place."""
+        """Rebuild the graph's indexes after a node's operands or deps were changed in place, by code that
+        does not go through `replace_uses` or `set_deps`."""
         self._adj = None
         self._producer = {}
         for node in self._nodes.values():

@@ -275,8 +275,6 @@ def order_by_effects(graph: Graph) -> int:
     Returns how many edges it added."""
     analysis = _analysis(graph)
     added = _order_files(graph, analysis.effects)
-    if added:
-        graph.invalidate()
     if not analysis.stateful:
         return added
     cells, effects = analysis.cells, analysis.effects
@@ -308,10 +306,8 @@ def order_by_effects(graph: Graph) -> int:
         have = set(node.deps) | set(graph.predecessors(node.name))
         new = [d for d in needed if d != node.name and d not in have]
         if new:
-            node.deps = (*node.deps, *new)
+            graph.set_deps(node.name, (*node.deps, *new))
             added += len(new)
-    if added:
-        graph.invalidate()
     return added
 
 
@@ -331,7 +327,7 @@ def _order_files(graph: Graph, effects: dict[str, NodeEffects]) -> int:
         have = set(node.deps) | set(graph.predecessors(node.name))
         new = [d for d in needed if d != node.name and d not in have]
         if new:
-            node.deps = (*node.deps, *new)
+            graph.set_deps(node.name, (*node.deps, *new))
             added += len(new)
     return added
 

@@ -1,6 +1,12 @@
 """What passes and backends ask of a node, answered in one place (docs/ir.md, "Region nodes").
 
     members(node)        the tasks a `fused` node runs, in order
+    payload_operands(node) the operands a region's payload names: its bodies' yields, a map's initial
+                         lists, a loop's `break` (condition and values), decoded
+    operands_read(node)  every operand `node` reads: its arguments, its payload, and what the nodes in
+                         its bodies and fused members read, recursively
+    substitute_node(node, mapping) rename the values `node` reads, in all of those places
+                         (`Graph.replace_uses` does it for a graph, keeping its indexes current)
     bodies(node)         the bodies of a `cond` / `loop` / `try` region, by attribute key
     walk(node)           every node inside `node` (members and bodies, nested regions too), depth first
     leaves(node)         the nodes that run user code: `node` itself, or what it holds, recursively
@@ -19,12 +25,14 @@ the element-wise maximum over every node it may run, and its work the sum along 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from .core import REGION_BODIES, REGION_OPS, Node, region_bodies
+from .types import Map, Operand, Ref, Seq
 
 __all__ = ["Demand", "members", "bodies", "walk", "leaves", "devices", "demand", "expected_trips",
+           "payload_operands", "operands_read", "substitute", "substitute_node", "PAYLOAD_KEYS",
            "expected_work", "max_trips", "expected_width", "independent_items", "TRIPS_ATTR", "WIDTH_ATTR", "FLOPS_PER_SECOND"]
 
 # A loop's planned trip count (from `dagc.trips(items, expected=N)`); absent: every item runs.
@@ -69,6 +77,76 @@ def members(node: Node) -> list[Node]:
     from .serialize import node_from_json
 
     return [node_from_json(m) for m in node.attrs.get("fuse.members", [])] if node.op == "fused" else []
+
+
+# a region's payload: attributes holding lists of operands (JSON), and a loop's `region.break`
+PAYLOAD_KEYS = ("region.then.yield", "region.else.yield", "region.yield", "region.body.yield",
+                "region.finally.yield", "region.init")
+
+
+def payload_operands(node: Node) -> list[Operand]:
+    """The operands `node`'s region payload names, decoded: each body's yields, a map's initial lists, a
+    loop's `break` condition and values ([] for a node that is not a region)."""
+    from .serialize import operand_from_json
+
+    if node.op not in REGION_OPS:
+        return []
+    out = [operand_from_json(o) for key in PAYLOAD_KEYS for o in node.attrs.get(key) or ()]
+    brk = node.attrs.get("region.break")
+    if isinstance(brk, dict):
+        out += [operand_from_json(o) for o in (brk["cond"], *brk["yield"])]
+    return out
+
+
+def operands_read(node: Node) -> Iterator[Operand]:
+    """Every operand `node` reads: its arguments, its region payload, and, recursively, what the nodes in its
+    bodies and fused members read (values defined inside a region are among them)."""
+    yield from node.operands()
+    yield from payload_operands(node)
+    for child in _children(node):
+        yield from operands_read(child)
+
+
+def substitute(operand: Operand, mapping: Mapping[str, str]) -> Operand:
+    """`operand` with every `Ref(a)` replaced by `Ref(mapping[a])` where `a` is mapped."""
+    if isinstance(operand, Ref):
+        return Ref(mapping[operand.name]) if operand.name in mapping else operand
+    if isinstance(operand, Seq):
+        return Seq(operand.kind, tuple(substitute(item, mapping) for item in operand.items))
+    if isinstance(operand, Map):
+        return Map(tuple((substitute(k, mapping), substitute(v, mapping)) for k, v in operand.items))
+    return operand
+
+
+def substitute_node(node: Node, mapping: Mapping[str, str]) -> None:
+    """Rename the values `node` reads, wherever it names them: its arguments, its region payload, the nodes
+    of its bodies and its fused members (which name outer values directly, docs/ir.md)."""
+    from .serialize import node_from_json, node_to_json, operand_from_json, operand_to_json
+
+    def sub_json(data: object) -> object:
+        return operand_to_json(substitute(operand_from_json(data), mapping))
+
+    node.args = tuple(substitute(a, mapping) for a in node.args)
+    node.kwargs = tuple((k, substitute(v, mapping)) for k, v in node.kwargs)
+    if node.op == "fused":
+        rewritten = []
+        for item in node.attrs.get("fuse.members") or []:
+            member = node_from_json(item)
+            substitute_node(member, mapping)
+            rewritten.append(node_to_json(member))
+        node.attrs["fuse.members"] = rewritten
+        return
+    if node.op not in REGION_OPS:
+        return
+    for body in region_bodies(node).values():
+        for inner in body:
+            substitute_node(inner, mapping)
+    for key in PAYLOAD_KEYS:
+        if node.attrs.get(key):
+            node.attrs[key] = [sub_json(o) for o in node.attrs[key]]
+    brk = node.attrs.get("region.break")
+    if isinstance(brk, dict):
+        node.attrs["region.break"] = {**brk, "cond": sub_json(brk["cond"]), "yield": [sub_json(o) for o in brk["yield"]]}
 
 
 def bodies(node: Node) -> dict[str, list[Node]]:

@@ -346,3 +346,40 @@ def p():
     cond.args = cond.args[:1]  # forget the captured %load.1
     codes = [d.code for d in verify(graph)]
     assert "DAGC202" in codes
+
+
+# ---- one place for what a node reads, and renaming it ---------------------------------------------------
+def test_operands_read_and_replace_uses_cover_arguments_payload_and_bodies(write_project):
+    """A loop that leaves early reads the outer `x` in its argument, its body and its `break`; renaming `x`
+    renames it everywhere, and the graph's edges follow without a manual rebuild."""
+    from dagc.ir.regions import operands_read, payload_operands
+    from dagc.ir.types import iter_refs
+
+    graph, _ = _ok(write_project, """
+@dagc.pipeline
+def p():
+    x = load(1)
+    y = load(2)
+    acc = step(x)
+    for k in range(4):
+        acc = step(acc, x)
+        if acc > 50:
+            break
+    return total([acc, y])
+""")
+    [loop] = [n for n in graph if n.op == "loop"]
+    [x_node] = [n for n in graph if n.op == "task" and n.args and n.args[0] == Const(1)]
+    [y_node] = [n for n in graph if n.op == "task" and n.args and n.args[0] == Const(2)]
+    x, y = x_node.outputs[0], y_node.outputs[0]
+    read = {v for o in operands_read(loop) for v in iter_refs(o)}
+    assert x in read and payload_operands(loop)  # its body reads the outer x; the break has a condition
+    assert loop.name not in graph.successors(y_node.name)
+    users_of_x = set(graph.successors(x_node.name))
+    graph.replace_uses({x: y})
+    after = {v for o in operands_read(loop) for v in iter_refs(o)}
+    assert x not in after and y in after
+    assert graph.successors(x_node.name) == []  # edges follow at once (no invalidate())
+    assert users_of_x <= set(graph.successors(y_node.name))
+    assert verify(graph) == []
+    graph.set_deps(loop.name, (x_node.name,))
+    assert graph.successors(x_node.name) == [loop.name]

@@ -17,7 +17,6 @@ from dagc.cost import (
 from dagc.diagnostics import CompileError, Diagnostic, Severity
 from dagc.ir.core import Graph, Node
 from dagc.ir.types import Ref, Seq, TaskOptions
-from dagc.passes._rewrite import replace_uses
 from dagc.passes.base import Pass, PassContext, register
 from dagc.passes.partition import cluster_of, cost_model_of
 from dagc.passes.reductions import glue_sum, task_sum
@@ -151,7 +150,6 @@ class Comm(Pass):
             order.append(n.name)
             order.extend(inserted.get(n.name, ()))
         graph.reorder(order)
-        graph.invalidate()
         total = sum(len(v) for v in inserted.values())
         ctx.remark(self.name, f"inserted {total} transfer(s)" + (f", {broadcasts} of them broadcast(s)"
                                                                  if broadcasts else "")
@@ -271,5 +269,5 @@ class Comm(Pass):
             span=producer.span,
             attrs=attrs,
         ))
-        replace_uses(graph, {value: new_value}, only=set(consumers))
+        graph.replace_uses({value: new_value}, only=consumers)
         return name

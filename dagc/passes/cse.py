@@ -7,7 +7,7 @@ from typing import ClassVar
 
 from dagc.ir.core import Graph
 from dagc.ir.effects import has_effects, state_cells
-from dagc.passes._rewrite import replace_uses, substitute
+from dagc.ir.regions import substitute
 from dagc.passes.base import Pass, PassContext, register
 
 
@@ -38,7 +38,7 @@ class CommonSubexpressionElimination(Pass):
                 node.args = tuple(substitute(a, mapping) for a in node.args)
                 node.kwargs = tuple((k, substitute(v, mapping)) for k, v in node.kwargs)
             if merged and any(d in merged for d in node.deps):
-                node.deps = tuple(dict.fromkeys(merged.get(d, d) for d in node.deps))
+                graph.set_deps(name, dict.fromkeys(merged.get(d, d) for d in node.deps))
             if node.op != "task" or not node.options.pure or has_effects(node) or changed.intersection(node.outputs):
                 continue
             key = (node.op, node.target, node.args, node.kwargs, node.options, node.deps, node.n_outputs)
@@ -55,4 +55,4 @@ class CommonSubexpressionElimination(Pass):
                 warned.add(node.span)
                 ctx.sink.warning("DAGC153", f"`{name}` is merged into `{kept}`: same pure task, same arguments",
                                  node.span, hint="drop pure=True from the task to run every call")
-        replace_uses(graph, mapping)
+        graph.replace_uses(mapping)  # (also where the loop above did not look: regions, fused members, returns)

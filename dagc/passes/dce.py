@@ -57,5 +57,4 @@ class DeadCodeElimination(Pass):
         # ordering deps on removed nodes no longer order anything
         for node in graph:
             if any(dep not in graph for dep in node.deps):
-                node.deps = tuple(dep for dep in node.deps if dep in graph)
-                graph.invalidate()
+                graph.set_deps(node.name, (dep for dep in node.deps if dep in graph))

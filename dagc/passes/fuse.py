@@ -216,7 +216,5 @@ class Fuse(Pass):
                 fused_into[member] = fused.name
             for user in {fused_into.get(u, u) for m in members for u in ordered_after.get(m, ())}:
                 if user in graph:
-                    other = graph.node(user)
-                    other.deps = tuple(dict.fromkeys(fused.name if d in inside else d for d in other.deps))
-        graph.invalidate()
+                    graph.set_deps(user, dict.fromkeys(fused.name if d in inside else d for d in graph.node(user).deps))
         graph.reorder(graph.topological_order())
