@@ -251,6 +251,7 @@ class Gatekeeper:
 
         self.log = EventLog(RunStore(run_dir).events_path, run_id)
         self.aging = aging
+        self.queue: Any = None  # the cluster's queue, looked up once (again if it exited)
 
     async def run(self, function: Any, options: dict[str, Any], job: Any, admit: dict[str, Any],
                   values: list[Any]) -> tuple:
@@ -270,11 +271,14 @@ class Gatekeeper:
         waited = 0.0  # in the queue, all requests together: a task sent back keeps the aging it earned
         while True:
             key = f"{admit['program']}/{job.task}/{preempted}"
-            queue = admission_queue(self.aging)
+            if self.queue is None:
+                self.queue = admission_queue(self.aging)
+            queue = self.queue
             try:
                 total = await queue.request.remote(key, admit["program"], job.task, admit["priority"],
                                                    admit["demand"], admit["preemptible"], waited)
             except ray.exceptions.RayActorError:  # the queue exited just then (idle): start a new one
+                self.queue = None
                 continue
             waited, fresh = total, total - waited
             if fresh > 0.05:
