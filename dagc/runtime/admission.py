@@ -82,6 +82,7 @@ class AdmissionQueue:
         self.used = clock()
         self.watching = False
         self.capacity: dict[str, float] = {}
+        self.capacity_at = float("-inf")  # when the cluster's resources were last asked for
 
     # ---- what gates call ------------------------------------------------------------------------------
     async def request(self, key: str, program: str, task: str, priority: int, demand: dict[str, float],
@@ -140,8 +141,11 @@ class AdmissionQueue:
 
     # ---- deciding -------------------------------------------------------------------------------------
     def _free(self) -> dict[str, float]:
-        self.capacity = {k: v for k, v in self.resources().items()
-                         if not k.startswith("node:") and k not in _IGNORED}
+        now = self.clock()
+        if now - self.capacity_at > 1.0:  # nodes come and go; asking on every decision would cost a round trip
+            self.capacity = {k: v for k, v in self.resources().items()
+                             if not k.startswith("node:") and k not in _IGNORED}
+            self.capacity_at = now
         free = dict(self.capacity)
         for ticket in self.running.values():
             for key, amount in ticket.demand.items():
