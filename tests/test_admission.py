@@ -167,6 +167,11 @@ def test_a_lease_not_renewed_hands_its_resources_on_and_a_program_can_forget_its
         queue.tick()
         await _settle()
         assert waiting.done() and list(queue.running) == ["b/t0"]
+        stranded = await _ask(queue, "c/t0", 0)  # waiting behind b when c's program ends
+        assert not stranded.done()
+        assert queue.forget("c") == 1 and not queue.waiting
+        await _settle()
+        assert stranded.done()  # its request ends too: nothing is left waiting in the queue
         assert queue.forget("b") == 1 and not queue.running
 
     _run(scenario)

@@ -119,6 +119,9 @@ class AdmissionQueue:
         if ticket is not None:
             self.ended[key] = False
             ticket.stopped.set()
+            if not ticket.granted.is_set():  # released while waiting (its program ended): end its request too
+                ticket.started = self.clock()
+                ticket.granted.set()
         self.used = self.clock()
         self._schedule()
 
