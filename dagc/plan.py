@@ -212,7 +212,10 @@ def _shared_state(graph: Any) -> list[str]:
 
 def plan_file(path: str, cluster: Cluster, algo: str = "dagc", *, seed: int = 0,
               budget: float = DEFAULT_BUDGET, cost: CostModel | None = None, profile: str | None = None,
-              pipeline: str | None = None, params: dict[str, Any] | None = None) -> PlanResult:
+              pipeline: str | None = None, params: dict[str, Any] | None = None,
+              with_transfers: bool = True) -> PlanResult:
+    """Plan one file; `with_transfers`: also a pipeline script's makespan once `comm` has chosen the
+    transfers (two more compilations)."""
     cost = cost or CostModel()
     result = PlanResult(file=path, devices=cluster.n_devices, algo=algo)
     try:
@@ -238,7 +241,7 @@ def plan_file(path: str, cluster: Cluster, algo: str = "dagc", *, seed: int = 0,
     result.valid = not result.problems
     result.schedule, result.transfers = timeline_records(p, s)
     result.problem, result.solo = p, s
-    if path.endswith(".py") and profile is None:
+    if with_transfers and path.endswith(".py") and profile is None:
         _comm_estimates(result, path, cluster, cost, algo, seed, budget, pipeline, params)
     return result
 

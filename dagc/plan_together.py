@@ -81,8 +81,9 @@ def plan_together(files: list[str], cluster: Cluster, algo: str = "dagc", *, see
                   params: dict[str, Any] | None = None, order: list[int] | None = None) -> TogetherResult:
     """Plan `files` together on `cluster`. `order` (indices into the files planned without error) replaces
     the priority order, e.g. to compare with first come, first served."""
+    # (without the makespans with transfers, which the shared plan does not show)
     plans = [plan_file(f, cluster, algo, seed=seed, budget=budget, profile=profile, pipeline=pipeline,
-                       params=params) for f in files]
+                       params=params, with_transfers=False) for f in files]
     result = TogetherResult(algo, cluster.n_devices, plans)
     ok = result.planned
     if not ok:

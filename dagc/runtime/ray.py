@@ -667,7 +667,7 @@ def ray_main(plan: Plan, run: Callable[[Driver], object], argv: Sequence[str] | 
             result = run(driver)
         finally:
             driver.close()
-            if admission is not None:  # its tickets go now, not when their leases run out
+            if driver.gatekeeper is not None:  # its tickets go now, not when their leases run out
                 admission_queue(args.aging).forget.remote(run_id)
     except (RunFailed, PlacementError) as exc:
         log.write("run_failed", error=str(exc))
