@@ -37,6 +37,8 @@ __all__ = ["ACTOR_NAME", "NAMESPACE", "Admission", "AdmissionQueue", "Ticket", "
 
 ACTOR_NAME = "dagc-admission"
 NAMESPACE = "dagc"
+# True in a gatekeeper's process: it passes jobs on without importing the user's code (and torch) itself
+IN_GATE = False
 AGING_SECONDS = 30.0  # a waiting task gains a priority level per this many seconds waited
 IDLE_SECONDS = 60.0  # the queue exits when nothing has used it for this long
 LEASE_SECONDS = 15.0  # a running task's lease expires when its gate has not renewed it for this long
@@ -257,8 +259,11 @@ class Gatekeeper:
         from dagc.runtime.store import RunStore
 
         self.log = EventLog(RunStore(run_dir).events_path, run_id)
+        global IN_GATE
+        IN_GATE = True  # the jobs it hands on are not prepared here: this process runs no user code
         self.aging = aging
-        self.queue: Any = None  # the cluster's queue, looked up once (again if it exited)
+        # the cluster's queue, looked up now (its start overlaps the program's), again if it exited
+        self.queue: Any = admission_queue(aging)
 
     async def run(self, function: Any, options: dict[str, Any], job: Any, admit: dict[str, Any],
                   values: list[Any]) -> tuple:

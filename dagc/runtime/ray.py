@@ -35,6 +35,7 @@ from typing import Any, NamedTuple
 
 import ray
 
+from dagc.runtime import admission
 from dagc.runtime.admission import AGING_SECONDS, Gate, admission_queue, unwrap
 from dagc.runtime.code import describe_changes, refresh
 from dagc.runtime.console import load_console, replay, save_console
@@ -120,7 +121,8 @@ class Job:
     def __setstate__(self, state: dict[str, Any]) -> None:
         # unpickled on the worker before the task's other arguments, some of which may import user code
         self.__dict__.update(state)
-        self.prepare()
+        if not admission.IN_GATE:  # a gatekeeper hands the job on: no user code runs there
+            self.prepare()
 
     def prepare(self) -> None:
         script, args, cwd, entry, omp_threads = self.interpreter
@@ -313,6 +315,8 @@ class Driver:
         self.held: dict[ray.ObjectRef, tuple[int, str]] = {}  # output refs that stand for a value an actor holds
         self.progress = Progress(len(plan.tasks))
         self.nodes: list[dict[str, float]] | None = None
+        if admission is not None and not resume:  # its process starts while the first tasks' workers do
+            self.gate()
 
     def fingerprint(self, task: str) -> str:
         return self.plan.tasks[task][0]
@@ -667,7 +671,7 @@ def ray_main(plan: Plan, run: Callable[[Driver], object], argv: Sequence[str] | 
             result = run(driver)
         finally:
             driver.close()
-            if driver.gatekeeper is not None:  # its tickets go now, not when their leases run out
+            if driver.gated:  # its tickets go now, not when their leases run out
                 admission_queue(args.aging).forget.remote(run_id)
     except (RunFailed, PlacementError) as exc:
         log.write("run_failed", error=str(exc))
