@@ -25,7 +25,7 @@ from typing import Any
 
 from dagc.ir.core import REGION_OPS, Graph, Node, region_bodies
 from dagc.ir.regions import walk
-from dagc.ir.serialize import FORMAT_VERSION, operand_to_json, options_to_json
+from dagc.ir.serialize import operand_to_json, options_to_json
 from dagc.ir.types import operand_to_python
 from dagc.runtime.code import definitions
 from dagc.runtime.executor import NEVER_REUSED
@@ -37,6 +37,11 @@ __all__ = ["task_fingerprints", "task_rows", "try_body_nodes", "try_body_rows", 
 # options that say how to run or estimate a task, not what it computes
 RUN_POLICY_OPTIONS = frozenset({"cost", "flops", "out_size", "priority", "retries", "timeout", "cache",
                                 "preemptible"})
+
+# What a fingerprint's description means: raised when it changes meaning, so that no stored output is
+# taken for another's. Not the IR's file format (dagc.ir.serialize.FORMAT_VERSION): a new way of writing
+# the same graph leaves every stored output valid.
+SCHEME = 2
 
 
 def _function_sources(path: str) -> dict[str, str]:
@@ -140,9 +145,34 @@ def _describe(graph: Graph, node: Node) -> dict[str, Any]:
 
         data["members"] = [_describe(graph, m) for m in fused_members(node)]
     if node.op in REGION_OPS:  # the bodies decide the outputs too
-        data["region"] = {k: v for k, v in sorted(node.attrs.items()) if k.startswith("region.")}
+        region = {k: v for k, v in node.attrs.items() if k.startswith("region.")}
+        region.update(_payload_described(node))
+        data["region"] = dict(sorted(region.items()))
         data["bodies"] = {key: [_describe(graph, n) for n in body] for key, body in region_bodies(node).items()}
     return data
+
+
+def _payload_described(node: Node) -> dict[str, Any]:
+    """A region's payload described as it always was (the attributes of IR version 2), so that a run
+    directory or cache written before keeps serving regions too."""
+    region = node.region
+    if region is None:
+        return {}
+    ops = lambda values: [operand_to_json(o) for o in values]  # noqa: E731
+    out: dict[str, Any] = {}
+    for body, values in region.yields.items():
+        key = "region.yield" if node.op in ("loop", "map") and body == "body" else f"region.{body}.yield"
+        out[key] = ops(values)
+    if node.op == "loop":
+        out["region.carried"] = list(region.args.get("body", ()))
+        out["region.iter"] = None if region.iter is None else operand_to_json(region.iter)
+        exit_ = region.exit
+        out["region.break"] = None if exit_ is None else {"at": exit_.at, "cond": operand_to_json(exit_.cond),
+                                                          "yield": ops(exit_.values)}
+    if node.op == "map":
+        out["region.items"] = list(region.args.get("body", ()))
+        out["region.init"] = ops(region.init)
+    return out
 
 
 def _positional(data: Any, position: dict[str, int]) -> Any:
@@ -172,7 +202,7 @@ def _node_fingerprint(graph: Graph, node: Node, values: dict[str, str], version:
     # inputs are named by position: a pass that renames a value (a transfer) changes nothing here
     position = {v: i for i, v in enumerate(node.input_values())}
     described = _positional(_describe(graph, node), position)
-    constants = json.dumps({"ir": FORMAT_VERSION, **described}, sort_keys=True, default=str)
+    constants = json.dumps({"ir": SCHEME, **described}, sort_keys=True, default=str)
     fp = fingerprint(node.target or node.op, constants, inputs)
     for i, value in enumerate(node.outputs):
         values[value] = output_fingerprint(fp, i)

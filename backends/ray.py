@@ -347,7 +347,7 @@ def fans_out(node: Node) -> bool:
 def _emit_map_tasks(w: CodeWriter, node: Node, function: str, names: Names, aliases: dict[str, str]) -> None:
     """A map whose items fan out: one remote function for an item (its body), and the region's task,
     which submits an item task per item and gathers their results (dagc.runtime.raymap.run_map)."""
-    from dagc.backends.toolkit import map_items_call, map_target, region_body, region_operands
+    from dagc.backends.toolkit import map_items_call, map_target, region_body, region_inits, region_yields
     from dagc.ir.types import iter_refs
 
     item_fn = names.claim(f"item:{node.name}", f"{node.name}_item")
@@ -366,7 +366,7 @@ def _emit_map_tasks(w: CodeWriter, node: Node, function: str, names: Names, alia
             w.line(f"{map_target(node, names)} = item")
             for inner in region_body(node, "body"):
                 emit_task_lines(w, inner, names, aliases)
-            yields = [render_operand(y, names) for y in region_operands(node, "region.yield")]
+            yields = [render_operand(y, names) for y in region_yields(node, "body")]
             w.line(f"return ({', '.join(yields)}{',' if len(yields) == 1 else ''})")
         w.line()
         w.line("return run_items(job, chunk, body)")
@@ -380,7 +380,7 @@ def _emit_map_tasks(w: CodeWriter, node: Node, function: str, names: Names, alia
         w.line("def body() -> object:")
         with w.indent():
             args = "".join(f"{names[v]}, " for v in captured)
-            inits = "".join(f"{render_operand(o, names)}, " for o in region_operands(node, "region.init"))
+            inits = "".join(f"{render_operand(o, names)}, " for o in region_inits(node))
             concurrency = node.attrs.get("region.concurrency")
             w.line(f"return run_map(job, {item_fn}, {map_items_call(node, names, record=False)}, ({args.rstrip(' ')}), "
                    f"({inits.rstrip(' ')}), concurrency={concurrency!r})")

@@ -20,18 +20,17 @@ from dagc.backends.emitter import (
     source_root_expr,
 )
 from dagc.ir.core import Graph, Node, region_bodies
+from dagc.ir.regions import max_trips, members
 
 __all__ = ["emit_task_lines", "emit_prologue", "emit_tables", "emit_code_table", "emit_task_table", "emit_loader",
            "emit_map", "emit_map_collect", "map_items_call", "map_target", "uses_map", "used_values",
            "with_outputs_used", "fused_members", "module_aliases", "task_modules", "loaded_modules", "region_body",
-           "region_operands", "script_path"]
+           "region_yields", "region_inits", "script_path"]
 
 
 def fused_members(node: Node) -> list[Node]:
     """The tasks a fused node runs, in order."""
-    from dagc.ir.serialize import node_from_json
-
-    return [node_from_json(m) for m in node.attrs.get("fuse.members", [])]
+    return members(node)
 
 
 def emit_task_lines(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, str]) -> None:
@@ -99,10 +98,19 @@ def region_body(node: Node, key: str) -> list[Node]:
     return region_bodies(node).get(key, [])
 
 
-def region_operands(node: Node, key: str) -> list:
-    from dagc.ir.serialize import operand_from_json
+def region_yields(node: Node, body: str) -> list:
+    """What body `body` of region `node` yields ([] when it yields nothing)."""
+    return list(node.region.yields.get(body, ())) if node.region is not None else []
 
-    return [operand_from_json(o) for o in node.attrs.get(key) or []]
+
+def region_inits(node: Node) -> list:
+    """A map's initial lists, one per output."""
+    return list(node.region.init) if node.region is not None else []
+
+
+def _block_args(node: Node) -> list[str]:
+    """The block arguments of a loop's or a map's body: its carried values, its item names."""
+    return list(node.region.args.get("body", ())) if node.region is not None else []
 
 
 def _assign_line(w: CodeWriter, targets: list[str], operands: list, names: Names) -> None:
@@ -144,7 +152,7 @@ def _add_try_yields(tries: list[Node], used: set[str]) -> None:
     from dagc.ir.types import iter_refs
 
     for n in tries:
-        yields = region_operands(n, "region.body.yield") + region_operands(n, "region.finally.yield")
+        yields = region_yields(n, "body") + region_yields(n, "finally")
         for output, operand in zip(n.outputs, yields):
             if output in used:
                 used.update(iter_refs(operand))
@@ -178,7 +186,7 @@ def _emit_cond(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, 
         with w.indent():
             for inner in region_body(node, label):
                 emit_task_lines(w, inner, names, module_alias)
-            yields = region_operands(node, f"region.{label}.yield")
+            yields = region_yields(node, label)
             if yields and any(o != "_" for o in outputs):
                 kept = [(t, y) for t, y in zip(outputs, yields) if t != "_"]
                 _assign_line(w, [t for t, _ in kept], [y for _, y in kept], names)
@@ -195,9 +203,9 @@ def _emit_try(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, s
     from dagc.ir.regions import bodies
 
     found = bodies(node)
-    n_body = len(node.attrs.get("region.body.yield") or [])
+    n_body = len(region_yields(node, "body"))
     w.line(f"# {node.name}  ({node.span})")
-    if outputs[0] != "_" and not node.attrs.get("region.body.yield") and not node.attrs.get("region.finally.yield"):
+    if outputs[0] != "_" and not region_yields(node, "body") and not region_yields(node, "finally"):
         w.line(f"{outputs[0]} = None")
     for label, targets in (("body", outputs[:n_body]), ("finally", outputs[n_body:])):
         w.line("try:" if label == "body" else "finally:")
@@ -217,7 +225,7 @@ def _emit_try(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, s
                     w.line("else:")
                     with w.indent():
                         w.line(f"{' = '.join(unset)} = None")
-            yields = region_operands(node, f"region.{label}.yield")
+            yields = region_yields(node, label)
             kept = [(t, y) for t, y in zip(targets, yields) if t != "_"]
             if kept:
                 _assign_line(w, [t for t, _ in kept], [y for _, y in kept], names)
@@ -239,9 +247,7 @@ def _acts_once(node: Node, names: Names) -> int | None:
 
 def _emit_loop(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, str]) -> None:
     """A `loop` region: at most len(iter) trips of the body, leaving early when the break value is true."""
-    from dagc.ir.serialize import operand_from_json
-
-    carried_ir = list(node.attrs.get("region.carried") or [])
+    carried_ir = _block_args(node)
     used = getattr(names, "used_values", None)
     # a carried value nothing reads (inside the body or after the loop) need not be carried
     keep = [k for k, c in enumerate(carried_ir)
@@ -249,23 +255,24 @@ def _emit_loop(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, 
     carried = [names[carried_ir[k]] for k in keep]
     inits = [node.args[k] for k in keep]
     body = region_body(node, "body")
-    brk = node.attrs.get("region.break")
-    at = brk["at"] if brk else len(body)
-    w.line(f"# {node.name}: at most {len(operand_from_json(node.attrs['region.iter']).items)} trips  ({node.span})")
+    assert node.region is not None and node.region.iter is not None  # verified
+    brk = node.region.exit
+    at = brk.at if brk else len(body)
+    w.line(f"# {node.name}: at most {max_trips(node)} trips  ({node.span})")
     _assign_line(w, carried, inits, names)
     index = carried[0] if carried else "_"
-    w.line(f"for {index} in {render_operand(operand_from_json(node.attrs['region.iter']), names)}:")
+    w.line(f"for {index} in {render_operand(node.region.iter, names)}:")
     with w.indent():
         for inner in body[:at]:
             emit_task_lines(w, inner, names, module_alias)
         if brk:
-            w.line(f"if {render_operand(operand_from_json(brk['cond']), names)}:")
+            w.line(f"if {render_operand(brk.cond, names)}:")
             with w.indent():
-                _assign_line(w, carried, [operand_from_json(brk["yield"][k]) for k in keep], names)
+                _assign_line(w, carried, [brk.values[k] for k in keep], names)
                 w.line("break")
         for inner in body[at:]:
             emit_task_lines(w, inner, names, module_alias)
-        yields = region_operands(node, "region.yield")
+        yields = region_yields(node, "body")
         _assign_line(w, carried, [yields[k] for k in keep], names)
     outputs = [_output_targets(node, names)[k] for k in keep] if carried_ir else _output_targets(node, names)
     kept = [(o, c) for o, c in zip(outputs, carried) if o != "_"]
@@ -294,7 +301,7 @@ def map_items_call(node: Node, names: Names, record: bool = True) -> str:
 
 def map_target(node: Node, names: Names) -> str:
     """The loop variable(s) of a map: one name takes the item, several unpack it."""
-    return ", ".join(names[a] for a in node.attrs.get("region.items") or [])
+    return ", ".join(names[a] for a in _block_args(node))
 
 
 def emit_map_collect(w: CodeWriter, node: Node, names: Names, targets: list[str]) -> int:
@@ -303,7 +310,7 @@ def emit_map_collect(w: CodeWriter, node: Node, names: Names, targets: list[str]
     from dagc.ir.types import Seq
 
     written = 0
-    for target, y in zip(targets, region_operands(node, "region.yield")):
+    for target, y in zip(targets, region_yields(node, "body")):
         if target == "_" or not isinstance(y, Seq) or not y.items:
             continue
         if len(y.items) == 1:
@@ -316,11 +323,11 @@ def emit_map_collect(w: CodeWriter, node: Node, names: Names, targets: list[str]
 
 def emit_map(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, str]) -> None:
     """A `map` region run in this process: its body once per item, in item order (plain Python's loop)."""
-    targets = _output_targets(node, names) if node.attrs.get("region.yield") else []
+    targets = _output_targets(node, names) if region_yields(node, "body") else []
     w.line(f"# {node.name}: one trip per item  ({node.span})")
     from dagc.ir.types import Seq
 
-    for target, init in zip(targets, region_operands(node, "region.init")):
+    for target, init in zip(targets, region_inits(node)):
         if target != "_":  # a list literal is a new list already
             start = render_operand(init, names)
             w.line(f"{target} = {start if isinstance(init, Seq) and init.kind == 'list' else f'list({start})'}")

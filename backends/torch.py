@@ -169,7 +169,7 @@ def _task_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str]
 def _spread_map_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str]) -> None:
     """A map made multi-rank by the `spread` pass: each rank runs its share of the items (item i on
     rank i % ranks) and every rank gathers the results (dagc.runtime.maps.spread_map)."""
-    from dagc.backends.toolkit import map_items_call, map_target, region_body, region_operands
+    from dagc.backends.toolkit import map_items_call, map_target, region_body, region_inits, region_yields
 
     outputs = [names[o] for o in node.outputs]
     item_fn = names.claim(f"item:{node.name}", f"{node.name}_item")
@@ -178,9 +178,9 @@ def _spread_map_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str
         w.line(f"{map_target(node, names)} = item")
         for inner in region_body(node, "body"):
             emit_task_lines(w, inner, names, aliases)
-        yields = [render_operand(y, names) for y in region_operands(node, "region.yield")]
+        yields = [render_operand(y, names) for y in region_yields(node, "body")]
         w.line(f"return ({', '.join(yields)}{',' if len(yields) == 1 else ''})")
-    inits = "".join(f"{render_operand(o, names)}, " for o in region_operands(node, "region.init"))
+    inits = "".join(f"{render_operand(o, names)}, " for o in region_inits(node))
     target = ", ".join(outputs)
     w.line(f"{target} = spread_map({map_items_call(node, names, record=False)}, {item_fn}, "
            f"({inits.rstrip(' ')}), region={node.name!r})"

@@ -31,6 +31,7 @@ from typing import Any
 
 from dagc.ir.core import REGION_OPS, Graph, Node, region_bodies
 from dagc.ir.regions import TRIPS_ATTR, WIDTH_ATTR, walk
+from dagc.ir.regions import members as members_of
 
 __all__ = ["TaskRecord", "MapRecord", "RunRecord", "ProfileError", "load_run", "apply_profile", "profiled_tasks"]
 
@@ -271,7 +272,6 @@ def _measure(node: Node, duration: float, nbytes: int | None) -> None:
 def apply_profile(graph: Graph, run: RunRecord) -> list[str]:
     """Use `run`'s measurements as `graph`'s costs (see the module docstring); returns the names
     of the nodes that got a measured cost, in program order."""
-    from dagc.ir.serialize import node_from_json, node_to_json
 
     measured = {name: t for name, t in run.tasks.items() if t.status == "ok" and t.duration is not None}
     for node in graph:
@@ -284,8 +284,8 @@ def apply_profile(graph: Graph, run: RunRecord) -> list[str]:
         if record is not None:
             _measure(node, record.duration or 0.0, record.bytes)
             continue
-        if node.op == "fused" and node.attrs.get("fuse.members"):
-            members = [node_from_json(m) for m in node.attrs["fuse.members"]]
+        if node.op == "fused" and members_of(node):
+            members = members_of(node)
             got = [measured.get(m.name) for m in members]
             if all(g is not None for g in got):
                 sizes = [g.bytes for g in got if g is not None and g.bytes is not None]
@@ -293,7 +293,6 @@ def apply_profile(graph: Graph, run: RunRecord) -> list[str]:
                 for member, g in zip(members, got):
                     if g is not None:
                         _measure(member, g.duration or 0.0, g.bytes)
-                node.attrs["fuse.members"] = [node_to_json(m) for m in members]
     # a group measured as a whole, now compiled unfused: split it over its members
     for name, record in measured.items():
         if name in graph or not name.startswith("fused."):
@@ -370,7 +369,7 @@ def _measured_width(node: Node, body: list[Node], measured: dict[str, TaskRecord
 
 
 def _member_names(node: Node) -> list[str]:
-    return [m.get("name", "") for m in node.attrs.get("fuse.members", []) if isinstance(m, dict)]
+    return [m.name for m in members_of(node)]
 
 
 def describe_profile(graph: Graph) -> str | None:

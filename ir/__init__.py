@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .core import OPS, Graph, Node, Param
     from .location import SourceSpan
+    from .payload import Exit, Region
     from .parser import IRParseError, parse_graph
     from .printer import print_graph
     from .serialize import (
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 _HOMES = {
     **dict.fromkeys(("OPS", "Graph", "Node", "Param"), "core"),
     "SourceSpan": "location",
+    **dict.fromkeys(("Region", "Exit"), "payload"),
     **dict.fromkeys(("IRParseError", "parse_graph"), "parser"),
     "print_graph": "printer",
     **dict.fromkeys(("IRFormatError", "dumps", "graph_from_json", "graph_to_json", "loads", "node_from_json",
@@ -43,6 +45,8 @@ __all__ = [
     "Graph",
     "Node",
     "Param",
+    "Region",
+    "Exit",
     "OPS",
     "Ref",
     "Const",

@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .location import SourceSpan
+from .payload import Region
 from .types import Operand, TaskOptions, iter_refs
 
-__all__ = ["Node", "Param", "Graph", "OPS", "REGION_OPS", "ALL_OPS", "REGION_BODIES", "output_name",
+__all__ = ["Node", "Param", "Graph", "OPS", "REGION_OPS", "ALL_OPS", "REGION_BODIES", "NODE_BODIES", "output_name",
            "region_bodies", "body_names", "clone_node"]
 
-# Node kinds. `task` calls a user function; `fused` runs its members (attrs["fuse.members"]) in order;
+# Node kinds. `task` calls a user function; `fused` runs its members (its body `members`) in order;
 # `transfer` moves a value between devices (inserted by the comm pass); `glue` evaluates a small
 # expression on task results where its inputs are.
 OPS = ("task", "fused", "transfer", "glue")
@@ -36,6 +37,9 @@ ALL_OPS = OPS + REGION_OPS
 # The bodies each region kind holds, in the order they are printed and walked.
 REGION_BODIES: dict[str, tuple[str, ...]] = {"cond": ("then", "else"), "loop": ("body",), "map": ("body",),
                                              "try": ("body", "finally")}
+# The bodies every kind of node may hold: a region's, and a fused group's members (which, unlike a
+# region's body, read outer values directly: they ran as top-level nodes before they were fused).
+NODE_BODIES: dict[str, tuple[str, ...]] = {**REGION_BODIES, "fused": ("members",)}
 
 
 def region_bodies(node: Node) -> dict[str, list[Node]]:
@@ -47,7 +51,7 @@ def region_bodies(node: Node) -> dict[str, list[Node]]:
 
 def body_names(node: Node) -> list[str]:
     """The bodies `node` is written with: its kind's, in order, then any others it holds (sorted)."""
-    known = list(REGION_BODIES.get(node.op, ()))
+    known = list(NODE_BODIES.get(node.op, ()))
     return known + sorted(key for key in node.bodies if key not in known)
 
 
@@ -56,6 +60,7 @@ def clone_node(node: Node) -> Node:
     twin = copy.copy(node)
     twin.attrs = copy.deepcopy(node.attrs)
     twin.bodies = {key: [clone_node(inner) for inner in body] for key, body in node.bodies.items()}
+    twin.region = None if node.region is None else node.region.copy()
     return twin
 
 
@@ -76,7 +81,9 @@ class Node:
     `attrs` holds pass results under namespaced keys such as `partition.device`. A region node
     (`cond`, `loop`, `map`, `try`) owns its `bodies`: named lists of the nodes it runs (see REGION_BODIES); their
     names and values are unique in the whole graph, and they read outer values only through the
-    region's operands.
+    region's operands. Its `region` is the payload that ties the bodies to the node: what each body
+    yields, its block arguments, a loop's items and early exit (dagc.ir.payload). A `fused` node holds
+    its members in the body `members`.
     """
 
     name: str
@@ -91,8 +98,11 @@ class Node:
     deps: tuple[str, ...] = ()
     attrs: dict[str, Any] = field(default_factory=dict)
     bodies: dict[str, list[Node]] = field(default_factory=dict)
+    region: Region | None = None
 
     def __post_init__(self) -> None:
+        if self.region is None and self.op in REGION_BODIES:
+            self.region = Region()
         if not self.outputs:
             self.outputs = (self.name,)
         if len(self.types) != len(self.outputs):

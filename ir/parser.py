@@ -12,8 +12,9 @@ optional, `{x}` repeats, `|` separates choices, quoted text is literal):
                     ["after" "(" name {"," name} ")"] [span]
               | "return" operand
               {header block}                           (a region's bodies, under its node, indented deeper)
-    header   := IDENT ":" | "body over" operand ":"   (cond: then, else; loop: body over
-                                                       its items; map: body; try: body, finally)
+    header   := IDENT ["(" "%" name {"," "%" name} ")"] ["over" operand] ["init" operand {"," operand}] ":"
+                  (cond: then, else; loop: body(carried values) over its items; map: body(item) init lists;
+                   try: body, finally; fused: members)
     block    := {node | "break if" operand "yield" [operands]} ["yield" [operands]]  (each indented deeper)
     outputs  := "()" | "%" name [":" type] {"," "%" name [":" type]}
     args     := operand {"," operand} {"," IDENT "=" operand}  |  IDENT "=" operand {"," ...}
@@ -43,8 +44,9 @@ from dagc import units
 
 from .core import Graph, Node, Param
 from .cursor import WORD_CHAR, WS, IRParseError, LineCursor
-from .printer import ATTR_KEY_RE, DURATION_RE, IDENT_RE, SIZE_RE, TARGET_RE, yield_key
-from .serialize import READABLE_VERSIONS, make_node, no_gc, operand_to_json, upgrade_v1_node
+from .payload import Exit
+from .printer import ATTR_KEY_RE, DURATION_RE, IDENT_RE, SIZE_RE, TARGET_RE
+from .serialize import READABLE_VERSIONS, IRFormatError, make_node, no_gc, upgrade_payload, upgrade_v1_node
 from .types import Const, Map, Operand, Ref, Seq, TaskOptions, operand_to_python
 
 __all__ = ["IRParseError", "parse_graph", "parse_operand"]
@@ -305,35 +307,82 @@ def _operand_list(cursor: LineCursor) -> list[Operand]:
         return items
 
 
+def _parse_header(cursor: LineCursor, line: str, indent: int
+                  ) -> tuple[str, tuple[str, ...] | None, Operand | None, tuple[Operand, ...] | None]:
+    """A block header: `then:`, `body(%a, %b) over [0, 1]:`, `body(%x) init []:`, `members:`; returns (body
+    name, its block arguments or None, the items it is over or None, the initial lists or None)."""
+    match = IDENT_RE.match(line, indent)
+    if match is None:
+        raise cursor.error("expected a block header such as 'then:' or 'body over [items]:' (indented under its "
+                           f"region), found {cursor.found()}")
+    header = match.group()
+    cursor.pos = match.end()
+    args: tuple[str, ...] | None = None
+    if cursor.peek() == "(":
+        cursor.pos += 1
+        names: list[str] = []
+        cursor.ws()
+        while cursor.peek() != ")":
+            if names:
+                cursor.expect(",", "',' or ')' in the block's arguments")
+                cursor.ws()
+            cursor.expect("%", "'%' before a block argument")
+            names.append(cursor.name("a block argument"))
+            cursor.ws()
+        cursor.pos += 1
+        args = tuple(names)
+    over: Operand | None = None
+    cursor.ws()
+    if line.startswith("over", cursor.pos) and not WORD_CHAR.match(line, cursor.pos + 4):
+        cursor.pos += 4
+        cursor.ws()
+        over = cursor.operand()
+        cursor.ws()
+    init: list[Operand] | None = None
+    if line.startswith("init", cursor.pos) and not WORD_CHAR.match(line, cursor.pos + 4):
+        cursor.pos += 4
+        init = []
+        while True:
+            cursor.ws()
+            init.append(cursor.operand())
+            cursor.ws()
+            if cursor.peek() != ",":
+                break
+            cursor.pos += 1
+    cursor.expect(":", "':' at the end of the block header")
+    cursor.done()
+    return header, args, over, None if init is None else tuple(init)
+
+
 def _parse_blocks(lines: list[tuple[int, str]], i: int, node: Node, base: int) -> int:
-    """Read the blocks of region `node` (whose line is indented `base`) starting at lines[i] into its
-    bodies (and its `yield` / `break if` / `body over` attributes); return the first line after them."""
+    """Read the blocks of `node` (whose line is indented `base`) starting at lines[i] into its bodies and,
+    for a region, its payload (block arguments, items, `break if`, `yield`); return the first line after
+    them."""
     while i < len(lines) and _indent(lines[i][1]) > base:
         number, line = lines[i]
         indent = _indent(line)
         cursor = LineCursor(line.rstrip(" \t"), number, indent)
-        over: Operand | None = None
-        if line.startswith("body over ", indent):
-            cursor.pos += len("body over ")
-            cursor.ws()
-            over = cursor.operand()
-            cursor.ws()
-            cursor.expect(":", "':' after the loop's items")
-            header = "body"
-        else:
-            match = IDENT_RE.match(line, indent)
-            if match is None or not line.startswith(":", match.end()):
-                raise cursor.error(f"expected a block header such as 'then:' or 'body over [items]:' (indented under "
-                                   f"region {node.name!r}), found {cursor.found()}")
-            header = match.group()
-            cursor.pos = match.end() + 1
-        cursor.done()
+        header, args, over, init = _parse_header(cursor, line.rstrip(" \t"), indent)
         if header in node.bodies:
-            raise IRParseError(f"region {node.name!r} has two '{header}:' blocks", number, indent + 1)
+            raise IRParseError(f"node {node.name!r} has two '{header}:' blocks", number, indent + 1)
+        region = node.region
+        if (args is not None or over is not None or init is not None) and region is None:
+            raise IRParseError(f"only a region's blocks have arguments or items ({node.name!r} is a "
+                               f"`{node.op}` node)", number, indent + 1)
+        if region is not None:
+            if args is not None:
+                region.args[header] = args
+            if over is not None:
+                if node.op != "loop" or header != "body":
+                    raise IRParseError("'over' names the items of a loop's body", number, indent + 1)
+                region.iter = over
+            if init is not None:
+                if node.op != "map" or header != "body":
+                    raise IRParseError("'init' names the initial lists of a map's body", number, indent + 1)
+                region.init = init
         i += 1
         body: list[Node] = []
-        yields: list[Operand] | None = None
-        brk: dict[str, Any] | None = None
+        yields: tuple[Operand, ...] | None = None
         while i < len(lines) and _indent(lines[i][1]) > indent:
             number, line = lines[i]
             cursor = LineCursor(line, number)
@@ -342,12 +391,14 @@ def _parse_blocks(lines: list[tuple[int, str]], i: int, node: Node, base: int) -
                 raise cursor.error("'yield' ends a block: nothing may follow it")
             start = cursor.pos
             if line.startswith("yield", start) and not WORD_CHAR.match(line, start + 5):
+                if region is None:
+                    raise cursor.error("only a region's blocks yield values")
                 cursor.pos += 5
-                yields = _operand_list(cursor)
+                yields = tuple(_operand_list(cursor))
                 i += 1
                 continue
             if line.startswith("break", start) and not WORD_CHAR.match(line, start + 5):
-                if node.op != "loop" or header != "body" or brk is not None:
+                if region is None or node.op != "loop" or header != "body" or region.exit is not None:
                     raise cursor.error("'break if' is allowed once, in the body of a loop")
                 cursor.pos += 5
                 cursor.ws()
@@ -356,8 +407,7 @@ def _parse_blocks(lines: list[tuple[int, str]], i: int, node: Node, base: int) -
                 cond = cursor.operand()
                 cursor.ws()
                 cursor.expect("yield", "'yield' after the break condition")
-                brk = {"at": len(body), "cond": operand_to_json(cond),
-                       "yield": [operand_to_json(o) for o in _operand_list(cursor)]}
+                region.exit = Exit(len(body), cond, tuple(_operand_list(cursor)))
                 i += 1
                 continue
             inner = _parse_node(cursor)
@@ -365,20 +415,9 @@ def _parse_blocks(lines: list[tuple[int, str]], i: int, node: Node, base: int) -
             i = _parse_blocks(lines, i, inner, _indent(line))
             body.append(inner)
         node.bodies[header] = body
-        if yields is None:  # the region's attributes were printed inline (see printer.region_form)
-            if brk is not None or over is not None:
-                raise IRParseError(f"block '{header}:' of region {node.name!r} does not end with 'yield'", number,
-                                   indent + 1)
-            continue
-        found: dict[str, Any] = {yield_key(node.op, header): [operand_to_json(o) for o in yields]}
-        if node.op == "loop" and header == "body":
-            found["region.break"] = brk
-            if over is not None:
-                found["region.iter"] = operand_to_json(over)
-        for key, value in found.items():
-            if key in node.attrs:
-                raise IRParseError(f"region {node.name!r} gives {key!r} both inline and in its blocks", number, 1)
-            node.attrs[key] = value
+        if yields is not None:
+            assert region is not None
+            region.yields[header] = yields
     return i
 
 
@@ -428,11 +467,11 @@ def parse_graph(text: str) -> Graph:
 def _parse_graph(text: str) -> Graph:
     lines = _significant_lines(text)
     if not lines:
-        raise IRParseError("empty input: expected the header 'dagc_ir 2'", 1, 1)
+        raise IRParseError("empty input: expected the header 'dagc_ir 3'", 1, 1)
     number, line = lines[0]
     cursor = LineCursor(line, number)
     cursor.ws()
-    cursor.expect("dagc_ir", "the header 'dagc_ir 2'")
+    cursor.expect("dagc_ir", "the header 'dagc_ir 3'")
     cursor.ws()
     start = cursor.pos
     match = re.compile(r"\d+").match(line, start)
@@ -465,13 +504,18 @@ def _parse_graph(text: str) -> Graph:
         cursor.ws()
         ch = cursor.peek()
         if ch == "%" or ch == "(":
-            start = cursor.pos
+            start, node_line = cursor.pos, number
             node = _parse_node(cursor)
             if node.name in graph:
                 raise cursor.error(f"duplicate node name {node.name!r}", start)
             i = _parse_blocks(lines, i, node, _indent(line))
             if version == 1:
                 upgrade_v1_node(node)
+            if version < 3:  # its payload printed inline, as attributes (block arguments, fused members)
+                try:
+                    upgrade_payload(node)
+                except IRFormatError as exc:
+                    raise IRParseError(str(exc), node_line, 1) from None
             graph.add_node(node)
             continue
         start = cursor.pos

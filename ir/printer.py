@@ -1,6 +1,6 @@
 """Text form of the IR: one line per item, sorted attributes, the source location at the end.
 
-    dagc_ir 2
+    dagc_ir 3
     graph @quickstart  # samples/quickstart.py:60:1-70:20
       root 'samples'
       module 'quickstart'
@@ -11,7 +11,8 @@
       %train = task @quickstart:train(%make_data#0, [%a, 3], lr=0.1) {gpus=1} [partition.device=3] after(prep)  # …
       return {'loss': %train}
 
-Region nodes (`cond`, `loop`, `try`; docs/ir.md) print their bodies as indented blocks under their line:
+Region nodes (`cond`, `loop`, `map`, `try`; docs/ir.md) print their bodies as indented blocks under their
+line, each ending in what it yields (the node's payload, dagc.ir.payload):
 
       %cond = cond: cond @if(%compare, %m)  # train.py:20:5-22:20
         then:
@@ -20,7 +21,16 @@ Region nodes (`cond`, `loop`, `try`; docs/ir.md) print their bodies as indented 
         else:
           yield None
 
-A `try` region prints its blocks as `body:` and `finally:`, each ending in the yield of its outputs.
+A loop's block names its carried values and its items, and may hold its early exit:
+
+      %loop#0, %loop#1 = loop: loop @for(0, None, %data)  # train.py:30:5-33:18
+        body(%loop@epoch, %loop@model) over [0, 1, 2]:
+          %loop.step = task @train:step(%loop@model, %data)  # train.py:31:9
+          break if %loop.step yield %loop@epoch, %loop.step
+          yield %loop@epoch, %loop.step
+
+A map's block names its item (`body(%x):`); a `try` region prints `body:` and `finally:`; a fused group
+prints its tasks in `members:`.
 
 The text loses nothing: `parse_graph` (ir/parser.py) reads it back to an equal graph, and the
 grammar is documented there. Names print bare when they only use letters, digits and `_ . # @ -`
@@ -36,13 +46,13 @@ import re
 
 from dagc import units
 
-from .core import Graph, Node, Param, body_names
+from .core import REGION_BODIES, Graph, Node, Param, body_names
 from .location import SourceSpan
 from .types import Const, Map, Operand, Ref, Seq, TaskOptions
 
 __all__ = ["print_graph", "print_node", "format_operand", "format_span", "VERSION_LINE"]
 
-VERSION_LINE = "dagc_ir 2"
+VERSION_LINE = "dagc_ir 3"
 
 # Shared with the parser, which scans exactly these forms.
 NAME_RE = re.compile(r"(?:[\w.#@\-]|\[[\w.#@\-]*\])+")
@@ -225,88 +235,51 @@ def format_attrs(attrs: dict[str, object]) -> str:
     )
 
 
-# The attributes a region's blocks print as `yield`, `break if` and `body over` lines.
-REGION_KEYS: dict[str, tuple[str, ...]] = {
-    "cond": ("region.then.yield", "region.else.yield"),
-    "loop": ("region.yield", "region.break", "region.iter"),
-    "try": ("region.body.yield", "region.finally.yield"),
-    "map": ("region.yield",),
-}
-
-
-def yield_key(op: str, body: str) -> str:
-    """The attribute holding what body `body` of a region of kind `op` yields."""
-    return "region.yield" if op in ("loop", "map") and body == "body" else f"region.{body}.yield"
-
-
-def _canonical_operands(items: object) -> bool:
-    from .serialize import operand_from_json, operand_to_json
-
-    return isinstance(items, list) and all(
-        json.dumps(operand_to_json(operand_from_json(o)), sort_keys=True) == json.dumps(o, sort_keys=True)
-        for o in items
-    )
-
-
-def region_form(node: Node) -> bool:
-    """True when `node`'s region attributes print as `yield` / `break if` / `body over` lines of its
-    blocks (they are well formed and canonical, so reading them back gives the same attributes);
-    otherwise they print inline, as any other attributes, and the blocks hold only nodes."""
-    keys = REGION_KEYS.get(node.op)
-    if keys is None or not all(k in node.attrs for k in keys):
-        return False
-    a = node.attrs
-    try:
-        if node.op in ("cond", "try", "map"):
-            return all(_canonical_operands(a[key]) for key in REGION_KEYS[node.op])
-        brk = a["region.break"]
-        if brk is not None and not (
-            isinstance(brk, dict) and set(brk) == {"at", "cond", "yield"} and type(brk["at"]) is int
-            and 0 <= brk["at"] <= len(node.bodies.get("body", []))
-            and _canonical_operands([brk["cond"]]) and _canonical_operands(brk["yield"])
-        ):
-            return False
-        return _canonical_operands(a["region.yield"]) and _canonical_operands([a["region.iter"]])
-    except Exception:  # malformed attributes print inline, as any other attributes
-        return False
-
-
 def has_blocks(node: Node) -> bool:
-    """Whether `node` prints indented blocks under its line (every region node does)."""
-    return node.op in REGION_KEYS or bool(node.bodies)
+    """Whether `node` prints indented blocks under its line (every region node does, and a fused group)."""
+    return node.op in REGION_BODIES or bool(node.bodies)
+
+
+def _block_header(node: Node, key: str) -> str:
+    """`then:`, `body(%i, %acc) over [0, 1, 2]:` (a loop: its carried values, its items),
+    `body(%x) init []:` (a map: its item, its initial lists), `members:` (a fused group)."""
+    region = node.region
+    head = _format_word(key, IDENT_RE)
+    if region is None:
+        return head + ":"
+    args = region.args.get(key)
+    if args is not None:
+        head += "(" + ", ".join("%" + format_name(a) for a in args) + ")"
+    if node.op == "loop" and key == "body" and region.iter is not None:
+        head += " over " + format_operand(region.iter)
+    if node.op == "map" and key == "body" and region.init:
+        head += " init " + ", ".join(format_operand(o) for o in region.init)
+    return head + ":"
+
+
+def _operand_line(head: str, operands: tuple[Operand, ...]) -> str:
+    items = ", ".join(format_operand(o) for o in operands)
+    return f"{head} {items}" if items else head
 
 
 def _print_region(node: Node, indent: str, lines: list[str]) -> None:
-    from .serialize import operand_from_json
-
-    structured = region_form(node)
-    a = node.attrs
-
-    def yield_line(ops: list[object], head: str = "yield") -> str:
-        items = ", ".join(format_operand(operand_from_json(o)) for o in ops)
-        return f"{head} {items}" if items else head
-
-    def break_line(brk: dict) -> str:
-        return indent + "    " + yield_line(brk["yield"], f"break if {format_operand(operand_from_json(brk['cond']))} "
-                                                          "yield")
-
+    region = node.region
     for key in body_names(node):
         body = node.bodies.get(key, [])
-        brk = a["region.break"] if structured and node.op == "loop" and key == "body" else None
-        if structured and node.op == "loop" and key == "body":
-            lines.append(f"{indent}  body over {format_operand(operand_from_json(a['region.iter']))}:")
-        else:
-            lines.append(f"{indent}  {_format_word(key, IDENT_RE)}:")
+        lines.append(f"{indent}  {_block_header(node, key)}")
+        exit_ = region.exit if region is not None and node.op == "loop" and key == "body" else None
+        exit_line = "" if exit_ is None else (
+            indent + "    " + _operand_line(f"break if {format_operand(exit_.cond)} yield", exit_.values))
         for position, inner in enumerate(body):
-            if brk is not None and brk["at"] == position:
-                lines.append(break_line(brk))
+            if exit_ is not None and exit_.at == position:
+                lines.append(exit_line)
             lines.append(indent + "    " + print_node(inner))
             if has_blocks(inner):
                 _print_region(inner, indent + "    ", lines)
-        if brk is not None and brk["at"] == len(body):
-            lines.append(break_line(brk))
-        if structured:
-            lines.append(indent + "    " + yield_line(a[yield_key(node.op, key)]))
+        if exit_ is not None and not 0 <= exit_.at < len(body):  # at the end (or out of range: the verifier says)
+            lines.append(exit_line)
+        if region is not None and key in region.yields:
+            lines.append(indent + "    " + _operand_line("yield", region.yields[key]))
 
 
 def print_node(node: Node) -> str:
@@ -331,8 +304,6 @@ def print_node(node: Node) -> str:
     if options:
         parts.append(" " + options)
     attrs = node.attrs
-    if attrs and region_form(node):
-        attrs = {k: v for k, v in attrs.items() if k not in REGION_KEYS[node.op]}
     if attrs:
         parts.append(" [" + format_attrs(attrs) + "]")
     if node.deps:

@@ -32,7 +32,7 @@ from .core import REGION_BODIES, REGION_OPS, Node, region_bodies
 from .types import Map, Operand, Ref, Seq
 
 __all__ = ["Demand", "members", "bodies", "walk", "leaves", "devices", "demand", "expected_trips",
-           "payload_operands", "operands_read", "substitute", "substitute_node", "PAYLOAD_KEYS",
+           "payload_operands", "operands_read", "substitute", "substitute_node",
            "expected_work", "max_trips", "expected_width", "independent_items", "TRIPS_ATTR", "WIDTH_ATTR", "FLOPS_PER_SECOND"]
 
 # A loop's planned trip count (from `dagc.trips(items, expected=N)`); absent: every item runs.
@@ -73,29 +73,16 @@ class Demand:
 
 
 def members(node: Node) -> list[Node]:
-    """The tasks of a `fused` node, in the order they run; [] for other ops."""
-    from .serialize import node_from_json
-
-    return [node_from_json(m) for m in node.attrs.get("fuse.members", [])] if node.op == "fused" else []
-
-
-# a region's payload: attributes holding lists of operands (JSON), and a loop's `region.break`
-PAYLOAD_KEYS = ("region.then.yield", "region.else.yield", "region.yield", "region.body.yield",
-                "region.finally.yield", "region.init")
+    """The tasks of a `fused` node (its body `members`), in the order they run; [] for other ops."""
+    return node.bodies.get("members", []) if node.op == "fused" else []
 
 
 def payload_operands(node: Node) -> list[Operand]:
-    """The operands `node`'s region payload names, decoded: each body's yields, a map's initial lists, a
-    loop's `break` condition and values ([] for a node that is not a region)."""
-    from .serialize import operand_from_json
-
-    if node.op not in REGION_OPS:
+    """The operands `node`'s region payload names (dagc.ir.payload): each body's yields, a map's initial
+    lists, a loop's `break` condition and values ([] for a node that is not a region)."""
+    if node.op not in REGION_OPS or node.region is None:
         return []
-    out = [operand_from_json(o) for key in PAYLOAD_KEYS for o in node.attrs.get(key) or ()]
-    brk = node.attrs.get("region.break")
-    if isinstance(brk, dict):
-        out += [operand_from_json(o) for o in (brk["cond"], *brk["yield"])]
-    return out
+    return list(node.region.operands())
 
 
 def operands_read(node: Node) -> Iterator[Operand]:
@@ -121,32 +108,13 @@ def substitute(operand: Operand, mapping: Mapping[str, str]) -> Operand:
 def substitute_node(node: Node, mapping: Mapping[str, str]) -> None:
     """Rename the values `node` reads, wherever it names them: its arguments, its region payload, the nodes
     of its bodies and its fused members (which name outer values directly, docs/ir.md)."""
-    from .serialize import node_from_json, node_to_json, operand_from_json, operand_to_json
-
-    def sub_json(data: object) -> object:
-        return operand_to_json(substitute(operand_from_json(data), mapping))
-
     node.args = tuple(substitute(a, mapping) for a in node.args)
     node.kwargs = tuple((k, substitute(v, mapping)) for k, v in node.kwargs)
-    if node.op == "fused":
-        rewritten = []
-        for item in node.attrs.get("fuse.members") or []:
-            member = node_from_json(item)
-            substitute_node(member, mapping)
-            rewritten.append(node_to_json(member))
-        node.attrs["fuse.members"] = rewritten
-        return
-    if node.op not in REGION_OPS:
-        return
-    for body in region_bodies(node).values():
+    for body in node.bodies.values():
         for inner in body:
             substitute_node(inner, mapping)
-    for key in PAYLOAD_KEYS:
-        if node.attrs.get(key):
-            node.attrs[key] = [sub_json(o) for o in node.attrs[key]]
-    brk = node.attrs.get("region.break")
-    if isinstance(brk, dict):
-        node.attrs["region.break"] = {**brk, "cond": sub_json(brk["cond"]), "yield": [sub_json(o) for o in brk["yield"]]}
+    if node.region is not None:
+        node.region = node.region.mapped(lambda operand: substitute(operand, mapping))
 
 
 def bodies(node: Node) -> dict[str, list[Node]]:
@@ -194,14 +162,10 @@ def demand(node: Node) -> Demand:
 
 def max_trips(node: Node) -> int:
     """Most trips a loop can make: the number of items it iterates over (1 for other nodes)."""
-    if node.op != "loop":
+    if node.op != "loop" or node.region is None:
         return 1
-    items = node.attrs.get("region.iter")  # operand JSON: {"list": [...]} or {"tuple": [...]}
-    if isinstance(items, dict) and len(items) == 1:
-        ((tag, value),) = items.items()
-        if tag in ("list", "tuple") and isinstance(value, list):
-            return len(value)
-    return 1
+    items = node.region.iter
+    return len(items.items) if isinstance(items, Seq) else 1
 
 
 def expected_trips(node: Node) -> float:

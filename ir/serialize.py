@@ -1,12 +1,20 @@
 """JSON form of the IR: versioned, canonical, exact.
 
-    {"dagc_ir": 2, "name": ..., "root": ..., "module": ..., "modules": {...}, "span": [...],
+    {"dagc_ir": 3, "name": ..., "root": ..., "module": ..., "modules": {...}, "span": [...],
      "attrs": {...}, "params": [...], "returns": <operand> | null, "nodes": [...]}
 
 A node is {"name", "op", "target", "args", "kwargs", "outputs", "types", "options", "span", "deps",
-"attrs"}, and a region node (`cond`, `loop`) also has "bodies": {"then": [node, ...], ...}, its
-nested nodes written the same way. Version 1 kept bodies as node lists in the attributes
-`region.then`, `region.else` and `region.body`; `graph_from_json` still reads it.
+"attrs"}. A node that holds bodies (a region; a `fused` group, whose body is `members`) also has
+"bodies": {"then": [node, ...], ...}, its nested nodes written the same way, and a region node has
+"region", its payload (dagc.ir.payload):
+
+    {"yields": {"then": [operand, ...], ...}, "args": {"body": [name, ...]}, "iter": operand | null,
+     "init": [operand, ...], "exit": null | {"at": int, "cond": operand, "values": [operand, ...]}}
+
+Older versions are upgraded on load. Version 2 kept the payload as JSON in the attributes
+(`region.yield`, `region.then.yield`, `region.carried`, `region.items`, `region.iter`, `region.init`,
+`region.break`, ...) and a fused group's members in `fuse.members`; version 1 also kept the bodies there
+(`region.then`, `region.else`, `region.body`).
 
 `ir/schema.json` describes the document. Operands are tagged objects so that every kind stays
 distinct after a round trip:
@@ -35,6 +43,7 @@ from typing import Any
 
 from .core import REGION_BODIES, REGION_OPS, Graph, Node, Param, body_names
 from .location import SourceSpan
+from .payload import Exit, Region
 from .types import Const, Map, Operand, Ref, Seq, TaskOptions
 
 __all__ = [
@@ -46,6 +55,9 @@ __all__ = [
     "node_to_json",
     "node_from_json",
     "upgrade_v1_node",
+    "upgrade_payload",
+    "region_to_json",
+    "region_from_json",
     "operand_to_json",
     "operand_from_json",
     "options_to_json",
@@ -54,15 +66,16 @@ __all__ = [
     "loads",
 ]
 
-FORMAT_VERSION = 2
-# Versions `graph_from_json` reads; older ones are upgraded on load (`_upgrade_v1`).
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+# Versions `graph_from_json` reads; older ones are upgraded on load (`_upgrade_v1`, `upgrade_payload`).
+READABLE_VERSIONS = (1, 2, 3)
 
 _OPTION_FIELDS = tuple(f.name for f in fields(TaskOptions))
 _OPTION_SET = frozenset(_OPTION_FIELDS)
 _NODE_KEYS = ("name", "op", "target", "args", "kwargs", "outputs", "types", "options", "span", "deps", "attrs")
 _NODE_KEY_SET = frozenset(_NODE_KEYS)
 _REGION_NODE_KEY_SET = _NODE_KEY_SET | {"bodies"}
+_PAYLOAD_KEY_SET = frozenset(("yields", "args", "iter", "init", "exit"))
 _GRAPH_KEYS = ("dagc_ir", "name", "root", "module", "modules", "span", "attrs", "params", "returns", "nodes")
 _GRAPH_KEY_SET = frozenset(_GRAPH_KEYS)
 _PARAM_KEY_SET = frozenset(("name", "value", "type", "span"))
@@ -198,12 +211,111 @@ def options_from_json(data: object) -> TaskOptions:
 
 # ---- nodes and graphs ----------------------------------------------------------------------------
 def node_to_json(node: Node) -> dict[str, Any]:
-    """A node as a JSON-ready dict (also how `fuse.members` stores member nodes)."""
+    """A node as a JSON-ready dict."""
     data = _plain_node_json(node)
     if node.op in REGION_OPS or node.bodies:
         data["bodies"] = {key: [node_to_json(inner) for inner in node.bodies.get(key, [])]
                           for key in body_names(node)}
+    if node.region is not None:
+        data["region"] = region_to_json(node.region)
     return data
+
+
+def region_to_json(region: Region) -> dict[str, Any]:
+    """A region payload as JSON (see the module docstring)."""
+    exit_ = region.exit
+    return {
+        "yields": {key: [operand_to_json(o) for o in values] for key, values in region.yields.items()},
+        "args": {key: list(names) for key, names in region.args.items()},
+        "iter": None if region.iter is None else operand_to_json(region.iter),
+        "init": [operand_to_json(o) for o in region.init],
+        "exit": None if exit_ is None else {"at": exit_.at, "cond": operand_to_json(exit_.cond),
+                                            "values": [operand_to_json(o) for o in exit_.values]},
+    }
+
+
+def _operands_from_json(data: object, what: str) -> tuple[Operand, ...]:
+    if not isinstance(data, list):
+        raise IRFormatError(f"{what} must be an array of operands, got {data!r}")
+    try:
+        return tuple(operand_from_json(item) for item in data)
+    except IRFormatError as exc:
+        raise IRFormatError(f"{what}: {exc}") from None
+
+
+def region_from_json(data: object) -> Region:
+    """Inverse of `region_to_json`."""
+    d = _check_keys(data, _PAYLOAD_KEY_SET, "'region'")
+    yields, args, exit_ = d["yields"], d["args"], d["exit"]
+    if not isinstance(yields, dict):
+        raise IRFormatError(f"'region' 'yields' must map body names to arrays of operands, got {yields!r}")
+    if not isinstance(args, dict):
+        raise IRFormatError(f"'region' 'args' must map body names to arrays of value names, got {args!r}")
+    if exit_ is not None:
+        exit_ = _check_keys(exit_, frozenset(("at", "cond", "values")), "'region' 'exit'")
+        if type(exit_["at"]) is not int:
+            raise IRFormatError(f"'region' 'exit' 'at' must be an integer, got {exit_['at']!r}")
+        exit_ = Exit(exit_["at"], operand_from_json(exit_["cond"]),
+                     _operands_from_json(exit_["values"], "'region' 'exit' 'values'"))
+    return Region({key: _operands_from_json(v, f"'region' 'yields' {key!r}") for key, v in yields.items()},
+                  {key: _str_list(v, f"'region' 'args' {key!r}") for key, v in args.items()},
+                  None if d["iter"] is None else operand_from_json(d["iter"]),
+                  _operands_from_json(d["init"], "'region' 'init'"), exit_)
+
+
+# Version 2 kept a region's payload in these attributes: what each body yields, by region kind and body
+_V2_YIELD_ATTRS = {"region.then.yield": "then", "region.else.yield": "else", "region.body.yield": "body",
+                   "region.finally.yield": "finally"}
+_V2_ARG_ATTRS = {"loop": "region.carried", "map": "region.items"}
+
+
+def upgrade_payload(node: Node) -> None:
+    """Move a version-2 node's payload out of its attributes (recursively, bodies too): a region's
+    yields, block arguments, items, initial lists and `break` into `node.region`, a fused group's
+    members (`fuse.members`, node JSON) into its body `members`. Raises IRFormatError, naming the
+    attribute, when one is malformed."""
+    for body in node.bodies.values():
+        for inner in body:
+            upgrade_payload(inner)
+    attrs = node.attrs
+    if node.op == "fused" and "fuse.members" in attrs:
+        items = attrs.pop("fuse.members")
+        if not isinstance(items, list):
+            raise IRFormatError(f"`fuse.members` must be an array of nodes, got {items!r}")
+        members = [node_from_json(item) for item in items]
+        for member in members:
+            upgrade_payload(member)
+        node.bodies["members"] = members
+        return
+    if node.op not in REGION_OPS:
+        return
+    region = node.region if node.region is not None else Region()
+    try:
+        for key in [k for k in attrs if k in _V2_YIELD_ATTRS or k == "region.yield"]:
+            body = "body" if key == "region.yield" else _V2_YIELD_ATTRS[key]
+            if body in region.yields:
+                raise IRFormatError(f"`{key}` is given both inline and in its block")
+            region.yields[body] = _operands_from_json(attrs.pop(key), f"`{key}`")
+        arg_key = _V2_ARG_ATTRS.get(node.op)
+        if arg_key is not None and arg_key in attrs:
+            region.args["body"] = _str_list(attrs.pop(arg_key), f"`{arg_key}`")
+        if "region.iter" in attrs:
+            if region.iter is not None:
+                raise IRFormatError("`region.iter` is given both inline and in its block")
+            region.iter = operand_from_json(attrs.pop("region.iter"))
+        if "region.init" in attrs:
+            region.init = _operands_from_json(attrs.pop("region.init"), "`region.init`")
+        brk = attrs.pop("region.break", None)
+        if brk is not None and region.exit is not None:
+            raise IRFormatError("`region.break` is given both inline and in its block")
+        if brk is not None:
+            if not (isinstance(brk, dict) and set(brk) == {"at", "cond", "yield"} and type(brk["at"]) is int):
+                raise IRFormatError(f"`region.break` must be null or {{at, cond, yield}}, got {brk!r}")
+            region.exit = Exit(brk["at"], operand_from_json(brk["cond"]),
+                               _operands_from_json(brk["yield"], "`region.break.yield`"))
+    except IRFormatError as exc:
+        raise IRFormatError(f"region {node.name!r}: {exc}") from None
+    node.region = region
 
 
 def _plain_node_json(node: Node) -> dict[str, Any]:
@@ -265,7 +377,9 @@ def make_node(
 def node_from_json(data: object) -> Node:
     """Inverse of `node_to_json`."""
     has_bodies = isinstance(data, dict) and "bodies" in data
-    d = _check_keys(data, _REGION_NODE_KEY_SET if has_bodies else _NODE_KEY_SET, "node")
+    has_region = isinstance(data, dict) and "region" in data
+    keys = _REGION_NODE_KEY_SET if has_bodies else _NODE_KEY_SET
+    d = _check_keys(data, keys | {"region"} if has_region else keys, "node")
     name = d["name"]
     where = f"node {name!r}" if isinstance(name, str) else "node"
     try:
@@ -296,6 +410,8 @@ def node_from_json(data: object) -> Node:
             dict(d["attrs"]),
         )
         node.bodies = bodies
+        if has_region:
+            node.region = region_from_json(d["region"])
         return node
     except IRFormatError as exc:
         raise IRFormatError(f"{where}: {exc}") from None
@@ -422,6 +538,8 @@ def graph_from_json(data: object) -> Graph:
     for index, item in enumerate(d["nodes"]):
         try:
             node = node_from_json(_upgrade_v1(item) if upgrade else item)
+            if d["dagc_ir"] < 3:
+                upgrade_payload(node)
         except IRFormatError as exc:
             raise IRFormatError(f"nodes[{index}]: {exc}") from None
         if node.name in graph:

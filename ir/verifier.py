@@ -26,8 +26,9 @@ from collections.abc import Callable, Iterator
 
 from dagc.diagnostics import Diagnostic, Note, Severity
 
-from .core import ALL_OPS, REGION_BODIES, REGION_OPS, Graph, Node
+from .core import ALL_OPS, NODE_BODIES, REGION_OPS, Graph, Node
 from .location import SourceSpan
+from .payload import Region
 from .types import Const, Map, Operand, Ref, Seq, TaskOptions
 
 __all__ = ["verify"]
@@ -294,16 +295,6 @@ def _verify(graph: Graph) -> list[Diagnostic]:
 
 
 # ---- regions -----------------------------------------------------------------------------------------
-def _json_operand(data: object, what: str, problems: list[str]) -> Operand | None:
-    from .serialize import IRFormatError, operand_from_json
-
-    try:
-        return operand_from_json(data)
-    except IRFormatError as exc:
-        problems.append(f"{what}: {exc}")
-        return None
-
-
 def _body(node: Node, key: str, problems: list[str]) -> list[Node] | None:
     body = node.bodies.get(key)
     if not isinstance(body, list) or not all(isinstance(inner, Node) for inner in body):
@@ -314,11 +305,13 @@ def _body(node: Node, key: str, problems: list[str]) -> list[Node] | None:
 
 def _stray_bodies(node: Node) -> str | None:
     """What is wrong with the set of bodies `node` holds, if anything."""
-    expected = REGION_BODIES.get(node.op, ())
+    expected = NODE_BODIES.get(node.op, ())
     extra = sorted(set(node.bodies) - set(expected))
     if extra:
-        what = f"a `{node.op}` node has no" if not expected else f"a `{node.op}` region has no"
+        what = f"a `{node.op}` region has no" if node.op in REGION_OPS else f"a `{node.op}` node has no"
         return f"{what} `{extra[0]}` body"
+    if node.region is not None and node.op not in REGION_OPS:
+        return f"a `{node.op}` node has no region payload"
     return None
 
 
@@ -333,18 +326,26 @@ def _check_region(node: Node, defined: set[str], outer_nodes: set[str], out: lis
     n_out = len(node.outputs)
     single = node.outputs == (node.name,)
 
-    def yields(key: str, count_ok: bool = True) -> list[Operand] | None:
-        data = attrs.get(key)
-        if not isinstance(data, list):
-            problems.append(f"`{key}` must be a list of operands")
-            return None
-        ops = [_json_operand(item, f"`{key}`", problems) for item in data]
-        if any(o is None for o in ops):
-            return None
-        if count_ok and len(ops) != n_out and not (not ops and single):
-            problems.append(f"`{key}` has {len(ops)} values for {n_out} outputs")
-        return ops  # type: ignore[return-value]
+    region = node.region if node.region is not None else Region()
+    if node.region is None:
+        problems.append("it has no payload (what its bodies yield)")
 
+    def yields(label: str, count_ok: bool = True) -> list[Operand] | None:
+        if label not in region.yields:
+            problems.append(f"its `{label}` body yields nothing (a block ends with `yield`, even an empty one)")
+            return None
+        ops = list(region.yields[label])
+        if count_ok and len(ops) != n_out and not (not ops and single):
+            problems.append(f"its `{label}` body yields {len(ops)} values for {n_out} outputs")
+        return ops
+
+    stray_args = sorted(set(region.args) - ({"body"} if node.op in ("loop", "map") else set()))
+    if stray_args:
+        problems.append(f"its `{stray_args[0]}` body takes no block arguments")
+    if node.op != "loop" and (region.iter is not None or region.exit is not None):
+        problems.append("only a loop has items to iterate over and an early exit")
+    if node.op != "map" and region.init:
+        problems.append("only a map has initial lists")
     bodies: list[tuple[str, list[Node], set[str], list[Operand], int | None, list[Operand]]] = []
     stray = _stray_bodies(node)
     if stray is not None:
@@ -354,60 +355,52 @@ def _check_region(node: Node, defined: set[str], outer_nodes: set[str], out: lis
             problems.append("a cond node's first operand is its predicate")
         for label in ("then", "else"):
             body = _body(node, label, problems)
-            ys = yields(f"region.{label}.yield")
+            ys = yields(label)
             if body is not None and ys is not None:
                 bodies.append((label, body, set(), ys, None, []))
     elif node.op == "map":
-        _check_map_attrs(node, attrs, captured, problems, bodies, yields)
+        _check_map(node, attrs, region, captured, problems, bodies, yields)
     elif node.op == "try":
         # outputs: the body's yields, then the finally body's; the finally body sees only the region's
         # operands (in Python a value its body would have assigned may be unbound there)
         ys_all: list[Operand] = []
         for label in ("body", "finally"):
             body = _body(node, label, problems)
-            ys = yields(f"region.{label}.yield", count_ok=False)
+            ys = yields(label, count_ok=False)
             if body is not None and ys is not None:
                 bodies.append((label, body, set(), ys, None, []))
                 ys_all += ys
         if len(bodies) == 2 and len(ys_all) != n_out and not (not ys_all and single):
             problems.append(f"the bodies yield {len(ys_all)} values for {n_out} outputs")
     else:
-        carried = attrs.get("region.carried")
-        if not isinstance(carried, list) or not all(isinstance(c, str) for c in carried):
-            problems.append("`region.carried` must be a list of value names")
-            carried = []
+        carried = list(region.args.get("body", ()))
         if len(node.args) < len(carried):
             problems.append(f"a loop with {len(carried)} carried values needs as many initial operands")
         if len(carried) != n_out and not (not carried and single):
             problems.append(f"a loop with {len(carried)} carried values has {n_out} outputs")
-        iter_ = _json_operand(attrs.get("region.iter"), "`region.iter`", problems)
-        if iter_ is not None:
+        iter_ = region.iter
+        if iter_ is None:
+            problems.append("it names no items to iterate over (`body over [...]`)")
+        else:
             if not isinstance(iter_, Seq):
-                problems.append("`region.iter` must be a list or tuple operand")
-            captured_iter = set(_refs(iter_, []))
-            missing = captured_iter - captured
+                problems.append("its items must be a list or tuple operand")
+            missing = set(_refs(iter_, [])) - captured
             if missing:
-                problems.append(f"`region.iter` uses `%{sorted(missing)[0]}`, which is not an operand of the loop")
+                problems.append(f"its items use `%{sorted(missing)[0]}`, which is not an operand of the loop")
         body = _body(node, "body", problems)
-        ys = yields("region.yield", count_ok=False)
+        ys = yields("body", count_ok=False)
         if ys is not None and len(ys) != len(carried):
-            problems.append(f"`region.yield` has {len(ys)} values for {len(carried)} carried values")
-        brk = attrs.get("region.break")
+            problems.append(f"its body yields {len(ys)} values for {len(carried)} carried values")
+        exit_ = region.exit
         at: int | None = None
         brk_ops: list[Operand] = []
-        if brk is not None:
-            if not (isinstance(brk, dict) and set(brk) == {"at", "cond", "yield"} and type(brk["at"]) is int):
-                problems.append("`region.break` must be null or {at, cond, yield}")
-            else:
-                at = brk["at"]
-                if body is not None and not 0 <= at <= len(body):
-                    problems.append(f"`region.break.at` = {at} is outside the body")
-                cond = _json_operand(brk["cond"], "`region.break.cond`", problems)
-                bys = [_json_operand(o, "`region.break.yield`", problems) for o in brk["yield"]] \
-                    if isinstance(brk["yield"], list) else []
-                if not isinstance(brk["yield"], list) or len(bys) != len(carried):
-                    problems.append("`region.break.yield` needs one value per carried value")
-                brk_ops = [o for o in [cond, *bys] if o is not None]
+        if exit_ is not None:
+            at = exit_.at
+            if body is not None and not 0 <= at <= len(body):
+                problems.append(f"its early exit at {at} is outside the body")
+            if len(exit_.values) != len(carried):
+                problems.append("its early exit needs one value per carried value")
+            brk_ops = [exit_.cond, *exit_.values]
         if body is not None and ys is not None:
             bodies.append(("body", body, set(carried), ys, at, brk_ops))
     for problem in problems:
@@ -471,14 +464,13 @@ def _positive_or_none(value: object) -> bool:
     return value is None or (type(value) is int and value > 0)
 
 
-def _check_map_attrs(node: Node, attrs: dict, captured: set[str], problems: list[str], bodies: list,
-                     yields: Callable[[str], list[Operand] | None]) -> None:
-    """A map: `region.over` leading operands iterated together, `region.items` block arguments, a
-    body, and per output an initial list (`region.init`) and the list each item appends (`region.yield`)."""
-    items = attrs.get("region.items")
-    if not isinstance(items, list) or not items or not all(isinstance(i, str) for i in items):
-        problems.append("`region.items` must be a non-empty list of value names")
-        items = []
+def _check_map(node: Node, attrs: dict, region: Region, captured: set[str], problems: list[str], bodies: list,
+               yields: Callable[..., list[Operand] | None]) -> None:
+    """A map: `region.over` leading operands iterated together, its item names (the body's block
+    arguments), a body, and per output an initial list and the list each item appends (its yield)."""
+    items = list(region.args.get("body", ()))
+    if not items:
+        problems.append("its body names no item (`body(%item):`)")
     over = attrs.get("region.over")
     if type(over) is not int or not 1 <= over <= len(node.args):
         problems.append("`region.over` must count the leading operands the map iterates over (at least 1)")
@@ -494,15 +486,16 @@ def _check_map_attrs(node: Node, attrs: dict, captured: set[str], problems: list
     width = attrs.get("region.width")
     if width is not None and (isinstance(width, bool) or not isinstance(width, (int, float)) or width < 0):
         problems.append("`region.width` must be a number of items, at least 0")
-    inits = yields("region.init")
-    if inits is not None:
-        missing = {v for o in inits for v in _refs(o, [])} - captured
-        if missing:
-            problems.append(f"`region.init` uses `%{sorted(missing)[0]}`, which is not an operand of the map")
+    inits = list(region.init)
+    if len(inits) != len(node.outputs) and not (not inits and node.outputs == (node.name,)):
+        problems.append(f"it has {len(inits)} initial lists for {len(node.outputs)} outputs")
+    missing = {v for o in inits for v in _refs(o, [])} - captured
+    if missing:
+        problems.append(f"its initial lists use `%{sorted(missing)[0]}`, which is not an operand of the map")
     body = _body(node, "body", problems)
-    ys = yields("region.yield")
+    ys = yields("body")
     if ys is not None and not all(isinstance(y, Seq) and y.kind == "list" for y in ys):
-        problems.append("`region.yield` holds one list operand per output (the values an item appends)")
+        problems.append("its body yields one list operand per output (the values an item appends)")
     if body is not None and ys is not None:
         bodies.append(("body", body, set(items), ys, None, []))
 

@@ -76,7 +76,7 @@ _SPAN_FILES = (
 )
 _TYPES = ("Tensor", "int", "float", "list[int]", "dict[str, Tensor]", "tuple[int, ...]", "int | None",
           "torch.nn.Module", "Optional[list[dict[str, int]]]", "'quoted'")
-_ATTR_KEYS = ("partition.device", "schedule.start", "schedule.finish", "cost.estimate", "fuse.members",
+_ATTR_KEYS = ("partition.device", "schedule.start", "schedule.finish", "cost.estimate",
               "comm.bytes", "x.with-dash", "odd key.with space")
 _MODULE_NAMES = st.sampled_from(("quickstart", "pkg.data", "models.resnet", "ü.mod"))
 _MODULE_MAPS = st.dictionaries(_MODULE_NAMES, st.sampled_from(("quickstart.py", "pkg/data.py", "ü.py")), max_size=3)

@@ -353,7 +353,7 @@ def test_region_is_one_step_of_its_rank(tmp_path: Path, sample: str, ranks: int)
     from dagc.ir.core import region_bodies
 
     inner = [n for body in region_bodies(region).values() for n in body]
-    defined = {v for n in inner for v in n.outputs} | set(region.attrs.get("region.carried") or [])
+    defined = {v for n in inner for v in n.outputs} | set(region.region.args.get("body", ()))
     reads = {v for n in inner for v in n.input_values()} - defined
     assert reads and reads <= set(region.input_values())
     if (sample, ranks) == ("hparam_sweep", 2):  # on rank 1, its bodies read values received from rank 0

@@ -394,7 +394,7 @@ def test_continue_forms_compile_to_branches(continues) -> None:
     graph = compile_file(script, pipeline_name="skip_and_stop", passes="verify")
     (loop,) = [n for n in graph if n.op == "loop"]
     body = [n.op for n in loop.bodies["body"]]
-    assert body == ["task", "task", "task", "cond"] and loop.attrs["region.break"]["at"] == 2
+    assert body == ["task", "task", "task", "cond"] and loop.region.exit.at == 2
     text = print_graph(graph)
     assert print_graph(parse_graph(text)) == text
 

@@ -167,7 +167,7 @@ def test_a_loop_left_by_break_carries_what_it_appends(project) -> None:
     graph = compile_file(script, pipeline_name="break_appends")
     (loop,) = [n for n in graph if n.op == "loop" and any(i.op == "task" and i.target.endswith(":done")
                                                           for i in loop_body(n))]
-    carried = loop.attrs["region.carried"]
+    carried = list(loop.region.args["body"])
     assert {"loop@history", "loop@odds", "loop@scores"} <= set(carried)
 
 

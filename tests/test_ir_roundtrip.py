@@ -83,7 +83,7 @@ def quickstart() -> Graph:
 
 
 GOLDEN = """\
-dagc_ir 2
+dagc_ir 3
 graph @quickstart  # samples/quickstart.py:60:1-70:20
   root 'samples'
   module 'quickstart'
@@ -119,7 +119,7 @@ def test_golden_text_parses_back_to_the_same_graph() -> None:
 
 def test_golden_json_shape() -> None:
     data = json.loads(dumps(quickstart()))
-    assert data["dagc_ir"] == 2
+    assert data["dagc_ir"] == 3
     assert data["nodes"][1]["kwargs"] == [["seed", {"const": 0}]]
     assert data["nodes"][1]["options"] == {"cost": 1.0, "out_size": 65536}
     assert data["nodes"][2]["args"][1] == {"list": [{"ref": "n"}, {"ref": "make_data#1"}, {"const": 3}]}
@@ -165,7 +165,7 @@ def test_json_validates_against_schema(g: Graph) -> None:
 def test_node_json_round_trip(g: Graph) -> None:
     for node in g:
         data = node_to_json(node)
-        assert json.loads(json.dumps(data)) == data  # plain JSON, as fuse.members stores it
+        assert json.loads(json.dumps(data)) == data  # plain JSON
         back = node_from_json(json.loads(json.dumps(data)))
         assert node_to_json(back) == data
         assert print_node(back) == print_node(node)
@@ -195,7 +195,7 @@ def test_schema_is_valid_and_rejects_bad_documents() -> None:
     good = json.loads(dumps(quickstart()))
     assert validator.is_valid(good)
     for mutate in (
-        lambda d: d.update(dagc_ir=3),
+        lambda d: d.update(dagc_ir=4),
         lambda d: d["nodes"][0].pop("span"),
         lambda d: d["nodes"][0]["args"].append({"ref": 3}),
         lambda d: d["nodes"][0]["args"].append({"cosnt": 3}),
@@ -341,17 +341,18 @@ def test_returns_none_and_const_none_differ() -> None:
     assert parse_graph(print_graph(g)).returns == Const(None) and loads(dumps(g)).returns == Const(None)
 
 
-def test_fuse_members_stored_as_node_json() -> None:
+def test_fused_members_are_its_body_and_round_trip() -> None:
     g = quickstart()
-    members = [node_to_json(g.node("make_data")), node_to_json(g.node("train[3]"))]
+    members = [g.node("make_data"), g.node("train[3]")]
     fused = Node("fused0", "fused", "", (Ref("n"),), outputs=("fused0",), span=span(40, 5),
-                 attrs={"fuse.members": members})
+                 bodies={"members": members})
     h = Graph("h", params=[Param("n", Const(1), span=span(1, 1))])
     h.add_node(fused)
+    assert "    members:\n" in print_graph(h) and fused.region is None
     for back in (loads(dumps(h)), parse_graph(print_graph(h))):
-        stored = back.node("fused0").attrs["fuse.members"]
-        assert stored == members
-        assert node_to_json(node_from_json(stored[1])) == members[1]
+        stored = back.node("fused0").bodies["members"]
+        assert [node_to_json(m) for m in stored] == [node_to_json(m) for m in members]
+        assert print_graph(back) == print_graph(h) and dumps(back) == dumps(h)
 
 
 def test_parser_skips_blank_and_comment_lines_and_crlf() -> None:
@@ -384,15 +385,15 @@ def test_straight_line_10k_nodes_round_trip() -> None:
 
 
 # ---- errors -----------------------------------------------------------------------------------------
-HEAD = "dagc_ir 2\ngraph @g  # g.py:1:1\n"
+HEAD = "dagc_ir 3\ngraph @g  # g.py:1:1\n"
 
 
 @pytest.mark.parametrize(
     "text, line, col, fragment",
     [
         ("", 1, 1, "empty input"),
-        ("dagc_ir 3\ngraph @g\n", 1, 9, "unsupported IR version 3"),
-        ("dagc 1\n", 1, 1, "expected the header 'dagc_ir 2'"),
+        ("dagc_ir 4\ngraph @g\n", 1, 9, "unsupported IR version 4"),
+        ("dagc 1\n", 1, 1, "expected the header 'dagc_ir 3'"),
         ("dagc_ir 1\n", 2, 1, "expected a 'graph @name' line"),
         ("dagc_ir 1\nnode @g\n", 2, 1, "expected 'graph @name'"),
         (HEAD + "  %a = task @m:f(1, 'open)\n", 3, 21, "unterminated string"),
@@ -433,7 +434,7 @@ def test_parse_errors_point_at_line_and_column(text: str, line: int, col: int, f
 @pytest.mark.parametrize(
     "mutate, fragment",
     [
-        (lambda d: d.update(dagc_ir=3), "unsupported dagc IR version 3: this dagc reads versions 1, 2"),
+        (lambda d: d.update(dagc_ir=4), "unsupported dagc IR version 4: this dagc reads versions 1, 2, 3"),
         (lambda d: d.update(dagc_ir=True), "unsupported dagc IR version True"),
         (lambda d: d.pop("dagc_ir"), "not a dagc IR document"),
         (lambda d: d.pop("nodes"), "graph has no 'nodes' key"),
@@ -509,7 +510,7 @@ def test_output_is_independent_of_hash_seed() -> None:
 V1 = REPO / "tests" / "golden" / "v1"
 
 
-def test_version_1_files_load_as_the_version_2_graph(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_version_1_files_load_as_the_current_graph(monkeypatch: pytest.MonkeyPatch) -> None:
     """IR saved by a release that kept region bodies as node JSON in attributes (version 1) loads, from
     JSON and from text, as exactly the graph this release compiles from the same script."""
     from dagc.frontend import compile_source
@@ -527,20 +528,72 @@ def test_version_1_files_load_as_the_version_2_graph(monkeypatch: pytest.MonkeyP
     assert "region.body" not in loop.attrs and [n.op for n in loop.bodies["body"]] == ["glue", "cond", "glue"]
     cond = loop.bodies["body"][1]
     assert [n.name for n in cond.bodies["then"]] == ["loop.cond.then.step"]
-    assert json.loads(dumps(from_json))["dagc_ir"] == 2
+    assert json.loads(dumps(from_json))["dagc_ir"] == 3
 
 
-def test_a_region_with_malformed_yields_still_round_trips_through_text() -> None:
-    g = parse_graph(HEAD + "  %x = task @m:f()  # g.py:2:1\n"
+# ---- every sample and port ---------------------------------------------------------------------------
+_SOURCES = sorted([*(REPO / "samples").glob("*.py"), *(REPO / "tests" / "ports").glob("*.py")])
+
+
+@pytest.mark.parametrize("source", _SOURCES, ids=lambda p: p.stem)
+def test_compiled_samples_round_trip_through_text_and_json(source: Path) -> None:
+    """Every region kind, payload and fused group a real pipeline compiles to reads back exactly."""
+    from dagc.driver import compile_file
+
+    g = compile_file(source, passes="verify,dce,cse,fuse")
+    text, js = print_graph(g), dumps(g)
+    assert print_graph(parse_graph(text)) == text and dumps(parse_graph(text)) == js
+    assert dumps(loads(js)) == js and print_graph(loads(js)) == text
+    assert ir.verify(parse_graph(text)) == []
+
+
+# ---- version 2 -----------------------------------------------------------------------------------------
+V2 = REPO / "tests" / "golden" / "v2"
+
+
+def test_version_2_files_load_as_the_current_graph(monkeypatch: pytest.MonkeyPatch) -> None:
+    """IR saved by a release that kept region payloads as JSON in attributes and fused members in
+    `fuse.members` (version 2) loads, from JSON and from text, as exactly the graph this release compiles:
+    a loop with a branch and a break, a map, a try, a fused group."""
+    from dagc.driver import compile_file
+
+    old_json = (V2 / "regions_v2.ir.json").read_text(encoding="utf-8")
+    old_text = (V2 / "regions_v2.ir.txt").read_text(encoding="utf-8")
+    assert '"dagc_ir": 2' in old_json and '"fuse.members"' in old_json and old_text.startswith("dagc_ir 2\n")
+    assert "region.carried=" in old_text and "region.items=" in old_text
+    monkeypatch.chdir(V2)
+    fresh = compile_file(Path("regions_v2.py"), passes="verify,dce,fuse")
+    from_json, from_text = loads(old_json), parse_graph(old_text)
+    assert dumps(from_json) == dumps(fresh) == dumps(from_text)
+    assert print_graph(from_text) == print_graph(fresh)
+    assert ir.verify(from_json) == []
+    loop, map_, try_, fused = (from_json.node(n) for n in ("loop", "map", "try", "fused.small"))
+    assert loop.region.args == {"body": ("loop@i", "loop@x")} and loop.region.exit.at == 3
+    assert loop.region.iter == Seq("list", tuple(Const(i) for i in range(5)))
+    assert map_.region.args == {"body": ("map@s",)} and map_.region.init == (Seq("list", ()),)
+    assert set(try_.region.yields) == {"body", "finally"}
+    assert [m.name for m in fused.bodies["members"]] == ["small", "smaller"]
+    assert not any(k in n.attrs for n in from_json for k in ("region.yield", "region.carried", "fuse.members"))
+
+
+def test_a_malformed_version_2_payload_is_an_error_at_its_line() -> None:
+    with pytest.raises(IRParseError, match=r"region 'c': `region.then.yield`.*bogus") as info:
+        parse_graph("dagc_ir 2\ngraph @g  # g.py:1:1\n  %x = task @m:f()  # g.py:2:1\n"
                     "  %c = cond @if(%x) [region.then.yield=[{\"bogus\": 1}], region.else.yield=[]]  # g.py:3:1\n"
                     "    then:\n      %c.then.a = task @m:a(%x)  # g.py:4:1\n    else:\n")
+    assert info.value.line == 4
+
+
+def test_a_region_whose_block_yields_nothing_round_trips_and_is_reported() -> None:
+    g = parse_graph(HEAD + "  %x = task @m:f()  # g.py:2:1\n"
+                    "  %c = cond @if(%x)  # g.py:3:1\n"
+                    "    then:\n      %c.then.a = task @m:a(%x)  # g.py:4:1\n      yield %c.then.a\n    else:\n")
     c = g.node("c")
     assert [n.name for n in c.bodies["then"]] == ["c.then.a"] and c.bodies["else"] == []
+    assert set(c.region.yields) == {"then"}
     text = print_graph(g)
-    # printed inline; the blocks hold only nodes
-    assert "region.then.yield" in text and not any(line.strip().startswith("yield") for line in text.splitlines())
-    assert print_graph(parse_graph(text)) == text and dumps(parse_graph(text)) == dumps(g)
-    assert any(d.code == "DAGC205" for d in ir.verify(g))
+    assert print_graph(parse_graph(text)) == text and dumps(parse_graph(text)) == dumps(g) == dumps(loads(dumps(g)))
+    assert [d.code for d in ir.verify(g)] == ["DAGC205"] and "`else` body yields nothing" in ir.verify(g)[0].message
 
 
 def test_bodies_on_a_task_or_an_unknown_body_are_malformed() -> None:

@@ -200,7 +200,7 @@ def test_an_exit_that_does_something_first(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     import pickle
 
-    assert pickle.loads(out.read_bytes()) == plain and loop.attrs["region.break"] is not None
+    assert pickle.loads(out.read_bytes()) == plain and loop.region.exit is not None
 
 
 def test_check_points_at_torchrun_variables_read_at_import(tmp_path: Path) -> None:

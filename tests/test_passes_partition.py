@@ -132,8 +132,8 @@ def _groups_of(g: Graph) -> dict[str, str]:
     out = {}
     for n in g:
         if n.op == "fused":
-            for m in n.attrs["fuse.members"]:
-                out[m["name"]] = n.name
+            for m in n.bodies["members"]:
+                out[m.name] = n.name
         else:
             out[n.name] = n.name
     return out
@@ -153,9 +153,9 @@ def test_fuse_keeps_reachability(g, backend, spec):
     assert g.reachability_pairs() == expected
     for n in g:
         if n.op == "fused":
-            members = n.attrs["fuse.members"]
-            assert len(members) >= 2 and n.span == before.node(members[0]["name"]).span
-            olds = [before.node(m["name"]) for m in members]
+            members = n.bodies["members"]
+            assert len(members) >= 2 and n.span == before.node(members[0].name).span
+            olds = [before.node(m.name) for m in members]
             assert len({(o.options.retries, o.options.gpus, o.attrs.get("partition.device")) for o in olds}) == 1
     assert g.output_values() == before.output_values()
     assert all(r.pass_name == "fuse" for r in ctx.remarks)
@@ -170,7 +170,7 @@ def test_fuse_chain_remarks_and_refusals():
     ctx = run("fuse", g, None)
     assert [n.op for n in g] == ["fused", "task"]
     fused = g.nodes[0]
-    assert [m["name"] for m in fused.attrs["fuse.members"]] == ["a", "b"]
+    assert [m.name for m in fused.bodies["members"]] == ["a", "b"]
     assert fused.outputs == ("b",) and fused.options.cost == 2.0
     assert g.node("c").args == (Ref("b"),)
     text = " | ".join(r.message for r in ctx.remarks)

@@ -151,7 +151,7 @@ def test_fused_groups_and_profiles() -> None:
     # members measured one by one: the fused node's cost is their sum
     graph, _ = run_passes(loop_graph(shards=2, steps=1), "verify,fuse{siblings=false}", "1")
     fused = next(n for n in graph if n.op == "fused" and n.name.startswith("fused.shard[0]"))
-    members = [m["name"] for m in fused.attrs["fuse.members"]]
+    members = [m.name for m in fused.bodies["members"]]
     run = RunRecord(Path("."), "r1", tasks={m: TaskRecord(m, 0, 1, 0.5, 7, 1, "ok") for m in members})
     apply_profile(graph, run)
     assert graph.node(fused.name).options.cost == pytest.approx(0.5 * len(members))

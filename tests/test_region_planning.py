@@ -17,7 +17,8 @@ from dagc.frontend import compile_source
 from dagc.ir import regions
 from dagc.ir.core import Node
 from dagc.ir.location import SourceSpan
-from dagc.ir.types import Const, Ref, TaskOptions
+from dagc.ir.payload import Region
+from dagc.ir.types import Const, Ref, Seq, TaskOptions
 from tests.interpreters import run_python
 from tests.test_backend_local import _plain_result
 
@@ -185,18 +186,16 @@ def _task(name: str, **options: object) -> Node:
 
 
 def _loop(name: str, body: list[Node], items: int, trips: int | None = None) -> Node:
-    attrs: dict[str, object] = {"region.carried": [f"{name}@i"],
-                                "region.iter": {"list": [{"const": k} for k in range(items)]},
-                                "region.yield": [{"ref": f"{name}@i"}], "region.break": None}
-    if trips is not None:
-        attrs[regions.TRIPS_ATTR] = trips
-    return Node(name, "loop", "for", (Const(None),), span=SPAN, attrs=attrs, bodies={"body": body})
+    attrs: dict[str, object] = {} if trips is None else {regions.TRIPS_ATTR: trips}
+    payload = Region(yields={"body": (Ref(f"{name}@i"),)}, args={"body": (f"{name}@i",)},
+                     iter=Seq("list", tuple(Const(k) for k in range(items))))
+    return Node(name, "loop", "for", (Const(None),), span=SPAN, attrs=attrs, bodies={"body": body}, region=payload)
 
 
 def test_nested_regions_aggregate_demand_and_work() -> None:
     inner = _loop("inner", [_task("a", cost=2.0, memory=1 << 30), _task("b", flops=3e12)], items=4, trips=2)
     cond = Node("c", "cond", "if", (Ref("x"),), span=SPAN,
-                attrs={"region.then.yield": [], "region.else.yield": []},
+                region=Region(yields={"then": (), "else": ()}),
                 bodies={"then": [inner], "else": [_task("e", cost=7.0, gpus=2.0)]})
     outer = _loop("outer", [cond, _task("z", ranks=4)], items=3)
     assert [n.name for n in regions.walk(outer)] == ["c", "inner", "a", "b", "e", "z"]
@@ -221,7 +220,7 @@ def test_plain_nodes_answer_for_themselves() -> None:
 
 
 def test_try_region_is_planned_as_its_body_then_its_finally_body() -> None:
-    region = Node("t", "try", "try", (), span=SPAN, attrs={"region.body.yield": [], "region.finally.yield": []},
+    region = Node("t", "try", "try", (), span=SPAN, region=Region(yields={"body": (), "finally": ()}),
                   bodies={"body": [_task("train", cost=5.0, gpus=1.0), _task("ev", flops=2e12)],
                           "finally": [_task("notify", cost=0.5, memory=1 << 20)]})
     assert [n.name for n in regions.walk(region)] == ["train", "ev", "notify"]

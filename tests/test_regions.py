@@ -193,7 +193,7 @@ def p(limit: int = 35):
     for limit in (5, 35, 1000):
         graph, root = _ok(write_project, body, limit=limit)
         [loop] = [n for n in graph if n.op == "loop"]
-        assert loop.attrs["region.break"]["at"] == 3
+        assert loop.region.exit.at == 3
         assert _run(graph, root, tmp_path) == _plain(root, limit=limit)
 
 

@@ -19,8 +19,8 @@ def test_sweep_shape() -> None:
 def test_early_stopping_is_one_loop_region() -> None:
     graph = compile_file(SAMPLES / "early_stopping.py")
     [loop] = [n for n in graph if n.op == "loop"]
-    assert len(loop.attrs["region.iter"]["list"]) == 40
-    assert loop.attrs["region.break"] is not None
+    assert len(loop.region.iter.items) == 40
+    assert loop.region.exit is not None
 
 
 def test_file_pipeline_orders_writer_before_reader() -> None:

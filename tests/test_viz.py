@@ -23,6 +23,7 @@ from dagc.cost import CostModel
 from dagc.driver import compile_file
 from dagc.ir.core import Graph, Node, Param
 from dagc.ir.location import SourceSpan
+from dagc.ir.payload import Region
 from dagc.ir.types import Const, Ref, Seq, TaskOptions
 from dagc.passes.base import PassContext, PassManager, parse_pipeline
 from dagc.renderer import find_renderer
@@ -161,8 +162,8 @@ def test_fused_groups_are_boxes_inside_their_device() -> None:
         body = dot[dot.index(f"subgraph cluster_device_{device} {{"):]
         box = body.index(f"subgraph cluster_fused_{re.sub(r'[^A-Za-z0-9_]', '_', node.name)} {{")
         assert box < body.index("\n\t\t}") or box < len(body)
-        for member in node.attrs["fuse.members"]:
-            assert f'"task.{member["name"]}"' in dot
+        for member in node.bodies["members"]:
+            assert f'"task.{member.name}"' in dot
 
 
 def test_loop_pattern() -> None:
@@ -232,7 +233,7 @@ def test_cond_and_loop_regions_are_dashed_boxes() -> None:
     body = [Node("loop.step", "task", "r:step", args=(Ref("data"),), span=span),
             Node("loop.check", "task", "r:check", args=(Ref("loop.step"),), span=span)]
     g.add_node(Node("loop", "loop", "for", args=(Ref("data"),), span=span,
-                    attrs={"region.iter": {"list": [{"const": i} for i in range(5)]}}, bodies={"body": body}))
+                    region=Region(iter=Seq("list", tuple(Const(i) for i in range(5)))), bodies={"body": body}))
     g.add_node(Node("pick", "cond", "if", args=(Ref("flag"), Ref("loop")), span=span,
                     bodies={"then": [Node("then.a", "task", "r:a", span=span)],
                             "else": [Node("else.b", "task", "r:b", span=span)]}))

@@ -10,6 +10,7 @@ import pytest
 from dagc.backends import emit
 from dagc.driver import compile_file
 from dagc.frontend import compile_source
+from dagc.ir.types import Const, Seq
 from tests.interpreters import run_python
 from tests.test_backend_local import _plain_result
 
@@ -50,8 +51,8 @@ def test_bounded_while_is_one_loop_region(write_project) -> None:
     graph = compile_file(root / "w.py")
     [loop] = [n for n in graph if n.op == "loop"]
     # one trip more than the bound re-checks the test, as `while` does
-    assert loop.attrs["region.iter"]["list"] == [{"const": i} for i in range(6)]
-    assert loop.attrs["region.break"] is not None
+    assert loop.region.iter == Seq("list", tuple(Const(i) for i in range(6)))
+    assert loop.region.exit is not None
     lines = (root / "w.py").read_text().splitlines()
     assert lines[loop.span.line - 1].strip().startswith("while epoch < MAX")  # the `while` statement
 

@@ -9,6 +9,7 @@ from dagc.backends.graphviz.model import node_devices, node_duration
 from dagc.backends.graphviz.style import CRITICAL_COLOUR, CROSS_COLOUR, device_tint, swatch_box, swatch_line
 from dagc.ir import regions
 from dagc.ir.core import Graph, Node
+from dagc.ir.types import Seq
 from dagc.units import format_duration, format_size
 
 
@@ -108,9 +109,8 @@ def region_head(node: Node) -> str:
         width = (f"×{regions.expected_width(node):g} {word}" if regions.WIDTH_ATTR in node.attrs
                  else "width known at run time")
         return f"<<B>for each</B> of {html.escape(over)}<BR/>{width}>"
-    trips = node.attrs.get("region.iter")
-    items = next((v for v in trips.values() if isinstance(v, list)), None) if isinstance(trips, dict) else None
-    count = len(items) if items is not None else None
+    items = node.region.iter if node.region is not None else None
+    count = len(items.items) if isinstance(items, Seq) else None
     planned = ""
     if count is not None and regions.TRIPS_ATTR in node.attrs:  # `dagc.trips(..., expected=N)`
         planned = f", planned {regions.expected_trips(node):g}"

@@ -161,7 +161,7 @@ def _resolve_focus(graph: Graph, task: str) -> str:
     if task in graph:
         return task
     for node in graph:  # a member of a fused group
-        if any(m.get("name") == task for m in node.attrs.get("fuse.members", []) if isinstance(m, dict)):
+        if any(m.name == task for m in regions.members(node)):
             return node.name
     import difflib
 

@@ -127,7 +127,7 @@ def fusion_groups(graph: Graph, cost: CostModel, *, siblings: bool, tiny: float,
 @dataclass(frozen=True)
 class Fuse(Pass):
     """Pre: verified graph (partitioned or not). Post: each fused group is one node with op
-    `fused`, `attrs["fuse.members"]` = the members as IR JSON (in run order), outputs = member
+    `fused`, its body `members` = the member nodes (in run order), outputs = member
     values used outside the group or returned, inputs = values the members read from outside;
     the first member's span and options (cost/flops summed); reachability between the remaining
     nodes is unchanged. Options: `siblings` (also fuse tiny siblings), `tiny` (seconds; 0 means
@@ -138,8 +138,6 @@ class Fuse(Pass):
     tiny: float = 0.0
 
     def apply(self, ctx: PassContext, graph: Graph) -> None:
-        from dagc.ir.serialize import node_to_json
-
         cost = cost_model_of(ctx)
         tiny = self.tiny if self.tiny > 0 else 10 * cost.overhead
         remarks: list[tuple[str, str | None]] = []
@@ -193,7 +191,7 @@ class Fuse(Pass):
                 reads=tuple(dict.fromkeys(r for n in nodes for r in n.options.reads)),
                 writes=tuple(dict.fromkeys(w for n in nodes for w in n.options.writes)),
             )
-            attrs: dict[str, Any] = {"fuse.members": [node_to_json(n) for n in nodes]}
+            attrs: dict[str, Any] = {}
             if "partition.device" in first.attrs:
                 attrs["partition.device"] = first.attrs["partition.device"]
             for n in members:
@@ -209,6 +207,7 @@ class Fuse(Pass):
                 span=first.span,
                 deps=tuple(deps),
                 attrs=attrs,
+                bodies={"members": nodes},
             )
             graph.add_node(fused)
             # ordering deps on a member now point at the fused node

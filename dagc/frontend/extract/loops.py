@@ -27,7 +27,6 @@ from dagc.frontend.extract.values import (
     Static,
     Value,
     is_task_result,
-    operand_json,
     to_operand,
     value_of,
 )
@@ -35,6 +34,7 @@ from dagc.frontend.modules import ModuleInfo
 from dagc.frontend.static import NotStatic, iterate_static
 from dagc.ir.core import Node, output_name
 from dagc.ir.location import SourceSpan
+from dagc.ir.payload import Exit, Region
 from dagc.ir.regions import TRIPS_ATTR
 from dagc.ir.types import Const, Map, Operand, Ref, Seq
 
@@ -393,16 +393,11 @@ class Loops(Component):
                 scope.env[var] = POISON
             raise ExtractError
         body = context.block
-        attrs: dict[str, Any] = {
-            "region.carried": block_args,
-            "region.iter": operand_json(iter_operand),
-            "region.yield": [operand_json(y) for y in yields],
-            "region.break": None if context.break_at is None else {
-                "at": context.break_at,
-                "cond": operand_json(context.break_cond),
-                "yield": [operand_json(y) for y in context.break_yield or []],
-            },
-        }
+        exit_ = None if context.break_at is None else Exit(context.break_at, context.break_cond,
+                                                             tuple(context.break_yield or []))
+        payload = Region(yields={"body": tuple(yields)}, args={"body": tuple(block_args)}, iter=iter_operand,
+                         exit=exit_)
+        attrs: dict[str, Any] = {}
         if trips is not None:
             attrs[TRIPS_ATTR] = trips  # planning only (dagc.ir.regions.expected_trips)
         extra = [iter_operand, *yields, *(context.break_yield or [])]
@@ -412,7 +407,7 @@ class Loops(Component):
         outputs = tuple(output_name(name, i, len(carried)) for i in range(len(carried)))
         node = Node(name, "loop", "for", (*inits, *[Ref(c) for c in captures]), (), outputs,
                     (None,) * len(outputs), self.cx.regions.region_options(body), span, tuple(deps), attrs,
-                    {"body": body})
+                    {"body": body}, payload)
         self.cx.regions.close_region(node, body)
         scope.env.clear()
         scope.env.update(saved_env)

@@ -28,11 +28,11 @@ from dagc.frontend.extract.values import (
     Static,
     is_task_result,
     known_container,
-    operand_json,
     to_operand,
 )
 from dagc.frontend.modules import ModuleInfo
 from dagc.ir.core import Node, output_name
+from dagc.ir.payload import Region
 from dagc.ir.regions import WIDTH_ATTR
 from dagc.ir.types import Operand, Ref, Seq
 
@@ -276,12 +276,10 @@ class Maps(Component):
     def _map_node(self, name: str, stmt: ast.For, spec: MapSpec, over: list[Operand], block_args: list[str],
                   body: list[Node], inits: list[Operand], yields: list[Operand], span: Any) -> Node:
 
+        payload = Region(yields={"body": tuple(yields)}, args={"body": tuple(block_args)}, init=tuple(inits))
         attrs: dict[str, Any] = {
-            "region.items": block_args,
             "region.over": len(over),
             "region.enumerate": spec.start,
-            "region.init": [operand_json(o) for o in inits],
-            "region.yield": [operand_json(y) for y in yields],
             "region.max_items": spec.options.get("max_items"),
             "region.concurrency": spec.options.get("concurrency"),
         }
@@ -294,7 +292,7 @@ class Maps(Component):
         types = tuple("list" for _ in yields) or (None,)
         return Node(name, "map", "for", (*over, *[Ref(c) for c in captures]), (), outputs, types,
                     self.cx.regions.region_options(body), span, tuple(deps), attrs,
-                    {"body": body})
+                    {"body": body}, payload)
 
     def map_comprehension(self, expr: ast.ListComp, spec: MapSpec, scope: Scope, info: ModuleInfo) -> Any:
         """`[f(x) for x in <run-time list> ...]`: the `for` loop that appends each element, as a map."""

@@ -149,11 +149,11 @@ def aggregate_effects(node: Node, body: list[Node]) -> None:
     from dagc.ir.effects import node_effects
 
     inner = region_defined(node) | {o for n in body for o in n.outputs}
-    carried = list(node.attrs.get("region.carried") or ())
+    carried = list(node.region.args.get("body", ())) if node.op == "loop" and node.region is not None else []
     start = {c: list(iter_refs(node.args[i])) for i, c in enumerate(carried) if i < len(node.args)}
     if node.op == "map":  # changing an item changes the list it came from
         over = [v for operand in node.args[: node.attrs.get("region.over", 1)] for v in iter_refs(operand)]
-        start.update({item: over for item in node.attrs.get("region.items") or ()})
+        start.update({item: over for item in (node.region.args.get("body", ()) if node.region else ())})
     mutates: dict[str, None] = {}
     writes: dict[str, None] = {}
     reads: dict[str, None] = {}
@@ -190,8 +190,8 @@ def region_defined(node: Node) -> set[str]:
     out: set[str] = set()
     for inner in walk(node):
         out.update(inner.outputs)
-        out.update(inner.attrs.get("region.carried", ()) or ())
-        out.update(inner.attrs.get("region.items", ()) or ())
+        if inner.region is not None:  # its block arguments
+            out.update(v for args in inner.region.args.values() for v in args)
     return out
 
 

@@ -24,7 +24,6 @@ from dagc.frontend.extract.values import (
     Static,
     Value,
     is_runtime,
-    operand_json,
     ref_name,
     same,
     to_operand,
@@ -33,6 +32,7 @@ from dagc.frontend.modules import ModuleInfo
 from dagc.frontend.static import NotStatic, eval_static
 from dagc.ir.core import Node, output_name
 from dagc.ir.location import SourceSpan
+from dagc.ir.payload import Region
 from dagc.ir.types import Const, Operand, Ref, TaskOptions, iter_refs
 
 
@@ -142,18 +142,15 @@ class Regions(Component):
             for var in merged:
                 scope.env[var] = POISON
             raise ExtractError
-        attrs: dict[str, Any] = {
-            "region.then.yield": [operand_json(y) for y in then_yield],
-            "region.else.yield": [operand_json(y) for y in else_yield],
-        }
+        payload = Region(yields={"then": tuple(then_yield), "else": tuple(else_yield)})
         captures, deps = self.captures(then_block + else_block, set(), then_yield + else_yield)
         outputs = tuple(output_name(name, i, len(merged)) for i in range(len(merged))) or (name,)
         types = tuple(same(self.cx.types.get(ref_name(a), (None,))[0], self.cx.types.get(ref_name(b), (None,))[0])
                       for a, b in zip(then_yield, else_yield)) or (None,)
         captured = [c for c in captures if not (isinstance(pred, Ref) and pred.name == c)]
         node = Node(name, "cond", "if", (pred, *[Ref(c) for c in captured]), (), outputs, types,
-                    self.region_options(then_block + else_block), span, tuple(deps), attrs,
-                    {"then": then_block, "else": else_block})
+                    self.region_options(then_block + else_block), span, tuple(deps), {},
+                    {"then": then_block, "else": else_block}, payload)
         self.close_region(node, then_block + else_block)
         for var, out, t in zip(merged, outputs, types):
             scope.env[var] = Dyn(Ref(out))
@@ -277,18 +274,15 @@ class Regions(Component):
     def _try_node(self, name: str, span: SourceSpan, blocks: list[list[Node]],
                   yields: list[list[Operand]]) -> Node:
         """The `try` region node (its bodies built here, in one place)."""
-        attrs: dict[str, Any] = {
-            "region.body.yield": [operand_json(y) for y in yields[0]],
-            "region.finally.yield": [operand_json(y) for y in yields[1]],
-        }
+        payload = Region(yields={"body": tuple(yields[0]), "finally": tuple(yields[1])})
         every = yields[0] + yields[1]
         captures, deps = self.captures(blocks[0] + blocks[1], set(), every)
         outputs = tuple(output_name(name, i, len(every)) for i in range(len(every))) or (name,)
         types = tuple(self.cx.types.get(ref_name(y), (None,))[0] if isinstance(y, Ref) else None
                       for y in every) or (None,)
         return Node(name, "try", "try", tuple(Ref(c) for c in captures), (), outputs, types,
-                    self.region_options(blocks[0] + blocks[1]), span, tuple(deps), attrs,
-                    {"body": blocks[0], "finally": blocks[1]})
+                    self.region_options(blocks[0] + blocks[1]), span, tuple(deps), {},
+                    {"body": blocks[0], "finally": blocks[1]}, payload)
 
     def captures(self, body: list[Node], defined: set[str], extra: list[Operand],
                   ) -> tuple[list[str], list[str]]:
@@ -298,8 +292,8 @@ class Regions(Component):
         for node in body:
             inner_values.update(node.outputs)
             inner_nodes.add(node.name)
-            inner_values.update(node.attrs.get("region.carried", ()))
-            inner_values.update(node.attrs.get("region.items", ()))
+            if node.region is not None:  # its block arguments
+                inner_values.update(v for args in node.region.args.values() for v in args)
             inner_values.update(region_defined(node))
             inner_nodes.update(region_node_names(node))
         uses: dict[str, None] = {}
