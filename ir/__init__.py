@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .core import OPS, Graph, Node, Param
     from .location import SourceSpan
-    from .payload import Exit, Region
     from .parser import IRParseError, parse_graph
+    from .payload import Exit, Region
     from .printer import print_graph
     from .serialize import (
         IRFormatError,
