@@ -311,6 +311,7 @@ def _plain(script: Path) -> str:
     return run_python([str(script)], capture_output=True, text=True, cwd=script.parent).stdout.strip()
 
 
+@pytest.mark.exclusive  # the high pipeline's time alone against its time beside the low one
 def test_a_high_priority_pipeline_preempts_a_low_one_that_fills_the_cluster(tmp_path, start_cluster):
     shared_cluster = start_cluster(2)
     low_script, low = _program(tmp_path, "low", LOW.replace("SECONDS", "4.0"))
@@ -351,6 +352,7 @@ def test_a_high_priority_pipeline_preempts_a_low_one_that_fills_the_cluster(tmp_
     assert ">preempted</text>" in page  # and the timeline's legend says what such a bar is
 
 
+@pytest.mark.exclusive  # the low program must arrive while the chain of high steps still runs
 def test_aging_lets_a_low_priority_finish_under_a_stream_of_high_ones(tmp_path, start_cluster):
     """One CPU, a high-priority chain of 16 one-second steps, and a low-priority task that arrives once the
     chain runs: a waiting task gains a level per 0.5 s here, so the low task runs between two steps instead
