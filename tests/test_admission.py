@@ -372,6 +372,76 @@ def test_aging_lets_a_low_priority_finish_under_a_stream_of_high_ones(tmp_path, 
     assert sum(waits) >= 2.5 - 0.1  # it waited until aging lifted it to the chain's level (5 × 0.5 s)
 
 
+TRAINER = """
+import os
+import time
+
+import dagc
+
+RELEASE = RELEASE_PATH
+
+
+@dagc.task(cpus=1)
+def init(seed: int) -> dict:
+    return {"w": seed, "steps": 0}
+
+
+@dagc.task(cpus=1)
+def step(model: dict, k: int) -> None:
+    while k == 1 and not os.path.exists(RELEASE):  # the test says when the second step may end
+        time.sleep(0.05)
+    model["w"] = model["w"] * 3 + k
+    model["steps"] += 1
+
+
+@dagc.task(cpus=1)
+def read(model: dict) -> int:
+    return model["w"] * 1000 + model["steps"]
+
+
+@dagc.pipeline
+def trainer(n: int = 4) -> int:
+    model = init(2)
+    for k in range(n):
+        step(model, k)
+    return read(model)
+
+
+if __name__ == "__main__":
+    print(trainer())
+"""
+
+
+def test_a_state_group_is_admitted_as_a_whole_and_restarted_from_its_first_task_when_preempted(tmp_path,
+                                                                                            start_cluster):
+    """A training loop that updates its model in place runs in one actor: the queue admits it for as long
+    as the actor lives. A high-priority task arrives while its second step runs: the group is stopped, the
+    high task runs, and the group starts again on a new actor from its first task (the model lived only in
+    the stopped one); the result equals the plain run's."""
+    cluster = start_cluster(1)
+    release = tmp_path / "release"
+    script, low = _program(tmp_path, "trainer", TRAINER.replace("RELEASE_PATH", repr(str(release))))
+    _, high = _program(tmp_path, "high", HIGH.replace("SECONDS", "0.2").replace("STEPS", "1"))
+    slow = _start(low, cluster, tmp_path / "low")
+    _wait_for(lambda: any(e["event"] == "start" and e["task"] == "step[1]" for e in _events(tmp_path / "low")),
+              "the trainer's second step runs", slow)
+    urgent = _start(high, cluster, tmp_path / "high")
+    assert _finish(urgent, tmp_path / "high") == 1
+    release.touch()
+    got = _finish(slow, tmp_path / "low")
+    # w: 2 -> 6 -> 19 -> 59 -> 180 after four steps, not more: the restart ran them on a fresh model
+    assert got == int(_plain(script)) == 180_004
+
+    events = _events(tmp_path / "low")
+    [stop] = [e for e in events if e["event"] == "preempted"]
+    assert stop["task"] == "step[1]" and stop["group"] == 0
+    starts = [e["task"] for e in events if e["event"] == "start"]
+    assert starts.count("init") == 2 and starts.count("step[0]") == 2 and starts.count("step[3]") == 1
+    assert all(e["attempt"] == 1 for e in events if e["event"] == "start")  # a preemption is no failed attempt
+    high_end = max(e["ts"] for e in _events(tmp_path / "high") if e["event"] == "end")
+    assert high_end < max(e["ts"] for e in events if e["event"] == "end")
+
+
 @pytest.mark.parametrize("backend", ["local", "torch"])
 def test_without_a_shared_cluster_a_priority_orders_nothing_and_says_so_once(tmp_path, backend):
     from dagc.backends import emit

@@ -18,6 +18,15 @@ Aging: a waiting task gains one priority level per `aging` seconds waited, so a 
 progresses under a stream of higher ones. A task admitted that way is preempted only by a task whose own
 priority is above the level it was admitted at.
 
+Tasks that share state (a model trained in place, its optimizer) run one after another in one actor
+that holds the state (`dagc.runtime.rayworker.State`); the gate starts it and submits the group's tasks to
+it in program order. Each of those tasks is admitted as any task is (a group that waits between two of its
+tasks holds nothing in the queue). A preempted one restarts its group: its gate stops the actor, asks the
+queue again, starts a new actor and runs the group's tasks again from the first, in order, on the inputs
+they had (the state lived only in the stopped actor), each with its attempt count unchanged. A group is
+preemptible unless one of its tasks is declared `preemptible=False`. Multi-rank tasks (gangs) are not
+admitted through the queue.
+
 Tickets are leases: a gate renews its task's lease while it runs; a lease not renewed for
 `LEASE_SECONDS` (its program was killed) is dropped and its resources handed on.
 """
@@ -264,6 +273,20 @@ class Gatekeeper:
         self.aging = aging
         # the cluster's queue, looked up now (its start overlaps the program's), again if it exited
         self.queue: Any = admission_queue(aging)
+        self.state = _StateGroups(self)
+
+    async def run_state(self, function: Any, job: Any, held: tuple, keep: tuple, admit: dict[str, Any],
+                        values: list[Any]) -> tuple:
+        """Run a task of a state group (admitted as a whole, see the module docstring) on its actor; returns
+        the refs of what the task returns. `admit` holds the group's number, demand, actor class and
+        options besides what `run` takes."""
+        call = _Call("run", (function, job, held, keep), job.outputs + 1, job.task, job)
+        return await self.state.call(admit, call, list(values))
+
+    async def state_value(self, admit: dict[str, Any], name: str, task: str) -> Any:
+        """The ref of value `name` that state group `admit["group"]`'s actor holds, read after the calls before."""
+        (ref,) = await self.state.call(admit, _Call("value", (name,), 1, task), [])
+        return ref
 
     async def run(self, function: Any, options: dict[str, Any], job: Any, admit: dict[str, Any],
                   values: list[Any]) -> tuple:
@@ -320,6 +343,164 @@ class Gatekeeper:
 
 def _future(ref: Any) -> Any:
     return asyncio.wrap_future(ref.future())
+
+
+@dataclass
+class _Call:
+    """One call into a state group's actor: a task (`run`) or the read of a value it holds (`value`)."""
+
+    method: str
+    args: tuple
+    returns: int
+    task: str
+    job: Any = None
+    refs: list = field(default_factory=list)  # of its latest submission
+    generation: int = 0  # the actor (counted from 0) it was last submitted to
+    key: str = ""  # its ticket in the queue (a task's)
+    waited: float = 0.0  # in the queue, all its requests together
+
+
+@dataclass
+class _Group:
+    """A state group run behind the gate: its actor and every call made to it, in order, to run again on a
+    new actor when a preemption stopped the old one."""
+
+    number: int
+    # calls come numbered by the driver, in program order (an async actor may start them in another order)
+    turn: asyncio.Condition = field(default_factory=asyncio.Condition)
+    next: int = 0  # the number of the call whose turn it is
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)  # no call is submitted while the group restarts
+    actor: Any = None
+    calls: list[_Call] = field(default_factory=list)
+    generation: int = 0
+    restarting: bool = False
+    restarted: asyncio.Event = field(default_factory=asyncio.Event)  # set when a restart has run the calls again
+    preempted: int = 0
+
+
+class _StateGroups:
+    """The part of a gatekeeper that runs state groups (see the module docstring). Each task of a group is
+    admitted on its own, as any task (a group that waits between its tasks holds nothing in the queue); a
+    preempted task stops the group's actor, and the group starts again on a new one from its first task."""
+
+    def __init__(self, gate: Gatekeeper) -> None:
+        self.gate = gate
+        self.groups: dict[int, _Group] = {}
+
+    async def call(self, admit: dict[str, Any], call: _Call, values: list[Any]) -> tuple:
+        group = self.groups.setdefault(admit["group"], _Group(admit["group"]))
+        async with group.turn:
+            await group.turn.wait_for(lambda: group.next == admit["seq"])
+            try:
+                for i in admit.get("indirect", ()):  # another gate's output: the ref of a task's own output
+                    values[i] = await _future(values[i])
+                call.args = (*call.args, *values)
+                if call.method == "run":  # admitted once it can start: its inputs are ready
+                    await self._admit(admit, call)
+                async with group.lock:
+                    if group.actor is None:
+                        group.actor = self._actor(group, admit)
+                    group.calls.append(call)
+                    self._submit(group, call)
+            finally:
+                group.next += 1
+                group.turn.notify_all()
+        if call.method == "run":
+            asyncio.get_event_loop().create_task(self._hold(group, admit, call))
+        while True:
+            generation = call.generation
+            try:
+                await _future(call.refs[-1])
+            except ray.exceptions.RayActorError:
+                if not (group.restarting or group.generation != generation):
+                    raise  # the actor died of itself, not of a preemption
+                await self._rerun(group, call, generation)
+                continue
+            except ray.exceptions.RayTaskError as exc:  # the task's own failure, as if it ran ungated
+                cause = getattr(exc, "cause", None)
+                raise (cause if isinstance(cause, BaseException) else exc) from None
+            return tuple(call.refs)
+
+    async def _admit(self, admit: dict[str, Any], call: _Call) -> None:
+        """Wait until the queue admits `call` (again after a preemption, keeping the aging it earned)."""
+        while True:
+            call.key = f"{admit['program']}/{call.task}/{call.job.preempted if call.job else 0}"
+            if self.gate.queue is None:
+                self.gate.queue = admission_queue(self.gate.aging)
+            try:
+                total = await self.gate.queue.request.remote(call.key, admit["program"], call.task, admit["priority"],
+                                                             admit["demand"], admit["preemptible"], call.waited)
+            except ray.exceptions.RayActorError:  # the queue exited just then (idle): start a new one
+                self.gate.queue = None
+                continue
+            fresh, call.waited = total - call.waited, total
+            if fresh > 0.05:
+                self.gate.log.write("admitted", task=call.task, waited=round(fresh, 6), priority=admit["priority"])
+            return
+
+    @staticmethod
+    def _actor(group: _Group, admit: dict[str, Any]) -> Any:
+        from dagc.runtime.rayworker import State  # (that module imports this one)
+
+        return State.options(**admit["options"]).remote(group.number)
+
+    def _submit(self, group: _Group, call: _Call) -> None:
+        if call.job is not None:
+            call.job.preempted = group.preempted  # a run stopped by preemption is no failed attempt
+        method = getattr(group.actor, call.method)
+        refs = method.options(num_returns=call.returns).remote(*call.args)
+        call.refs = list(refs) if call.returns > 1 else [refs]
+        call.generation = group.generation
+
+    @staticmethod
+    async def _rerun(group: _Group, call: _Call, generation: int) -> None:
+        """Wait until a restart has submitted `call` again (it was on the actor a preemption stopped)."""
+        while call.generation == generation:
+            group.restarted.clear()
+            await group.restarted.wait()
+
+    async def _hold(self, group: _Group, admit: dict[str, Any], call: _Call) -> None:
+        """Renew `call`'s lease until it ends, then release it; when the queue stops it, restart the group."""
+        while True:
+            generation, key, queue = call.generation, call.key, self.gate.queue
+            done = asyncio.ensure_future(_future(call.refs[-1]))
+            stopped = asyncio.ensure_future(_future(queue.until_stopped.remote(key)))
+            while not (done.done() or stopped.done()):
+                await asyncio.wait([done, stopped], timeout=RENEW_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+                queue.renew.remote(key)
+            if not done.done() and stopped.result():  # preempted
+                done.cancel()
+                await self._restart(group, admit, call, generation)
+                continue
+            if not done.done():
+                await asyncio.wait([done])
+            if isinstance(done.exception(), ray.exceptions.RayActorError) and (
+                    group.restarting or group.generation != generation):
+                await self._rerun(group, call, generation)  # another task's preemption stopped the actor
+                continue
+            queue.release.remote(key)
+            return
+
+    async def _restart(self, group: _Group, admit: dict[str, Any], call: _Call, generation: int) -> None:
+        """Stop the group's actor, wait for the queue to admit `call` again, and run every call of the group
+        again, in order, on a new actor (the state lived in the stopped one)."""
+        async with group.lock:
+            if group.generation != generation:  # restarted meanwhile: `call` runs again with that restart
+                return
+            group.restarting = True
+            ray.kill(group.actor)
+            group.generation += 1
+            group.preempted += 1
+            self.gate.log.write("preempted", task=call.task, priority=admit["priority"], times=group.preempted,
+                                group=group.number)
+            if call.job is not None:
+                call.job.preempted = group.preempted
+            await self._admit(admit, call)
+            group.actor = self._actor(group, admit)
+            for each in group.calls:  # from the first: the state lived in the stopped actor only
+                self._submit(group, each)
+            group.restarting = False
+            group.restarted.set()
 
 
 Gate = ray.remote(num_cpus=0, max_concurrency=100_000)(Gatekeeper)

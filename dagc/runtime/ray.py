@@ -22,20 +22,17 @@ table, shared state groups) and one `@ray.remote` function per task whose body i
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import os
-import socket
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import ray
 
-from dagc.runtime import admission
 from dagc.runtime.admission import AGING_SECONDS, Gate, admission_queue, unwrap
 from dagc.runtime.code import describe_changes, refresh
 from dagc.runtime.console import load_console, replay, save_console
@@ -54,14 +51,13 @@ from dagc.runtime.program import (
     store_result,
 )
 from dagc.runtime.progress import Progress
+from dagc.runtime.rayworker import HELD, Interpreter, Job, State, load_stored, run_gang
 from dagc.runtime.store import Cache, RunStore, StorageError
-from dagc.runtime.threads import capped, current_threads
 
 __all__ = ["Plan", "Job", "Driver", "Placement", "PlacementError", "RunFailed", "ray_main", "local_resources",
            "PLACEMENTS", "HELD"]
 
 PLACEMENTS = ("node", "bundles")
-HELD = "__dagc_held__"  # (HELD, group, value): a value that stays in the actor of its state
 
 
 class RunFailed(Exception):
@@ -88,197 +84,6 @@ class Plan:
     entry: str = ""  # the pipeline's script as a module
     priority: int = 0  # @dagc.pipeline(priority=N): the default of --priority
     pinned: frozenset[str] = frozenset()  # tasks declared preemptible=False
-
-
-class Interpreter(NamedTuple):
-    """What makes a worker look like `python SCRIPT ARGS` to user code."""
-
-    script: str
-    args: tuple[str, ...]
-    cwd: str
-    entry: str = ""  # the script as a module: imported first
-    omp_threads: str | None = None  # the driver's OMP_NUM_THREADS (Ray sets it to 1 in its workers)
-
-
-# ---- on the workers ---------------------------------------------------------------------------------
-_process_threads: list[int] = []  # the threads this worker computes on once user code is loaded (set once)
-
-
-class Job:
-    """What a running task knows about its run; `run(body)` runs it through the executor."""
-
-    def __init__(self, task: str, row: TaskRow, run_dir: str, run_id: str, cache: str | None, device: object,
-                 outputs: int, interpreter: Interpreter, resume: bool = False,
-                 check: bool = False, share_of: int | None = None) -> None:
-        self.task, self.row, self.run_dir, self.run_id, self.cache = task, row, run_dir, run_id, cache
-        self.check = check
-        self.share_of = share_of  # devices placed on this task's node (None: not placed)
-        self.device, self.outputs, self.interpreter, self.resume = device, outputs, interpreter, resume
-        self.rank, self.world_size, self.group = 0, 1, None
-        self.inner_args: dict[str, Any] = {}
-        self.preempted = 0  # times the admission queue stopped this task (dagc.runtime.admission)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        # unpickled on the worker before the task's other arguments, some of which may import user code
-        self.__dict__.update(state)
-        if not admission.IN_GATE:  # a gatekeeper hands the job on: no user code runs there
-            self.prepare()
-
-    def prepare(self) -> None:
-        script, args, cwd, entry, omp_threads = self.interpreter
-        prepare_interpreter(script, args, cwd)
-        if "torch" not in sys.modules:  # torch starts on the threads the plain run starts with
-            if omp_threads is None:
-                os.environ.pop("OMP_NUM_THREADS", None)
-            else:
-                os.environ["OMP_NUM_THREADS"] = omp_threads
-        if entry:  # its module-level code (a seed, settings) runs before any task, as under `python script.py`
-            importlib.import_module(entry)
-        if not _process_threads and current_threads() is not None:
-            _process_threads.append(current_threads())  # type: ignore[arg-type]
-
-    def threads(self) -> int | None:
-        """The threads a task that declares no `cpus=` computes on here (dagc.runtime.threads)."""
-        if not _process_threads:
-            return None
-        share_of = self.share_of
-        if share_of is None:  # not placed: Ray runs as many tasks on a node as it has CPUs for
-            cpus = ray.get_runtime_context().get_assigned_resources().get("CPU") or 1.0
-            return max(1, min(_process_threads[0], int(cpus)))
-        return capped(_process_threads[0], share_of)
-
-    def run(self, body: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple:
-        """Run the task's body on its arguments; returns (*outputs, info)."""
-        self.prepare()
-        store = RunStore(self.run_dir)
-        where: dict[str, Any] = {"node": ray.get_runtime_context().get_node_id(), "device": self.device,
-                                 "gpu_ids": [str(g) for g in ray.get_gpu_ids()]}
-        if self.world_size > 1:
-            where["rank"] = self.rank
-        context: dict[str, Any] = {"rank": self.rank, "world_size": self.world_size, "group": self.group,
-                                   "run_dir": Path(self.run_dir)}
-        if self.world_size > 1 or "torch" in sys.modules:
-            context["device"] = self.torch_device()
-        log = EventLog(store.events_path, self.run_id)
-        cache = Cache(self.cache) if self.cache else None
-        self.inner_args = {"store": store, "log": log, "cache": cache, "context": context, "where": where}
-        # a run stopped by preemption was no failed attempt: the count goes on from where it stood
-        offset = -store.attempts_made(self.run_id, self.task) if getattr(self, "preempted", 0) else 0
-        executor = Executor({self.task: self.row}, store=store, log=log, cache=cache, context=context, where=where,
-                            claim=self.world_size == 1, check=getattr(self, "check", False),
-                            threads=self.threads(), attempt_offset=offset)
-        spec = executor.spec(self.task)
-        if spec.state is None:  # returned as stored: pickled once for the run directory and Ray's object store
-            executor.carry = self.outputs  # (a state actor keeps the objects themselves)
-        agree = self.agree if self.world_size > 1 else None
-        value = executor.run(spec, body, *args, owner=self.rank == 0, agree=agree, **kwargs)
-        info = {"task": self.task, **where}
-        if executor.carried is not None:
-            return (*executor.carried, info)
-        return (*value, info) if self.outputs > 1 else (value, info)
-
-    def executor(self, tasks: Mapping[str, TaskRow]) -> Executor:
-        """An executor for the tasks this task runs inside it (the body of a `try` region), sharing its
-        run directory, event log and cache: each of them is stored by its fingerprint, and taken from
-        the run directory on `--resume`. Call it from the body `run` is running."""
-        return Executor(tasks, reuse=self.resume, **self.inner_args)
-
-    def agree(self, failed: bool) -> bool:
-        """Whether this attempt failed on any rank of the task (its ranks retry together)."""
-        import torch
-        import torch.distributed as dist
-
-        flag = torch.tensor([int(failed)], dtype=torch.int64)
-        if dist.get_backend() == "nccl":
-            flag = flag.cuda()
-        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-        return bool(flag.item())
-
-    def torch_device(self) -> str:
-        import torch
-
-        gpus = ray.get_gpu_ids()
-        return "cuda:0" if gpus and torch.cuda.is_available() else "cpu"
-
-
-@ray.remote(num_cpus=0)
-def load_stored(run_dir: str, task: str, fingerprint: str, outputs: int) -> object:
-    """The stored outputs of a task that finished earlier (read where they are needed)."""
-    return RunStore(run_dir).load(task, fingerprint)
-
-
-@ray.remote(num_cpus=0)
-class Rank:
-    """One process of a multi-rank task: joins the task's torch process group and runs the body."""
-
-    def address(self) -> str:
-        with socket.socket() as s:
-            s.bind(("", 0))
-            return f"tcp://{ray.util.get_node_ip_address()}:{s.getsockname()[1]}"
-
-    def run(self, function: Callable[..., tuple], job: Job, rank: int, world_size: int, address: str,
-            *args: object) -> tuple:
-        import torch
-        import torch.distributed as dist
-
-        backend = "nccl" if torch.cuda.is_available() and ray.get_gpu_ids() else "gloo"
-        dist.init_process_group(backend, init_method=address, rank=rank, world_size=world_size)
-        job.rank, job.world_size, job.group = rank, world_size, dist.group.WORLD
-        try:
-            return function(job, *args)
-        finally:
-            dist.destroy_process_group()
-
-
-@ray.remote(num_cpus=0, max_retries=0)
-def run_gang(function: Callable[..., tuple], job: Job, per_rank: list[dict[str, Any]], *args: object) -> tuple:
-    """Run a multi-rank task: start one `Rank` actor per rank (with that rank's resources and
-    placement), run the task on all of them, return rank 0's outputs, and end the actors."""
-    actors = [Rank.options(**options).remote() for options in per_rank]
-    try:
-        address = ray.get(actors[0].address.remote())
-        results = [actor.run.options(num_returns=job.outputs + 1).remote(function, job, rank, len(actors), address,
-                                                                         *args)
-                   for rank, actor in enumerate(actors)]
-        values = [ray.get(list(refs)) for refs in results]  # every rank's, so that a failure anywhere shows
-        return tuple(values[0])
-    finally:
-        for actor in actors:
-            ray.kill(actor)
-
-
-@ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0)
-class State:
-    """Holds one piece of shared state: runs every task that touches it, one at a time, in the order
-    the driver submits them (Ray keeps one submitter's order), on the objects themselves."""
-
-    def __init__(self, group: int) -> None:
-        self.group = group
-        self.values: dict[str, object] = {}
-
-    def run(self, function: Callable[..., tuple], job: Job, held: tuple, keep: tuple, *args: object) -> tuple:
-        inputs = [self.resolve(name, arg) for name, arg in zip(held, args)]
-        *values, info = function(job, *inputs, *args[len(held):])  # the executor retries inside
-        out = []
-        for name, value in zip(keep, values):
-            if name is None:
-                out.append(value)
-            else:
-                self.values[name] = value
-                out.append((HELD, self.group, name))
-        return (*out, info)
-
-    def resolve(self, name: str | None, arg: object) -> object:
-        """A held value by name; an argument that is state but new here (a parameter, a stored output)
-        becomes held on first sight, so every later task shares the one object."""
-        if isinstance(arg, tuple) and len(arg) == 3 and arg[0] == HELD:
-            return self.values[arg[2]]
-        if name is not None:
-            return self.values.setdefault(name, arg)
-        return arg
-
-    def value(self, name: str) -> object:
-        return self.values[name]
 
 
 class Stored:
@@ -312,6 +117,8 @@ class Driver:
         self.last: dict[int, ray.ObjectRef] = {}  # device -> its task submitted last (bundles: run in order)
         self.loaded: dict[str, list[ray.ObjectRef]] = {}
         self.actors: dict[int, Any] = {}
+        self.state_devices: dict[int, int | None] = {}  # state group -> its device (groups behind the gate)
+        self.state_calls: dict[int, int] = {}  # state group -> the number of its last call through the gate
         self.held: dict[ray.ObjectRef, tuple[int, str]] = {}  # output refs that stand for a value an actor holds
         self.progress = Progress(len(plan.tasks))
         self.nodes: list[dict[str, float]] | None = None
@@ -355,6 +162,11 @@ class Driver:
         if not isinstance(value, Stored):
             held = self.held.get(value) if isinstance(value, ray.ObjectRef) else None
             if held is not None and held[0] != group:
+                if self.admission is not None:  # its actor lives behind the gate
+                    ref = self.gate().state_value.remote(self.state_admit(held[0], self.state_devices[held[0]]),
+                                                         held[1], f"state {held[0]}")
+                    self.gated.add(ref)
+                    return ref
                 return self.actors[held[0]].value.remote(held[1])
             return value
         if value.task not in self.loaded:
@@ -428,17 +240,34 @@ class Driver:
             self.gatekeeper = Gate.remote(self.run_dir, self.log.run_id, self.admission["aging"])
         return self.gatekeeper
 
+    def state_options(self, group: int, device: int | None) -> dict[str, object]:
+        """The Ray options of the actor holding state `group` (on its device when placed)."""
+        need = dict(self.plan.state_groups[group])
+        need.pop("CPU", None)  # it runs one task at a time: it takes the GPUs they need, no CPU slot
+        need.pop("memory", None)
+        options: dict[str, object] = {"num_gpus": need.pop("GPU", 0.0), "resources": need}
+        if self.placement is not None and device is not None:
+            options["scheduling_strategy"] = self.placement.strategy(device)
+        return options
+
     def state_actor(self, group: int, device: int | None) -> Any:
-        """The actor holding state `group`, started on first use (on its device when placed)."""
+        """The actor holding state `group`, started on first use."""
         if group not in self.actors:
-            need = dict(self.plan.state_groups[group])
-            need.pop("CPU", None)  # it runs one task at a time: it takes the GPUs they need, no CPU slot
-            need.pop("memory", None)
-            options: dict[str, object] = {"num_gpus": need.pop("GPU", 0.0), "resources": need}
-            if self.placement is not None and device is not None:
-                options["scheduling_strategy"] = self.placement.strategy(device)
-            self.actors[group] = State.options(**options).remote(group)
+            self.actors[group] = State.options(**self.state_options(group, device)).remote(group)
         return self.actors[group]
+
+    def state_admit(self, group: int, device: int | None, values: list[Any] = (), task: str | None = None
+                    ) -> dict[str, Any]:
+        """What the gate needs to run a call of state group `group` (task `task`, or a read) through the
+        cluster's queue; a preemption restarts the whole group (dagc.runtime.admission)."""
+        assert self.admission is not None
+        tasks = [t for t, g in self.plan.state.items() if g == group]
+        seq = self.state_calls[group] = self.state_calls.get(group, -1) + 1  # the gate keeps this order
+        demand = self.plan.demands[task] if task is not None else self.plan.state_groups[group]
+        return {**self.admission, "group": group, "seq": seq, "demand": dict(demand),
+                "preemptible": not any(t in self.plan.pinned for t in tasks),
+                "options": self.state_options(group, device),
+                "indirect": [i for i, v in enumerate(values) if isinstance(v, ray.ObjectRef) and v in self.gated]}
 
     def submit_state(self, function: Any, task: str, *args: object, held: tuple, keep: tuple,
                      device: int | None = None, outputs: int = 1, after: tuple[str, ...] = ()) -> object:
@@ -449,11 +278,19 @@ class Driver:
             return found
         self.check(task)
         group = self.plan.state[task]
-        actor = self.state_actor(group, device)
         devices = [device] if device is not None else []
-        values = [*(self.ungated(self.resolve(a, group)) for a in args), *self.waits(after, devices)]
-        refs = actor.run.options(num_returns=outputs + 1).remote(function, self.job(task, device, outputs), held,
-                                                                 keep, *values)
+        if self.admission is not None:  # the group is admitted through the cluster's queue, maybe preempted
+            values = [*(self.resolve(a, group) for a in args), *self.waits(after, devices)]
+            refs = self.gate().run_state.options(num_returns=outputs + 1).remote(
+                function, self.job(task, device, outputs), held, keep, self.state_admit(group, device, values, task),
+                values)
+            self.gated.update(refs)
+            self.state_devices.setdefault(group, device)
+        else:
+            actor = self.state_actor(group, device)
+            values = [*(self.ungated(self.resolve(a, group)) for a in args), *self.waits(after, devices)]
+            refs = actor.run.options(num_returns=outputs + 1).remote(function, self.job(task, device, outputs), held,
+                                                                     keep, *values)
         self.held.update((ref, (group, name)) for ref, name in zip(refs, keep) if name is not None)
         self._track(task, refs, values, devices)
         return refs[0] if outputs == 1 else tuple(refs[:-1])
@@ -544,7 +381,11 @@ class Driver:
                 if isinstance(got, ray.ObjectRef):  # a gate's output: the ref of its task's output
                     got = ray.get(got)
                 if isinstance(got, tuple) and len(got) == 3 and got[0] == HELD:  # its state's final object
-                    got = ray.get(self.actors[got[1]].value.remote(got[2]))
+                    if self.admission is not None:  # the actor lives behind the gate
+                        admit = self.state_admit(got[1], self.state_devices[got[1]])
+                        got = ray.get(ray.get(self.gate().state_value.remote(admit, got[2], "result")))
+                    else:
+                        got = ray.get(self.actors[got[1]].value.remote(got[2]))
                 out.append(got)
         return tuple(out)
 
