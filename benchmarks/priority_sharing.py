@@ -94,7 +94,70 @@ def high() -> int:
     return x
 """),
 }
-RESULTS = {"low": 55, "mid": 3, "high": 3}
+# What the queue costs a program of many tiny tasks: run alone on the same cluster, with and without it
+OVERHEAD_SOURCES = {
+    "chain": ("""
+import dagc
+
+
+@dagc.task(cpus=1, cost="1ms")
+def inc(x: int) -> int:
+    return x + 1
+
+
+@dagc.pipeline
+def chain() -> int:
+    x = 0
+    for _ in range(40):
+        x = inc(x)
+    return x
+"""),
+    "wide": ("""
+import dagc
+
+
+@dagc.task(cpus=1, cost="1ms")
+def part(k: int) -> int:
+    return k + 1
+
+
+@dagc.task(cpus=1, cost="1ms")
+def total(xs: list) -> int:
+    return sum(xs)
+
+
+@dagc.pipeline
+def wide() -> int:
+    return total([part(k) for k in range(40)])
+"""),
+    "trainer": ("""
+import dagc
+
+
+@dagc.task(cpus=1, cost="1ms")
+def init() -> dict:
+    return {"w": 0}
+
+
+@dagc.task(cpus=1, cost="1ms")
+def step(model: dict, k: int) -> None:
+    model["w"] += k
+
+
+@dagc.task(cpus=1, cost="1ms")
+def read(model: dict) -> int:
+    return model["w"]
+
+
+@dagc.pipeline
+def trainer() -> int:
+    model = init()
+    for k in range(40):
+        step(model, k)
+    return read(model)
+"""),
+}
+RESULTS = {"low": 55, "mid": 3, "high": 3, "chain": 40, "wide": 820, "trainer": 780}
 CPUS = 2
 
 
@@ -189,6 +252,11 @@ def run(quick: bool = False) -> str:
             programs[name] = root / f"{name}_ray.py"
             programs[name].write_text(emit(compile_file(scripts[name], backend="ray"), "ray", programs[name]))
         planned = _planned(scripts)
+        for name, text in OVERHEAD_SOURCES.items():
+            scripts[name] = root / f"{name}.py"
+            scripts[name].write_text(text)
+            programs[name] = root / f"{name}_ray.py"
+            programs[name].write_text(emit(compile_file(scripts[name], backend="ray"), "ray", programs[name]))
         cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": CPUS, "include_dashboard": False,
                                                                 "object_store_memory": 100 * 2**20})
         cluster.wait_for_nodes()
@@ -198,6 +266,14 @@ def run(quick: bool = False) -> str:
                 proc = _start(programs["high"], cluster.address, root / f"solo{k}", "--admission")
                 _finish(proc, "high", root / f"solo{k}")
                 solo.append(next(float(e["duration"]) for e in _events(root / f"solo{k}") if e["event"] == "run_end"))
+            overhead: dict[tuple[str, str], list[float]] = {}
+            for k in range(reps):
+                for name in OVERHEAD_SOURCES:
+                    for mode in (("--no-admission", "--admission") if k % 2 == 0 else ("--admission", "--no-admission")):
+                        run_dir = root / f"{name}{mode}{k}"
+                        _finish(_start(programs[name], cluster.address, run_dir, mode), name, run_dir)
+                        overhead.setdefault((name, mode), []).append(
+                            next(float(e["duration"]) for e in _events(run_dir) if e["event"] == "run_end"))
             runs: dict[str, list[dict[str, float]]] = {"--no-admission": [], "--admission": []}
             for k in range(reps):
                 for mode in (("--no-admission", "--admission") if k % 2 == 0 else ("--admission", "--no-admission")):
@@ -225,6 +301,14 @@ def run(quick: bool = False) -> str:
     lines.append(f"| utilization | {100 * med('--no-admission', 'utilization'):.0f}% | "
                  f"{100 * med('--admission', 'utilization'):.0f}% |")
     lines.append(f"| tasks preempted | {med('--no-admission', 'preempted'):.0f} | {med('--admission', 'preempted'):.0f} |")
+    lines += ["", f"What the queue costs a program of tiny tasks, run alone on the same cluster (run times, medians of "
+              f"{reps}; the gatekeeper actor starts with the program, the tasks wait for their turn in the queue):", "",
+              "| program | `--no-admission` | admission queue | ratio |", "|---|---:|---:|---:|"]
+    described = {"chain": "a chain of 40 tasks", "wide": "40 parallel tasks and a sum",
+                 "trainer": "40 steps on a model in place (one state group)"}
+    for name, what in described.items():
+        off, on = (statistics.median(overhead[(name, m)]) for m in ("--no-admission", "--admission"))
+        lines.append(f"| {what} | {off:.2f} s | {on:.2f} s | {on / off:.2f}x |")
     lines += ["", "Planned together (`dagc plan --together`, HEFT, estimates from the tasks' `cost=`; arrival at 0):", "",
               "| | `high` | `mid` | `low` | utilization |", "|---|---:|---:|---:|---:|"]
     for label, row in planned.items():

@@ -442,6 +442,62 @@ def test_a_state_group_is_admitted_as_a_whole_and_restarted_from_its_first_task_
     assert high_end < max(e["ts"] for e in events if e["event"] == "end")
 
 
+GANG = """
+import os
+import time
+
+import torch
+import torch.distributed as dist
+
+import dagc
+
+RELEASE = RELEASE_PATH
+
+
+@dagc.task(cpus=1, ranks=2)
+def total(x: int) -> int:
+    ctx = dagc.context()
+    value = torch.tensor([float(x + ctx.rank)])
+    if ctx.distributed:
+        dist.all_reduce(value, group=ctx.group)
+    else:  # what the two ranks sum to
+        value = value * 2 + 1
+    while not os.path.exists(RELEASE):  # the test says when it may end
+        time.sleep(0.05)
+    return int(value.item())
+
+
+@dagc.pipeline
+def ganged(x: int = 5) -> int:
+    return total(x)
+
+
+if __name__ == "__main__":
+    print(ganged())
+"""
+
+
+def test_a_multi_rank_task_is_admitted_with_every_ranks_resources_and_preempted_as_one(tmp_path, start_cluster):
+    """A 2-rank task takes both CPUs of the cluster; a high-priority task stops it (its launcher and both
+    rank actors), runs, and the gang runs again on both ranks; the result equals the plain run's."""
+    cluster = start_cluster(2)
+    release = tmp_path / "release"
+    script, low = _program(tmp_path, "ganged", GANG.replace("RELEASE_PATH", repr(str(release))))
+    _, high = _program(tmp_path, "high", HIGH.replace("SECONDS", "0.2").replace("STEPS", "1"))
+    slow = _start(low, cluster, tmp_path / "low")
+    _wait_for(lambda: any(e["event"] == "start" for e in _events(tmp_path / "low")), "the gang runs", slow)
+    urgent = _start(high, cluster, tmp_path / "high")
+    assert _finish(urgent, tmp_path / "high") == 1
+    release.touch()
+    assert _finish(slow, tmp_path / "low") == int(_plain(script)) == 11
+    events = _events(tmp_path / "low")
+    assert [e["task"] for e in events if e["event"] == "preempted"] == ["total"]
+    starts = [(e.get("rank", 0), e["attempt"]) for e in events if e["event"] == "start"]
+    assert sorted(starts) == [(0, 1), (0, 1), (1, 1), (1, 1)], events  # each rank stopped, then run again
+    assert sum(e["event"] == "end" for e in events) == 1  # its rank 0's outputs, once
+    assert not any(e["event"] == "failure" for e in events)  # the stopped ranks are no failed attempt
+
+
 @pytest.mark.parametrize("backend", ["local", "torch"])
 def test_without_a_shared_cluster_a_priority_orders_nothing_and_says_so_once(tmp_path, backend):
     from dagc.backends import emit

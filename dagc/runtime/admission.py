@@ -24,8 +24,9 @@ it in program order. Each of those tasks is admitted as any task is (a group tha
 tasks holds nothing in the queue). A preempted one restarts its group: its gate stops the actor, asks the
 queue again, starts a new actor and runs the group's tasks again from the first, in order, on the inputs
 they had (the state lived only in the stopped actor), each with its attempt count unchanged. A group is
-preemptible unless one of its tasks is declared `preemptible=False`. Multi-rank tasks (gangs) are not
-admitted through the queue.
+preemptible unless one of its tasks is declared `preemptible=False`. A multi-rank task (a gang of rank
+actors, started by a launcher task) is admitted as one task needing every rank's resources; preempting it
+stops the launcher, and the rank actors it owns end with it.
 
 Tickets are leases: a gate renews its task's lease while it runs; a lease not renewed for
 `LEASE_SECONDS` (its program was killed) is dropped and its resources handed on.
@@ -52,6 +53,7 @@ AGING_SECONDS = 30.0  # a waiting task gains a priority level per this many seco
 IDLE_SECONDS = 60.0  # the queue exits when nothing has used it for this long
 LEASE_SECONDS = 15.0  # a running task's lease expires when its gate has not renewed it for this long
 RENEW_SECONDS = 2.0  # how often a gate renews its task's lease
+GRACE_SECONDS = 10.0  # how long a preempted gang's launcher has to end its rank actors
 _IGNORED = ("memory", "object_store_memory")
 
 
@@ -336,13 +338,26 @@ class Gatekeeper:
                 # (the gate never copies it); the driver hands these on to the readers' gates
                 return tuple(refs)
             done.cancel()
-            ray.cancel(refs[-1], force=True)
+            await _stop(refs[-1], graceful=bool(admit.get("graceful")))
             preempted += 1
             self.log.write("preempted", task=job.task, priority=admit["priority"], times=preempted)
 
 
 def _future(ref: Any) -> Any:
     return asyncio.wrap_future(ref.future())
+
+
+async def _stop(ref: Any, graceful: bool) -> None:
+    """Stop the task behind `ref`: its worker is killed; a `graceful` one (a gang's launcher) is interrupted
+    first, so that it kills the rank actors it owns at once instead of their ending with it as if they
+    failed, and killed only if it has not ended after `GRACE_SECONDS`."""
+    if graceful:
+        ray.cancel(ref)
+        try:
+            await asyncio.wait_for(_future(ref), GRACE_SECONDS)
+        except Exception:  # noqa: BLE001 - cancelled (as asked), failed or still running: it ends below
+            pass
+    ray.cancel(ref, force=True)
 
 
 @dataclass

@@ -51,7 +51,7 @@ from dagc.runtime.program import (
     store_result,
 )
 from dagc.runtime.progress import Progress
-from dagc.runtime.rayworker import HELD, Interpreter, Job, State, load_stored, run_gang
+from dagc.runtime.rayworker import HELD, Interpreter, Job, State, load_stored, run_gang, run_gang_of_job
 from dagc.runtime.store import Cache, RunStore, StorageError
 
 __all__ = ["Plan", "Job", "Driver", "Placement", "PlacementError", "RunFailed", "ray_main", "local_resources",
@@ -316,9 +316,18 @@ class Driver:
                 mine["scheduling_strategy"] = self.placement.strategy(device[rank])
             per_rank.append(mine)
         devices = list(device or [])
-        values = [*(self.ungated(self.resolve(a)) for a in args), *self.waits(after, devices)]
-        refs = run_gang.options(num_returns=outputs + 1).remote(function, self.job(task, device, outputs),
-                                                               per_rank, *values)
+        if self.admission is not None:  # admitted as one task that needs every rank's resources
+            values = [function, per_rank, *(self.resolve(a) for a in args), *self.waits(after, devices)]
+            admit = {**self.admission, "demand": {k: v * ranks for k, v in self.plan.demands[task].items()},
+                     "preemptible": task not in self.plan.pinned, "graceful": True,
+                     "indirect": [i for i, v in enumerate(values) if isinstance(v, ray.ObjectRef) and v in self.gated]}
+            refs = self.gate().run.options(num_returns=outputs + 1).remote(
+                run_gang_of_job, {}, self.job(task, device, outputs), admit, values)
+            self.gated.update(refs)
+        else:
+            values = [*(self.ungated(self.resolve(a)) for a in args), *self.waits(after, devices)]
+            refs = run_gang.options(num_returns=outputs + 1).remote(function, self.job(task, device, outputs),
+                                                                   per_rank, *values)
         self._track(task, refs, values, devices)
         return refs[0] if outputs == 1 else tuple(refs[:-1])
 

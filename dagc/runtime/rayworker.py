@@ -21,7 +21,7 @@ from dagc.runtime.program import prepare_interpreter
 from dagc.runtime.store import Cache, RunStore
 from dagc.runtime.threads import capped, current_threads
 
-__all__ = ["Interpreter", "Job", "State", "Rank", "run_gang", "load_stored", "HELD"]
+__all__ = ["Interpreter", "Job", "State", "Rank", "run_gang", "run_gang_of_job", "load_stored", "HELD"]
 
 HELD = "__dagc_held__"  # (HELD, group, value): a value that stays in the actor of its state
 
@@ -170,6 +170,17 @@ class Rank:
 def run_gang(function: Callable[..., tuple], job: Job, per_rank: list[dict[str, Any]], *args: object) -> tuple:
     """Run a multi-rank task: start one `Rank` actor per rank (with that rank's resources and
     placement), run the task on all of them, return rank 0's outputs, and end the actors."""
+    return _gang(function, job, per_rank, *args)
+
+
+@ray.remote(num_cpus=0, max_retries=0)
+def run_gang_of_job(job: Job, function: Callable[..., tuple], per_rank: list[dict[str, Any]], *args: object) -> tuple:
+    """`run_gang` with the job first, as a gate submits a task (dagc.runtime.admission). A preempted gang's
+    launcher is stopped, and its rank actors, which it owns, end with it."""
+    return _gang(function, job, per_rank, *args)
+
+
+def _gang(function: Callable[..., tuple], job: Job, per_rank: list[dict[str, Any]], *args: object) -> tuple:
     actors = [Rank.options(**options).remote() for options in per_rank]
     try:
         address = ray.get(actors[0].address.remote())
