@@ -193,7 +193,7 @@ def _wait(predicate, proc: subprocess.Popen) -> None:
 
 
 def _scenario(programs: dict[str, Path], address: str, root: Path, mode: str) -> dict[str, float]:
-    dirs = {name: root / f"{name}{mode}" for name in programs}
+    dirs = {name: root / f"{name}{mode}" for name in ("low", "mid", "high")}
     procs = {"low": _start(programs["low"], address, dirs["low"], mode)}
     _wait(lambda: sum(e["event"] == "start" for e in _events(dirs["low"])) >= CPUS, procs["low"])
     procs["mid"] = _start(programs["mid"], address, dirs["mid"], mode)
