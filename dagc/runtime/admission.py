@@ -290,6 +290,23 @@ class Gatekeeper:
         (ref,) = await self.state.call(admit, _Call("value", (name,), 1, task), [])
         return ref
 
+    async def admitted(self, key: str, admit: dict[str, Any], task: str, waited: float) -> float:
+        """Wait until the queue admits ticket `key` (task `task` of program `admit["program"]`, needing
+        `admit["demand"]`); returns the seconds waited in the queue so far, `waited` (earlier requests of the
+        same task, sent back by preemptions: it keeps the aging it earned) included."""
+        while True:
+            if self.queue is None:
+                self.queue = admission_queue(self.aging)
+            try:
+                total = await self.queue.request.remote(key, admit["program"], task, admit["priority"],
+                                                        admit["demand"], admit["preemptible"], waited)
+            except ray.exceptions.RayActorError:  # the queue exited just then (idle): start a new one
+                self.queue = None
+                continue
+            if total - waited > 0.05:
+                self.log.write("admitted", task=task, waited=round(total - waited, 6), priority=admit["priority"])
+            return total
+
     async def run(self, function: Any, options: dict[str, Any], job: Any, admit: dict[str, Any],
                   values: list[Any]) -> tuple:
         """Run `function` (an emitted task) on `values` once its inputs are ready and the queue admits it,
@@ -308,18 +325,8 @@ class Gatekeeper:
         waited = 0.0  # in the queue, all requests together: a task sent back keeps the aging it earned
         while True:
             key = f"{admit['program']}/{job.task}/{preempted}"
-            if self.queue is None:
-                self.queue = admission_queue(self.aging)
+            waited = await self.admitted(key, admit, job.task, waited)
             queue = self.queue
-            try:
-                total = await queue.request.remote(key, admit["program"], job.task, admit["priority"],
-                                                   admit["demand"], admit["preemptible"], waited)
-            except ray.exceptions.RayActorError:  # the queue exited just then (idle): start a new one
-                self.queue = None
-                continue
-            waited, fresh = total, total - waited
-            if fresh > 0.05:
-                self.log.write("admitted", task=job.task, waited=round(fresh, 6), priority=admit["priority"])
             job.preempted = preempted  # a run stopped by preemption is no failed attempt: the count stays
             refs = function.options(num_returns=outputs, **options).remote(job, *values)
             done = asyncio.ensure_future(_future(refs[-1]))
@@ -339,6 +346,12 @@ class Gatekeeper:
                 return tuple(refs)
             done.cancel()
             await _stop(refs[-1], graceful=bool(admit.get("graceful")))
+            try:  # it may have ended just as it was stopped: then it stands, and runs no second time
+                await _future(refs[-1])
+            except Exception:  # noqa: BLE001 - stopped (the usual case) or failed: it runs again
+                pass
+            else:
+                return tuple(refs)
             preempted += 1
             self.log.write("preempted", task=job.task, priority=admit["priority"], times=preempted)
 
@@ -438,20 +451,8 @@ class _StateGroups:
 
     async def _admit(self, admit: dict[str, Any], call: _Call) -> None:
         """Wait until the queue admits `call` (again after a preemption, keeping the aging it earned)."""
-        while True:
-            call.key = f"{admit['program']}/{call.task}/{call.job.preempted if call.job else 0}"
-            if self.gate.queue is None:
-                self.gate.queue = admission_queue(self.gate.aging)
-            try:
-                total = await self.gate.queue.request.remote(call.key, admit["program"], call.task, admit["priority"],
-                                                             admit["demand"], admit["preemptible"], call.waited)
-            except ray.exceptions.RayActorError:  # the queue exited just then (idle): start a new one
-                self.gate.queue = None
-                continue
-            fresh, call.waited = total - call.waited, total
-            if fresh > 0.05:
-                self.gate.log.write("admitted", task=call.task, waited=round(fresh, 6), priority=admit["priority"])
-            return
+        call.key = f"{admit['program']}/{call.task}/{call.job.preempted if call.job else 0}"
+        call.waited = await self.gate.admitted(call.key, admit, call.task, call.waited)
 
     @staticmethod
     def _actor(group: _Group, admit: dict[str, Any]) -> Any:
