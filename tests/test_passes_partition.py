@@ -145,7 +145,7 @@ def test_fuse_keeps_reachability(g, backend, spec):
     before = g.copy()
     pipeline = "fuse{tiny=0.01}" if spec is None else "partition{algo=heft},fuse{tiny=0.01}"
     if spec is not None:
-        run("partition{algo=heft}", before, parse_cluster_spec(spec))
+        run("partition{algo=heft}", before, parse_cluster_spec(spec), backend=backend)  # placed as `g` is
     ctx = run(pipeline, g, parse_cluster_spec(spec) if spec else None, backend=backend)
     group = _groups_of(g)
     assert set(group) == {n.name for n in before}
