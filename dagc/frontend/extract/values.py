@@ -198,12 +198,6 @@ def const_value(operand: Operand) -> Any:
     return operand_to_python(operand)
 
 
-def operand_json(operand: Operand | None) -> Any:
-    from dagc.ir.serialize import operand_to_json
-
-    return None if operand is None else operand_to_json(operand)
-
-
 def value_of(operand: Operand) -> Value:
     return Dyn(operand) if any(True for _ in iter_refs(operand)) else Static(const_value(operand))
 
