@@ -90,13 +90,18 @@ def run_dagc(*args: str, cwd: Path | None = None, env: dict[str, str] | None = N
 
 @pytest.fixture(scope="session")
 def ray_cluster():
-    """One local Ray cluster (4 CPUs, no GPUs) that the emitted Ray programs of many test modules connect
-    to with `--address`; each program is its own driver process, so the tests do not share state. (A second
-    node would let Ray start twice the workers, each importing torch, on this machine's two cores: slower.)"""
+    """One local Ray cluster (3 CPUs, no GPUs) that the emitted Ray programs of many test modules connect
+    to with `--address`; each program is its own driver process, so the tests do not share state.
+
+    Each program is a new Ray job, and a job's tasks run in worker processes of its own, each importing
+    torch (1-2 s of CPU): with 3 CPUs (the most a test's plan asks of one node: a task of `cpus=2` beside
+    one of 1), a program starts at most 3 such workers, not 4 that the machine's two cores run no faster.
+    The object store holds a sample's live tensors (sgd_allreduce: 4 shards of 16 MiB, replicas of 8 MiB),
+    so that nothing is spilled to disk, which stalled runs by seconds."""
     from ray.cluster_utils import Cluster
 
     cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 4, "num_gpus": 0, "include_dashboard": False, "object_store_memory": 100 * 2**20})
+        "num_cpus": 3, "num_gpus": 0, "include_dashboard": False, "object_store_memory": 400 * 2**20})
     cluster.wait_for_nodes()
     yield cluster
     cluster.shutdown()

@@ -36,8 +36,8 @@ def cluster():
     from ray.cluster_utils import Cluster
 
     c = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 2, "num_gpus": 2, "include_dashboard": False, "object_store_memory": 80 * MB})
-    c.add_node(num_cpus=2, num_gpus=2, object_store_memory=80 * MB)
+        "num_cpus": 2, "num_gpus": 2, "include_dashboard": False, "object_store_memory": 200 * MB})
+    c.add_node(num_cpus=2, num_gpus=2, object_store_memory=200 * MB)
     c.wait_for_nodes()
     yield c
     c.shutdown()
