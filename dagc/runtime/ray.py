@@ -51,7 +51,7 @@ from dagc.runtime.program import (
     store_result,
 )
 from dagc.runtime.progress import Progress
-from dagc.runtime.rayworker import HELD, Interpreter, Job, State, load_stored, run_gang, run_gang_of_job
+from dagc.runtime.rayworker import HELD, Interpreter, Job, State, load_stored, run_gang, run_gang_of_job, warm_up
 from dagc.runtime.store import Cache, RunStore, StorageError
 
 __all__ = ["Plan", "Job", "Driver", "Placement", "PlacementError", "RunFailed", "ray_main", "local_resources",
@@ -122,8 +122,28 @@ class Driver:
         self.held: dict[ray.ObjectRef, tuple[int, str]] = {}  # output refs that stand for a value an actor holds
         self.progress = Progress(len(plan.tasks))
         self.nodes: list[dict[str, float]] | None = None
-        if admission is not None and not resume:  # its process starts while the first tasks' workers do
+        self.warm: ray.ObjectRef | None = None
+        if admission is not None and not resume:  # its process starts while a worker for the first tasks does
             self.gate()
+            if any(task not in plan.state for task in plan.tasks):  # (a state group's tasks run in its actor)
+                self.warm = self.warm_up()
+
+    def warm_up(self) -> ray.ObjectRef:
+        """A worker of this program, started and loaded with the pipeline's modules on the node of the first
+        device while the gatekeeper starts (tasks on that node wait for it: `warmed`, so that Ray leases them
+        the ready worker rather than starting another one beside it)."""
+        options = {}
+        if self.placement is not None and self.plan.devices:
+            options["scheduling_strategy"] = self.placement.strategy(0)
+        return warm_up.options(**options).remote(self.interpreter)
+
+    def warmed(self, device: int | None) -> list[ray.ObjectRef]:
+        """The warm-up a task on `device` waits for (none when the device is on another node)."""
+        if self.warm is None:
+            return []
+        if device is not None and self.plan.devices and self.plan.devices[device][0] != self.plan.devices[0][0]:
+            return []
+        return [self.warm]
 
     def fingerprint(self, task: str) -> str:
         return self.plan.tasks[task][0]
@@ -220,7 +240,7 @@ class Driver:
         if self.placement is not None and device is not None:
             options["scheduling_strategy"] = self.placement.strategy(device)
         devices = [device] if device is not None else []
-        values = [*(self.resolve(a) for a in args), *self.waits(after, devices)]
+        values = [*(self.resolve(a) for a in args), *self.waits(after, devices), *self.warmed(device)]
         job = self.job(task, device, outputs)
         if self.admission is not None:  # through the cluster's queue: admitted by priority, maybe preempted
             admit = {**self.admission, "demand": dict(self.plan.demands[task]),

@@ -21,7 +21,7 @@ from dagc.runtime.program import prepare_interpreter
 from dagc.runtime.store import Cache, RunStore
 from dagc.runtime.threads import capped, current_threads
 
-__all__ = ["Interpreter", "Job", "State", "Rank", "run_gang", "run_gang_of_job", "load_stored", "HELD"]
+__all__ = ["Interpreter", "Job", "State", "Rank", "run_gang", "run_gang_of_job", "load_stored", "warm_up", "HELD"]
 
 HELD = "__dagc_held__"  # (HELD, group, value): a value that stays in the actor of its state
 
@@ -38,6 +38,34 @@ class Interpreter(NamedTuple):
 
 # ---- on the workers ---------------------------------------------------------------------------------
 _process_threads: list[int] = []  # the threads this worker computes on once user code is loaded (set once)
+
+
+def prepare_worker(interpreter: Interpreter) -> None:
+    """Make this worker look like `python SCRIPT ARGS` and load the script's module, as before any task."""
+    script, args, cwd, entry, omp_threads = interpreter
+    prepare_interpreter(script, args, cwd)
+    if "torch" not in sys.modules:  # torch starts on the threads the plain run starts with
+        if omp_threads is None:
+            os.environ.pop("OMP_NUM_THREADS", None)
+        else:
+            os.environ["OMP_NUM_THREADS"] = omp_threads
+    if entry:  # its module-level code (a seed, settings) runs before any task, as under `python script.py`
+        importlib.import_module(entry)
+    if not _process_threads and current_threads() is not None:
+        _process_threads.append(current_threads())  # type: ignore[arg-type]
+
+
+@ray.remote(num_cpus=0)
+def warm_up(interpreter: Interpreter) -> None:
+    """Start a worker of this program and load the pipeline's modules there (torch with them) while the
+    program's gatekeeper starts: the first task the gate submits is then leased to a worker that is ready,
+    instead of one that starts only then. It is what that worker would do before its first task anyway.
+    It never fails: a script whose module-level code raises fails in the task that loads it next, which
+    reports it as that task's failure."""
+    try:
+        prepare_worker(interpreter)
+    except BaseException:  # noqa: BLE001 - SystemExit too: the first task meets it again and says so
+        pass
 
 
 class Job:
@@ -61,17 +89,7 @@ class Job:
             self.prepare()
 
     def prepare(self) -> None:
-        script, args, cwd, entry, omp_threads = self.interpreter
-        prepare_interpreter(script, args, cwd)
-        if "torch" not in sys.modules:  # torch starts on the threads the plain run starts with
-            if omp_threads is None:
-                os.environ.pop("OMP_NUM_THREADS", None)
-            else:
-                os.environ["OMP_NUM_THREADS"] = omp_threads
-        if entry:  # its module-level code (a seed, settings) runs before any task, as under `python script.py`
-            importlib.import_module(entry)
-        if not _process_threads and current_threads() is not None:
-            _process_threads.append(current_threads())  # type: ignore[arg-type]
+        prepare_worker(self.interpreter)
 
     def threads(self) -> int | None:
         """The threads a task that declares no `cpus=` computes on here (dagc.runtime.threads)."""
