@@ -51,7 +51,16 @@ from dagc.runtime.program import (
     store_result,
 )
 from dagc.runtime.progress import Progress
-from dagc.runtime.rayworker import HELD, Interpreter, Job, State, load_stored, run_gang, run_gang_of_job, warm_up
+from dagc.runtime.rayworker import (
+    HELD,
+    Interpreter,
+    Job,
+    State,
+    load_stored,
+    run_gang,
+    run_gang_of_job,
+    warm_up,
+)
 from dagc.runtime.store import Cache, RunStore, StorageError
 
 __all__ = ["Plan", "Job", "Driver", "Placement", "PlacementError", "RunFailed", "ray_main", "local_resources",
