@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import subprocess
-import tempfile
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,26 +20,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", help="rewrite golden files")
 
 
-# ---- tests that measure time run alone ----------------------------------------------------------------
-# The suite runs on every core (pytest -n, pyproject.toml). A test marked `exclusive` compares durations
-# (a program alone against the same program beside another), so nothing else of the suite may run while it
-# does: every test holds a shared lock on this machine-wide file, an exclusive test the exclusive lock. A
-# second file, the turnstile, stops new tests from taking the shared lock while an exclusive one waits, so
-# the waiting test is never starved by the others' next tests.
-_LOCKS = Path(tempfile.gettempdir()) / f"dagc-tests-{os.getuid()}"
+@pytest.fixture(scope="session", autouse=True)
+def _plain_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Plain runs are kept for the session (tests/plain.py), in a directory every xdist worker shares."""
+    from tests import plain
 
-
-@pytest.fixture(autouse=True)
-def _machine_share(request: pytest.FixtureRequest) -> Iterator[None]:
-    exclusive = request.node.get_closest_marker("exclusive") is not None
-    _LOCKS.mkdir(exist_ok=True)
-    with (_LOCKS / "turnstile").open("a") as turnstile, (_LOCKS / "machine").open("a") as machine:
-        fcntl.flock(turnstile, fcntl.LOCK_EX)
-        try:
-            fcntl.flock(machine, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        finally:
-            fcntl.flock(turnstile, fcntl.LOCK_UN)
-        yield  # the file's lock goes when it is closed
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # (pytest-N/popen-gwK: pytest-N)
+    (shared / "plain-cache").mkdir(exist_ok=True)
+    plain.CACHE[:] = [shared / "plain-cache"]
 
 
 @pytest.fixture

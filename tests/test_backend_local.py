@@ -9,22 +9,7 @@ from dagc.backends import emit
 from dagc.driver import compile_file
 from tests.conftest import REPO, SAMPLES, run_dagc
 from tests.interpreters import run_python
-
-
-def _plain_result(script: Path, pipeline: str, tmp: Path, **params: object) -> object:
-    """Run the pipeline function directly (as plain Python) in a fresh interpreter."""
-    out = tmp / "plain.pkl"
-    code = (
-        "import pickle, runpy, sys\n"
-        f"sys.path.insert(0, {str(script.parent)!r})\n"
-        f"ns = runpy.run_path({str(script)!r}, run_name='plain')\n"
-        # a pipeline method `Flow.run` runs as Python would run it: `Flow().run(...)`
-        f"owner, _, method = {pipeline!r}.rpartition('.')\n"
-        "fn = getattr(ns[owner](), method) if owner else ns[method]\n"
-        f"pickle.dump(fn(**{params!r}), open({str(out)!r}, 'wb'))\n"
-    )
-    run_python(["-c", code], check=True, timeout=300)
-    return pickle.loads(out.read_bytes())
+from tests.plain import plain_result as _plain_result  # (the name the other modules import)
 
 
 def _ruff_clean(path: Path) -> None:

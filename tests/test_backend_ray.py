@@ -299,8 +299,12 @@ def test_emit_ray_is_deterministic_and_records_placement() -> None:
 def test_region_sample_placed_on_two_nodes_equals_plain_run(tmp_path: Path, cluster, sample: str) -> None:
     """A `loop` region (early stopping) and a `cond` region on a glue predicate (the sweep), placed on
     two nodes: each region runs as one task on its device's node and computes what plain Python does."""
+    from tests.test_samples import _params
+
     spec = parse_cluster_spec("2x2")
-    graph = compile_file(SAMPLES / f"{sample}.py", passes="verify,dce,cse,partition,schedule", cluster=spec)
+    params = _params(sample, tmp_path)  # smaller data, the same graph
+    graph = compile_file(SAMPLES / f"{sample}.py", passes="verify,dce,cse,partition,schedule", cluster=spec,
+                         params=params)
     regions = {n.name: n.op for n in graph if n.op in ("cond", "loop", "glue")}
     assert regions and ({"loop"} <= set(regions.values()) if sample == "early_stopping"
                         else {"cond", "glue"} <= set(regions.values())), regions
@@ -309,7 +313,7 @@ def test_region_sample_placed_on_two_nodes_equals_plain_run(tmp_path: Path, clus
     proc = _run(program, cluster, "--run-dir", str(tmp_path / "run"), "--result", str(tmp_path / "r.pkl"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == _plain_result(SAMPLES / f"{sample}.py", graph.name,
-                                                                           tmp_path)
+                                                                           tmp_path, **params)
     events = read_events(tmp_path / "run" / "events.jsonl")
     (start,) = [e for e in events if e["event"] == "run_start"]
     nodes = {int(k): v for k, v in start["nodes"].items()}

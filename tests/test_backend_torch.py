@@ -368,9 +368,11 @@ def test_region_is_one_step_of_its_rank(tmp_path: Path, sample: str, ranks: int)
 @pytest.mark.parametrize("sample", sorted(REGION_SAMPLES))
 def test_regions_equal_plain_run_on_four_ranks(tmp_path: Path, sample: str) -> None:
     from tests.test_backend_local import _plain_result
+    from tests.test_samples import _params
 
-    expected = _plain_result(SAMPLES / f"{sample}.py", sample, tmp_path)
-    program = _emit(SAMPLES / f"{sample}.py", tmp_path / "prog" / f"{sample}_torch4.py", 4)
+    params = _params(sample, tmp_path)  # smaller data, the same graph
+    expected = _plain_result(SAMPLES / f"{sample}.py", sample, tmp_path, **params)
+    program = _emit(SAMPLES / f"{sample}.py", tmp_path / "prog" / f"{sample}_torch4.py", 4, **params)
     result = tmp_path / "result.pkl"
     launch(program, 4, ["--result", str(result)])
     assert pickle.loads(result.read_bytes()) == expected
