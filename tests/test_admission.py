@@ -315,6 +315,20 @@ def _plain(script: Path) -> str:
     return run_python([str(script)], capture_output=True, text=True, cwd=script.parent).stdout.strip()
 
 
+# the high chain as two chains whose steps alternate
+INTERLEAVE = ("""    x = 0
+    for _ in range(n):
+        x = step(x)
+    return x
+""", """    x = 0
+    y = 0
+    for _ in range(n):
+        x = step(x)
+        y = step(y)
+    return x + y
+""")
+
+
 def _high(seconds: float, steps: int, release: Path | None = None) -> str:
     """The high-priority chain of `steps` steps of `seconds` each; once `release` exists, the rest goes at once."""
     return (HIGH.replace("SECONDS", repr(seconds)).replace("STEPS", str(steps))
@@ -375,26 +389,30 @@ def test_a_high_priority_pipeline_preempts_a_low_one_that_fills_the_cluster(tmp_
 
 
 def test_aging_lets_a_low_priority_finish_under_a_stream_of_high_ones(tmp_path, start_cluster):
-    """One CPU, a high-priority chain of 60 one-second steps, and a low-priority task that arrives once the
-    chain runs: a waiting task gains a level per 0.5 s here, so the low task runs between two steps instead
-    of after the chain (with the default 30 s a level, it would wait for all of it). Once the low program
-    has finished, the test lets the rest of the chain go at once."""
+    """One CPU, a high-priority stream of two interleaved chains of one-second steps, and a low-priority task
+    that arrives once the stream runs: a waiting task gains a level per 0.5 s here, so the low task runs
+    between two steps instead of after the stream (with the default 30 s a level, it would wait for all
+    of it). Two chains, so that when a step ends, the other chain's next step is already waiting: the CPU
+    is never free for the low task to slip in between, however slowly the machine passes a step's output
+    on. Once the low program has finished, the test lets the rest of the stream go at once."""
     cluster = start_cluster(1)
     low_text, release = _released(tmp_path, LOW.replace("n: int = 4", "n: int = 1"))
     release.touch()  # the low task itself does not wait
     _, low = _program(tmp_path, "low", low_text)
     chain_release = tmp_path / "chain-release"
-    high_text = _high(1.0, 60, chain_release)
+    high_text = _high(1.0, 30, chain_release)
+    assert INTERLEAVE[0] in high_text
+    high_text = high_text.replace(*INTERLEAVE)
     _, high = _program(tmp_path, "high", high_text)
     stream = _start(high, cluster, tmp_path / "high", "--aging", "0.5")  # it starts the queue: its aging
     try:
-        _wait_for(lambda: sum(e["event"] == "start" for e in _events(tmp_path / "high")) >= 2, "the chain runs",
+        _wait_for(lambda: sum(e["event"] == "start" for e in _events(tmp_path / "high")) >= 2, "the stream runs",
                   stream)
         slow = _start(low, cluster, tmp_path / "low", "--aging", "0.5")
         assert _finish(slow, tmp_path / "low") == 0  # total([crunch(0)])
     finally:
         chain_release.touch()
-    assert _finish(stream, tmp_path / "high") == 60
+    assert _finish(stream, tmp_path / "high") == 60  # two chains of 30 steps
     low_end = max(e["ts"] for e in _events(tmp_path / "low") if e["event"] == "end")
     high_starts = sorted(e["ts"] for e in _events(tmp_path / "high") if e["event"] == "start")
     assert low_end < high_starts[-1], (low_end, high_starts)  # it did not wait for the stream to end

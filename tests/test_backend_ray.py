@@ -612,17 +612,31 @@ def _ray_start(log: Path, *args: str) -> subprocess.Popen:
                                 env=env, start_new_session=True, stdout=out, stderr=subprocess.STDOUT)
 
 
-def _ray_stop(process: subprocess.Popen) -> None:
+def _ray_stop(*processes: subprocess.Popen) -> None:
     import os
 
     # `ray start --block` stops the node's processes on SIGTERM, one after another, each given time to drain:
     # half a minute for a head node. The test is done with them: what is still there after a moment is killed
-    os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(5)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+    # (every node told at once, so that the moment is not paid once per node)
+    for process in processes:
+        os.killpg(process.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 5
+    for process in processes:
+        try:
+            process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def _started(log: Path, process: subprocess.Popen) -> None:
+    """Until `ray start` says its node runs (its own words, not a probe that connects: a second driver costs
+    seconds), as long as the machine needs; its output when it ends first."""
+    deadline = time.monotonic() + scaled(90)
+    while "Ray runtime started." not in log.read_text(errors="replace"):
+        if process.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(f"`ray start` did not start its node:\n{_ray_logs(log)}")
+        time.sleep(0.1)
 
 
 def _ray_logs(*logs: Path) -> str:
@@ -671,17 +685,16 @@ def test_program_on_a_two_process_ray_cluster(tmp_path: Path) -> None:
     head = _ray_start(logs[0], "--head", "--port", str(port), "--include-dashboard=false")
     worker = None
     try:
-        wait_for("1")
+        _started(logs[0], head)
         worker = _ray_start(logs[1], "--address", address)
-        wait_for("2")
+        _started(logs[1], worker)
+        wait_for("2")  # and the head knows it
         proc = subprocess.run([sys.executable, str(program), "--address", address, "--run-dir",
                                str(tmp_path / "run"), "--result", str(tmp_path / "r.pkl")], capture_output=True,
                               text=True, timeout=scaled(240), cwd=tmp_path, env=env)
         assert proc.returncode == 0, proc.stderr[-3000:] + _ray_logs(*logs)
     finally:
-        for process in (worker, head):
-            if process is not None:
-                _ray_stop(process)
+        _ray_stop(*(p for p in (worker, head) if p is not None))
     assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == _plain_result(SAMPLES / "quickstart.py", "quickstart",
                                                                            tmp_path)
     ends = read_events(tmp_path / "run" / "events.jsonl", event="end")
