@@ -4,8 +4,8 @@ every backend is compared with, computed once per test session.
 Many modules compare a backend with the plain run of the same sample or port, and each pytest-xdist worker
 imports them on its own: without a shared cache, each worker ran the same plain runs again. Results are
 kept in a directory all workers of the session share (`CACHE`, set by tests/conftest.py), keyed by the
-script's path, the source of every module beside it, the pipeline and its parameters; a lock file makes a
-second worker wait for the first one's run instead of repeating it.
+script's path, the source of every module in its folder and below, the pipeline and its parameters; a
+lock file makes a second worker wait for the first one's run instead of repeating it.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ CACHE: list[Path] = []  # the session's cache directory (empty: results are not 
 
 def _key(script: Path, pipeline: str, params: dict[str, object]) -> str:
     digest = hashlib.sha256(repr((str(script.resolve()), pipeline, sorted(params.items(), key=repr))).encode())
-    for module in sorted(script.parent.glob("*.py")):  # the script and what it may import from beside it
-        digest.update(module.name.encode() + b"\0" + module.read_bytes())
+    for module in sorted(script.parent.rglob("*.py")):  # the script and what it may import from beside it
+        digest.update(str(module.relative_to(script.parent)).encode() + b"\0" + module.read_bytes())
     return digest.hexdigest()[:32]
 
 
