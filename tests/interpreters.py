@@ -14,6 +14,7 @@ other than this interpreter, runs in a real subprocess.
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import json
 import os
 import select
@@ -32,6 +33,9 @@ __all__ = ["run_python"]
 
 PRELOAD = ["torch", "numpy", "dagc", "dagc.backends", "dagc.runtime.executor", "dagc.runtime.local",
            "dagc.runtime.program", "dagc.runtime.store", "dagc.runtime.events"]
+# an emitted Ray program's driver imports Ray (0.4 s): imported, Ray starts no thread, so a fork of it is safe
+if importlib.util.find_spec("ray") is not None:
+    PRELOAD += ["ray", "dagc.runtime.ray"]
 # variables read when Python or a preloaded library starts: a run that sets them needs a real process
 STARTUP_PREFIXES = ("PYTHON", "OMP_", "MKL_", "OPENBLAS_", "TORCH_", "CUDA", "KMP_", "GOMP_", "RAY_", "LD_",
                     "MALLOC", "NUMEXPR_")
