@@ -139,8 +139,10 @@ class Driver:
 
     def warm_up(self) -> ray.ObjectRef:
         """A worker of this program, started and loaded with the pipeline's modules on the node of the first
-        device while the gatekeeper starts (tasks on that node wait for it: `warmed`, so that Ray leases them
-        the ready worker rather than starting another one beside it)."""
+        device while the gatekeeper starts. The tasks on that node wait for it (`warmed`), so that Ray leases
+        them the ready worker rather than starting one per task at once: on 2 cores, 4 parallel first tasks
+        that each started a worker (each importing torch) began 6.5-7.8 s after the run did; behind the
+        warm worker, 2.3-2.7 s."""
         options = {}
         if self.placement is not None and self.plan.devices:
             options["scheduling_strategy"] = self.placement.strategy(0)
