@@ -4,14 +4,15 @@ every backend is compared with, computed once per test session.
 Many modules compare a backend with the plain run of the same sample or port, and each pytest-xdist worker
 imports them on its own: without a shared cache, each worker ran the same plain runs again. Results are
 kept in a directory all workers of the session share (`CACHE`, set by tests/conftest.py), keyed by the
-script's path, the source of every module in its folder and below, the pipeline and its parameters; a
-lock file makes a second worker wait for the first one's run instead of repeating it.
+script's path, the source of every module in its folder and below, the pipeline, its parameters and the
+environment; a lock file makes a second worker wait for the first one's run instead of repeating it.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import os
 import pickle
 import shutil
 from pathlib import Path
@@ -24,7 +25,9 @@ CACHE: list[Path] = []  # the session's cache directory (empty: results are not 
 
 
 def _key(script: Path, pipeline: str, params: dict[str, object]) -> str:
-    digest = hashlib.sha256(repr((str(script.resolve()), pipeline, sorted(params.items(), key=repr))).encode())
+    # the environment the run gets, but for what pytest sets per worker (a test that changes it runs anew)
+    env = sorted((k, v) for k, v in os.environ.items() if not k.startswith("PYTEST_"))
+    digest = hashlib.sha256(repr((str(script.resolve()), pipeline, sorted(params.items(), key=repr), env)).encode())
     for module in sorted(script.parent.rglob("*.py")):  # the script and what it may import from beside it
         digest.update(str(module.relative_to(script.parent)).encode() + b"\0" + module.read_bytes())
     return digest.hexdigest()[:32]
