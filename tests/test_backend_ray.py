@@ -78,15 +78,17 @@ def test_quickstart_ray_equals_plain_run(tmp_path: Path, cluster) -> None:
 def test_first_tasks_run_in_the_worker_warmed_while_the_gatekeeper_starts(tmp_path: Path, ray_cluster,
                                                                           write_project) -> None:
     """On a shared cluster, a program warms one worker (it loads the pipeline's module) while its gatekeeper
-    starts, and its first task runs there: the module is loaded once, in the worker that runs the task,
-    not once more in a second worker started for the task."""
+    starts, and its first task runs there: the module is loaded once, by the warm-up, in the worker that
+    runs the task, not once more in a second worker started for the task."""
     root = write_project({"warm.py": f"""
         import os
+
+        import ray
 
         import dagc
 
         with open({str(tmp_path / "loaded")!r}, "a") as f:  # each process that loads this module says so
-            f.write(f"{{os.getpid()}}\\n")
+            f.write(f"{{os.getpid()}} {{ray.get_runtime_context().get_task_name()}}\\n")
 
 
         @dagc.task
@@ -102,7 +104,8 @@ def test_first_tasks_run_in_the_worker_warmed_while_the_gatekeeper_starts(tmp_pa
     proc = _run(program, ray_cluster, "--run-dir", str(tmp_path / "run"), "--result", str(tmp_path / "r.pkl"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     pid = pickle.loads((tmp_path / "r.pkl").read_bytes())
-    assert (tmp_path / "loaded").read_text().split() == [str(pid)]
+    [(loaded_in, loaded_by)] = [line.split() for line in (tmp_path / "loaded").read_text().splitlines()]
+    assert loaded_in == str(pid) and loaded_by.endswith("warm_up"), (loaded_in, loaded_by, pid)
 
 
 def test_killed_worker_is_retried(tmp_path: Path, cluster, write_project) -> None:

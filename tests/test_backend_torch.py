@@ -99,15 +99,9 @@ def _ruff_clean(path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def quickstart_plain(tmp_path_factory: pytest.TempPathFactory) -> object:
-    out = tmp_path_factory.mktemp("plain") / "plain.pkl"
-    code = (
-        "import pickle, runpy, sys\n"
-        f"sys.path.insert(0, {str(SAMPLES)!r})\n"
-        f"ns = runpy.run_path({str(SAMPLES / 'quickstart.py')!r}, run_name='plain')\n"
-        f"pickle.dump(ns['quickstart'](), open({str(out)!r}, 'wb'))\n"
-    )
-    run_python(["-c", code], check=True, timeout=300)
-    return pickle.loads(out.read_bytes())
+    from tests.plain import plain_result
+
+    return plain_result(SAMPLES / "quickstart.py", "quickstart", tmp_path_factory.mktemp("plain"))
 
 
 @pytest.mark.slow
