@@ -86,8 +86,11 @@ def ray_cluster():
     so that nothing is spilled to disk, which stalled runs by seconds."""
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 3, "num_gpus": 0, "include_dashboard": False, "object_store_memory": 400 * 2**20})
+    from tests.rayfork import forked_workers
+
+    with forked_workers():
+        cluster = Cluster(initialize_head=True, head_node_args={
+            "num_cpus": 3, "num_gpus": 0, "include_dashboard": False, "object_store_memory": 400 * 2**20})
     cluster.wait_for_nodes()
     yield cluster
     cluster.shutdown()

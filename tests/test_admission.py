@@ -254,11 +254,14 @@ def start_cluster():
     """Starts a local Ray cluster of its own for a test (its admission queue starts fresh)."""
     from ray.cluster_utils import Cluster
 
+    from tests.rayfork import forked_workers
+
     started = []
 
     def start(cpus: int) -> Cluster:
-        cluster = Cluster(initialize_head=True, head_node_args={
-            "num_cpus": cpus, "num_gpus": 0, "include_dashboard": False, "object_store_memory": 80 * 2**20})
+        with forked_workers():
+            cluster = Cluster(initialize_head=True, head_node_args={
+                "num_cpus": cpus, "num_gpus": 0, "include_dashboard": False, "object_store_memory": 80 * 2**20})
         cluster.wait_for_nodes()
         started.append(cluster)
         return cluster

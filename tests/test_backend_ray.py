@@ -35,9 +35,12 @@ def cluster():
     """Two nodes of 2 CPUs and 2 (simulated) GPUs each: placement across nodes."""
     from ray.cluster_utils import Cluster
 
-    c = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 2, "num_gpus": 2, "include_dashboard": False, "object_store_memory": 200 * MB})
-    c.add_node(num_cpus=2, num_gpus=2, object_store_memory=200 * MB)
+    from tests.rayfork import forked_workers
+
+    with forked_workers():
+        c = Cluster(initialize_head=True, head_node_args={
+            "num_cpus": 2, "num_gpus": 2, "include_dashboard": False, "object_store_memory": 200 * MB})
+        c.add_node(num_cpus=2, num_gpus=2, object_store_memory=200 * MB)
     c.wait_for_nodes()
     yield c
     c.shutdown()
