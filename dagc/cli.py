@@ -19,7 +19,7 @@ from dagc.backend_warnings import backend_warnings
 from dagc.diagnostics import CompileError, Diagnostic, render_json, render_text
 from dagc.usage import UsageError, parse_params
 
-EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 70
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERNAL, EXIT_IO = 0, 1, 2, 70, 74
 
 
 # ---- shared options -------------------------------------------------------------------------------
@@ -199,6 +199,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
     _report(args, compilation)
     graph = compilation.graph
     out = Path(args.output)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"-o {out} is a file, but compile writes several files (IR, program, picture) into a "
+                         "directory: give a directory, or write one program with `dagc emit -o FILE`")
     out.mkdir(parents=True, exist_ok=True)
     stem = file_stem(graph.name)
     written: list[tuple[Path, str]] = []
@@ -673,6 +676,10 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_OK
     except Exception as exc:  # noqa: BLE001 - the one place internal errors are turned into a report
+        if isinstance(exc, OSError) and exc.filename is not None:  # a file that could not be read or written
+            sys.stderr.write(f"{command_parser.prog}: error: {exc.filename}: {exc.strerror or exc}\n"
+                             f"hint: {_io_hint(exc)}\n")
+            return EXIT_IO
         from dagc.cluster import ClusterError
 
         if isinstance(exc, ClusterError):
@@ -691,6 +698,18 @@ def main(argv: list[str] | None = None) -> int:
         traceback.print_exc()
         return EXIT_INTERNAL
 
+
+def _io_hint(exc: OSError) -> str:
+    """What to do about a file that could not be read or written."""
+    import errno
+
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "choose a place you may write to (-o), or change the permissions"
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return "free some space there, or choose another place (-o)"
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
+        return "a file and a directory are in each other's way there: choose another path"
+    return "check that the path exists and can be used"
 
 
 if __name__ == "__main__":

@@ -42,8 +42,12 @@ from pathlib import Path
 
 __all__ = ["forked_workers"]
 
-# not Ray: importing its extension reads the worker's environment (its job, its raylet) into its configuration
-PRELOAD = ["torch", "torch.distributed", "numpy"]
+# Not Ray: importing its extension reads the worker's environment (its job, its raylet) into its configuration.
+# But what Ray imports from other packages, and dagc's runtime short of its Ray modules, are preloaded.
+PRELOAD = ["torch", "torch.distributed", "numpy", "google.protobuf", "grpc", "requests", "jsonschema", "yaml",
+           "filelock", "msgpack", "attr", "packaging", "pdb", "decimal", "tracemalloc",
+           "dagc", "dagc.runtime.executor", "dagc.runtime.store", "dagc.runtime.events", "dagc.runtime.program",
+           "dagc.runtime.console", "dagc.runtime.context", "dagc.runtime.effectcheck", "dagc.runtime.threads"]
 
 # the launcher: started by a raylet as `LAUNCHER default_worker.py ARGS...`
 LAUNCHER = r'''#!{python} -IS

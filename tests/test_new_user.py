@@ -60,6 +60,20 @@ def test_command_errors_name_the_command(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "dagc check: error: --param '=3'" in proc.stderr
 
 
+def test_an_output_path_in_the_way_is_one_line_with_a_hint(tmp_path: Path) -> None:
+    blocker = tmp_path / "out"
+    blocker.write_text("keep me")
+    proc = run_dagc("compile", "samples/quickstart.py", "-o", str(blocker))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"-o {blocker} is a file" in proc.stderr and "dagc emit -o FILE" in proc.stderr
+    for args in (("compile", "samples/quickstart.py", "-o", str(blocker / "sub")),
+                 ("emit", "samples/quickstart.py", "-o", str(blocker / "sub" / "p.py"))):
+        proc = run_dagc(*args)
+        assert proc.returncode == 74 and "Traceback" not in proc.stderr, proc.stderr
+        assert f"dagc {args[0]}: error: {blocker}" in proc.stderr and "hint: " in proc.stderr
+    assert blocker.read_text() == "keep me"
+
+
 def test_json_diagnostics_go_to_stdout(tmp_path: Path) -> None:
     proc = run_dagc("check", "samples/quickstart.py", "--diagnostics-format", "json")
     assert proc.returncode == 0 and json.loads(proc.stdout) == []  # `| jq` gets a list, even an empty one
