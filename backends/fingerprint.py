@@ -332,18 +332,22 @@ def task_rows(graph: Graph) -> dict[str, tuple]:
 
 
 def _returned_state(graph: Graph) -> dict[int, str]:
-    """State groups (by index) of which the pipeline returns an object, with the first such value. Their
-    tasks are never reused: a task's stored outputs are its return values as they were when it finished,
-    not the objects later tasks changed in place (a list appended to, a model trained), so a reused
-    group would return the objects' first state."""
-    from dagc.ir.effects import state_cell_groups
+    """State groups (by index) of which the pipeline returns an object that a task changes in place after
+    the task that made it finished, with the first such value and the task. Their tasks are never reused:
+    a task's stored outputs are its return values as they were when it finished, not the objects later
+    tasks changed in place (a list appended to, a model trained), so a reused group would return the
+    objects' first state. A returned object nothing changes after it was made (a summary the group's last
+    task builds) is stored as the pipeline ends with it, and its group is reused."""
+    from dagc.ir.effects import changed_after_made, state_cell_groups
     from dagc.ir.types import iter_refs
 
     cells = state_cell_groups(graph)
+    returned = [v for v in iter_refs(graph.returns) if v in cells] if graph.returns is not None else []
+    changed = changed_after_made(graph, returned)
     out: dict[int, str] = {}
-    for value in iter_refs(graph.returns) if graph.returns is not None else ():
-        if value in cells:
-            out.setdefault(cells[value], f"`%{value}`")
+    for value in returned:
+        if value in changed:
+            out.setdefault(cells[value], f"`%{value}`, changed by `{changed[value]}`")
     return out
 
 

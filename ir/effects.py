@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from .core import Graph, Node
 
 __all__ = ["NodeEffects", "node_effects", "has_effects", "StateGroup", "state_groups", "state_cells", "order_by_effects",
-           "final_writers", "RNG_CELL", "EFFECT_ATTRS"]
+           "final_writers", "changed_after_made", "RNG_CELL", "EFFECT_ATTRS"]
 
 RNG_CELL = "rng:global"
 EFFECT_ATTRS = ("effects.mutates", "effects.io", "effects.rng", "effects.writes", "effects.reads", "effects.files",
@@ -390,6 +390,27 @@ def final_writers(graph: Graph, values: Iterable[str]) -> list[str]:
             if root in wanted:
                 last[root] = node.name
     return sorted(set(last.values()))
+
+
+def changed_after_made(graph: Graph, values: Iterable[str]) -> dict[str, str]:
+    """Those of `values` that a node may change in place after the node that made them finished (a
+    pipeline parameter: any node that changes it), each with the first such node. A stored output holds
+    its value as it was when its task finished: for these, it is not what the pipeline ends with."""
+    analysis = _analysis(graph)
+    cells = analysis.cells
+    wanted = {v: cells.find(v) for v in values}
+    wanted = {v: root for v, root in wanted.items() if root in analysis.stateful}
+    if not wanted:
+        return {}
+    made: set[str] = set()  # values made so far, in program order
+    out: dict[str, str] = {}
+    for node in graph:
+        changed = {cells.find(v) for v in analysis.effects[node.name].mutates}
+        for value, root in wanted.items():
+            if value not in out and root in changed and (value in made or graph.producer(value) is None):
+                out[value] = node.name
+        made.update(node.outputs)
+    return out
 
 
 def state_cell_groups(graph: Graph) -> dict[str, int]:

@@ -6,8 +6,9 @@
 - files are the owner's only (0600): outputs, the event log, the result;
 - the event log reader skips and counts lines it cannot read, and a torn last line does not swallow the
   next run's first record;
-- a piece of state the pipeline returns is never reused from the run directory or the cache (its stored
-  outputs would hold the object's first state, not its final one).
+- a piece of state the pipeline returns, changed after the task that made it, is never reused from the run
+  directory or the cache (its stored outputs would hold the object's first state, not its final one); one
+  that nothing changes after it was made is reused.
 """
 
 from __future__ import annotations
@@ -58,12 +59,25 @@ def numbers(n: int = 5):
     return total(xs), xs
 
 
+@dagc.task
+def summary(log: list) -> list:
+    return [len(log), *log]
+
+
 @dagc.pipeline
 def history():
     log = new_log()
     add(log, 3)
     add(log, 4)
     return log
+
+
+@dagc.pipeline
+def summarized():
+    log = new_log()
+    add(log, 3)
+    add(log, 4)
+    return summary(log)
 '''
 
 
@@ -194,6 +208,57 @@ def test_returned_state_is_never_reused_stale(tmp_path: Path, program, reuse: st
     first, _ = _run(local, "--run-dir" if reuse == "--resume" else "--cache", str(where))
     again, stderr = _run(local, reuse, str(where))
     assert first == again == plain, stderr
+
+
+@pytest.mark.parametrize("reuse", ["--resume", "--cache"])
+def test_returned_state_made_after_every_change_is_reused(tmp_path: Path, program, reuse: str) -> None:
+    """The pipeline returns what the state group's last task built: nothing changes it after that task,
+    so its stored output is what the pipeline ends with, and the whole group is reused."""
+    from dagc.runtime.events import read_events
+
+    script, make = program
+    local = make("summarized")
+    assert "never reused" not in local.read_text()
+    plain = _plain_result(script, "summarized", tmp_path)
+    assert plain == [2, 3, 4]
+    where = tmp_path / ("run" if reuse == "--resume" else "cache")
+    first, _ = _run(local, "--run-dir" if reuse == "--resume" else "--cache", str(where))
+    run_dir = where if reuse == "--resume" else tmp_path / "second"
+    again, stderr = _run(local, reuse, str(where), *(("--run-dir", str(run_dir)) if reuse == "--cache" else ()))
+    assert first == again == plain, stderr
+    last_run = read_events(run_dir / "events.jsonl")[-1]["run"]
+    skipped = {e["task"] for e in read_events(run_dir / "events.jsonl", run=last_run, event="skip")}
+    assert skipped == {"new_log", "add", "add.1", "summary"}, stderr
+
+
+@pytest.mark.slow
+def test_ray_and_torch_reuse_returned_state_made_after_every_change(tmp_path: Path, program, ray_cluster) -> None:
+    from dagc.backends.torch import REQUIRED_PASSES
+    from dagc.cluster import parse_cluster_spec
+    from dagc.runtime.events import read_events
+    from tests.test_backend_torch import launch
+
+    script, _ = program
+    plain = _plain_result(script, "summarized", tmp_path)
+    ray_program = tmp_path / "summarized_ray.py"
+    ray_program.write_text(emit(compile_file(script, pipeline_name="summarized"), "ray", ray_program))
+    torch_program = tmp_path / "summarized_torch.py"
+    torch_program.write_text(emit(compile_file(script, pipeline_name="summarized", passes=REQUIRED_PASSES,
+                                               cluster=parse_cluster_spec("2"), backend="torch"), "torch",
+                                  torch_program))
+    for name, run in (
+        ("ray", lambda argv: run_python([str(ray_program), "--address", ray_cluster.address, *argv],
+                                        capture_output=True, text=True, timeout=300, cwd=tmp_path)),
+        ("torch", lambda argv: launch(torch_program, 2, argv)),
+    ):
+        run_dir = tmp_path / f"run_{name}"
+        for reuse, result in (("--run-dir", "a"), ("--resume", "b")):
+            proc = run([reuse, str(run_dir), "--result", str(tmp_path / f"{name}_{result}.pkl")])
+            assert getattr(proc, "returncode", 0) == 0, getattr(proc, "stderr", "")[-3000:]
+            assert pickle.loads((tmp_path / f"{name}_{result}.pkl").read_bytes()) == plain, name
+        last_run = read_events(run_dir / "events.jsonl")[-1]["run"]
+        skipped = {e["task"] for e in read_events(run_dir / "events.jsonl", run=last_run, event="skip")}
+        assert skipped == {"new_log", "add", "add.1", "summary"}, name
 
 
 def test_torch_recomputes_a_damaged_output(tmp_path: Path, program) -> None:
