@@ -113,9 +113,22 @@ def assumed_effects(graph: Graph, node: Node) -> tuple | None:
             mutable.add(param)
     anything = node.options.side_effects or effects.io is not None
     # a pure task's draws were declared not to matter (DAGC150's hint): not a surprise at run time
-    return (tuple(params), tuple(sorted(mutable | own)), bool(effects.rng) or node.options.side_effects
-            or node.options.pure, effects.files == "write" or anything, tuple(sorted(effects.writes)),
-            tuple(sorted(own - mutable)))
+    row = (tuple(params), tuple(sorted(mutable | own)), bool(effects.rng) or node.options.side_effects
+           or node.options.pure, effects.files == "write" or anything, tuple(sorted(effects.writes)),
+           tuple(sorted(own - mutable)))
+    return (*row, True) if computes_the_same_again(node) else row
+
+
+def computes_the_same_again(node: Node) -> bool:
+    """Whether running task `node` again on the same inputs gives the same output: it changes nothing,
+    acts on nothing, reads no file and no module-level name another task changes, and draws from no
+    generator it does not seed itself. The local program may then compute such a task's output again
+    rather than store it (dagc.runtime.executor, `recompute`)."""
+    from dagc.ir.effects import node_effects
+
+    effects = node_effects(node)
+    return not (node.options.side_effects or effects.mutates or effects.io or effects.writes or effects.reads
+                or effects.files or (effects.rng and not effects.seeded and not node.options.pure))
 
 
 def source_digest(graph: Graph, target: str | None) -> str | None:

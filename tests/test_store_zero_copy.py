@@ -4,6 +4,7 @@ directory and Ray's object store alike."""
 
 from __future__ import annotations
 
+import os
 import pickle
 from pathlib import Path
 
@@ -133,3 +134,64 @@ def test_a_ray_tasks_output_is_pickled_once(tmp_path: Path, ray_cluster) -> None
     assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == 5
     # once: stored and sent to `size` by the one pickle (Ray's object store takes it as it is)
     assert count.read_text().count("pickled") == 1
+
+
+RECOMPUTED = '''\
+import random
+
+import dagc
+
+
+@dagc.task
+def blob(n: int) -> bytes:
+    return bytes(n)
+
+
+@dagc.task
+def noisy(n: int) -> bytes:
+    return random.randbytes(n)  # an unseeded draw: computed again, it would differ
+
+
+@dagc.task
+def size(b: bytes) -> int:
+    return len(b)
+
+
+@dagc.pipeline
+def sizes(n: int = 40 * 2**20):
+    return size(blob(n)), size(noisy(n))
+'''
+
+
+def test_a_large_output_cheaper_to_compute_again_is_not_stored(tmp_path: Path) -> None:
+    """The local program does not store a large output that its task computes the same way again faster
+    than it could be stored (here: any, at an assumed store rate of 1 byte/s); `--resume` computes it
+    again. An output its task would not compute the same way again (an unseeded draw) is stored however
+    cheap, and `--store-all` stores everything."""
+    from dagc.runtime.events import read_events
+
+    script = tmp_path / "sizes.py"
+    script.write_text(RECOMPUTED, encoding="utf-8")
+    program = tmp_path / "sizes_local.py"
+    program.write_text(emit(compile_file(script), "local", program))
+    env = {**os.environ, "DAGC_STORE_RATE": "1"}
+
+    def run(*args: str) -> tuple:
+        out = tmp_path / "result.pkl"
+        proc = run_python([str(program), "--result", str(out), *args], capture_output=True, text=True,
+                          timeout=120, env=env)
+        assert proc.returncode == 0, proc.stderr
+        return pickle.loads(out.read_bytes())
+
+    n = 40 * 2**20
+    run_dir = tmp_path / "run"
+    assert run("--run-dir", str(run_dir)) == (n, n)
+    assert sorted(p.name for p in (run_dir / "outputs").iterdir()) == ["noisy", "size", "size.1"]
+    (event,) = read_events(run_dir / "events.jsonl", event="recomputable")
+    assert event["task"] == "blob" and event["bytes"] >= n
+    assert run("--resume", str(run_dir)) == (n, n)
+    last = read_events(run_dir / "events.jsonl")[-1]["run"]
+    assert [e["task"] for e in read_events(run_dir / "events.jsonl", run=last, event="start")] == ["blob"]
+    every = tmp_path / "every"
+    assert run("--run-dir", str(every), "--store-all") == (n, n)
+    assert sorted(p.name for p in (every / "outputs").iterdir()) == ["blob", "noisy", "size", "size.1"]

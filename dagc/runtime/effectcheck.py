@@ -50,6 +50,9 @@ class Assumed:
     files: bool = False
     globals: frozenset[str] = frozenset()
     own: frozenset[str] = frozenset()  # parameters given values built at the call: nobody else sees them
+    # running it again on the same inputs gives the same output (backends/fingerprint.py,
+    # computes_the_same_again): its output may be computed again rather than stored
+    again: bool = False
 
     @classmethod
     def from_row(cls, row: tuple | None) -> Assumed | None:
@@ -57,7 +60,8 @@ class Assumed:
             return None
         params, mutable, rng, files, globals_ = row[:5]
         own = row[5] if len(row) > 5 else ()
-        return cls(tuple(params), frozenset(mutable), bool(rng), bool(files), frozenset(globals_), frozenset(own))
+        return cls(tuple(params), frozenset(mutable), bool(rng), bool(files), frozenset(globals_), frozenset(own),
+                   len(row) > 6 and row[6] is True)
 
 
 class EffectViolation(Exception):

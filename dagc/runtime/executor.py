@@ -49,6 +49,20 @@ TaskRow = tuple
 NOT_STORABLE = (pickle.PicklingError, TypeError, AttributeError, RecursionError)
 # how long after its timeout a task that did not stop (stuck outside Python code) ends its process
 HARD_STOP_GRACE = 10.0
+# `recompute`: an output of at least RECOMPUTE_MIN_BYTES whose task took less time than storing it costs
+# (sealing and writing run at about STORE_BYTES_PER_S on one core; `$DAGC_STORE_RATE` bytes/s where the
+# disk is slower or faster) is computed again rather than stored
+RECOMPUTE_MIN_BYTES = 32 * 2**20
+STORE_BYTES_PER_S = 2**30
+
+
+def store_rate() -> float:
+    """Bytes per second that storing an output is taken to cost (`$DAGC_STORE_RATE`, else STORE_BYTES_PER_S)."""
+    try:
+        rate = float(os.environ.get("DAGC_STORE_RATE", STORE_BYTES_PER_S))
+    except ValueError:
+        return STORE_BYTES_PER_S
+    return rate if rate > 0 else STORE_BYTES_PER_S
 
 
 # the start of a cache column's reason when a task's stored outputs may not be reused at all, from the run
@@ -163,6 +177,8 @@ class Executor:
               dagc.runtime.threads)
     progress  a progress bar to advance as tasks finish (the local program's)
     write_behind  outputs of tasks outside state groups are written on a background thread
+    recompute  a large output its task computes the same way again, faster than the output could be stored,
+              is not stored: `--resume` and `--cache` compute it again (the local program; see `save`)
     carry     the outputs of the task this executor runs (a Ray task's): see `carried`
     """
 
@@ -171,8 +187,11 @@ class Executor:
                  context: Mapping[str, Any] | None = None, where: Mapping[str, Any] | None = None,
                  attempt_offset: int = 0, claim: bool = False, process_rank: int | None = None,
                  check: bool = False, modules: list[str] | None = None, threads: int | None = None,
-                 progress: Progress | None = None, write_behind: bool = False, carry: int = 0) -> None:
+                 progress: Progress | None = None, write_behind: bool = False, recompute: bool = False,
+                 carry: int = 0) -> None:
         self.tasks = dict(tasks or {})
+        self.recompute = recompute
+        self.store_rate = store_rate() if recompute else STORE_BYTES_PER_S
         # carry=N: the task has N outputs, and `carried` keeps the Parts of the last one stored, so that the
         # process hands the stored pickle on (a Ray worker returns it) instead of pickling the value again
         self.carry = carry
@@ -330,7 +349,7 @@ class Executor:
             if attempt >= spec.retries:
                 raise TaskFailed(spec.name, attempt, error, named_rank) from error
         duration = time.perf_counter() - start
-        nbytes = self.save(spec, value, recording.chunks if recording is not None else []) if owner else None
+        nbytes = self.save(spec, value, recording.chunks if recording is not None else [], duration) if owner else None
         if owner and self.log is not None:
             self.log.end(spec.name, duration, nbytes, attempt=attempt + 1, **self.where)
         return value
@@ -361,9 +380,12 @@ class Executor:
         return self.attempt_offset + tries
 
     # ---- storing ---------------------------------------------------------------------------------
-    def save(self, spec: TaskSpec, value: Any, console: list[tuple[str, str]] | None = None) -> int | None:
+    def save(self, spec: TaskSpec, value: Any, console: list[tuple[str, str]] | None = None,
+             duration: float | None = None) -> int | None:
         """Store a finished task's output (and what it printed) in the run directory and the cache; the
-        pickled size, or None when nothing was stored."""
+        pickled size, or None when it could not be pickled. With `recompute`, an output that took its task
+        `duration` seconds, less than storing it would cost, is not stored when the task computes the same
+        output again (see `recomputed_rather_than_stored`)."""
         if self.cache is not None and not spec.cache and spec.fingerprint is not None \
                 and spec.name not in self.not_cached:
             self.not_cached.add(spec.name)  # said once per task: --cache was asked for and this one is never cached
@@ -379,6 +401,10 @@ class Executor:
         fp = spec.fingerprint
         if self.carry:
             self.carried = parts
+        if self.recompute and duration is not None and self.recomputed_rather_than_stored(spec, data.size, duration):
+            if self.log is not None:
+                self.log.write("recomputable", spec.name, seconds=round(duration, 6), bytes=data.size, **self.where)
+            return data.size
 
         def write() -> None:
             if store is not None:
@@ -395,6 +421,15 @@ class Executor:
         else:
             write()
         return data.size
+
+    def recomputed_rather_than_stored(self, spec: TaskSpec, nbytes: int, duration: float) -> bool:
+        """Whether a finished task's output is cheaper to compute again than to store: it is large, its
+        task took less time than sealing and writing it would, and running the task again on the same
+        inputs gives the same output (no random draws it does not seed, no files, no state, nothing done
+        to the world: the compiler's `again`). A resumed run then computes it again in less time than
+        it would have taken to store, and about what loading it would take."""
+        return (nbytes >= RECOMPUTE_MIN_BYTES and duration * self.store_rate < nbytes and spec.state is None
+                and spec.cache and spec.assumed is not None and spec.assumed.again)
 
     def flush(self) -> None:
         """Wait for the outputs written behind (before the run ends); raises a StorageError of theirs."""

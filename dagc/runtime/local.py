@@ -70,7 +70,7 @@ def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tas
     progress = Progress(len(tasks))  # drawn on a terminal only
     rt = Executor(tasks, store=store, log=log, cache=cache, reuse=args.resume is not None,
                   check=args.check_effects is not False, modules=list(modules), progress=progress,
-                  write_behind=True)
+                  write_behind=True, recompute=not args.store_all)
     started = time.perf_counter()
     if log is not None and store is not None:
         log.write("run_start", pipeline=pipeline, tasks=len(tasks), resume=args.resume is not None,

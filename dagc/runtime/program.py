@@ -89,6 +89,11 @@ def add_run_options(parser: argparse.ArgumentParser, source_root: Path) -> None:
     parser.add_argument("--priority", type=int, metavar="N",
                         help="this run's priority on a shared Ray cluster: higher runs first, and may preempt "
                              "tasks of lower ones (default: the pipeline's @dagc.pipeline(priority=N), else 0)")
+    parser.add_argument("--store-all", action="store_true",
+                        help="store every task output; by default the local program does not store a large "
+                             "output that its task computes the same way again in less time than storing it "
+                             "would take, and computes it again when it is needed (Ray and torch programs "
+                             "store every output)")
     parser.add_argument("--check-effects", action=argparse.BooleanOptionalAction, default=None,
                         help="stop at a task that changes more than dagc assumed it may (its arguments, the "
                              "global random generators, files, module globals); default: on for local "
