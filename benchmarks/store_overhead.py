@@ -10,6 +10,7 @@ Run: `python -m benchmarks.store_overhead [--quick]`.
 
 from __future__ import annotations
 
+import os
 import shutil
 import statistics
 import subprocess
@@ -114,12 +115,14 @@ def _time(command: list[str], cwd: Path) -> float:
 
 
 def _side_by_side(commands: list[list[str]], cwd: Path, repeats: int, clean: list[Path]) -> list[float]:
-    """Median wall time of each command, run in turn `repeats` times (the run directories removed first)."""
+    """Median wall time of each command, run in turn `repeats` times (the run directories removed and the
+    page cache's dirty pages written first)."""
     times: list[list[float]] = [[] for _ in commands]
     for _ in range(repeats):
         for command, spent in zip(commands, times):
             for path in clean:
                 shutil.rmtree(path, ignore_errors=True)
+            os.sync()  # what the command before wrote reaches the disk first: no command pays for another's writes
             spent.append(_time(command, cwd))
     return [statistics.median(t) for t in times]
 
