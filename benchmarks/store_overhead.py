@@ -199,7 +199,9 @@ def run(quick: bool = False) -> str:
               "With `--store-all`, the local program writes behind the run, but on this 2-core machine the tasks' own compute keeps "
               "both cores busy, so the writes' CPU time (the copy into the page cache, the seal) is paid all the "
               "same: what remains is the cost of writing the bytes at all, which the script that saves by hand "
-              "pays too (dagc is within 1.05x of it, and below it when tasks compute). Where cores or the disk "
+              "pays too (with `--store-all`, dagc is within 1.05x of it here). In the computing chain nothing is "
+              "left out, so its two local rows run the same program: the gap between them is how much a "
+              "compute-bound run varies from one run to the next on this machine. Where cores or the disk "
               "are idle while tasks run, writing behind hides the writes. On Ray each output is pickled once, for "
               "the run directory and the object store alike; Ray's own pickling of a tensor copies its data, "
               "which is why the stored dagc chain beats the hand-written one."]
