@@ -320,17 +320,19 @@ def try_body_nodes(graph: Graph) -> dict[str, tuple[Node, str]]:
     return out
 
 
-def task_rows(graph: Graph) -> dict[str, tuple]:
+def task_rows(graph: Graph, final_state: bool = False) -> dict[str, tuple]:
     """The executor's table (dagc.runtime.executor): task → (fingerprint, retries, timeout, cache,
     state group, assumed effects[, threads declared]). A fused group or region is retried as often as its most retried task, has a timeout
     only when every task inside has one (their sum, once per trip of a loop being unknown: none for a
     loop), and is cached only when every task inside may be. A task that acts on the world
-    (side_effects, or effects the compiler found) is never taken from the cache."""
+    (side_effects, or effects the compiler found) is never taken from the cache. A state group whose returned
+    object a task changes after the task that made it is never reused, unless `final_state`: the program then
+    stores that group as it is at its end (`final_state_groups`; the local program does)."""
     from dagc.ir.effects import state_groups
 
     fps = task_fingerprints(graph)
     state = {task: k for k, group in enumerate(state_groups(graph)) for task in group.nodes}
-    returned = _returned_state(graph)
+    returned = {} if final_state else _returned_state(graph)
     rows: dict[str, tuple] = {}
     for name, fp in fps.items():
         node = graph.node(name)
@@ -342,6 +344,12 @@ def task_rows(graph: Graph) -> dict[str, tuple]:
                    "final state", row[4])
         rows[name] = (*row, assumed_effects(graph, node), *((threads,) if threads is not None else ()))
     return rows
+
+
+def final_state_groups(graph: Graph) -> tuple[int, ...]:
+    """The state groups (by index) a program must store as they are at the group's end to reuse them: the
+    pipeline returns an object of theirs that a task changes after the task that made it."""
+    return tuple(sorted(_returned_state(graph)))
 
 
 def _returned_state(graph: Graph) -> dict[int, str]:

@@ -26,9 +26,9 @@ __all__ = ["emit_local"]
 
 def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     """The local program's source text for `graph`."""
-    from dagc.backends.fingerprint import task_rows, try_body_rows
+    from dagc.backends.fingerprint import final_state_groups, task_rows, try_body_rows
 
-    names = Names({"rt", "Executor", "run_local", "TASKS", "SCRIPT", "CODE", "CODE_FILES"})
+    names = Names({"rt", "Executor", "run_local", "TASKS", "SCRIPT", "CODE", "CODE_FILES", "FINAL_STATE"})
     names.used_values = used_values(graph)  # type: ignore[attr-defined]
     aliases = module_aliases(graph, names)
     order = graph.topological_order()
@@ -45,8 +45,11 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     if uses_map(graph.nodes):
         w.line("from dagc.runtime.maps import map_items")
     w.line()
-    emit_tables(w, graph, out_path, aliases, {**task_rows(graph), **try_body_rows(graph)})
+    emit_tables(w, graph, out_path, aliases, {**task_rows(graph, final_state=True), **try_body_rows(graph)})
     emit_code_table(w, graph)
+    final = final_state_groups(graph)
+    if final:  # the pipeline returns objects of these groups that tasks change after they were made
+        w.line(f"FINAL_STATE = {final!r}  # state groups stored as they are at their end (dagc.runtime.executor)")
     w.line()
     w.line()
     w.line("def run(rt: Executor, modules: dict[str, object]) -> object:")
@@ -66,8 +69,13 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     w.line()
     w.line("def main(argv: list[str] | None = None) -> int:")
     with w.indent():
-        w.line("return run_local(PIPELINE, run, TASKS, SOURCE_ROOT, SEARCH_PATHS, MODULES, SCRIPT, argv, CODE, "
-               "CODE_FILES)")
+        if final:
+            w.line("return run_local(PIPELINE, run, TASKS, SOURCE_ROOT, SEARCH_PATHS, MODULES, SCRIPT, argv, CODE, "
+                   "CODE_FILES,")
+            w.line("                 final_state=FINAL_STATE)")
+        else:
+            w.line("return run_local(PIPELINE, run, TASKS, SOURCE_ROOT, SEARCH_PATHS, MODULES, SCRIPT, argv, CODE, "
+                   "CODE_FILES)")
     w.line()
     w.line()
     w.line('if __name__ == "__main__":')

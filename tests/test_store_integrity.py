@@ -6,9 +6,9 @@
 - files are the owner's only (0600): outputs, the event log, the result;
 - the event log reader skips and counts lines it cannot read, and a torn last line does not swallow the
   next run's first record;
-- a piece of state the pipeline returns, changed after the task that made it, is never reused from the run
-  directory or the cache (its stored outputs would hold the object's first state, not its final one); one
-  that nothing changes after it was made is reused.
+- a piece of state the pipeline returns, changed after the task that made it, is stored by the local program
+  as it is at its group's end and reused from there, and never reused on Ray and torch (their stored outputs
+  would hold the object's first state); one that nothing changes after it was made is reused everywhere.
 """
 
 from __future__ import annotations
@@ -199,15 +199,25 @@ def test_report_on_a_damaged_event_log(tmp_path: Path, program) -> None:
 
 
 @pytest.mark.parametrize("reuse", ["--resume", "--cache"])
-def test_returned_state_is_never_reused_stale(tmp_path: Path, program, reuse: str) -> None:
+def test_returned_state_changed_after_made_is_stored_at_its_groups_end(tmp_path: Path, program, reuse: str) -> None:
+    """The pipeline returns a list that tasks append to after the task that made it: the local program
+    stores the group's outputs once its last task has run, as the list is then, and reuses them (never
+    the list's first state)."""
+    from dagc.runtime.events import read_events
+
     script, make = program
     local = make("history")
+    assert "FINAL_STATE = (0,)" in local.read_text() and "never reused" not in local.read_text()
     plain = _plain_result(script, "history", tmp_path)
     assert plain == [3, 4]
     where = tmp_path / ("run" if reuse == "--resume" else "cache")
     first, _ = _run(local, "--run-dir" if reuse == "--resume" else "--cache", str(where))
-    again, stderr = _run(local, reuse, str(where))
+    run_dir = where if reuse == "--resume" else tmp_path / "second"
+    again, stderr = _run(local, reuse, str(where), *(("--run-dir", str(run_dir)) if reuse == "--cache" else ()))
     assert first == again == plain, stderr
+    last_run = read_events(run_dir / "events.jsonl")[-1]["run"]
+    skipped = {e["task"] for e in read_events(run_dir / "events.jsonl", run=last_run, event="skip")}
+    assert skipped == {"new_log", "add", "add.1"}, stderr
 
 
 @pytest.mark.parametrize("reuse", ["--resume", "--cache"])
@@ -232,33 +242,42 @@ def test_returned_state_made_after_every_change_is_reused(tmp_path: Path, progra
 
 
 @pytest.mark.slow
-def test_ray_and_torch_reuse_returned_state_made_after_every_change(tmp_path: Path, program, ray_cluster) -> None:
+def test_ray_and_torch_reuse_returned_state_only_as_the_pipeline_ends_with_it(tmp_path: Path, program,
+                                                                              ray_cluster) -> None:
+    """Ray and torch reuse a state group whose returned object nothing changes after it was made
+    (`summarized`), and never one whose returned object tasks change later (`history`), not even from a
+    run directory the local program filled, whose outputs of that group they do not read."""
     from dagc.backends.torch import REQUIRED_PASSES
     from dagc.cluster import parse_cluster_spec
     from dagc.runtime.events import read_events
     from tests.test_backend_torch import launch
 
-    script, _ = program
-    plain = _plain_result(script, "summarized", tmp_path)
-    ray_program = tmp_path / "summarized_ray.py"
-    ray_program.write_text(emit(compile_file(script, pipeline_name="summarized"), "ray", ray_program))
-    torch_program = tmp_path / "summarized_torch.py"
-    torch_program.write_text(emit(compile_file(script, pipeline_name="summarized", passes=REQUIRED_PASSES,
-                                               cluster=parse_cluster_spec("2"), backend="torch"), "torch",
-                                  torch_program))
-    for name, run in (
-        ("ray", lambda argv: run_python([str(ray_program), "--address", ray_cluster.address, *argv],
-                                        capture_output=True, text=True, timeout=300, cwd=tmp_path)),
-        ("torch", lambda argv: launch(torch_program, 2, argv)),
-    ):
-        run_dir = tmp_path / f"run_{name}"
-        for reuse, result in (("--run-dir", "a"), ("--resume", "b")):
-            proc = run([reuse, str(run_dir), "--result", str(tmp_path / f"{name}_{result}.pkl")])
-            assert getattr(proc, "returncode", 0) == 0, getattr(proc, "stderr", "")[-3000:]
-            assert pickle.loads((tmp_path / f"{name}_{result}.pkl").read_bytes()) == plain, name
-        last_run = read_events(run_dir / "events.jsonl")[-1]["run"]
-        skipped = {e["task"] for e in read_events(run_dir / "events.jsonl", run=last_run, event="skip")}
-        assert skipped == {"new_log", "add", "add.1", "summary"}, name
+    script, make = program
+    for pipeline, reused in (("summarized", {"new_log", "add", "add.1", "summary"}), ("history", set())):
+        plain = _plain_result(script, pipeline, tmp_path)
+        ray_program = tmp_path / f"{pipeline}_ray.py"
+        ray_program.write_text(emit(compile_file(script, pipeline_name=pipeline), "ray", ray_program))
+        torch_program = tmp_path / f"{pipeline}_torch.py"
+        torch_program.write_text(emit(compile_file(script, pipeline_name=pipeline, passes=REQUIRED_PASSES,
+                                                   cluster=parse_cluster_spec("2"), backend="torch"), "torch",
+                                      torch_program))
+        for name, run in (
+            ("ray", lambda argv, p=ray_program: run_python([str(p), "--address", ray_cluster.address, *argv],
+                                                           capture_output=True, text=True, timeout=300, cwd=tmp_path)),
+            ("torch", lambda argv, p=torch_program: launch(p, 2, argv)),
+        ):
+            run_dir = tmp_path / f"run_{pipeline}_{name}"
+            if pipeline == "history":  # a run directory the local program filled, outputs stored at the group's end
+                _run(make(pipeline), "--run-dir", str(run_dir))
+            for reuse, result in (("--run-dir", "a"), ("--resume", "b")):
+                if reuse == "--run-dir" and run_dir.exists():
+                    continue
+                proc = run([reuse, str(run_dir), "--result", str(tmp_path / f"{name}_{result}.pkl")])
+                assert getattr(proc, "returncode", 0) == 0, getattr(proc, "stderr", "")[-3000:]
+                assert pickle.loads((tmp_path / f"{name}_{result}.pkl").read_bytes()) == plain, (pipeline, name)
+            last_run = read_events(run_dir / "events.jsonl")[-1]["run"]
+            skipped = {e["task"] for e in read_events(run_dir / "events.jsonl", run=last_run, event="skip")}
+            assert skipped == reused, (pipeline, name)
 
 
 def test_torch_recomputes_a_damaged_output(tmp_path: Path, program) -> None:
@@ -453,3 +472,61 @@ def test_write_behind_is_bounded_and_says_its_errors() -> None:
     with pytest.raises(StorageError, match="No space left"):
         writer.flush()
     writer.flush()  # said once
+
+
+TRAINED = '''\
+import torch
+
+import dagc
+
+
+@dagc.task
+def build(seed: int) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return torch.nn.Linear(4, 1)
+
+
+@dagc.task
+def make_optimizer(model: torch.nn.Module) -> torch.optim.Optimizer:
+    return torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+@dagc.task
+def train(model: torch.nn.Module, optimizer: torch.optim.Optimizer, steps: int) -> None:
+    g = torch.Generator().manual_seed(1)
+    for _ in range(steps):
+        optimizer.zero_grad()
+        model(torch.randn(8, 4, generator=g)).pow(2).mean().backward()
+        optimizer.step()
+
+
+@dagc.pipeline
+def trained(seed: int = 0):
+    model = build(seed)
+    optimizer = make_optimizer(model)
+    train(model, optimizer, 5)
+    return model, optimizer
+'''
+
+
+def test_a_model_trained_in_place_and_returned_is_reused_trained(tmp_path: Path) -> None:
+    """`model = build(); train(model, optimizer); return model, optimizer`: the local program stores the
+    group once training is done, the model and its optimizer in one pickle, so that a resumed run returns
+    the trained model, whose parameters the optimizer still holds (its next step trains that model)."""
+    import torch
+
+    from dagc.runtime.events import read_events
+
+    script = tmp_path / "trained.py"
+    script.write_text(TRAINED, encoding="utf-8")
+    program = tmp_path / "trained_local.py"
+    program.write_text(emit(compile_file(script), "local", program))
+    plain_model, _ = _plain_result(script, "trained", tmp_path)
+    run_dir = tmp_path / "run"
+    _run(program, "--run-dir", str(run_dir))
+    (model, optimizer), stderr = _run(program, "--resume", str(run_dir))
+    last_run = read_events(run_dir / "events.jsonl")[-1]["run"]
+    assert {e["task"] for e in read_events(run_dir / "events.jsonl", run=last_run, event="skip")} == \
+        {"build", "make_optimizer", "train"}, stderr
+    assert torch.equal(model.weight, plain_model.weight) and torch.equal(model.bias, plain_model.bias)
+    assert optimizer.param_groups[0]["params"][0] is model.weight

@@ -22,6 +22,7 @@ Nothing here imports torch, Ray or the compiler.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
 import signal
@@ -29,7 +30,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
@@ -68,6 +69,9 @@ def store_rate() -> float:
 # the start of a cache column's reason when a task's stored outputs may not be reused at all, from the run
 # directory either (backends/fingerprint.py: a piece of state the pipeline returns)
 NEVER_REUSED = "never reused: "
+# what the fingerprint of an output stored at its state group's end ends with (`final_state`): only a program
+# that stores its group that way reuses it
+FINAL = "-final"
 
 
 @dataclass(frozen=True)
@@ -179,6 +183,10 @@ class Executor:
     write_behind  outputs of tasks outside state groups are written on a background thread
     recompute  a large output its task computes the same way again, faster than the output could be stored,
               is not stored: `--resume` and `--cache` compute it again (the local program; see `save`)
+    final_state  state groups whose tasks' outputs are stored together when the group's last task has run,
+              as the objects are then (the pipeline returns one that a task changes after it was made), in one
+              pickle (objects the tasks share stay shared) under a fingerprint ending in FINAL; reused from
+              there only
     carry     the outputs of the task this executor runs (a Ray task's): see `carried`
     """
 
@@ -188,8 +196,12 @@ class Executor:
                  attempt_offset: int = 0, claim: bool = False, process_rank: int | None = None,
                  check: bool = False, modules: list[str] | None = None, threads: int | None = None,
                  progress: Progress | None = None, write_behind: bool = False, recompute: bool = False,
-                 carry: int = 0) -> None:
+                 final_state: Iterable[int] = (), carry: int = 0) -> None:
         self.tasks = dict(tasks or {})
+        self.final_state = frozenset(final_state)
+        # state group -> (task, output, what it printed) of its tasks run so far, stored at the group's end
+        self.held: dict[int, list[tuple[TaskSpec, Any, list[tuple[str, str]]]]] = {}
+        self.loaded_groups: dict[int, dict[str, tuple[Any, list[tuple[str, str]]]]] = {}
         self.recompute = recompute
         self.store_rate = store_rate() if recompute else STORE_BYTES_PER_S
         # carry=N: the task has N outputs, and `carried` keeps the Parts of the last one stored, so that the
@@ -219,6 +231,26 @@ class Executor:
         found = self.specs.get(name)
         return found if found is not None else TaskSpec(name)
 
+    def group_key(self, group: int) -> tuple[str, str] | None:
+        """Where a `final_state` group's outputs are stored together: its first task's name and a fingerprint
+        of every task of the group (a change to any of them is a new key), ending in FINAL."""
+        members = self.groups[group]
+        if any(m.fingerprint is None for m in members):
+            return None
+        digest = hashlib.sha256(repr([(m.name, m.fingerprint) for m in members]).encode("utf-8")).hexdigest()
+        return members[0].name, digest[:32] + FINAL
+
+    def _final_source(self, group: int) -> str | None:
+        key = self.group_key(group)
+        if key is None:
+            return None
+        name, fp = key
+        if self.reuse and self.store is not None and self.store.usable(name, fp):
+            return "run"
+        if self.cache is not None and all(m.cache for m in self.groups[group]) and self.cache.usable(fp):
+            return "cache"
+        return None
+
     # ---- reuse -----------------------------------------------------------------------------------
     def source(self, spec: TaskSpec) -> str | None:
         """Where a finished output of `spec` can be had: "run", "cache" or None."""
@@ -227,6 +259,8 @@ class Executor:
         members = self.groups.get(spec.state, [spec]) if spec.state is not None else [spec]
         if any(m.uncached and m.uncached.startswith(NEVER_REUSED) for m in members):
             return None
+        if spec.state is not None and spec.state in self.final_state:
+            return self._final_source(spec.state)
         # (every member checked: a damaged or planted file is reported, removed and computed again)
         if self.reuse and self.store is not None and all(
                 [m.fingerprint and self.store.usable(m.name, m.fingerprint) for m in members]):
@@ -239,6 +273,8 @@ class Executor:
     def load(self, spec: TaskSpec, source: str) -> Any:
         """The stored output of a finished task; one found in the cache is also copied into the run
         directory (so a resumed run finds it there)."""
+        if spec.state is not None and spec.state in self.final_state:
+            return self._load_final(spec, source)
         assert spec.fingerprint is not None
         if source == "run":
             assert self.store is not None
@@ -251,6 +287,29 @@ class Executor:
             if self.store is not None:
                 self.store.adopt(spec.name, spec.fingerprint, self.cache.path(spec.fingerprint))
                 save_console(self.store.path(spec.name, spec.fingerprint), chunks)
+        if self.log is not None:
+            self.log.skip(spec.name, spec.fingerprint, source=source, **self.where)
+        replay(chunks, spec.name, "the run directory" if source == "run" else "the cache")
+        return value
+
+    def _load_final(self, spec: TaskSpec, source: str) -> Any:
+        """A task's output from its `final_state` group's outputs, stored together (loaded once)."""
+        assert spec.state is not None
+        key = self.group_key(spec.state)
+        assert key is not None
+        name, fp = key
+        outputs = self.loaded_groups.get(spec.state)
+        if outputs is None:
+            if source == "run":
+                assert self.store is not None
+                outputs = self.store.load(name, fp)
+            else:
+                assert self.cache is not None
+                outputs = self.cache.load(fp)
+                if self.store is not None:
+                    self.store.adopt(name, fp, self.cache.path(fp))
+            self.loaded_groups[spec.state] = outputs
+        value, chunks = outputs[spec.name]
         if self.log is not None:
             self.log.skip(spec.name, spec.fingerprint, source=source, **self.where)
         replay(chunks, spec.name, "the run directory" if source == "run" else "the cache")
@@ -392,6 +451,8 @@ class Executor:
             print(f"dagc: task `{spec.name}` is not cached: {spec.uncached or 'it is not cacheable'}", file=sys.stderr)
         if spec.fingerprint is None or (self.store is None and (self.cache is None or not spec.cache)):
             return None
+        if spec.state is not None and spec.state in self.final_state and not spec.fingerprint.endswith(FINAL):
+            return self._hold(spec, value, console or [])
         try:  # tensor and array data out of band: written from where it lies, not copied
             data, parts = dumps_outputs(value, self.carry)
         except NOT_STORABLE as exc:
@@ -421,6 +482,22 @@ class Executor:
         else:
             write()
         return data.size
+
+    def _hold(self, spec: TaskSpec, value: Any, console: list[tuple[str, str]]) -> int | None:
+        """Keep the output of a task of a `final_state` group until the group's last task has run, then
+        store the outputs of all of them in one pickle, as the objects are at that point (its size, on the
+        last task)."""
+        assert spec.state is not None
+        held = self.held.setdefault(spec.state, [])
+        held.append((spec, value, list(console)))
+        key = self.group_key(spec.state)
+        if len(held) < len(self.groups[spec.state]) or key is None:
+            return None
+        del self.held[spec.state]
+        name, fp = key
+        together = replace(spec, name=name, fingerprint=fp, cache=all(m.cache for m, _, _ in held))
+        self.not_cached.add(name)  # (each task of the group said it already, when it was run)
+        return self.save(together, {m.name: (output, printed) for m, output, printed in held})
 
     def recomputed_rather_than_stored(self, spec: TaskSpec, nbytes: int, duration: float) -> bool:
         """Whether a finished task's output is cheaper to compute again than to store: it is large, its

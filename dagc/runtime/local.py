@@ -48,7 +48,7 @@ def load_modules(source_root: Path, search_paths: Sequence[str], modules: Sequen
 def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tasks: Mapping[str, TaskRow],
               source_root: Path, search_paths: Sequence[str], modules: Sequence[str], script: str,
               argv: Sequence[str] | None = None, code: Mapping[str, tuple] | None = None,
-              code_files: Mapping[str, str] | None = None) -> int:
+              code_files: Mapping[str, str] | None = None, final_state: Sequence[int] = ()) -> int:
     ours, user_args = split_argv(argv)
     parser = argparse.ArgumentParser(description=f"Run pipeline {pipeline!r} locally. Arguments after `--` "
                                      "are the script's own (its sys.argv[1:]).")
@@ -70,7 +70,7 @@ def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tas
     progress = Progress(len(tasks))  # drawn on a terminal only
     rt = Executor(tasks, store=store, log=log, cache=cache, reuse=args.resume is not None,
                   check=args.check_effects is not False, modules=list(modules), progress=progress,
-                  write_behind=True, recompute=not args.store_all)
+                  write_behind=True, recompute=not args.store_all, final_state=final_state)
     started = time.perf_counter()
     if log is not None and store is not None:
         log.write("run_start", pipeline=pipeline, tasks=len(tasks), resume=args.resume is not None,
