@@ -402,12 +402,12 @@ def changed_after_made(graph: Graph, values: Iterable[str]) -> dict[str, str]:
     wanted = {v: root for v, root in wanted.items() if root in analysis.stateful}
     if not wanted:
         return {}
-    made: set[str] = set()  # values made so far, in program order
+    made = {v for v in wanted if graph.producer(v) is None}  # values made so far, in program order (parameters)
     out: dict[str, str] = {}
     for node in graph:
         changed = {cells.find(v) for v in analysis.effects[node.name].mutates}
         for value, root in wanted.items():
-            if value not in out and root in changed and (value in made or graph.producer(value) is None):
+            if value not in out and value in made and root in changed:
                 out[value] = node.name
         made.update(node.outputs)
     return out

@@ -276,21 +276,24 @@ class Executor:
         if spec.state is not None and spec.state in self.final_state:
             return self._load_final(spec, source)
         assert spec.fingerprint is not None
-        if source == "run":
-            assert self.store is not None
-            value = self.store.load(spec.name, spec.fingerprint)
-            chunks = load_console(self.store.path(spec.name, spec.fingerprint))
-        else:
-            assert self.cache is not None
-            value = self.cache.load(spec.fingerprint)
-            chunks = load_console(self.cache.path(spec.fingerprint))
-            if self.store is not None:
-                self.store.adopt(spec.name, spec.fingerprint, self.cache.path(spec.fingerprint))
-                save_console(self.store.path(spec.name, spec.fingerprint), chunks)
+        value, chunks = self._read(spec.name, spec.fingerprint, source)
         if self.log is not None:
             self.log.skip(spec.name, spec.fingerprint, source=source, **self.where)
         replay(chunks, spec.name, "the run directory" if source == "run" else "the cache")
         return value
+
+    def _read(self, name: str, fp: str, source: str) -> tuple[Any, list[tuple[str, str]]]:
+        """A stored output and what its task printed, from the run directory or the cache ("run", "cache");
+        one from the cache is adopted into the run directory, so that a resumed run finds it there."""
+        if source == "run":
+            assert self.store is not None
+            return self.store.load(name, fp), load_console(self.store.path(name, fp))
+        assert self.cache is not None
+        value, chunks = self.cache.load(fp), load_console(self.cache.path(fp))
+        if self.store is not None:
+            self.store.adopt(name, fp, self.cache.path(fp))
+            save_console(self.store.path(name, fp), chunks)
+        return value, chunks
 
     def _load_final(self, spec: TaskSpec, source: str) -> Any:
         """A task's output from its `final_state` group's outputs, stored together (loaded once)."""
@@ -300,15 +303,7 @@ class Executor:
         name, fp = key
         outputs = self.loaded_groups.get(spec.state)
         if outputs is None:
-            if source == "run":
-                assert self.store is not None
-                outputs = self.store.load(name, fp)
-            else:
-                assert self.cache is not None
-                outputs = self.cache.load(fp)
-                if self.store is not None:
-                    self.store.adopt(name, fp, self.cache.path(fp))
-            self.loaded_groups[spec.state] = outputs
+            outputs = self.loaded_groups[spec.state] = self._read(name, fp, source)[0]
         value, chunks = outputs[spec.name]
         if self.log is not None:
             self.log.skip(spec.name, spec.fingerprint, source=source, **self.where)
@@ -451,8 +446,14 @@ class Executor:
             print(f"dagc: task `{spec.name}` is not cached: {spec.uncached or 'it is not cacheable'}", file=sys.stderr)
         if spec.fingerprint is None or (self.store is None and (self.cache is None or not spec.cache)):
             return None
-        if spec.state is not None and spec.state in self.final_state and not spec.fingerprint.endswith(FINAL):
+        if spec.state is not None and spec.state in self.final_state:
             return self._hold(spec, value, console or [])
+        return self._store(spec, value, console, duration)
+
+    def _store(self, spec: TaskSpec, value: Any, console: list[tuple[str, str]] | None,
+               duration: float | None = None) -> int | None:
+        """Pickle and store `value` under `spec`'s fingerprint (see `save`)."""
+        assert spec.fingerprint is not None
         try:  # tensor and array data out of band: written from where it lies, not copied
             data, parts = dumps_outputs(value, self.carry)
         except NOT_STORABLE as exc:
@@ -496,8 +497,7 @@ class Executor:
         del self.held[spec.state]
         name, fp = key
         together = replace(spec, name=name, fingerprint=fp, cache=all(m.cache for m, _, _ in held))
-        self.not_cached.add(name)  # (each task of the group said it already, when it was run)
-        return self.save(together, {m.name: (output, printed) for m, output, printed in held})
+        return self._store(together, {m.name: (output, printed) for m, output, printed in held}, [])
 
     def recomputed_rather_than_stored(self, spec: TaskSpec, nbytes: int, duration: float) -> bool:
         """Whether a finished task's output is cheaper to compute again than to store: it is large, its
