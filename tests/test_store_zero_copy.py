@@ -67,6 +67,96 @@ def test_a_large_seal_round_trips_aligned_and_writable_and_catches_a_flipped_byt
         load_sealed(path)
 
 
+def _arrays_at_every_phase() -> list[np.ndarray]:
+    """Large arrays whose data start at different places within a page (0, 64, 8 and 4095 bytes in), of
+    lengths that end mid-page or on a page boundary, and a read-only one."""
+    block = np.zeros(40 << 20, dtype=np.uint8)
+    base = -block.ctypes.data % 4096
+    arrays = []
+    for n, (phase, length) in enumerate([(0, 9 << 20), (64, (9 << 20) - 100), (8, 8 << 20), (4095, (8 << 20) + 1)]):
+        start = base + n * (10 << 20) + phase
+        arrays.append(block[start:start + length])
+        arrays[-1][:] = np.random.default_rng(n).integers(0, 256, length, dtype=np.uint8)
+    frozen = np.arange(3 << 20, dtype=np.float32)
+    frozen.flags.writeable = False
+    return arrays + [frozen]
+
+
+def _accepts_direct_writes(directory: Path) -> bool:
+    try:
+        os.close(os.open(directory / "probe", os.O_WRONLY | os.O_CREAT | getattr(os, "O_DIRECT", 0)))
+    except OSError:
+        return False
+    return hasattr(os, "O_DIRECT")
+
+
+@pytest.mark.parametrize("direct", ["1", "0"])
+def test_large_buffers_go_to_the_disk_directly_at_any_alignment(tmp_path: Path, direct: str,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from dagc.runtime import store
+
+    monkeypatch.setenv("DAGC_DIRECT_IO", direct)
+    opened: list[int | None] = []
+    open_direct = store._open_direct
+    monkeypatch.setattr(store, "_open_direct", lambda path: opened.append(open_direct(path)) or opened[-1])
+    arrays = _arrays_at_every_phase()
+    path = tmp_path / "out.pkl"
+    written = write_sealed(path, dumps((arrays, torch.arange(10.0), "tag")))
+    assert written == path.stat().st_size
+    expect_direct = direct == "1" and _accepts_direct_writes(tmp_path)
+    assert (opened[0] is not None) == expect_direct
+    loaded, small, tag = load_sealed(path)
+    assert tag == "tag" and torch.equal(small, torch.arange(10.0))
+    for original, back in zip(arrays, loaded):
+        assert np.array_equal(back, original)
+        assert back.ctypes.data % 4096 == original.ctypes.data % 4096  # aligned as it was
+    data = bytearray(path.read_bytes())
+    data[-5] ^= 1  # in the last buffer's tail, written through the page cache
+    path.write_bytes(bytes(data))
+    with pytest.raises(DamagedOutput, match="do not match their digest"):
+        load_sealed(path)
+
+
+def test_a_file_system_that_refuses_direct_writes_gets_them_through_the_page_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dagc.runtime import store
+
+    direct: list[int] = []
+    refused: list[int] = []
+    real_pwrite = os.pwrite
+
+    def open_direct(path: str) -> int:  # opened as O_DIRECT would be, on any file system
+        direct.append(os.open(path, os.O_WRONLY))
+        return direct[-1]
+
+    def pwrite(fd: int, data: memoryview, offset: int) -> int:
+        if fd in direct:
+            refused.append(offset)
+            raise OSError(22, "Invalid argument")  # EINVAL: what a file system with larger blocks says
+        return real_pwrite(fd, data, offset)
+
+    monkeypatch.setattr(store, "_open_direct", open_direct)
+    monkeypatch.setattr(store.os, "pwrite", pwrite)
+    x = torch.rand(4 << 20)  # 16 MiB
+    path = tmp_path / "out.pkl"
+    write_sealed(path, dumps(x))
+    assert refused and refused[0] % 4096 == 0  # tried at a page boundary, and refused
+    assert torch.equal(load_sealed(path), x)
+
+
+def test_a_file_sealed_by_another_version_says_so(tmp_path: Path) -> None:
+    from dagc.runtime.store import check_sealed
+
+    path = tmp_path / "out.pkl"
+    write_sealed(path, dumps({"a": 1}))
+    data = bytearray(path.read_bytes())
+    data[4] = 3  # the format before this one
+    path.write_bytes(bytes(data))
+    assert "another version of dagc (format 3" in (check_sealed(path) or "")
+    with pytest.raises(DamagedOutput, match="another version of dagc"):
+        load_sealed(path)
+
+
 def test_a_part_carries_its_pickle_on_without_pickling_or_copying_again() -> None:
     x = torch.arange(1 << 16, dtype=torch.float64)
     stored, parts = dumps_outputs((x, "label", [1, 2]), 3)

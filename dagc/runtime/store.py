@@ -10,7 +10,7 @@
 
 Every file is written atomically (a temporary file in the same directory, then `os.replace`), so a
 process killed mid-write leaves either the whole file or none, and only its owner may read or write it
-(mode 0600). Every stored pickle is *sealed*: a header holds an HMAC-SHA-256 digest of the rest, made with
+(mode 0600). Every stored pickle is *sealed*: a header holds a keyed BLAKE3 digest of the rest, made with
 this user's store key (`~/.dagc/store.key`, or `$DAGC_STORE_KEY`). A file whose digest does not match —
 damaged, truncated, or written by anyone without the key (a planted pickle) — is never unpickled: the
 task that made it runs again (docs/runtime.md, "Integrity and trust"). A task's *fingerprint* is computed
@@ -43,18 +43,24 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import blake3
+
 __all__ = ["FORMAT", "RunStore", "Cache", "DamagedOutput", "StorageError", "fingerprint", "value_fingerprint", "output_fingerprint",
            "atomic_write", "write_sealed", "store_key", "dumps", "dumps_outputs", "Pickled", "Part"]
 
 FORMAT = 1
 _FP_TAG = "dagc-fingerprint-1"
-_MAGIC = b"DAGC\x03"  # a sealed file: this, a digest of the rest, the rest (see `write_sealed`)
+_MAGIC = b"DAGC\x04"  # a sealed file: this, a digest of the rest, the rest (see `write_sealed`)
 _DIGEST = 32
 _ALIGN = 64
+_PAGE = 4096  # what O_DIRECT needs aligned: memory, file offsets and lengths
 _HEADER = len(_MAGIC) + _DIGEST
 _OVERLAP = 1 << 24  # bytes from which a seal is hashed while it is written
+_DIRECT_MIN = 1 << 23  # buffers from 8 MiB go from memory to the disk directly (see `_write_buffer`)
+_O_DIRECT = getattr(os, "O_DIRECT", 0)  # Linux; elsewhere every write goes through the page cache
 _KEY_ENV = "DAGC_STORE_KEY"
 _key: list[bytes] = []
+_seal_key: list[bytes] = []  # derived from the store key for BLAKE3's keyed mode
 
 
 class DamagedOutput(Exception):
@@ -94,8 +100,11 @@ def store_key() -> bytes:
 
 
 def _mac() -> Any:
-    # HMAC-SHA-256: keyed, and hardware-accelerated where the CPU has SHA extensions
-    return hmac.new(store_key(), digestmod=hashlib.sha256)
+    # keyed BLAKE3: a MAC, 2.5x the speed of HMAC-SHA-256 with SHA extensions here (4.2 against 1.7 GB/s);
+    # one thread, since the tasks have the other cores. It releases the GIL while it hashes.
+    if not _seal_key:
+        _seal_key.append(blake3.blake3(store_key(), derive_key_context="dagc sealed outputs 1").digest())
+    return blake3.blake3(key=_seal_key[0])
 
 
 def _digest(parts: Iterable[bytes | memoryview]) -> bytes:
@@ -190,19 +199,80 @@ def _tensor_from_bytes(array: Any, dtype: str, shape: tuple[int, ...]) -> Any:
     return torch.from_numpy(array).view(getattr(torch, dtype)).reshape(shape)
 
 
-def _body(payload: bytes | memoryview | Pickled) -> list[bytes | memoryview]:
-    """The parts of a sealed file after its header: the number of buffers, the stream's and each buffer's
-    length, the stream, the buffers (each at a multiple of 64 in the file, so loaded arrays are aligned)."""
+def _address(buffer: memoryview) -> int | None:
+    """Where `buffer`'s bytes are in memory (None: not known, so not written directly)."""
+    try:
+        return ctypes.addressof(ctypes.c_char.from_buffer(buffer))
+    except TypeError:  # read-only: numpy tells its address
+        numpy = sys.modules.get("numpy")
+        if numpy is None or not buffer.nbytes:
+            return None
+        return int(numpy.frombuffer(buffer, numpy.uint8).ctypes.data)
+
+
+def _body(payload: bytes | memoryview | Pickled) -> list[tuple[int, bytes | memoryview]]:
+    """The parts of a sealed file after its header, each with its offset in the file: a table (the number
+    of buffers, the stream's length, each buffer's offset and length), the stream, then the buffers,
+    with zeros between. A large buffer sits at an offset with the same remainder modulo 4096 as its
+    address in memory, so that its pages can go to the disk directly (`_write_buffer`) and a loaded
+    buffer has the alignment it had (`load_sealed` reads into a page-aligned block); others at a multiple
+    of 64."""
     pickled = payload if isinstance(payload, Pickled) else Pickled(bytes(payload), [])
-    sizes = struct.pack(f"<IQ{len(pickled.buffers)}Q", len(pickled.buffers), len(pickled.stream),
-                        *(b.nbytes for b in pickled.buffers))
-    body: list[bytes | memoryview] = [sizes, pickled.stream]
-    at = _HEADER + len(sizes) + len(pickled.stream)
+    at = _HEADER + 12 + 16 * len(pickled.buffers) + len(pickled.stream)
+    placed: list[tuple[int, memoryview]] = []
     for buffer in pickled.buffers:
-        pad = -at % _ALIGN
-        body += [b"\0" * pad, buffer]
-        at += pad + buffer.nbytes
+        address = _address(buffer) if buffer.nbytes >= _DIRECT_MIN else None
+        at += (address - at) % _PAGE if address is not None else -at % _ALIGN
+        placed.append((at, buffer))
+        at += buffer.nbytes
+    table = struct.pack(f"<IQ{2 * len(placed)}Q", len(placed), len(pickled.stream),
+                        *(n for offset, buffer in placed for n in (offset, buffer.nbytes)))
+    body: list[tuple[int, bytes | memoryview]] = [(_HEADER, table), (_HEADER + len(table), pickled.stream)]
+    at = _HEADER + len(table) + len(pickled.stream)
+    for offset, buffer in placed:
+        if offset > at:
+            body.append((at, bytes(offset - at)))
+        body.append((offset, buffer))
+        at = offset + buffer.nbytes
     return body
+
+
+def _pwrite(fd: int, data: bytes | memoryview, offset: int) -> None:
+    view = memoryview(data).cast("B")
+    while view:
+        written = os.pwrite(fd, view[:1 << 30], offset)
+        view, offset = view[written:], offset + written
+
+
+def _write_buffer(fd: int, direct: int | None, data: bytes | memoryview, offset: int) -> None:
+    """Write `data` at `offset`; with `direct` (the file opened with O_DIRECT), its whole pages go from
+    memory to the disk without a copy into the page cache: writing 768 MiB costs 0.03-0.06 s of CPU here,
+    against 0.4-1.8 s through the page cache, CPU that a busy machine's tasks would otherwise have lost.
+    The bytes before the first page boundary and after the last go through `fd`. A file system that
+    refuses O_DIRECT for these bytes gets them through `fd` too."""
+    view = memoryview(data).cast("B")
+    head = -offset % _PAGE  # `_body` placed `data` so that its memory's page boundaries are the file's
+    pages = (view.nbytes - head) // _PAGE * _PAGE
+    if direct is None or view.nbytes < _DIRECT_MIN or pages <= 0:
+        _pwrite(fd, view, offset)
+        return
+    _pwrite(fd, view[:head], offset)
+    try:
+        _pwrite(direct, view[head:head + pages], offset + head)
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:
+            raise
+        _pwrite(fd, view[head:head + pages], offset + head)
+    _pwrite(fd, view[head + pages:], offset + head + pages)
+
+
+def _open_direct(path: str) -> int | None:
+    if not _O_DIRECT or os.environ.get("DAGC_DIRECT_IO", "1") == "0":
+        return None
+    try:
+        return os.open(path, os.O_WRONLY | _O_DIRECT)
+    except OSError:  # tmpfs and others refuse O_DIRECT: the page cache it is
+        return None
 
 
 def write_sealed(path: Path, payload: bytes | memoryview | Pickled) -> int:
@@ -210,25 +280,37 @@ def write_sealed(path: Path, payload: bytes | memoryview | Pickled) -> int:
     second thread while it is written (both release the GIL), and its header written last: the seal
     costs the longer of the two, not their sum. Returns the bytes written."""
     body = _body(payload)
-    size = sum(len(part) for part in body)
-    if size < _OVERLAP:
-        return atomic_write(path, [_MAGIC, _digest(body), *body])
+    end = body[-1][0] + len(body[-1][1])
+    parts = [part for _, part in body]
+    if end < _OVERLAP:
+        return atomic_write(path, [_MAGIC, _digest(parts), *parts])
     digest: list[bytes] = []
-    hasher = threading.Thread(target=lambda: digest.append(_digest(body)), name="dagc-seal", daemon=True)
+    hasher = threading.Thread(target=lambda: digest.append(_digest(parts)), name="dagc-seal", daemon=True)
     hasher.start()
 
-    def write(f: Any) -> None:
-        f.write(bytes(_HEADER))  # the header's place, filled once the digest is known
+    def write(f: Any, tmp: str) -> None:
+        fd = f.fileno()
+        direct = _open_direct(tmp)
         try:
-            for part in body:
-                f.write(part)
+            for offset, part in body:
+                _write_buffer(fd, direct, part, offset)
         finally:
+            if direct is not None:
+                os.close(direct)
             hasher.join()
-        f.seek(0)
-        f.write(_MAGIC + digest[0])
+        _pwrite(fd, _MAGIC + digest[0], 0)  # the header last, once the digest is known
 
     _atomically(path, write)
-    return _HEADER + size
+    return end
+
+
+def _not_sealed(head: bytes | memoryview) -> str | None:
+    """Why a file starting with `head` is not a sealed file this dagc reads (None: it may be)."""
+    if len(head) >= _HEADER and bytes(head[:len(_MAGIC)]) == _MAGIC:
+        return None
+    if len(head) >= len(_MAGIC) and bytes(head[:4]) == _MAGIC[:4]:
+        return f"sealed by another version of dagc (format {head[4]}, this dagc reads {_MAGIC[4]})"
+    return "not a sealed dagc file (damaged, truncated, or written by something else)"
 
 
 def check_sealed(path: Path) -> str | None:
@@ -236,8 +318,8 @@ def check_sealed(path: Path) -> str | None:
     try:
         with path.open("rb") as f:
             head = f.read(_HEADER)
-            if len(head) < _HEADER or not head.startswith(_MAGIC):
-                return "not a sealed dagc file (damaged, truncated, or written by something else)"
+            if (why := _not_sealed(head)) is not None:
+                return why
             h = _mac()
             while chunk := f.read(1 << 22):
                 h.update(chunk)
@@ -249,29 +331,33 @@ def check_sealed(path: Path) -> str | None:
 
 
 def load_sealed(path: Path) -> Any:
-    """Unpickle a sealed file after checking it; DamagedOutput when it fails the check. Out-of-band
-    buffers are read into one writable block and used in place (arrays and tensors are views of it)."""
+    """Unpickle a sealed file after checking it; DamagedOutput when it fails the check. The file is read
+    into one writable, page-aligned block and its out-of-band buffers used in place (arrays and tensors
+    are views of it, aligned as they were when written)."""
     with path.open("rb") as f:
         size = os.fstat(f.fileno()).st_size
-        block = bytearray(size + _ALIGN)  # read at a 64-byte boundary, so that the buffers in it are too
-        start = -ctypes.addressof(ctypes.c_char.from_buffer(block)) % _ALIGN
+        block = bytearray(size + _PAGE)
+        start = -ctypes.addressof(ctypes.c_char.from_buffer(block)) % _PAGE
         view = memoryview(block)[start:start + size]
         f.readinto(view)
-    if size < _HEADER + 12 or view[:len(_MAGIC)] != _MAGIC:
-        raise DamagedOutput(f"{path}: not a sealed dagc file (damaged, truncated, or written by something else)")
+    if (why := _not_sealed(view[:_HEADER])) is not None or size < _HEADER + 12:
+        raise DamagedOutput(f"{path}: {why or 'truncated'}")
     if not hmac.compare_digest(_digest([view[_HEADER:]]), bytes(view[len(_MAGIC):_HEADER])):
         raise DamagedOutput(f"{path}: its contents do not match their digest (damaged, or not written by this "
                             "user's dagc)")
-    count, length = struct.unpack_from("<IQ", view, _HEADER)
-    sizes = struct.unpack_from(f"<{count}Q", view, _HEADER + 12)
-    at = _HEADER + 12 + 8 * count
-    stream = view[at:at + length]
-    at += length
+    try:
+        count, length = struct.unpack_from("<IQ", view, _HEADER)
+        table = struct.unpack_from(f"<{2 * count}Q", view, _HEADER + 12)
+    except struct.error:
+        raise DamagedOutput(f"{path}: its table does not fit in it (damaged)") from None
+    at = _HEADER + 12 + 16 * count + length
+    stream = view[at - length:at]
     buffers = []
-    for nbytes in sizes:
-        at += -at % _ALIGN
-        buffers.append(view[at:at + nbytes])
-        at += nbytes
+    for offset, nbytes in zip(table[::2], table[1::2]):
+        if offset < at or offset + nbytes > size:
+            raise DamagedOutput(f"{path}: its parts overlap or run past its end (damaged)")
+        buffers.append(view[offset:offset + nbytes])
+        at = offset + nbytes
     if at != size:
         raise DamagedOutput(f"{path}: its parts do not add up to its size (damaged)")
     return pickle.loads(stream, buffers=buffers)
@@ -300,7 +386,7 @@ def atomic_write(path: Path, data: bytes | memoryview | list[bytes | memoryview]
     the whole new one; only the owner may read it (mkstemp's mode 0600). Returns the bytes written."""
     parts = data if isinstance(data, list) else [data]
 
-    def write(f: Any) -> None:
+    def write(f: Any, tmp: str) -> None:
         for part in parts:
             f.write(part)
 
@@ -309,12 +395,13 @@ def atomic_write(path: Path, data: bytes | memoryview | list[bytes | memoryview]
 
 
 def _atomically(path: Path, write: Any) -> None:
-    """Run `write(file)` on a new temporary file beside `path` (mode 0600), then move it to `path`."""
+    """Run `write(file, its path)` on a new temporary file beside `path` (mode 0600), then move it to
+    `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            write(f)
+            write(f, tmp)
         os.replace(tmp, path)
     except BaseException:
         try:
