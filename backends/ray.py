@@ -40,7 +40,7 @@ from dagc.backends.emitter import (
     render_operand,
     source_root_expr,
 )
-from dagc.backends.fingerprint import task_fingerprints, task_rows, try_body_rows
+from dagc.backends.fingerprint import final_state_groups, task_fingerprints, task_rows, try_body_rows
 from dagc.backends.toolkit import (
     emit_code_table,
     emit_prologue,
@@ -196,7 +196,8 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
         order.sort(key=lambda n: (float(graph.node(n).attrs["schedule.start"]), rank[n]))
     devices = placement_devices(graph, cluster)
     mode = placement_mode(graph, cluster)
-    rows = task_rows(graph)
+    rows = task_rows(graph, final_state=True)
+    final = final_state_groups(graph)
     functions = {n: names.claim(f"task:{n}", f"{n}_task") for n in order if graph.node(n).op != "transfer"}
     n_tasks = len(functions)
     groups = state_groups(graph)
@@ -240,8 +241,11 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     # a shared cluster's queue reads these (dagc.runtime.admission); written only when they say something
     priority = int(graph.attrs.get("pipeline.priority", 0))
     pinned = sorted(n.name for n in graph if n.op == "task" and not n.options.preemptible)
+    if final:
+        w.line(f"FINAL_STATE = {final!r}  # state groups stored as they are at their end (dagc.runtime.executor)")
     extra = ", ".join([*([f"priority={priority}"] if priority else []),
-                       *([f"pinned=frozenset({pinned!r})"] if pinned else [])])
+                       *([f"pinned=frozenset({pinned!r})"] if pinned else []),
+                       *(["final_state=FINAL_STATE"] if final else [])])
     w.line("PLAN = Plan(PIPELINE, SOURCE_ROOT, SEARCH_PATHS, SCRIPT, TASKS, DEMANDS, DEVICES, STATE_GROUPS, STATE, "
            "PLACEMENT, code=CODE, code_files=CODE_FILES, entry=ENTRY" + ("," if extra else ")"))
     if extra:

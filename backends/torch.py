@@ -393,12 +393,13 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     plan = build_plan(graph)
     programs = plan.programs()
     names = Names(reserved={"Runner", "launch_main", "RANKS", "TASKS", "MOVES", "COLLECTIVES", "COMPRESS", "RETURNS",
-                            "STAGES", "PROGRAMS", "rt", "idle", "default_run_dir", "POLICY", "STATE", "THREADS", "EFFECTS", "ResultError", "StorageError", "CODE", "CODE_FILES", "SCRIPT", "TaskFailed",
+                            "STAGES", "PROGRAMS", "rt", "idle", "default_run_dir", "POLICY", "STATE", "THREADS", "EFFECTS", "ResultError", "StorageError", "CODE", "CODE_FILES", "SCRIPT", "TaskFailed", "FINAL_STATE",
                             "report_failure", "program_args", "run_directory"} | {f"rank_{r}" for r in range(plan.world)})
     aliases = module_aliases(graph, names)
-    from dagc.backends.fingerprint import task_rows
+    from dagc.backends.fingerprint import final_state_groups, task_rows
 
-    rows = task_rows(graph)
+    rows = task_rows(graph, final_state=True)
+    final = final_state_groups(graph)
     fps = {name: row[0] for name, row in rows.items()}
     types = _value_types(graph)
     w = CodeWriter()
@@ -445,6 +446,8 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     w.line("# task: state group (tasks sharing objects: reused from the run directory or cache only together)")
     w.line("STATE = {" + ", ".join(f"{name!r}: {row[4]!r}" for name, row in rows.items()
                                    if name in plan.inputs and row[4] is not None) + "}")
+    w.line("# state groups stored as they are at their end, in one pickle (dagc.runtime.executor)")
+    w.line(f"FINAL_STATE = {final!r}")
     emit_code_table(w, graph)
     w.line("# task: what dagc assumes it may change, checked with --check-effects (dagc.runtime.effectcheck)")
     w.line("EFFECTS = {" + ", ".join(f"{name!r}: {row[5]!r}" for name, row in rows.items()
@@ -519,7 +522,7 @@ def main(argv: list[str] | None = None) -> int:
     runner = Runner(PIPELINE, tasks, MOVES, RETURNS, RANKS, run_dir=run_dir, timeout=args.timeout,
                     backend=args.dist_backend, stages=STAGES, collectives=COLLECTIVES, compress=COMPRESS,
                     cache=args.cache, policy=POLICY, state=STATE, effects=EFFECTS if args.check_effects else None,
-                    launcher=launcher, threads=THREADS)
+                    launcher=launcher, threads=THREADS, final_state=FINAL_STATE)
     program = PROGRAMS[runner.rank] if runner.rank < len(PROGRAMS) else None
     try:
         result = runner.execute(lambda rt: program(rt, modules) if program else None, args.result)

@@ -6,9 +6,9 @@
 - files are the owner's only (0600): outputs, the event log, the result;
 - the event log reader skips and counts lines it cannot read, and a torn last line does not swallow the
   next run's first record;
-- a piece of state the pipeline returns, changed after the task that made it, is stored by the local program
-  as it is at its group's end and reused from there, and never reused on Ray and torch (their stored outputs
-  would hold the object's first state); one that nothing changes after it was made is reused everywhere.
+- a piece of state the pipeline returns, changed after the task that made it, is stored as it is at its
+  group's end and reused from there, on every backend; one that nothing changes after it was made is stored
+  as each task ends.
 """
 
 from __future__ import annotations
@@ -245,15 +245,16 @@ def test_returned_state_made_after_every_change_is_reused(tmp_path: Path, progra
 def test_ray_and_torch_reuse_returned_state_only_as_the_pipeline_ends_with_it(tmp_path: Path, program,
                                                                               ray_cluster) -> None:
     """Ray and torch reuse a state group whose returned object nothing changes after it was made
-    (`summarized`), and never one whose returned object tasks change later (`history`), not even from a
-    run directory the local program filled, whose outputs of that group they do not read."""
+    (`summarized`), and one whose returned object tasks change later (`history`), stored at the group's end
+    as the local program does, from a run directory they filled or the local program did."""
     from dagc.backends.torch import REQUIRED_PASSES
     from dagc.cluster import parse_cluster_spec
     from dagc.runtime.events import read_events
     from tests.test_backend_torch import launch
 
     script, make = program
-    for pipeline, reused in (("summarized", {"new_log", "add", "add.1", "summary"}), ("history", set())):
+    group = {"new_log", "add", "add.1"}
+    for pipeline, reused in (("summarized", {*group, "summary"}), ("history", group)):
         plain = _plain_result(script, pipeline, tmp_path)
         ray_program = tmp_path / f"{pipeline}_ray.py"
         ray_program.write_text(emit(compile_file(script, pipeline_name=pipeline), "ray", ray_program))
@@ -267,17 +268,19 @@ def test_ray_and_torch_reuse_returned_state_only_as_the_pipeline_ends_with_it(tm
             ("torch", lambda argv, p=torch_program: launch(p, 2, argv)),
         ):
             run_dir = tmp_path / f"run_{pipeline}_{name}"
-            if pipeline == "history":  # a run directory the local program filled, outputs stored at the group's end
-                _run(make(pipeline), "--run-dir", str(run_dir))
-            for reuse, result in (("--run-dir", "a"), ("--resume", "b")):
-                if reuse == "--run-dir" and run_dir.exists():
-                    continue
-                proc = run([reuse, str(run_dir), "--result", str(tmp_path / f"{name}_{result}.pkl")])
-                assert getattr(proc, "returncode", 0) == 0, getattr(proc, "stderr", "")[-3000:]
-                assert pickle.loads((tmp_path / f"{name}_{result}.pkl").read_bytes()) == plain, (pipeline, name)
-            last_run = read_events(run_dir / "events.jsonl")[-1]["run"]
-            skipped = {e["task"] for e in read_events(run_dir / "events.jsonl", run=last_run, event="skip")}
-            assert skipped == reused, (pipeline, name)
+            for filled_by_local in (False, True):
+                if filled_by_local:  # outputs stored by the local program, the group's at its end
+                    run_dir = tmp_path / f"run_{pipeline}_{name}_by_local"
+                    _run(make(pipeline), "--run-dir", str(run_dir))
+                for reuse, result in (("--run-dir", "a"), ("--resume", "b")):
+                    if reuse == "--run-dir" and run_dir.exists():
+                        continue
+                    proc = run([reuse, str(run_dir), "--result", str(tmp_path / f"{name}_{result}.pkl")])
+                    assert getattr(proc, "returncode", 0) == 0, getattr(proc, "stderr", "")[-3000:]
+                    assert pickle.loads((tmp_path / f"{name}_{result}.pkl").read_bytes()) == plain, (pipeline, name)
+                last_run = read_events(run_dir / "events.jsonl")[-1]["run"]
+                skipped = {e["task"] for e in read_events(run_dir / "events.jsonl", run=last_run, event="skip")}
+                assert skipped == reused, (pipeline, name, filled_by_local)
 
 
 def test_torch_recomputes_a_damaged_output(tmp_path: Path, program) -> None:
@@ -530,3 +533,43 @@ def test_a_model_trained_in_place_and_returned_is_reused_trained(tmp_path: Path)
         {"build", "make_optimizer", "train"}, stderr
     assert torch.equal(model.weight, plain_model.weight) and torch.equal(model.bias, plain_model.bias)
     assert optimizer.param_groups[0]["params"][0] is model.weight
+
+
+@pytest.mark.slow
+def test_ray_and_torch_return_the_trained_model_shared_with_its_optimizer_and_reuse_it(tmp_path: Path,
+                                                                                       ray_cluster) -> None:
+    """The same idiom on Ray and torch: the run returns the trained model, still the one its optimizer
+    holds (`is`), as the plain run does; a resumed run reuses the group, stored at its end, and returns the
+    same."""
+    import torch
+
+    from dagc.backends.torch import REQUIRED_PASSES
+    from dagc.cluster import parse_cluster_spec
+    from dagc.runtime.events import read_events
+    from tests.test_backend_torch import launch
+
+    script = tmp_path / "trained.py"
+    script.write_text(TRAINED, encoding="utf-8")
+    plain_model, _ = _plain_result(script, "trained", tmp_path)
+    ray_program = tmp_path / "trained_ray.py"
+    ray_program.write_text(emit(compile_file(script), "ray", ray_program))
+    torch_program = tmp_path / "trained_torch.py"
+    torch_program.write_text(emit(compile_file(script, passes=REQUIRED_PASSES, cluster=parse_cluster_spec("2"),
+                                               backend="torch"), "torch", torch_program))
+
+    def ray(argv: list[str]) -> None:
+        proc = run_python([str(ray_program), "--address", ray_cluster.address, *argv], capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+
+    for name, run in (("ray", ray), ("torch", lambda argv: launch(torch_program, 2, argv))):
+        run_dir = tmp_path / f"run_{name}"
+        for reuse, skipped in (("--run-dir", set()), ("--resume", {"build", "make_optimizer", "train"})):
+            result = tmp_path / f"{name}{reuse}.pkl"
+            run([reuse, str(run_dir), "--result", str(result)])
+            model, optimizer = pickle.loads(result.read_bytes())
+            assert torch.equal(model.weight, plain_model.weight) and torch.equal(model.bias, plain_model.bias)
+            assert optimizer.param_groups[0]["params"][0] is model.weight, (name, reuse)
+            last_run = read_events(run_dir / "events.jsonl")[-1]["run"]
+            assert {e["task"] for e in read_events(run_dir / "events.jsonl", run=last_run, event="skip")} == \
+                skipped, (name, reuse)

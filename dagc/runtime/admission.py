@@ -290,6 +290,11 @@ class Gatekeeper:
         (ref,) = await self.state.call(admit, _Call("value", (name,), 1, task), [])
         return ref
 
+    async def state_values(self, admit: dict[str, Any], names: tuple[str, ...], task: str) -> Any:
+        """`state_value` of several values, read in one call (objects they share stay shared)."""
+        (ref,) = await self.state.call(admit, _Call("values_of", (names,), 1, task), [])
+        return ref
+
     async def admitted(self, key: str, admit: dict[str, Any], task: str, waited: float) -> float:
         """Wait until the queue admits ticket `key` (task `task` of program `admit["program"]`, needing
         `admit["demand"]`); returns the seconds waited in the queue so far, `waited` (earlier requests of the

@@ -171,8 +171,13 @@ class Runner:
         effects: Mapping[str, tuple] | None = None,
         launcher: Mapping[str, str] | None = None,
         threads: Mapping[str, int] | None = None,
+        final_state: Sequence[int] = (),
     ) -> None:
         self.pipeline = pipeline
+        # state groups stored as they are at their end, in one pickle (dagc.runtime.executor's final_state)
+        self.final_state = frozenset(final_state)
+        self.held: dict[int, list[Any]] = {}  # such a group's outputs, until its last task has run
+        self.finals: Executor | None = None
         # the launcher's variables (take_launcher_environment), else the environment's own
         self.launcher = dict(launcher if launcher is not None else os.environ)
         self.state = dict(state or {})  # task -> state group: such tasks are reused only all together
@@ -287,12 +292,48 @@ class Runner:
             if name in done and info[0][0] == self.rank:
                 self._replay(name, info[3])
 
+    def _spec(self, name: str) -> TaskSpec:
+        _, _, _, fp, retries = self.tasks[name]
+        timeout, cache = self.policy.get(name, (None, True))
+        return TaskSpec(name, fp, retries, timeout, cache is True, self.state.get(name),
+                        uncached=None if cache is True else str(cache),
+                        assumed=Assumed.from_row(self.effects.get(name)) if self.effects is not None else None,
+                        threads=self.threads.get(name))
+
+    def _final_group(self, name: str) -> int | None:
+        """The state group of task `name` when that group is stored at its end (None: it is not)."""
+        group = self.state.get(name)
+        return group if group is not None and group in self.final_state else None
+
+    def _finals(self) -> Executor:
+        """An executor that knows the groups stored at their end: where each is stored, and its outputs,
+        loaded once so that the objects its tasks share stay shared."""
+        if self.finals is None:
+            self.finals = Executor(store=self.store, cache=self.cache, reuse=True, final_state=self.final_state)
+            for name, group in self.state.items():
+                if group in self.final_state and name in self.tasks:
+                    self.finals.groups.setdefault(group, []).append(self._spec(name))
+        return self.finals
+
+    def _group_source(self, group: int) -> str:
+        key = self._finals().group_key(group)
+        assert key is not None
+        return "run" if self.store is not None and self.store.has(*key) else "cache"
+
     def _stored(self, name: str, fp: str) -> bool:
         """Whether task `name`'s output can be had: in the run directory or in the cache (a cached
         output is adopted into the run directory, so every rank finds it there)."""
         reason = self.policy.get(name, (None, True))[1]
         if isinstance(reason, str) and reason.startswith(NEVER_REUSED):
             return False
+        group = self._final_group(name)
+        if group is not None:  # stored with its group, at the group's end
+            finals = self._finals()
+            source = finals.source(self._spec(name))
+            key = finals.group_key(group)
+            if source == "cache" and self.store is not None and self.cache is not None and key is not None:
+                self.store.adopt(*key, self.cache.path(key[1]))
+            return source is not None
         if self.store is not None and self.store.usable(name, fp):
             return True
         if self.cache is None or self.policy.get(name, (None, True))[1] is not True or not self.cache.usable(fp):
@@ -303,13 +344,20 @@ class Runner:
         return True
 
     def _load(self, name: str, fp: str) -> Any:
+        group = self._final_group(name)
+        if group is not None:
+            return self._finals().group_outputs(group, self._group_source(group))[name][0]
         if self.store is not None and self.store.has(name, fp):
             return self.store.load(name, fp)
         assert self.cache is not None
         return self.cache.load(fp)
 
     def _replay(self, name: str, fp: str) -> None:
-        if self.store is not None and self.store.has(name, fp):
+        group = self._final_group(name)
+        if group is not None:
+            chunks = self._finals().group_outputs(group, self._group_source(group))[name][1]
+            replay(chunks, name, "the run directory or the cache")
+        elif self.store is not None and self.store.has(name, fp):
             replay(load_console(self.store.path(name, fp)), name, "the run directory or the cache")
         elif self.cache is not None:
             replay(load_console(self.cache.path(fp)), name, "the cache")
@@ -342,7 +390,7 @@ class Runner:
         skip it; returns its value, or placeholders where this rank does not hold it. Attempts,
         retries (a multi-rank task's ranks retry together), timeouts and events are the executor's
         (dagc.runtime.executor); a task that fails for good raises TaskFailed naming it and this rank."""
-        ranks, _inputs, outputs, fp, retries = self.tasks[name]
+        ranks, _inputs, outputs, fp, _retries = self.tasks[name]
         placeholder: Any = tuple(None for _ in outputs) if len(outputs) > 1 else None
         owner = ranks[0] == self.rank
         if name in self.load:
@@ -357,11 +405,12 @@ class Runner:
             where={"rank": self.rank, "device": str(self.device), "node": socket.gethostname()},
             attempt_offset=self.attempt, process_rank=self.rank, check=self.effects is not None,
             threads=self.default_threads)
-        timeout, cache = self.policy.get(name, (None, True))
-        spec = TaskSpec(name, fp, retries, timeout, cache is True, self.state.get(name),
-                        uncached=None if cache is True else str(cache),
-                        assumed=Assumed.from_row(self.effects.get(name)) if self.effects is not None else None,
-                        threads=self.threads.get(name))
+        spec = self._spec(name)
+        final = self._final_group(name)
+        if final is not None:  # its output waits until the group's last task has run, then all are stored
+            executor.final_state = frozenset({final})
+            executor.groups[final] = self._finals().groups[final]
+            executor.held = self.held
         agree = (lambda failed: self._any_failed(failed, group)) if group is not None else None
         with use_stages(self.stages.get(name)):
             value = executor.run(spec, fn, *args, owner=owner, agree=agree, **kwargs)

@@ -232,9 +232,9 @@ class Executor:
         return found if found is not None else TaskSpec(name)
 
     def group_key(self, group: int) -> tuple[str, str] | None:
-        """Where a `final_state` group's outputs are stored together: its first task's name and a fingerprint
-        of every task of the group (a change to any of them is a new key), ending in FINAL."""
-        members = self.groups[group]
+        """Where a `final_state` group's outputs are stored together: its first task's name (by name) and a
+        fingerprint of every task of the group (a change to any of them is a new key), ending in FINAL."""
+        members = sorted(self.groups[group], key=lambda m: m.name)  # (every backend lists them in its own order)
         if any(m.fingerprint is None for m in members):
             return None
         digest = hashlib.sha256(repr([(m.name, m.fingerprint) for m in members]).encode("utf-8")).hexdigest()
@@ -295,16 +295,20 @@ class Executor:
             save_console(self.store.path(name, fp), chunks)
         return value, chunks
 
+    def group_outputs(self, group: int, source: str) -> dict[str, tuple[Any, list[tuple[str, str]]]]:
+        """{task: (its output, what it printed)} of a `final_state` group, stored together (loaded once,
+        so that the objects its tasks share stay shared)."""
+        outputs = self.loaded_groups.get(group)
+        if outputs is None:
+            key = self.group_key(group)
+            assert key is not None
+            outputs = self.loaded_groups[group] = self._read(*key, source)[0]
+        return outputs
+
     def _load_final(self, spec: TaskSpec, source: str) -> Any:
         """A task's output from its `final_state` group's outputs, stored together (loaded once)."""
         assert spec.state is not None
-        key = self.group_key(spec.state)
-        assert key is not None
-        name, fp = key
-        outputs = self.loaded_groups.get(spec.state)
-        if outputs is None:
-            outputs = self.loaded_groups[spec.state] = self._read(name, fp, source)[0]
-        value, chunks = outputs[spec.name]
+        value, chunks = self.group_outputs(spec.state, source)[spec.name]
         if self.log is not None:
             self.log.skip(spec.name, spec.fingerprint, source=source, **self.where)
         replay(chunks, spec.name, "the run directory" if source == "run" else "the cache")

@@ -93,13 +93,22 @@ class Plan:
     entry: str = ""  # the pipeline's script as a module
     priority: int = 0  # @dagc.pipeline(priority=N): the default of --priority
     pinned: frozenset[str] = frozenset()  # tasks declared preemptible=False
+    final_state: tuple[int, ...] = ()  # state groups stored as they are at their end (dagc.runtime.executor)
 
 
 class Stored:
-    """An output found in the run directory: loaded only if a task that runs reads it."""
+    """An output found in the run directory: loaded only if a task that runs reads it. One of a state group
+    stored at its end comes loaded (`value`): its group was read on the driver as one pickle, so that the
+    objects its tasks share stay shared in the pipeline's result."""
 
-    def __init__(self, task: str, index: int, outputs: int) -> None:
-        self.task, self.index, self.outputs = task, index, outputs
+    _NOT_LOADED = object()
+
+    def __init__(self, task: str, index: int, outputs: int, value: object = _NOT_LOADED) -> None:
+        self.task, self.index, self.outputs, self.value = task, index, outputs, value
+
+    @property
+    def loaded(self) -> bool:
+        return self.value is not Stored._NOT_LOADED
 
 
 # ---- the driver ---------------------------------------------------------------------------------------
@@ -117,7 +126,8 @@ class Driver:
         self.check_effects = check  # --check-effects: the workers compare what each task did with the assumed
         self.interpreter, self.pending_timeout = interpreter, pending_timeout
         self.resume = resume
-        self.reuse = Executor(plan.tasks, store=store, log=log, cache=cache, reuse=resume)
+        self.reuse = Executor(plan.tasks, store=store, log=log, cache=cache, reuse=resume, final_state=plan.final_state)
+        self.put: dict[tuple[str, int], ray.ObjectRef] = {}  # loaded outputs put in the object store
         self.run_dir = str(store.root.resolve())
         self.pending: dict[ray.ObjectRef, str] = {}
         self.submitted: dict[str, ray.ObjectRef] = {}  # task -> the ref that says it finished
@@ -176,15 +186,20 @@ class Driver:
         if source is None:
             return None
         fp = self.fingerprint(task)
-        if source == "cache":
-            assert self.cache is not None
-            self.store.adopt(task, fp, self.cache.path(fp))
-            save_console(self.store.path(task, fp), load_console(self.cache.path(fp)))
+        if spec.state is not None and spec.state in self.plan.final_state:  # stored with its group, at its end
+            value, chunks = self.reuse.group_outputs(spec.state, source)[task]
+            values = tuple(Stored(task, i, outputs, value[i] if outputs > 1 else value) for i in range(outputs))
+        else:
+            if source == "cache":
+                assert self.cache is not None
+                self.store.adopt(task, fp, self.cache.path(fp))
+                save_console(self.store.path(task, fp), load_console(self.cache.path(fp)))
+            chunks = load_console(self.store.path(task, fp))
+            values = tuple(Stored(task, i, outputs) for i in range(outputs))
         self.log.skip(task, fp, source=source)
         # what the task printed when it ran, on the driver's console
-        replay(load_console(self.store.path(task, fp)), task, "the run directory" if source == "run" else "the cache")
+        replay(chunks, task, "the run directory" if source == "run" else "the cache")
         self.progress.advance(name=task)
-        values = tuple(Stored(task, i, outputs) for i in range(outputs))
         return values if outputs > 1 else values[0]
 
     def resolve(self, value: object, group: int | None = None) -> object:
@@ -200,6 +215,11 @@ class Driver:
                     return ref
                 return self.actors[held[0]].value.remote(held[1])
             return value
+        if value.loaded:  # read on the driver with its group: put in the object store once
+            key = (value.task, value.index)
+            if key not in self.put:
+                self.put[key] = ray.put(value.value)
+            return self.put[key]
         if value.task not in self.loaded:
             refs = load_stored.options(num_returns=value.outputs).remote(
                 self.run_dir, value.task, self.fingerprint(value.task), value.outputs)
@@ -213,9 +233,14 @@ class Driver:
         return value
 
     def job(self, task: str, device: object, outputs: int) -> Job:
+        group = self.reuse.spec(task).state
+        final = None  # a task of a group stored at its end: the state actor holds its output until then
+        if group is not None and group in self.plan.final_state:
+            final = {m.name: self.plan.tasks[m.name] for m in self.reuse.groups[group]}
         return Job(task, self.plan.tasks[task], self.run_dir, self.log.run_id,
                    str(self.cache.root.resolve()) if self.cache is not None else None, device, outputs,
-                   self.interpreter, resume=self.resume, check=self.check_effects, share_of=self.share_of(device))
+                   self.interpreter, resume=self.resume, check=self.check_effects, share_of=self.share_of(device),
+                   final_group=final)
 
     def share_of(self, device: object) -> int | None:
         """How many devices of the plan share the node `device` is on (None: not placed)."""
@@ -410,10 +435,15 @@ class Driver:
             ray.kill(self.gatekeeper)
 
     def fetch(self, *values: object) -> tuple:
-        """The pipeline's result values, brought to the driver."""
-        out = []
+        """The pipeline's result values, brought to the driver. The objects a state's actor holds are read
+        from it in one call per state, so that objects they share (a model and its optimizer's parameters)
+        are shared in the result as they are in the plain run's."""
+        out: list[object] = []
+        held: dict[int, list[tuple[int, str]]] = {}  # state group -> (place in `out`, name of a value it holds)
         for value in values:
-            if isinstance(value, Stored):
+            if isinstance(value, Stored) and value.loaded:
+                out.append(value.value)
+            elif isinstance(value, Stored):
                 stored = self.store.load(value.task, self.fingerprint(value.task))
                 out.append(stored if value.outputs == 1 else stored[value.index])
             else:
@@ -421,12 +451,17 @@ class Driver:
                 if isinstance(got, ray.ObjectRef):  # a gate's output: the ref of its task's output
                     got = ray.get(got)
                 if isinstance(got, tuple) and len(got) == 3 and got[0] == HELD:  # its state's final object
-                    if self.admission is not None:  # the actor lives behind the gate
-                        admit = self.state_admit(got[1], self.state_devices[got[1]])
-                        got = ray.get(ray.get(self.gate().state_value.remote(admit, got[2], "result")))
-                    else:
-                        got = ray.get(self.actors[got[1]].value.remote(got[2]))
+                    held.setdefault(got[1], []).append((len(out), got[2]))
                 out.append(got)
+        for group, places in held.items():
+            names = tuple(name for _, name in places)
+            if self.admission is not None:  # the actor lives behind the gate
+                admit = self.state_admit(group, self.state_devices[group])
+                got = ray.get(ray.get(self.gate().state_values.remote(admit, names, "result")))
+            else:
+                got = ray.get(self.actors[group].values_of.remote(names))
+            for (place, _), item in zip(places, got):
+                out[place] = item
         return tuple(out)
 
 

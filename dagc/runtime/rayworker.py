@@ -16,7 +16,7 @@ import ray
 
 from dagc.runtime import admission
 from dagc.runtime.events import EventLog
-from dagc.runtime.executor import Executor, TaskRow
+from dagc.runtime.executor import Executor, TaskRow, TaskSpec
 from dagc.runtime.program import prepare_interpreter
 from dagc.runtime.store import Cache, RunStore
 from dagc.runtime.threads import capped, current_threads
@@ -38,6 +38,8 @@ class Interpreter(NamedTuple):
 
 # ---- on the workers ---------------------------------------------------------------------------------
 _process_threads: list[int] = []  # the threads this worker computes on once user code is loaded (set once)
+# run id -> the outputs of a state group stored at its end, held by the group's actor (Executor.held)
+_held: dict[str, dict[int, list[Any]]] = {}
 
 
 def prepare_worker(interpreter: Interpreter) -> None:
@@ -73,8 +75,11 @@ class Job:
 
     def __init__(self, task: str, row: TaskRow, run_dir: str, run_id: str, cache: str | None, device: object,
                  outputs: int, interpreter: Interpreter, resume: bool = False,
-                 check: bool = False, share_of: int | None = None) -> None:
+                 check: bool = False, share_of: int | None = None,
+                 final_group: Mapping[str, TaskRow] | None = None) -> None:
         self.task, self.row, self.run_dir, self.run_id, self.cache = task, row, run_dir, run_id, cache
+        # the rows of the task's state group when the group is stored at its end (Executor's final_state)
+        self.final_group = dict(final_group) if final_group else None
         self.check = check
         self.share_of = share_of  # devices placed on this task's node (None: not placed)
         self.device, self.outputs, self.interpreter, self.resume = device, outputs, interpreter, resume
@@ -118,9 +123,13 @@ class Job:
         self.inner_args = {"store": store, "log": log, "cache": cache, "context": context, "where": where}
         # a run stopped by preemption was no failed attempt: the count goes on from where it stood
         offset = -store.attempts_made(self.run_id, self.task) if getattr(self, "preempted", 0) else 0
-        executor = Executor({self.task: self.row}, store=store, log=log, cache=cache, context=context, where=where,
-                            claim=self.world_size == 1, check=getattr(self, "check", False),
-                            threads=self.threads(), attempt_offset=offset)
+        group = getattr(self, "final_group", None)
+        final = (TaskSpec.from_row(self.task, self.row).state,) if group else ()
+        executor = Executor(group or {self.task: self.row}, store=store, log=log, cache=cache, context=context,
+                            where=where, claim=self.world_size == 1, check=getattr(self, "check", False),
+                            threads=self.threads(), attempt_offset=offset, final_state=final)
+        if final:  # the group's outputs wait in its actor's process until its last task has run
+            executor.held = _held.setdefault(self.run_id, {})
         spec = executor.spec(self.task)
         if spec.state is None:  # returned as stored: pickled once for the run directory and Ray's object store
             executor.carry = self.outputs  # (a state actor keeps the objects themselves)
@@ -244,3 +253,7 @@ class State:
 
     def value(self, name: str) -> object:
         return self.values[name]
+
+    def values_of(self, names: tuple[str, ...]) -> tuple:
+        """Several held values, pickled together: objects they share stay shared where they arrive."""
+        return tuple(self.values[name] for name in names)
