@@ -18,8 +18,9 @@ from dagc.backends.toolkit import (
     module_aliases,
     used_values,
     uses_map,
+    with_outputs_used,
 )
-from dagc.ir.core import Graph
+from dagc.ir.core import Graph, Node
 
 __all__ = ["emit_local"]
 
@@ -29,7 +30,9 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     from dagc.backends.fingerprint import final_state_groups, task_rows, try_body_rows
 
     names = Names({"rt", "Executor", "run_local", "TASKS", "SCRIPT", "CODE", "CODE_FILES", "FINAL_STATE"})
-    names.used_values = used_values(graph)  # type: ignore[attr-defined]
+    read = used_values(graph)
+    # a unit (below) computes every output, as a Ray or torch task does: its stored outputs are the same file
+    names.used_values = with_outputs_used([n for n in graph.nodes if n.op in UNITS], read)  # type: ignore[attr-defined]
     aliases = module_aliases(graph, names)
     order = graph.topological_order()
     w = CodeWriter()
@@ -62,7 +65,11 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
                 w.line(f"{names[param.name]} = {render_operand(param.value, names)}  # parameter")
         names.task_verb = "task"  # type: ignore[attr-defined]
         for name in order:
-            emit_task_lines(w, graph.node(name), names, aliases)
+            node = graph.node(name)
+            if node.op in UNITS:
+                _emit_unit(w, node, names, aliases, read)
+            else:
+                emit_task_lines(w, node, names, aliases)
         returns = render_operand(graph.returns, names) if graph.returns is not None else "None"
         w.line(f"return {returns}")
     w.line()
@@ -82,3 +89,25 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     with w.indent():
         w.line("sys.exit(main())")
     return w.text()
+
+
+# fused groups and regions other than `try` (whose body's tasks are stored one by one): run as one task
+UNITS = ("fused", "cond", "loop", "map")
+
+
+def _emit_unit(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str], read: set[str]) -> None:
+    """A fused group or region as one task, `rt.region(name, function)`: its tasks run inside through
+    `rt.call`, and the unit is stored and reused as a whole, like the task Ray and torch programs run.
+    It returns every output; those nothing `read`s after it are unpacked into `_`."""
+    function = names.claim(f"unit:{node.name}", f"{node.name}_unit")
+    outputs = [names[o] for o in node.outputs]
+    targets = [names[o] if o in read else "_" for o in node.outputs]
+    w.line(f"# {node.name}: one task, stored and reused as a whole (its tasks run inside)")
+    w.line(f"def {function}() -> object:")
+    with w.indent():
+        emit_task_lines(w, node, names, aliases)
+        w.line(f"return {', '.join(outputs)}")
+    if any(t != "_" for t in targets):
+        w.line(f"{', '.join(targets)} = rt.region({node.name!r}, {function})")
+    else:
+        w.line(f"rt.region({node.name!r}, {function})")

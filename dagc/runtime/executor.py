@@ -326,6 +326,26 @@ class Executor:
             return value
         return self.run(spec, fn, *args, **kwargs)
 
+    def region(self, name: str, fn: Callable[[], Any]) -> Any:
+        """A fused group or a region (a loop, a branch, a map) that the local program runs here as one task,
+        as Ray and torch programs do: reused and stored as a unit, so that a resumed run does not run a
+        finished training loop again (nor, in a state group, every other task of the group). Its tasks run
+        inside through `call`, with their own retries, timeouts and events; the unit is tried once, and
+        its failure is the failure of the task inside that failed."""
+        spec = replace(self.spec(name), retries=0, timeout=None)
+        source = self.source(spec)
+        if source is not None:
+            value = self.load(spec, source)
+            if self.progress is not None:
+                self.progress.advance(name=name)
+            return value
+        try:
+            return self.run(spec, fn)
+        except TaskFailed as exc:
+            if isinstance(exc.__cause__, TaskFailed):
+                raise exc.__cause__ from None
+            raise
+
     def call(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run task `name` with retries, timeout and events, never storing its output (a task inside a
         loop or branch runs anew each time)."""

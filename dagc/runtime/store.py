@@ -306,10 +306,10 @@ def write_sealed(path: Path, payload: bytes | memoryview | Pickled) -> int:
 
 def _not_sealed(head: bytes | memoryview) -> str | None:
     """Why a file starting with `head` is not a sealed file this dagc reads (None: it may be)."""
+    if len(head) >= len(_MAGIC) and bytes(head[:4]) == _MAGIC[:4] and head[4] != _MAGIC[4]:
+        return f"sealed by another version of dagc (format {head[4]}, this dagc reads {_MAGIC[4]})"
     if len(head) >= _HEADER and bytes(head[:len(_MAGIC)]) == _MAGIC:
         return None
-    if len(head) >= len(_MAGIC) and bytes(head[:4]) == _MAGIC[:4]:
-        return f"sealed by another version of dagc (format {head[4]}, this dagc reads {_MAGIC[4]})"
     return "not a sealed dagc file (damaged, truncated, or written by something else)"
 
 

@@ -1,0 +1,120 @@
+"""A loop, a branch or a map region in the local program is one task, stored and reused as a whole, as the
+Ray and torch programs run it: a resumed run does not run a finished training loop again, nor the other
+tasks of a state group the loop belongs to; the tasks inside keep their own retries and events, and a
+failure inside is reported as theirs."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+
+from dagc.backends import emit
+from dagc.driver import compile_file
+from dagc.runtime.events import read_events
+from tests.interpreters import run_python
+from tests.test_backend_local import _plain_result
+
+LOOPED = '''\
+import random
+import sys
+from pathlib import Path
+
+import dagc
+
+
+@dagc.task
+def init(seed: int) -> dict:
+    random.seed(seed)
+    return {"w": 0.0, "step": 0}
+
+
+@dagc.task
+def step(model: dict, k: int) -> dict:
+    return {"w": model["w"] + random.random(), "step": k}
+
+
+@dagc.task
+def done(model: dict) -> bool:
+    return model["w"] > 2.0
+
+
+@dagc.task
+def report(model: dict, flag: str) -> dict:
+    if Path(flag).exists():  # fails once, after the loop: a crash the resumed run recovers from
+        Path(flag).unlink()
+        sys.exit("report: crashed")
+    return {"steps": model["step"] + 1, "w": round(model["w"], 6)}
+
+
+@dagc.pipeline
+def looped(seed: int = 3, flag: str = "crash"):
+    model = init(seed)
+    for k in range(20):
+        model = step(model, k)
+        if done(model):
+            break
+    return report(model, flag)
+'''
+
+
+def _events(run_dir: Path, event: str) -> set[str]:
+    records = read_events(run_dir / "events.jsonl")
+    last = records[-1]["run"]
+    return {r["task"] for r in records if r["run"] == last and r["event"] == event and "task" in r}
+
+
+def test_a_resumed_run_reuses_the_finished_loop_and_its_state_group(tmp_path: Path) -> None:
+    script = tmp_path / "looped.py"
+    script.write_text(LOOPED, encoding="utf-8")
+    flag = tmp_path / "crash"
+    plain = _plain_result(script, "looped", tmp_path, flag=str(tmp_path / "never"))
+    program = tmp_path / "looped_local.py"
+    program.write_text(emit(compile_file(script, params={"flag": str(flag)}), "local", program))
+    assert "rt.region('loop'" in program.read_text()
+    run_dir, result = tmp_path / "run", tmp_path / "result.pkl"
+    flag.touch()
+    crashed = run_python([str(program), "--run-dir", str(run_dir)], capture_output=True, text=True, timeout=120)
+    assert crashed.returncode != 0 and "report: crashed" in crashed.stderr
+    resumed = run_python([str(program), "--resume", str(run_dir), "--result", str(result)], capture_output=True,
+                         text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    assert pickle.loads(result.read_bytes()) == plain
+    # the loop, and `init` (which shares the random state with it), are taken from the run directory
+    assert _events(run_dir, "skip") == {"init", "loop"}
+    assert _events(run_dir, "start") == {"report"}
+
+
+def test_a_failure_inside_a_loop_is_the_failure_of_the_task_that_failed(tmp_path: Path) -> None:
+    script = tmp_path / "looped.py"
+    script.write_text(LOOPED.replace('return model["w"] > 2.0', 'raise ValueError("no convergence test")'),
+                      encoding="utf-8")
+    program = tmp_path / "looped_local.py"
+    program.write_text(emit(compile_file(script), "local", program))
+    proc = run_python([str(program), "--run-dir", str(tmp_path / "run")], capture_output=True, text=True,
+                      timeout=120)
+    assert proc.returncode != 0
+    assert "task `loop.done` failed" in proc.stderr and "no convergence test" in proc.stderr
+    assert "task `loop` failed" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_ray_resumes_a_loop_the_local_program_stored(tmp_path: Path, ray_cluster) -> None:  # type: ignore[no-untyped-def]
+    script = tmp_path / "looped.py"
+    script.write_text(LOOPED, encoding="utf-8")
+    flag = tmp_path / "crash"
+    plain = _plain_result(script, "looped", tmp_path, flag=str(tmp_path / "never"))
+    local = tmp_path / "looped_local.py"
+    local.write_text(emit(compile_file(script, params={"flag": str(flag)}), "local", local))
+    ray_program = tmp_path / "looped_ray.py"
+    ray_program.write_text(emit(compile_file(script, params={"flag": str(flag)}), "ray", ray_program))
+    run_dir, result = tmp_path / "run", tmp_path / "result.pkl"
+    flag.touch()
+    assert run_python([str(local), "--run-dir", str(run_dir)], capture_output=True, text=True,
+                      timeout=120).returncode != 0
+    proc = run_python([str(ray_program), "--address", ray_cluster.address, "--resume", str(run_dir), "--result",
+                       str(result)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert pickle.loads(result.read_bytes()) == plain
+    assert _events(run_dir, "skip") == {"init", "loop"}
