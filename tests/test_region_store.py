@@ -118,3 +118,66 @@ def test_ray_resumes_a_loop_the_local_program_stored(tmp_path: Path, ray_cluster
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert pickle.loads(result.read_bytes()) == plain
     assert _events(run_dir, "skip") == {"init", "loop"}
+
+
+TRAINED_IN_A_LOOP = '''\
+import torch
+
+import dagc
+
+
+@dagc.task
+def build(seed: int) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return torch.nn.Linear(4, 1)
+
+
+@dagc.task
+def make_optimizer(model: torch.nn.Module) -> torch.optim.Optimizer:
+    return torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+@dagc.task
+def train_epoch(model: torch.nn.Module, optimizer: torch.optim.Optimizer, epoch: int) -> float:
+    g = torch.Generator().manual_seed(epoch)
+    optimizer.zero_grad()
+    loss = model(torch.randn(8, 4, generator=g)).pow(2).mean()
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+@dagc.pipeline
+def trained(seed: int = 0, epochs: int = 4):
+    model = build(seed)
+    optimizer = make_optimizer(model)
+    for epoch in range(epochs):
+        if train_epoch(model, optimizer, epoch) < 1e-9:  # (a loop left by `break`: one region)
+            break
+    return model, optimizer
+'''
+
+
+def test_a_model_trained_in_place_in_a_loop_and_returned_is_reused_trained(tmp_path: Path) -> None:
+    """The training loop changes the returned model in place: its state group (build, the optimizer, the
+    loop) is stored at its end, with the loop as one task; a resumed run returns the trained model, still
+    the one its optimizer holds."""
+    import torch
+
+    script = tmp_path / "trained.py"
+    script.write_text(TRAINED_IN_A_LOOP, encoding="utf-8")
+    plain_model, _ = _plain_result(script, "trained", tmp_path)
+    program = tmp_path / "trained_local.py"
+    program.write_text(emit(compile_file(script), "local", program))
+    text = program.read_text()
+    assert "FINAL_STATE" in text and "rt.region(" in text
+    run_dir, result = tmp_path / "run", tmp_path / "result.pkl"
+    for reuse in ("--run-dir", "--resume"):
+        proc = run_python([str(program), reuse, str(run_dir), "--result", str(result)], capture_output=True,
+                          text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        model, optimizer = pickle.loads(result.read_bytes())
+        assert torch.equal(model.weight, plain_model.weight), reuse
+        assert optimizer.param_groups[0]["params"][0] is model.weight, reuse
+    assert _events(run_dir, "start") == set()  # the resumed run ran nothing
+    assert len(_events(run_dir, "skip")) == 3
