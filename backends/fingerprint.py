@@ -121,14 +121,15 @@ def assumed_effects(graph: Graph, node: Node) -> tuple | None:
 
 def computes_the_same_again(node: Node) -> bool:
     """Whether running task `node` again on the same inputs gives the same output: it changes nothing,
-    acts on nothing, reads no file and no module-level name another task changes, and draws from no
-    generator it does not seed itself. The local program may then compute such a task's output again
+    acts on nothing, reads no file and no module-level name another task changes, draws from no
+    generator it does not seed itself, and reads neither the clock, the process id nor a fresh UUID. The local program may then compute such a task's output again
     rather than store it (dagc.runtime.executor, `recompute`)."""
     from dagc.ir.effects import node_effects
 
     effects = node_effects(node)
+    varies = any(m.attrs.get("effects.varies") for m in (node, *walk(node)))  # the clock, a UUID: another value
     return not (node.options.side_effects or effects.mutates or effects.io or effects.writes or effects.reads
-                or effects.files or (effects.rng and not effects.seeded and not node.options.pure))
+                or effects.files or varies or (effects.rng and not effects.seeded and not node.options.pure))
 
 
 def source_digest(graph: Graph, target: str | None) -> str | None:

@@ -11,6 +11,9 @@ The frontend records on each node what its task may do besides computing its res
   effects.files    "read" or "write": it reads or writes files (ordering only, see below)
   effects.output   why it prints or logs (print, logging, warnings, progress bars, metric writers): an
                    output channel, kept by dce but never state, never ordered, never a reason not to cache
+  effects.varies   why its output may differ when it runs again on the same inputs (it reads the clock, the
+                   process id, a fresh UUID): no effect (nothing is ordered, placed or kept by it), only a
+                   reason for the local program to store the output rather than compute it again
 A node with none of these (and a task declared `pure=True`) has no effects.
 
 State: values that may share objects form alias classes (a node's result may share objects with

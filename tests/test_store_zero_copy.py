@@ -228,6 +228,8 @@ def test_a_ray_tasks_output_is_pickled_once(tmp_path: Path, ray_cluster) -> None
 
 RECOMPUTED = '''\
 import random
+import struct
+import time
 
 import dagc
 
@@ -242,6 +244,15 @@ def noisy(n: int) -> bytes:
     return random.randbytes(n)  # an unseeded draw: computed again, it would differ
 
 
+def _header() -> bytes:
+    return struct.pack("d", time.time())
+
+
+@dagc.task
+def stamped(n: int) -> bytes:
+    return _header() + bytes(n)  # the clock, through a helper: computed again, it would differ
+
+
 @dagc.task
 def size(b: bytes) -> int:
     return len(b)
@@ -249,15 +260,15 @@ def size(b: bytes) -> int:
 
 @dagc.pipeline
 def sizes(n: int = 40 * 2**20):
-    return size(blob(n)), size(noisy(n))
+    return size(blob(n)), size(noisy(n)), size(stamped(n))
 '''
 
 
 def test_a_large_output_cheaper_to_compute_again_is_not_stored(tmp_path: Path) -> None:
     """The local program does not store a large output that its task computes the same way again faster
     than it could be stored (here: any, at an assumed store rate of 1 byte/s); `--resume` computes it
-    again. An output its task would not compute the same way again (an unseeded draw) is stored however
-    cheap, and `--store-all` stores everything."""
+    again. An output its task would not compute the same way again (an unseeded draw, the clock read in a
+    helper) is stored however cheap, and `--store-all` stores everything."""
     from dagc.runtime.events import read_events
 
     script = tmp_path / "sizes.py"
@@ -273,15 +284,19 @@ def test_a_large_output_cheaper_to_compute_again_is_not_stored(tmp_path: Path) -
         assert proc.returncode == 0, proc.stderr
         return pickle.loads(out.read_bytes())
 
+    graph = compile_file(script)
+    assert "calls `_header`, which calls `time.time()`" in graph.node("stamped").attrs["effects.varies"]
     n = 40 * 2**20
     run_dir = tmp_path / "run"
-    assert run("--run-dir", str(run_dir)) == (n, n)
-    assert sorted(p.name for p in (run_dir / "outputs").iterdir()) == ["noisy", "size", "size.1"]
+    assert run("--run-dir", str(run_dir)) == (n, n, n + 8)
+    assert sorted(p.name for p in (run_dir / "outputs").iterdir()) == ["noisy", "size", "size.1", "size.2",
+                                                                       "stamped"]
     (event,) = read_events(run_dir / "events.jsonl", event="recomputable")
     assert event["task"] == "blob" and event["bytes"] >= n
-    assert run("--resume", str(run_dir)) == (n, n)
+    assert run("--resume", str(run_dir)) == (n, n, n + 8)
     last = read_events(run_dir / "events.jsonl")[-1]["run"]
     assert [e["task"] for e in read_events(run_dir / "events.jsonl", run=last, event="start")] == ["blob"]
     every = tmp_path / "every"
-    assert run("--run-dir", str(every), "--store-all") == (n, n)
-    assert sorted(p.name for p in (every / "outputs").iterdir()) == ["blob", "noisy", "size", "size.1"]
+    assert run("--run-dir", str(every), "--store-all") == (n, n, n + 8)
+    assert sorted(p.name for p in (every / "outputs").iterdir()) == ["blob", "noisy", "size", "size.1", "size.2",
+                                                                     "stamped"]

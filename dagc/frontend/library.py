@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["Catalogue", "catalogue", "FunctionFacts", "LayerFacts", "is_output_function", "is_output_constructor",
-           "is_immutable_constructor", "is_no_effect_function", "OUTPUT_METHODS"]
+           "is_immutable_constructor", "is_no_effect_function", "is_varying_function", "OUTPUT_METHODS"]
 
 _CATALOGUE = Path(__file__).with_name("torch_effects.json")
 
@@ -141,6 +141,19 @@ def is_immutable_constructor(name: str) -> bool:
 
 def is_no_effect_function(name: str) -> bool:
     return name in _NO_EFFECT
+
+
+# Of the functions with no effect, those whose value differs from one call to the next on the same
+# arguments: a task's output that depends on one is not what running the task again gives.
+_VARYING = frozenset({"time.time", "time.time_ns", "time.perf_counter", "time.perf_counter_ns", "time.monotonic",
+                      "time.monotonic_ns", "time.process_time", "time.process_time_ns", "time.thread_time",
+                      "time.thread_time_ns", "time.localtime", "time.gmtime", "time.strftime", "time.ctime",
+                      "time.asctime", "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today",
+                      "datetime.date.today", "uuid.uuid1", "uuid.uuid4", "os.getpid", "os.getppid", "os.urandom"})
+
+
+def is_varying_function(name: str) -> bool:
+    return name in _VARYING
 
 
 # Methods known to leave their receiver unchanged (tensors, arrays, dicts, lists, strings, modules).

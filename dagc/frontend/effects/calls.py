@@ -162,7 +162,9 @@ def _is_device(scan: FunctionScan, expr: ast.expr) -> bool:
 
 def _library_call(scan: FunctionScan, call: ast.Call, name: str, args: list[ast.expr]) -> None:
     kwargs = {k.arg for k in call.keywords}
-    if lib.is_no_effect_function(name):
+    if lib.is_varying_function(name):
+        scan.varies(call, f"calls `{name}()`")
+    if lib.is_no_effect_function(name) or lib.is_varying_function(name):
         return
     if lib.is_output_function(name):
         return _output(scan, call, f"calls `{name}`")
@@ -273,6 +275,8 @@ def _apply_helper(scan: FunctionScan, call: ast.Call, fn: ast.FunctionDef | ast.
     scan.effects.reaches |= inner.reaches
     if inner.rng is not None:
         scan.rng(call, f"calls {where}, which uses the global random number generator")
+    if inner.varies is not None:
+        scan.varies(call, f"calls {where}, which {inner.varies.reason}")
     params_in_order = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
     if fn.name == "__init__" or receiver is not None:
         params_in_order = params_in_order[1:]

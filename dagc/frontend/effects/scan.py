@@ -419,6 +419,10 @@ class FunctionScan:
             return receiver
         return call.args[0] if call.args else None
 
+    def varies(self, node: ast.AST, reason: str) -> None:
+        if self.effects.varies is None:
+            self.effects.varies = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
+
     def rng(self, node: ast.AST, reason: str) -> None:
         if self.effects.rng is None:
             self.effects.rng = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]

@@ -35,6 +35,8 @@ class Effects:
     file_paths_known: bool = True
     # prints, logs, progress bars, metric writers: kept by dce, but never state and never a reason not to cache
     output: Evidence | None = None
+    # reads the clock, the process id or a fresh UUID: no effect, but run again it may return another value
+    varies: Evidence | None = None
     # the user's functions and classes the body reaches (`module:function`, `module:Class`): the code whose
     # source the run-time fingerprint covers (editing any of them recomputes the task)
     reaches: set[str] = field(default_factory=set)
@@ -91,4 +93,5 @@ def summary_key(effects: Effects) -> tuple:
     return (frozenset(effects.mutates), effects.world is not None, effects.rng is not None,
             frozenset(effects.globals_written), frozenset(effects.globals_read), effects.seeds,
             effects.file_read is not None, effects.file_write is not None, effects.output is not None,
-            effects.file_paths_known, frozenset(effects.file_paths["read"]), frozenset(effects.file_paths["write"]))
+            effects.file_paths_known, frozenset(effects.file_paths["read"]), frozenset(effects.file_paths["write"]),
+            effects.varies is not None)

@@ -87,6 +87,8 @@ class StateChecks(Component):
             attrs["effects.io"] = f"{effects.world.reason} ({where}:{effects.world.line})"
         if effects.output is not None:
             attrs["effects.output"] = f"{effects.output.reason} ({where}:{effects.output.line})"
+        if effects.varies is not None:  # not an effect: only what the local program may compute again
+            attrs["effects.varies"] = f"{effects.varies.reason} ({where}:{effects.varies.line})"
         if effects.rng is not None:
             attrs["effects.rng"] = f"{effects.rng.reason} ({where}:{effects.rng.line})"
             if effects.seeds:
