@@ -106,7 +106,7 @@ def _emit_unit(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str],
     w.line(f"def {function}() -> object:")
     with w.indent():
         emit_task_lines(w, node, names, aliases)
-        w.line(f"return {', '.join(outputs)}")
+        w.line(f"return {', '.join(outputs) or 'None'}")
     if any(t != "_" for t in targets):
         w.line(f"{', '.join(targets)} = rt.region({node.name!r}, {function})")
     else:
