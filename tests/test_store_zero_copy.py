@@ -144,6 +144,26 @@ def test_a_file_system_that_refuses_direct_writes_gets_them_through_the_page_cac
     assert torch.equal(load_sealed(path), x)
 
 
+def test_a_file_system_that_refuses_direct_reads_gets_them_through_the_page_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from dagc.runtime import store
+
+    x = torch.rand(4 << 20)  # 16 MiB
+    path = tmp_path / "out.pkl"
+    write_sealed(path, dumps(x))
+    tried: list[int] = []
+
+    def preadv(fd: int, buffers: list, offset: int) -> int:
+        tried.append(offset)
+        raise OSError(22, "Invalid argument")  # EINVAL: what a file system that refuses O_DIRECT says
+
+    monkeypatch.setattr(store.os, "preadv", preadv)
+    opened = store.os.open
+    monkeypatch.setattr(store.os, "open", lambda p, flags, *a: opened(p, flags & ~getattr(os, "O_DIRECT", 0), *a))
+    assert torch.equal(load_sealed(path), x)
+    assert tried == [0]
+
+
 def test_a_file_sealed_by_another_version_says_so(tmp_path: Path) -> None:
     from dagc.runtime.store import check_sealed
 

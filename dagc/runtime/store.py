@@ -330,16 +330,45 @@ def check_sealed(path: Path) -> str | None:
     return None
 
 
+def _read_direct(path: Path, into: memoryview, size: int) -> bool:
+    """Read a large file's `size` bytes into the page-aligned `into` with O_DIRECT: from the disk to where
+    the tensors will live, without a copy through the page cache (a written output is not there anyway:
+    `_write_buffer`). Loading three 256 MiB outputs so took 0.5 s of system time here, against 1.3-1.7 s.
+    False where it could not (small, not Linux, a file system that refuses): then read it as usual."""
+    if size < _DIRECT_MIN or not _O_DIRECT or os.environ.get("DAGC_DIRECT_IO", "1") == "0":
+        return False
+    try:
+        fd = os.open(path, os.O_RDONLY | _O_DIRECT)
+    except OSError:
+        return False
+    try:
+        got = 0
+        while got < size:
+            n = os.preadv(fd, [into[got:]], got)
+            if n <= 0:
+                break
+            got += n
+        return got == size
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:
+            raise
+        return False
+    finally:
+        os.close(fd)
+
+
 def load_sealed(path: Path) -> Any:
     """Unpickle a sealed file after checking it; DamagedOutput when it fails the check. The file is read
     into one writable, page-aligned block and its out-of-band buffers used in place (arrays and tensors
     are views of it, aligned as they were when written)."""
     with path.open("rb") as f:
         size = os.fstat(f.fileno()).st_size
-        block = bytearray(size + _PAGE)
+        pages = -(-size // _PAGE) * _PAGE  # a direct read fills whole pages
+        block = bytearray(pages + _PAGE)
         start = -ctypes.addressof(ctypes.c_char.from_buffer(block)) % _PAGE
         view = memoryview(block)[start:start + size]
-        f.readinto(view)
+        if not _read_direct(path, memoryview(block)[start:start + pages], size):
+            f.readinto(view)
     if (why := _not_sealed(view[:_HEADER])) is not None or size < _HEADER + 12:
         raise DamagedOutput(f"{path}: {why or 'truncated'}")
     if not hmac.compare_digest(_digest([view[_HEADER:]]), bytes(view[len(_MAGIC):_HEADER])):
