@@ -67,8 +67,23 @@ def launch(program: Path, nproc: int, argv: list[str], *, max_restarts: int = 0,
            port: int | None = None, run_id: str | None = None, is_host: bool | None = None,
            env: dict[str, str] | None = None) -> None:
     """Run `program` on `nproc` local ranks (one elastic agent), as torchrun would."""
-    config = _config(nproc, nnodes=nnodes, port=port, run_id=run_id, is_host=is_host, max_restarts=max_restarts)
-    elastic_launch(config, _entry)(str(program), argv, env or {})
+    _launch(lambda free: _config(nproc, nnodes=nnodes, port=port or free, run_id=run_id, is_host=is_host,
+                                 max_restarts=max_restarts), _entry, (str(program), argv, env or {}), port is None)
+
+
+def _launch(config, entry, args: tuple, may_move: bool) -> None:  # type: ignore[no-untyped-def]
+    """`elastic_launch(config(port), entry)(*args)` on a port free when asked. Another process of the suite (a
+    Ray worker) may take that port before the rendezvous binds it: no rank has started then, and the launch
+    is tried once more on another port (a rendezvous that cannot bind its port fails only after 60 s)."""
+    from torch.distributed.elastic.rendezvous.api import RendezvousConnectionError
+
+    for last in (False, True):
+        try:
+            elastic_launch(config(_free_port()), entry)(*args)
+            return
+        except RendezvousConnectionError:
+            if last or not may_move:
+                raise
 
 
 def _config(nproc: int, *, nnodes: int = 1, port: int | None = None, run_id: str | None = None,
@@ -312,7 +327,7 @@ def _pp_entry(out: str, schedule: str) -> None:
 @pytest.mark.parametrize("schedule", ["gpipe", "1f1b"])
 def test_pipeline_parallel_loss_matches_single_process(tmp_path: Path, schedule: str) -> None:
     out = tmp_path / "losses.json"
-    elastic_launch(_config(2), _pp_entry)(str(out), schedule)
+    _launch(lambda free: _config(2, port=free), _pp_entry, (str(out), schedule), True)
     got = json.loads(out.read_text())
     model = torch.nn.Sequential(*_pp_model())
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
