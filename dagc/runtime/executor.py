@@ -320,11 +320,14 @@ class Executor:
         spec = self.spec(name)
         source = self.source(spec)
         if source is not None:
-            value = self.load(spec, source)
-            if self.progress is not None:
-                self.progress.advance(name=name)
-            return value
+            return self._reused(spec, source)
         return self.run(spec, fn, *args, **kwargs)
+
+    def _reused(self, spec: TaskSpec, source: str) -> Any:
+        value = self.load(spec, source)
+        if self.progress is not None:
+            self.progress.advance(name=spec.name)
+        return value
 
     def region(self, name: str, fn: Callable[[], Any]) -> Any:
         """A fused group or a region (a loop, a branch, a map) that the local program runs here as one task,
@@ -335,10 +338,7 @@ class Executor:
         spec = replace(self.spec(name), retries=0, timeout=None)
         source = self.source(spec)
         if source is not None:
-            value = self.load(spec, source)
-            if self.progress is not None:
-                self.progress.advance(name=name)
-            return value
+            return self._reused(spec, source)
         try:
             return self.run(spec, fn)
         except TaskFailed as exc:
