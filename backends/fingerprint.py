@@ -122,8 +122,9 @@ def assumed_effects(graph: Graph, node: Node) -> tuple | None:
 def computes_the_same_again(node: Node) -> bool:
     """Whether running task `node` again on the same inputs gives the same output: it changes nothing,
     acts on nothing, reads no file and no module-level name another task changes, draws from no
-    generator it does not seed itself, and reads neither the clock, the process id nor a fresh UUID. The local program may then compute such a task's output again
-    rather than store it (dagc.runtime.executor, `recompute`)."""
+    generator it does not seed itself, and reads neither the clock, the process id nor a fresh UUID. The
+    local program may then compute such a task's output again rather than store it
+    (dagc.runtime.executor, `recompute`)."""
     from dagc.ir.effects import node_effects
 
     effects = node_effects(node)

@@ -65,22 +65,39 @@ def _events(run_dir: Path, event: str) -> set[str]:
     return {r["task"] for r in records if r["run"] == last and r["event"] == event and "task" in r}
 
 
-def test_a_resumed_run_reuses_the_finished_loop_and_its_state_group(tmp_path: Path) -> None:
-    script = tmp_path / "looped.py"
+def _looped(tmp_path: Path, backend: str = "local") -> tuple[Path, Path]:
+    """`LOOPED` compiled for `backend`, and the flag file that makes its `report` crash once."""
+    from dagc.backends.torch import REQUIRED_PASSES
+    from dagc.cluster import parse_cluster_spec
+
+    script, flag = tmp_path / "looped.py", tmp_path / "crash"
     script.write_text(LOOPED, encoding="utf-8")
-    flag = tmp_path / "crash"
-    plain = _plain_result(script, "looped", tmp_path, flag=str(tmp_path / "never"))
-    program = tmp_path / "looped_local.py"
-    program.write_text(emit(compile_file(script, params={"flag": str(flag)}), "local", program))
-    assert "rt.region('loop'" in program.read_text()
-    run_dir, result = tmp_path / "run", tmp_path / "result.pkl"
+    program = tmp_path / f"looped_{backend}.py"
+    options = {"passes": REQUIRED_PASSES, "cluster": parse_cluster_spec("2"), "backend": "torch"} \
+        if backend == "torch" else {}
+    program.write_text(emit(compile_file(script, params={"flag": str(flag)}, **options), backend, program))
+    return program, flag
+
+
+def _crash_after_the_loop(program: Path, flag: Path, run_dir: Path) -> None:
     flag.touch()
     crashed = run_python([str(program), "--run-dir", str(run_dir)], capture_output=True, text=True, timeout=120)
     assert crashed.returncode != 0 and "report: crashed" in crashed.stderr
+
+
+def _plain_looped(tmp_path: Path) -> object:
+    return _plain_result(tmp_path / "looped.py", "looped", tmp_path, flag=str(tmp_path / "never"))
+
+
+def test_a_resumed_run_reuses_the_finished_loop_and_its_state_group(tmp_path: Path) -> None:
+    program, flag = _looped(tmp_path)
+    assert "rt.region('loop'" in program.read_text()
+    run_dir, result = tmp_path / "run", tmp_path / "result.pkl"
+    _crash_after_the_loop(program, flag, run_dir)
     resumed = run_python([str(program), "--resume", str(run_dir), "--result", str(result)], capture_output=True,
                          text=True, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
-    assert pickle.loads(result.read_bytes()) == plain
+    assert pickle.loads(result.read_bytes()) == _plain_looped(tmp_path)
     # the loop, and `init` (which shares the random state with it), are taken from the run directory
     assert _events(run_dir, "skip") == {"init", "loop"}
     assert _events(run_dir, "start") == {"report"}
@@ -100,24 +117,25 @@ def test_a_failure_inside_a_loop_is_the_failure_of_the_task_that_failed(tmp_path
 
 
 @pytest.mark.slow
-def test_ray_resumes_a_loop_the_local_program_stored(tmp_path: Path, ray_cluster) -> None:  # type: ignore[no-untyped-def]
-    script = tmp_path / "looped.py"
-    script.write_text(LOOPED, encoding="utf-8")
-    flag = tmp_path / "crash"
-    plain = _plain_result(script, "looped", tmp_path, flag=str(tmp_path / "never"))
-    local = tmp_path / "looped_local.py"
-    local.write_text(emit(compile_file(script, params={"flag": str(flag)}), "local", local))
-    ray_program = tmp_path / "looped_ray.py"
-    ray_program.write_text(emit(compile_file(script, params={"flag": str(flag)}), "ray", ray_program))
-    run_dir, result = tmp_path / "run", tmp_path / "result.pkl"
-    flag.touch()
-    assert run_python([str(local), "--run-dir", str(run_dir)], capture_output=True, text=True,
-                      timeout=120).returncode != 0
-    proc = run_python([str(ray_program), "--address", ray_cluster.address, "--resume", str(run_dir), "--result",
-                       str(result)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert pickle.loads(result.read_bytes()) == plain
-    assert _events(run_dir, "skip") == {"init", "loop"}
+def test_ray_and_torch_resume_a_loop_the_local_program_stored(tmp_path: Path, ray_cluster) -> None:  # type: ignore[no-untyped-def]
+    """The loop's stored outputs are the file Ray and torch read for the same task."""
+    from tests.test_backend_torch import launch
+
+    local, flag = _looped(tmp_path)
+    plain = _plain_looped(tmp_path)
+    ray_program, _ = _looped(tmp_path, "ray")
+    torch_program, _ = _looped(tmp_path, "torch")
+    for name, resume in (
+        ("ray", lambda argv: run_python([str(ray_program), "--address", ray_cluster.address, *argv],
+                                        capture_output=True, text=True, timeout=300, cwd=tmp_path)),
+        ("torch", lambda argv: launch(torch_program, 2, argv)),
+    ):
+        run_dir, result = tmp_path / f"run_{name}", tmp_path / f"{name}.pkl"
+        _crash_after_the_loop(local, flag, run_dir)
+        proc = resume(["--resume", str(run_dir), "--result", str(result)])
+        assert getattr(proc, "returncode", 0) == 0, getattr(proc, "stderr", "")[-3000:]
+        assert pickle.loads(result.read_bytes()) == plain, name
+        assert _events(run_dir, "skip") == {"init", "loop"}, name
 
 
 TRAINED_IN_A_LOOP = '''\

@@ -107,13 +107,20 @@ add_text add_figure add_graph add_hparams set_description set_postfix set_descri
 update refresh close flush write print log_metrics log_metric log_params log_param
 """.split())
 
+# Functions whose value differs from one call to the next on the same arguments (the clock, the process,
+# a fresh UUID): no effect, but a task's output that depends on one is not what running it again gives.
+_VARYING = frozenset({"time.time", "time.time_ns", "time.perf_counter", "time.perf_counter_ns", "time.monotonic",
+                      "time.monotonic_ns", "time.process_time", "time.process_time_ns", "time.thread_time",
+                      "time.thread_time_ns", "time.localtime", "time.gmtime", "time.strftime", "time.ctime",
+                      "time.asctime", "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today",
+                      "datetime.date.today", "uuid.uuid1", "uuid.uuid4", "os.getpid", "os.getppid"})
+
 # Reading the clock, sleeping, asking the process or host who it is: no effect on what a task computes.
-_NO_EFFECT = frozenset({"time.time", "time.sleep", "time.perf_counter", "time.monotonic", "time.process_time",
-                        "time.time_ns", "time.perf_counter_ns", "time.monotonic_ns", "time.strftime",
-                        "time.localtime", "time.gmtime", "os.getpid", "os.getppid", "os.cpu_count", "os.getcwd",
-                        "os.getenv", "os.environ.get", "os.path.join", "os.path.basename", "os.path.dirname",
-                        "os.path.splitext", "os.path.abspath", "os.path.normpath", "os.fspath", "sys.getsizeof",
-                        "socket.gethostname", "platform.node", "platform.system", "sys.getrecursionlimit"})
+_NO_EFFECT = _VARYING | frozenset({"time.sleep", "os.cpu_count", "os.getcwd", "os.getenv", "os.environ.get",
+                                   "os.path.join", "os.path.basename", "os.path.dirname", "os.path.splitext",
+                                   "os.path.abspath", "os.path.normpath", "os.fspath", "sys.getsizeof",
+                                   "socket.gethostname", "platform.node", "platform.system",
+                                   "sys.getrecursionlimit"})
 
 # Values that cannot change once built: never state, whoever holds them.
 _IMMUTABLE_CONSTRUCTORS = frozenset({"torch.device", "torch.dtype", "torch.Size", "torch.finfo", "torch.iinfo",
@@ -141,15 +148,6 @@ def is_immutable_constructor(name: str) -> bool:
 
 def is_no_effect_function(name: str) -> bool:
     return name in _NO_EFFECT
-
-
-# Of the functions with no effect, those whose value differs from one call to the next on the same
-# arguments: a task's output that depends on one is not what running the task again gives.
-_VARYING = frozenset({"time.time", "time.time_ns", "time.perf_counter", "time.perf_counter_ns", "time.monotonic",
-                      "time.monotonic_ns", "time.process_time", "time.process_time_ns", "time.thread_time",
-                      "time.thread_time_ns", "time.localtime", "time.gmtime", "time.strftime", "time.ctime",
-                      "time.asctime", "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today",
-                      "datetime.date.today", "uuid.uuid1", "uuid.uuid4", "os.getpid", "os.getppid", "os.urandom"})
 
 
 def is_varying_function(name: str) -> bool:

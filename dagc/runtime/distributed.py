@@ -42,7 +42,7 @@ os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from dagc.runtime.console import load_console, replay, save_console
+from dagc.runtime.console import load_console, replay
 from dagc.runtime.effectcheck import Assumed
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import NEVER_REUSED, NOT_STORABLE, Executor, TaskFailed, TaskSpec, unpicklable_type
@@ -306,8 +306,9 @@ class Runner:
         return group if group is not None and group in self.final_state else None
 
     def _finals(self) -> Executor:
-        """An executor that knows the groups stored at their end: where each is stored, and its outputs,
-        loaded once so that the objects its tasks share stay shared."""
+        """An executor over this rank's run directory and cache that knows the groups stored at their end:
+        where each is stored, and its outputs, loaded once so that the objects its tasks share stay shared.
+        It also adopts cached outputs into the run directory."""
         if self.finals is None:
             self.finals = Executor(store=self.store, cache=self.cache, reuse=True, final_state=self.final_state)
             for name, group in self.state.items():
@@ -331,16 +332,14 @@ class Runner:
             finals = self._finals()
             source = finals.source(self._spec(name))
             key = finals.group_key(group)
-            if source == "cache" and self.store is not None and self.cache is not None and key is not None:
-                self.store.adopt(*key, self.cache.path(key[1]))
+            if source == "cache" and key is not None:
+                finals.adopt(*key)
             return source is not None
         if self.store is not None and self.store.usable(name, fp):
             return True
         if self.cache is None or self.policy.get(name, (None, True))[1] is not True or not self.cache.usable(fp):
             return False
-        if self.store is not None:
-            self.store.adopt(name, fp, self.cache.path(fp))
-            save_console(self.store.path(name, fp), load_console(self.cache.path(fp)))
+        self._finals().adopt(name, fp)
         return True
 
     def _load(self, name: str, fp: str) -> Any:
@@ -404,13 +403,11 @@ class Runner:
                      "device": self.device, "run_dir": self.run_dir},
             where={"rank": self.rank, "device": str(self.device), "node": socket.gethostname()},
             attempt_offset=self.attempt, process_rank=self.rank, check=self.effects is not None,
-            threads=self.default_threads)
+            threads=self.default_threads, final_state=self.final_state, held=self.held)
         spec = self._spec(name)
         final = self._final_group(name)
         if final is not None:  # its output waits until the group's last task has run, then all are stored
-            executor.final_state = frozenset({final})
             executor.groups[final] = self._finals().groups[final]
-            executor.held = self.held
         agree = (lambda failed: self._any_failed(failed, group)) if group is not None else None
         with use_stages(self.stages.get(name)):
             value = executor.run(spec, fn, *args, owner=owner, agree=agree, **kwargs)

@@ -183,7 +183,8 @@ class Executor:
     write_behind  outputs of tasks outside state groups are written on a background thread
     recompute  a large output its task computes the same way again, faster than the output could be stored,
               is not stored: `--resume` and `--cache` compute it again (the local program; see `save`)
-    final_state  state groups whose tasks' outputs are stored together when the group's last task has run,
+    final_state  state groups whose tasks' outputs are stored together when the group's last task has run
+              (`held` keeps them until then),
               as the objects are then (the pipeline returns one that a task changes after it was made), in one
               pickle (objects the tasks share stay shared) under a fingerprint ending in FINAL; reused from
               there only
@@ -196,11 +197,13 @@ class Executor:
                  attempt_offset: int = 0, claim: bool = False, process_rank: int | None = None,
                  check: bool = False, modules: list[str] | None = None, threads: int | None = None,
                  progress: Progress | None = None, write_behind: bool = False, recompute: bool = False,
-                 final_state: Iterable[int] = (), carry: int = 0) -> None:
+                 final_state: Iterable[int] = (), carry: int = 0,
+                 held: dict[int, list[tuple[TaskSpec, Any, list[tuple[str, str]]]]] | None = None) -> None:
         self.tasks = dict(tasks or {})
         self.final_state = frozenset(final_state)
         # state group -> (task, output, what it printed) of its tasks run so far, stored at the group's end
-        self.held: dict[int, list[tuple[TaskSpec, Any, list[tuple[str, str]]]]] = {}
+        # (shared by the executors of one process that each run one task of a group: `held`)
+        self.held = held if held is not None else {}
         self.loaded_groups: dict[int, dict[str, tuple[Any, list[tuple[str, str]]]]] = {}
         self.recompute = recompute
         self.store_rate = store_rate() if recompute else STORE_BYTES_PER_S
@@ -289,11 +292,17 @@ class Executor:
             assert self.store is not None
             return self.store.load(name, fp), load_console(self.store.path(name, fp))
         assert self.cache is not None
-        value, chunks = self.cache.load(fp), load_console(self.cache.path(fp))
+        return self.cache.load(fp), self.adopt(name, fp)
+
+    def adopt(self, name: str, fp: str) -> list[tuple[str, str]]:
+        """Take output `fp` of task `name` from the cache into the run directory (a hard link where it can),
+        with what the task printed, so that a resumed run finds it there; returns what it printed."""
+        assert self.cache is not None
+        chunks = load_console(self.cache.path(fp))
         if self.store is not None:
             self.store.adopt(name, fp, self.cache.path(fp))
             save_console(self.store.path(name, fp), chunks)
-        return value, chunks
+        return chunks
 
     def group_outputs(self, group: int, source: str) -> dict[str, tuple[Any, list[tuple[str, str]]]]:
         """{task: (its output, what it printed)} of a `final_state` group, stored together (loaded once,

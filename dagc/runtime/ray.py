@@ -35,7 +35,7 @@ import ray
 
 from dagc.runtime.admission import AGING_SECONDS, Gate, admission_queue, unwrap
 from dagc.runtime.code import describe_changes, refresh
-from dagc.runtime.console import load_console, replay, save_console
+from dagc.runtime.console import load_console, replay
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import Executor, TaskFailed, TaskRow
 from dagc.runtime.placement import Placement, PlacementError, total_resources
@@ -190,11 +190,7 @@ class Driver:
             value, chunks = self.reuse.group_outputs(spec.state, source)[task]
             values = tuple(Stored(task, i, outputs, value[i] if outputs > 1 else value) for i in range(outputs))
         else:
-            if source == "cache":
-                assert self.cache is not None
-                self.store.adopt(task, fp, self.cache.path(fp))
-                save_console(self.store.path(task, fp), load_console(self.cache.path(fp)))
-            chunks = load_console(self.store.path(task, fp))
+            chunks = self.reuse.adopt(task, fp) if source == "cache" else load_console(self.store.path(task, fp))
             values = tuple(Stored(task, i, outputs) for i in range(outputs))
         self.log.skip(task, fp, source=source)
         # what the task printed when it ran, on the driver's console

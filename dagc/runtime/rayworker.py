@@ -127,9 +127,9 @@ class Job:
         final = (TaskSpec.from_row(self.task, self.row).state,) if group else ()
         executor = Executor(group or {self.task: self.row}, store=store, log=log, cache=cache, context=context,
                             where=where, claim=self.world_size == 1, check=getattr(self, "check", False),
-                            threads=self.threads(), attempt_offset=offset, final_state=final)
-        if final:  # the group's outputs wait in its actor's process until its last task has run
-            executor.held = _held.setdefault(self.run_id, {})
+                            threads=self.threads(), attempt_offset=offset, final_state=final,
+                            # the group's outputs wait in its actor's process until its last task has run
+                            held=_held.setdefault(self.run_id, {}) if final else None)
         spec = executor.spec(self.task)
         if spec.state is None:  # returned as stored: pickled once for the run directory and Ray's object store
             executor.carry = self.outputs  # (a state actor keeps the objects themselves)

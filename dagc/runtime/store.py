@@ -38,7 +38,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -218,61 +218,69 @@ def _body(payload: bytes | memoryview | Pickled) -> list[tuple[int, bytes | memo
     buffer has the alignment it had (`load_sealed` reads into a page-aligned block); others at a multiple
     of 64."""
     pickled = payload if isinstance(payload, Pickled) else Pickled(bytes(payload), [])
-    at = _HEADER + 12 + 16 * len(pickled.buffers) + len(pickled.stream)
-    placed: list[tuple[int, memoryview]] = []
+    table_at = _HEADER
+    at = table_at + 12 + 16 * len(pickled.buffers)
+    body: list[tuple[int, bytes | memoryview]] = [(at, pickled.stream)]
+    at += len(pickled.stream)
+    entries: list[int] = []
     for buffer in pickled.buffers:
         address = _address(buffer) if buffer.nbytes >= _DIRECT_MIN else None
-        at += (address - at) % _PAGE if address is not None else -at % _ALIGN
-        placed.append((at, buffer))
-        at += buffer.nbytes
-    table = struct.pack(f"<IQ{2 * len(placed)}Q", len(placed), len(pickled.stream),
-                        *(n for offset, buffer in placed for n in (offset, buffer.nbytes)))
-    body: list[tuple[int, bytes | memoryview]] = [(_HEADER, table), (_HEADER + len(table), pickled.stream)]
-    at = _HEADER + len(table) + len(pickled.stream)
-    for offset, buffer in placed:
-        if offset > at:
-            body.append((at, bytes(offset - at)))
-        body.append((offset, buffer))
-        at = offset + buffer.nbytes
-    return body
+        pad = (address - at) % _PAGE if address is not None else -at % _ALIGN
+        if pad:
+            body.append((at, bytes(pad)))
+        body.append((at + pad, buffer))
+        entries += [at + pad, buffer.nbytes]
+        at += pad + buffer.nbytes
+    table = struct.pack(f"<IQ{len(entries)}Q", len(pickled.buffers), len(pickled.stream), *entries)
+    return [(table_at, table), *body]
 
 
-def _pwrite(fd: int, data: bytes | memoryview, offset: int) -> None:
+def _pwrite(fd: int, data: bytes | memoryview, offset: int) -> bool:
     view = memoryview(data).cast("B")
     while view:
         written = os.pwrite(fd, view[:1 << 30], offset)
         view, offset = view[written:], offset + written
+    return True
 
 
-def _write_buffer(fd: int, direct: int | None, data: bytes | memoryview, offset: int) -> None:
-    """Write `data` at `offset`; with `direct` (the file opened with O_DIRECT), its whole pages go from
-    memory to the disk without a copy into the page cache: writing 768 MiB costs 0.03-0.06 s of CPU here,
-    against 0.4-1.8 s through the page cache, CPU that a busy machine's tasks would otherwise have lost.
-    The bytes before the first page boundary and after the last go through `fd`. A file system that
-    refuses O_DIRECT for these bytes gets them through `fd` too."""
+def _directly(fd: int, transfer: Callable[[], bool]) -> bool:
+    """Run `transfer` (a read or write at page-aligned offsets into page-aligned memory) with O_DIRECT set
+    on `fd`: the bytes go between the disk and the tensor's memory without a copy through the page cache.
+    Returns what `transfer` returns, or False where it could not run so (not Linux, `DAGC_DIRECT_IO=0`, a
+    file system that refuses O_DIRECT): the caller then does it through the page cache."""
+    if not _O_DIRECT or os.environ.get("DAGC_DIRECT_IO", "1") == "0":
+        return False
+    import fcntl  # (POSIX: where O_DIRECT is)
+
+    flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags | _O_DIRECT)
+    except OSError:  # a file system without direct I/O
+        return False
+    try:
+        return transfer()
+    except OSError as exc:
+        if exc.errno != errno.EINVAL:  # EINVAL: these bytes cannot go directly here
+            raise
+        return False
+    finally:
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags)
+
+
+def _write_buffer(fd: int, data: bytes | memoryview, offset: int) -> None:
+    """Write `data` at `offset`; a large buffer's whole pages go directly (`_directly`): writing 768 MiB so
+    costs 0.03-0.06 s of CPU here, against 0.4-1.8 s through the page cache, CPU that a busy machine's
+    tasks would otherwise have lost. The bytes before the first page boundary and after the last, and all
+    of them where direct writes are refused, go through the page cache."""
     view = memoryview(data).cast("B")
     head = -offset % _PAGE  # `_body` placed `data` so that its memory's page boundaries are the file's
     pages = (view.nbytes - head) // _PAGE * _PAGE
-    if direct is None or view.nbytes < _DIRECT_MIN or pages <= 0:
+    middle = view[head:head + pages]
+    if view.nbytes < _DIRECT_MIN or pages <= 0 or not _directly(fd, lambda: _pwrite(fd, middle, offset + head)):
         _pwrite(fd, view, offset)
         return
     _pwrite(fd, view[:head], offset)
-    try:
-        _pwrite(direct, view[head:head + pages], offset + head)
-    except OSError as exc:
-        if exc.errno != errno.EINVAL:
-            raise
-        _pwrite(fd, view[head:head + pages], offset + head)
     _pwrite(fd, view[head + pages:], offset + head + pages)
-
-
-def _open_direct(path: str) -> int | None:
-    if not _O_DIRECT or os.environ.get("DAGC_DIRECT_IO", "1") == "0":
-        return None
-    try:
-        return os.open(path, os.O_WRONLY | _O_DIRECT)
-    except OSError:  # tmpfs and others refuse O_DIRECT: the page cache it is
-        return None
 
 
 def write_sealed(path: Path, payload: bytes | memoryview | Pickled) -> int:
@@ -288,15 +296,12 @@ def write_sealed(path: Path, payload: bytes | memoryview | Pickled) -> int:
     hasher = threading.Thread(target=lambda: digest.append(_digest(parts)), name="dagc-seal", daemon=True)
     hasher.start()
 
-    def write(f: Any, tmp: str) -> None:
+    def write(f: Any) -> None:
         fd = f.fileno()
-        direct = _open_direct(tmp)
         try:
             for offset, part in body:
-                _write_buffer(fd, direct, part, offset)
+                _write_buffer(fd, part, offset)
         finally:
-            if direct is not None:
-                os.close(direct)
             hasher.join()
         _pwrite(fd, _MAGIC + digest[0], 0)  # the header last, once the digest is known
 
@@ -330,31 +335,15 @@ def check_sealed(path: Path) -> str | None:
     return None
 
 
-def _read_direct(path: Path, into: memoryview, size: int) -> bool:
-    """Read a large file's `size` bytes into the page-aligned `into` with O_DIRECT: from the disk to where
-    the tensors will live, without a copy through the page cache (a written output is not there anyway:
-    `_write_buffer`). Loading three 256 MiB outputs so took 0.5 s of system time here, against 1.3-1.7 s.
-    False where it could not (small, not Linux, a file system that refuses): then read it as usual."""
-    if size < _DIRECT_MIN or not _O_DIRECT or os.environ.get("DAGC_DIRECT_IO", "1") == "0":
-        return False
-    try:
-        fd = os.open(path, os.O_RDONLY | _O_DIRECT)
-    except OSError:
-        return False
-    try:
-        got = 0
-        while got < size:
-            n = os.preadv(fd, [into[got:]], got)
-            if n <= 0:
-                break
-            got += n
-        return got == size
-    except OSError as exc:
-        if exc.errno != errno.EINVAL:
-            raise
-        return False
-    finally:
-        os.close(fd)
+def _read_whole_pages(fd: int, into: memoryview, size: int) -> bool:
+    """Read a file's `size` bytes into `into` (whole pages), from its start; False if it ends early."""
+    got = 0
+    while got < size:
+        n = os.preadv(fd, [into[got:]], got)
+        if n <= 0:
+            return False
+        got += n
+    return True
 
 
 def load_sealed(path: Path) -> Any:
@@ -367,7 +356,11 @@ def load_sealed(path: Path) -> Any:
         block = bytearray(pages + _PAGE)
         start = -ctypes.addressof(ctypes.c_char.from_buffer(block)) % _PAGE
         view = memoryview(block)[start:start + size]
-        if not _read_direct(path, memoryview(block)[start:start + pages], size):
+        # a large file directly into the block its tensors will live in (a written output is not in the
+        # page cache anyway, `_write_buffer`): loading three 256 MiB outputs so took 0.5-0.7 s of system
+        # time here, against 1.2-1.8 s through the page cache
+        whole = memoryview(block)[start:start + pages]
+        if size < _DIRECT_MIN or not _directly(f.fileno(), lambda: _read_whole_pages(f.fileno(), whole, size)):
             f.readinto(view)
     if (why := _not_sealed(view[:_HEADER])) is not None or size < _HEADER + 12:
         raise DamagedOutput(f"{path}: {why or 'truncated'}")
@@ -415,7 +408,7 @@ def atomic_write(path: Path, data: bytes | memoryview | list[bytes | memoryview]
     the whole new one; only the owner may read it (mkstemp's mode 0600). Returns the bytes written."""
     parts = data if isinstance(data, list) else [data]
 
-    def write(f: Any, tmp: str) -> None:
+    def write(f: Any) -> None:
         for part in parts:
             f.write(part)
 
@@ -424,13 +417,12 @@ def atomic_write(path: Path, data: bytes | memoryview | list[bytes | memoryview]
 
 
 def _atomically(path: Path, write: Any) -> None:
-    """Run `write(file, its path)` on a new temporary file beside `path` (mode 0600), then move it to
-    `path`."""
+    """Run `write(file)` on a new temporary file beside `path` (mode 0600), then move it to `path`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            write(f, tmp)
+            write(f)
         os.replace(tmp, path)
     except BaseException:
         try:

@@ -164,7 +164,7 @@ def _library_call(scan: FunctionScan, call: ast.Call, name: str, args: list[ast.
     kwargs = {k.arg for k in call.keywords}
     if lib.is_varying_function(name):
         scan.varies(call, f"calls `{name}()`")
-    if lib.is_no_effect_function(name) or lib.is_varying_function(name):
+    if lib.is_no_effect_function(name):
         return
     if lib.is_output_function(name):
         return _output(scan, call, f"calls `{name}`")
