@@ -218,3 +218,152 @@ def test_resume_after_a_failure_mid_training_equals_an_uninterrupted_run(tmp_pat
     # the model and its optimizer are rebuilt together (a state is reused only whole): the optimizer still
     # updates the model, so the weights are the uninterrupted run's
     assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain
+
+
+# ---- module-level values a task reads: constants, config dicts, values of another module ---------------------
+VALUES_FLOW = '''\
+import dagc
+import settings
+from settings import SCALE
+
+BASE = 0.1
+LR = BASE * 2
+CONFIG = {"shift": 1}
+CONFIG["shift"] += 1
+
+
+def shifted(x):
+    return x + CONFIG["shift"]
+
+
+@dagc.task
+def make(n: int) -> list:
+    return [i * LR for i in range(n)]
+
+
+@dagc.task
+def scale(xs: list) -> list:
+    return [shifted(x) * SCALE for x in xs]
+
+
+@dagc.task
+def offset(xs: list) -> list:
+    return [x + settings.OFFSET for x in xs]
+
+
+@dagc.task
+def untouched(n: int) -> int:
+    return n + 1
+
+
+@dagc.pipeline
+def p(n: int = 3):
+    xs = make(n)
+    return scale(xs), offset(xs), untouched(n)
+'''
+
+SETTINGS = '''\
+SCALE = 10
+OFFSET = 100
+'''
+
+
+def _values_project(tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    src.mkdir(exist_ok=True)
+    (src / "flow.py").write_text(VALUES_FLOW, encoding="utf-8")
+    (src / "settings.py").write_text(SETTINGS, encoding="utf-8")
+    return src / "flow.py"
+
+
+def _expected(lr: float = 0.2, shift: int = 2, scale: int = 10, offset: int = 100) -> tuple:
+    xs = [i * lr for i in range(3)]
+    return [(x + shift) * scale for x in xs], [x + offset for x in xs], 4
+
+
+# (the edit, the file it is in, the result after it, the tasks it runs again)
+VALUE_EDITS = [
+    ("BASE = 0.1", "BASE = 0.5", "flow.py", _expected(lr=1.0), {"make", "scale", "offset"}),
+    ('CONFIG["shift"] += 1', 'CONFIG["shift"] += 5', "flow.py", _expected(shift=6), {"scale"}),
+    ("SCALE = 10", "SCALE = 7", "settings.py", _expected(scale=7), {"scale"}),
+    ("OFFSET = 100", "OFFSET = 50", "settings.py", _expected(offset=50), {"offset"}),
+]
+
+
+def test_the_compiler_records_the_module_level_values_each_task_reads(tmp_path: Path) -> None:
+    graph = compile_file(_values_project(tmp_path))
+    assert graph.node("make").attrs["code.reaches"] == ["flow:LR"]
+    assert graph.node("scale").attrs["code.reaches"] == ["flow:CONFIG", "flow:shifted", "settings:SCALE"]
+    assert graph.node("offset").attrs["code.reaches"] == ["settings:OFFSET"]
+    assert "code.reaches" not in graph.node("untouched").attrs
+    assert "settings" in graph.modules
+
+
+def test_the_definition_of_a_value_covers_the_values_it_is_built_from(tmp_path: Path) -> None:
+    from dagc.runtime.code import definitions
+
+    path = tmp_path / "m.py"
+    digests = []
+    for text in ("BASE = 1\nLR = BASE * 2\n", "BASE = 2\nLR = BASE * 2\n", "BASE = 2\nLR = BASE * 2\nLR += 1\n",
+                 "BASE = 2\nLR = BASE * 2\nLR += 1\nif True:\n    OTHER = 3\n"):
+        path.write_text(text, encoding="utf-8")
+        found = definitions(str(path), path.stat().st_mtime_ns + len(digests), path.stat().st_size)
+        digests.append(found["LR"])
+    assert digests[0] != digests[1] != digests[2]
+    assert digests[2] == digests[3]  # a value it does not read changes nothing
+    assert found["OTHER"]
+
+
+@pytest.mark.parametrize("how", ["--cache", "--resume"])
+def test_local_editing_a_module_level_value_recomputes_its_readers(tmp_path: Path, how: str) -> None:
+    script = _values_project(tmp_path)
+    program = tmp_path / "p_local.py"
+    program.write_text(emit(compile_file(script), "local", program))
+    store = tmp_path / "store"
+    for k, (before, after, file, expected, again) in enumerate(VALUE_EDITS):
+        target = script.parent / file
+        run_dir = tmp_path / f"run{k}"
+        argv = ["--cache", str(store), "--run-dir", str(run_dir)] if how == "--cache" else ["--resume", str(store)]
+        if k == 0 or how == "--cache":
+            first = ["--cache", str(store)] if how == "--cache" else ["--run-dir", str(store)]
+            run_python([str(program), *first, "--result", str(tmp_path / "a.pkl")], check=True, timeout=120)
+        target.write_text(target.read_text(encoding="utf-8").replace(before, after), encoding="utf-8")
+        result = tmp_path / f"r{k}.pkl"
+        proc = run_python([str(program), *argv, "--result", str(result)], capture_output=True, text=True,
+                          timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert pickle.loads(result.read_bytes()) == expected, (before, after)
+        events = run_dir if how == "--cache" else store
+        ran = {e["task"] for e in read_events(events / "events.jsonl", event="end")
+               if e["run"] == read_events(events / "events.jsonl", event="run_start")[-1]["run"]}
+        assert ran == again, (before, after)
+        target.write_text(target.read_text(encoding="utf-8").replace(after, before), encoding="utf-8")
+        if how == "--resume":  # the value back as it was: the next resume starts from the first state again
+            run_python([str(program), "--resume", str(store)], check=True, timeout=120)
+
+
+@pytest.mark.slow
+def test_ray_and_torch_editing_a_module_level_value_recomputes_its_readers(tmp_path: Path, ray_cluster) -> None:
+    from tests.test_backend_torch import launch
+
+    script = _values_project(tmp_path)
+    settings = script.parent / "settings.py"
+    program = tmp_path / "p_ray.py"
+    program.write_text(emit(compile_file(script, cluster=parse_cluster_spec("2")), "ray", program))
+    torch_program = _torch_program(script, "p", {}, tmp_path / "p_torch.py", split=("scale", "offset"))
+    for name, run in (
+        ("ray", lambda argv: run_python([str(program), "--address", ray_cluster.address, *argv],
+                                        capture_output=True, text=True, timeout=300, cwd=tmp_path)),
+        ("torch", lambda argv: launch(torch_program, 2, argv)),
+    ):
+        settings.write_text(SETTINGS, encoding="utf-8")
+        cache = tmp_path / f"cache_{name}"
+        first = run(["--cache", str(cache), "--result", str(tmp_path / f"{name}_a.pkl")])
+        assert getattr(first, "returncode", 0) == 0, getattr(first, "stderr", "")[-2000:]
+        assert pickle.loads((tmp_path / f"{name}_a.pkl").read_bytes()) == _expected()
+        settings.write_text(SETTINGS.replace("SCALE = 10", "SCALE = 7"), encoding="utf-8")
+        run_dir = tmp_path / f"run_{name}"
+        again = run(["--cache", str(cache), "--run-dir", str(run_dir), "--result", str(tmp_path / f"{name}_b.pkl")])
+        assert getattr(again, "returncode", 0) == 0, getattr(again, "stderr", "")[-2000:]
+        assert pickle.loads((tmp_path / f"{name}_b.pkl").read_bytes()) == _expected(scale=7)
+        assert set(_ran(run_dir)) == {"scale"}

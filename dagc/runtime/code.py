@@ -52,6 +52,65 @@ def definitions(path: str, mtime_ns: int, size: int) -> dict[str, str]:
                     visit(stmt.body, f"{prefix}{stmt.name}.")
 
     visit(tree.body, "")
+    out.update(_value_definitions(tree.body, lines, out))
+    return out
+
+
+def _value_definitions(body: list[ast.stmt], lines: list[str], code: Mapping[str, str]) -> dict[str, str]:
+    """`name → hash` for every module-level value (`LR = 0.1`, `CONFIG = {...}`, `TABLE = load(PATH)`): the
+    source of each top-level statement that binds it (inside a top-level `if`/`try`/`with` too) and the hashes
+    of the module's names those statements read (`LR = BASE * 2` changes with `BASE`), so that editing a
+    constant a task reads recomputes the task."""
+    statements: dict[str, list[ast.stmt]] = {}
+
+    def collect(stmts: list[ast.stmt]) -> None:
+        for stmt in stmts:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+                continue
+            if isinstance(stmt, (ast.If, ast.Try, ast.With)) or type(stmt).__name__ == "TryStar":
+                for part in ("body", "orelse", "finalbody"):
+                    collect(getattr(stmt, part, []))
+                for handler in getattr(stmt, "handlers", []):
+                    collect(handler.body)
+                continue
+            for node in ast.walk(stmt):
+                if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                    statements.setdefault(node.id, []).append(stmt)
+                elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                    root = node.value
+                    while isinstance(root, (ast.Attribute, ast.Subscript)):
+                        root = root.value
+                    if isinstance(root, ast.Name):  # `CONFIG["lr"] = 0.1`, `CONFIG.update(...)` below
+                        statements.setdefault(root.id, []).append(stmt)
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                        and isinstance(node.func.value, ast.Name):
+                    statements.setdefault(node.func.value.id, []).append(stmt)  # `CONFIG.update(...)`
+
+    collect(body)
+    out: dict[str, str] = {}
+    active: set[str] = set()
+
+    def digest(name: str) -> str:
+        if name in out:
+            return out[name]
+        if name in active:  # `X = X + 1`, or two values defined from each other
+            return "cycle"
+        active.add(name)
+        h = hashlib.sha256()
+        for stmt in dict.fromkeys(statements[name]):
+            h.update("".join(lines[stmt.lineno - 1 : stmt.end_lineno]).encode("utf-8"))
+            for read in sorted({n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id != name}):
+                if read in statements:
+                    h.update(f"|{read}={digest(read)}".encode())
+                elif read in code:  # a function or class of the module it calls
+                    h.update(f"|{read}={code[read]}".encode())
+        active.discard(name)
+        out[name] = h.hexdigest()[:16] if name not in code else hashlib.sha256(
+            f"{code[name]}|{h.hexdigest()}".encode()).hexdigest()[:16]
+        return out[name]
+
+    for name in statements:
+        digest(name)
     return out
 
 

@@ -10,7 +10,7 @@ from dagc.frontend import library as lib
 from dagc.frontend.effects.calls import fresh_library_result, scan_call
 from dagc.frontend.effects.lookup import loaded_modules
 from dagc.frontend.effects.summary import Effects, Evidence, is_scalar_type
-from dagc.frontend.modules import Constant, ModuleInfo, Opaque
+from dagc.frontend.modules import Constant, ImportedModule, ImportedName, ModuleInfo, Opaque
 from dagc.frontend.values import (
     IMMUTABLE,
     GlobalValue,
@@ -450,8 +450,13 @@ class FunctionScan:
                 self._assignment(node)
             elif isinstance(node, ast.Call):
                 scan_call(self, node)
-            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and self._is_global(node.id):
-                self.effects.globals_read.add(f"{self.info.name}.{node.id}")
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in self.local_names:
+                if self._is_global(node.id):
+                    self.effects.globals_read.add(f"{self.info.name}.{node.id}")
+                self._value_read(node.id)
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and node.value.id not in self.local_names:
+                self._module_attribute_read(node.value.id, node.attr)
             elif isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
                 self.world(node, "a generator or coroutine body")
             elif isinstance(node, (ast.For, ast.comprehension)) and self._draws_when_iterated(node.iter):
@@ -459,6 +464,34 @@ class FunctionScan:
                 self.rng(node, f"iterating `{ast.unparse(node.iter)}` (a DataLoader) draws a seed from the "
                           "global torch generator")
         return self.effects
+
+    def _value_read(self, name: str) -> None:
+        """A module-level value the body reads (a constant, a config dict, a table; here or imported from
+        another of the user's modules): its definition enters the task's fingerprint (dagc.runtime.code),
+        so that editing `LR = 0.1` recomputes its readers under --cache and --resume."""
+        symbol = self.info.symbols.get(name)
+        if isinstance(symbol, Constant) or isinstance(symbol, Opaque) and symbol.kind == "value" \
+                or name in self.global_decl:
+            self.effects.reaches.add(f"{self.info.name}:{name}")
+        elif isinstance(symbol, ImportedName):
+            self._imported_value(symbol.module, symbol.name)
+
+    def _module_attribute_read(self, name: str, attr: str) -> None:
+        """`config.LR` where `config` is one of the user's modules."""
+        symbol = self.info.symbols.get(name)
+        if isinstance(symbol, ImportedModule):
+            self._imported_value(symbol.module, attr)
+
+    def _imported_value(self, module: str, name: str, depth: int = 0) -> None:
+        """A value of another of the user's modules (through its re-exports)."""
+        owner = self.analyzer.project.module(module)
+        if owner is None or depth > 20:
+            return
+        symbol = owner.symbols.get(name)
+        if isinstance(symbol, Constant) or isinstance(symbol, Opaque) and symbol.kind == "value":
+            self.effects.reaches.add(f"{owner.name}:{name}")
+        elif isinstance(symbol, ImportedName):
+            self._imported_value(symbol.module, symbol.name, depth + 1)
 
     def _assignment(self, node: ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete) -> None:
         targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
