@@ -75,10 +75,12 @@ def _parsed_signatures(path: str, mtime_ns: int, size: int) -> dict[str, tuple[t
     return out
 
 
-def assumed_effects(graph: Graph, node: Node) -> tuple | None:
+def assumed_effects(graph: Graph, node: Node, drawers: frozenset[str] | None = None) -> tuple | None:
     """What the compiler assumes task `node` may change, for the run-time check
-    (dagc.runtime.effectcheck): (params, mutable params, rng, files, module names); None when the
-    task is not checked (fused groups, regions, a signature dagc cannot read)."""
+    (dagc.runtime.effectcheck): (params, mutable params, rng, files, module names, own params, again, alone);
+    None when the task is not checked (fused groups, regions, a signature dagc cannot read). `alone`: no other
+    task draws from a global generator without seeding it (`drawers`: those that do), so a draw the compiler
+    did not see changes no other task's result: the run records it instead of stopping."""
     from dagc.ir.effects import node_effects
     from dagc.ir.types import Ref, iter_refs
 
@@ -116,7 +118,22 @@ def assumed_effects(graph: Graph, node: Node) -> tuple | None:
     row = (tuple(params), tuple(sorted(mutable | own)), bool(effects.rng) or node.options.side_effects
            or node.options.pure, effects.files == "write" or anything, tuple(sorted(effects.writes)),
            tuple(sorted(own - mutable)))
+    alone = drawers is not None and not (drawers - {node.name})
+    if alone:
+        return (*row, computes_the_same_again(node), True)
     return (*row, True) if computes_the_same_again(node) else row
+
+
+def unseeded_drawers(graph: Graph) -> frozenset[str]:
+    """The nodes that draw from a global generator without seeding it themselves (a region: if a task in it does)."""
+    from dagc.ir.effects import node_effects
+
+    out = set()
+    for node in graph:
+        effects = node_effects(node)
+        if effects.rng and not effects.seeded and not node.options.pure:
+            out.add(node.name)
+    return frozenset(out)
 
 
 def computes_the_same_again(node: Node) -> bool:
@@ -336,6 +353,7 @@ def task_rows(graph: Graph, final_state: bool = False) -> dict[str, tuple]:
     state = {task: k for k, group in enumerate(state_groups(graph)) for task in group.nodes}
     returned = {} if final_state else _returned_state(graph)
     rows: dict[str, tuple] = {}
+    drawers = unseeded_drawers(graph)
     for name, fp in fps.items():
         node = graph.node(name)
         threads = task_threads(node)
@@ -344,7 +362,34 @@ def task_rows(graph: Graph, final_state: bool = False) -> dict[str, tuple]:
             row = (*row[:3], f"{NEVER_REUSED}`{name}` shares an object that the pipeline returns and tasks "
                    f"change in place ({returned[state[name]]}): its stored outputs do not hold that object's "
                    "final state", row[4])
-        rows[name] = (*row, assumed_effects(graph, node), *((threads,) if threads is not None else ()))
+        rows[name] = (*row, assumed_effects(graph, node, drawers), *((threads,) if threads is not None else ()))
+    return _downstream_of_uncached(graph, rows)
+
+
+def _downstream_of_uncached(graph: Graph, rows: dict[str, tuple]) -> dict[str, tuple]:
+    """A task that reads the output of one never taken from the cache is not taken from it either: the upstream
+    runs again and may give another output (it acts on the world), while the stored output downstream was
+    computed from the old one and its fingerprint cannot tell."""
+    producer = {value: node.name for node in graph for value in node.outputs}
+    varies: set[str] = set()  # tasks whose output, computed again, may differ (and those reading one)
+    for name in graph.topological_order():
+        node = graph.node(name)
+        members = [m for m in (node, *walk(node)) if m.op == "task"]
+        if any(m.options.side_effects or m.attrs.get("effects.io") for m in members):
+            varies.add(name)
+        row = rows.get(name)
+        for value in node.input_values():
+            up = producer.get(value)
+            while up is not None and graph.node(up).op == "transfer":  # a transfer moves a value
+                inputs = graph.node(up).input_values()
+                up = producer.get(inputs[0]) if inputs else None
+            if up is None or up not in varies:
+                continue
+            varies.add(name)
+            if row is not None and row[3] is True:
+                rows[name] = (*row[:3], f"it reads the output of `{up}`, which is computed again on every run "
+                              "(it acts on the world) and may differ", *row[4:])
+            break
     return rows
 
 

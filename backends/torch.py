@@ -449,7 +449,7 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     w.line("# state groups stored as they are at their end, in one pickle (dagc.runtime.executor)")
     w.line(f"FINAL_STATE = {final!r}")
     emit_code_table(w, graph)
-    w.line("# task: what dagc assumes it may change, checked with --check-effects (dagc.runtime.effectcheck)")
+    w.line("# task: what dagc assumes it may change, checked as it runs (dagc.runtime.effectcheck)")
     w.line("EFFECTS = {" + ", ".join(f"{name!r}: {row[5]!r}" for name, row in rows.items()
                                      if name in plan.inputs and row[5] is not None) + "}")
     w.line("# tag: (value, value on the receiver, source rank, destination rank, static tensor or None);")
@@ -521,8 +521,8 @@ def main(argv: list[str] | None = None) -> int:
         print(describe_changes(changed), file=sys.stderr)
     runner = Runner(PIPELINE, tasks, MOVES, RETURNS, RANKS, run_dir=run_dir, timeout=args.timeout,
                     backend=args.dist_backend, stages=STAGES, collectives=COLLECTIVES, compress=COMPRESS,
-                    cache=args.cache, policy=POLICY, state=STATE, effects=EFFECTS if args.check_effects else None,
-                    launcher=launcher, threads=THREADS, final_state=FINAL_STATE)
+                    cache=args.cache, policy=POLICY, state=STATE, effects=EFFECTS if args.check_effects is not False else None,
+                    launcher=launcher, threads=THREADS, final_state=FINAL_STATE, code=CODE)
     program = PROGRAMS[runner.rank] if runner.rank < len(PROGRAMS) else None
     try:
         result = runner.execute(lambda rt: program(rt, modules) if program else None, args.result)

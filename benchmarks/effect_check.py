@@ -4,7 +4,9 @@ Each sample's local program is run in one process with the check (the local defa
 (`--no-check-effects`), alternating, several times; the figure is the ratio of the median wall times.
 The check walks what each task's arguments reach (tensor version counters, container items), reads
 the global generators' states and watches file opens, so its cost grows with the number of objects a
-task receives, not with their size: a chain of tasks passing a 256 MiB tensor is measured too.
+task receives, not with the size of tensors (their version counters are compared); numpy arrays and pandas
+objects have none and are compared by content (a BLAKE3 digest of their bytes, pandas' own row hashes),
+so a chain passing a 256 MiB array and a DataFrame of a million rows is measured too.
 
 Run: `python -m benchmarks.effect_check [--quick]`.
 """
@@ -58,6 +60,41 @@ def big(mib: int = 256):
 '''
 
 
+ARRAYS = '''\
+import numpy as np
+import pandas as pd
+
+import dagc
+
+
+@dagc.task
+def make(mib: int) -> np.ndarray:
+    return np.ones(mib * 2**17)  # float64: `mib` MiB
+
+
+@dagc.task
+def scale(x: np.ndarray, k: float) -> np.ndarray:
+    return x * k
+
+
+@dagc.task
+def frame(x: np.ndarray) -> pd.DataFrame:
+    return pd.DataFrame({"a": x[: 2**20], "b": x[: 2**20] * 2})
+
+
+@dagc.task
+def summary(x: np.ndarray, df: pd.DataFrame) -> float:
+    return float(x[:1000].sum() + df["b"].mean())
+
+
+@dagc.pipeline
+def arrays(mib: int = 256):
+    x = make(mib)
+    y = scale(x, 2.0)
+    return summary(y, frame(y))
+'''
+
+
 def _program(script: Path, out: Path) -> Path:
     from dagc.backends import emit
     from dagc.driver import compile_file
@@ -83,6 +120,9 @@ def run(quick: bool = False) -> str:
         big = Path(tmp) / "big.py"
         big.write_text(BIG, encoding="utf-8")
         programs.append(("256 MiB tensor chain", _program(big, Path(tmp) / "big_local.py")))
+        arrays = Path(tmp) / "arrays.py"
+        arrays.write_text(ARRAYS, encoding="utf-8")
+        programs.append(("256 MiB numpy chain, 1M-row DataFrame", _program(arrays, Path(tmp) / "arrays_local.py")))
         for name, program in programs:
             warm = _time(program)  # (also warms the file cache)
             on, off = [], []

@@ -647,6 +647,15 @@ def test_the_catalogue_is_what_torch_says() -> None:
     assert proc.returncode == 0, proc.stderr
 
 
+def test_the_library_catalogue_is_what_numpy_pandas_and_scikit_learn_say() -> None:
+    """dagc/frontend/library_effects.json is generated from the installed libraries' metadata."""
+    from tests.conftest import REPO
+
+    proc = run_python([str(REPO / "scripts" / "gen_library_catalog.py"), "--check"],
+                      capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+
+
 # ---- random pipelines mixing immutable globals, output channels and changes through aliases --------------------
 MIXED_HEAD = '''\
 import logging

@@ -69,9 +69,13 @@ def test_in_place_training_step_mutates_model_and_optimizer(tmp_path: Path) -> N
     ("setattr(log, 'x', 1)", "log"),
     ("first = log[0]\nfirst.append(2)", "log"),
     ("for item in log:\n    item.clear()", "log"),
-    ("unknown_library_call(log)", "log"),
-    ("log.some_method_dagc_does_not_know()", "log"),
     ("log.fill_(0)", "log"),
+    ("log.set_epoch(3)", "log"),
+    ("log.sort()", "log"),
+    ("log.fit([[1]], [1])", "log"),
+    ("log.drop(columns=['a'], inplace=True)", "log"),
+    ("log.normal(size=3)", "log"),  # a generator passed in: each draw advances it
+    ("import random\nrandom.Random(0).shuffle(log)", "log"),
 ])
 def test_evidence_of_mutation(tmp_path: Path, body: str, param: str) -> None:
     found = effects_of(tmp_path, "@dagc.task\ndef change(log, other):\n" + textwrap.indent(body, "    ") + "\n")
@@ -88,6 +92,14 @@ def test_evidence_of_mutation(tmp_path: Path, body: str, param: str) -> None:
     "return {k: v for k, v in log.items()}",
     "return log.get('k', 0)",
     "import json\nreturn json.dumps(log)",
+    # a library call reads its arguments unless its metadata says otherwise (the run-time check is the backstop)
+    "return unknown_library_call(log)",
+    "return log.some_method_dagc_does_not_know()",
+    "import pandas as pd\nreturn pd.json_normalize(log)",
+    "return log.drop(columns=['a'])",
+    "return log.drop(columns=['a'], inplace=False)",
+    "return log.to_json()",
+    "return log.predict([[1]])",
 ])
 def test_read_only_bodies_mutate_nothing(tmp_path: Path, body: str) -> None:
     found = effects_of(tmp_path, "@dagc.task\ndef read(log):\n" + textwrap.indent(body, "    ") + "\n")
@@ -836,3 +848,105 @@ def test_tasks_sharing_state_placed_apart_by_hand_are_refused(idioms) -> None:
         PassManager(parse_pipeline("schedule,comm")).run(ctx, graph)
     [diag] = failure.value.diagnostics
     assert diag.code == "DAGC304" and "placed on different devices" in diag.message and moved.name in diag.message
+
+
+# ---- copies, forward passes, library metadata ------------------------------------------------------------
+@pytest.mark.parametrize("body, changed", [
+    ("log = log.copy()\nlog['c'] = 1", False),
+    ("import copy\nlog = copy.deepcopy(log)\nlog['a']['b'] = 1", False),
+    ("log = dict(log)\nlog['k'] = 1", False),
+    ("log = dict(log)\nlog['k'].append(1)", True),  # a shallow copy: its items are still the caller's
+    ("log = list(log)\nlog.append(1)", False),
+    ("log = log.clone()\nlog.add_(1)", False),
+    ("print(len(log))\nlog = log.copy()\nlog['c'] = 1", True),  # (conservative: mentioned before the copy)
+    ("log['c'] = 0\nlog = log.copy()", True),  # changed before it was copied
+    ("log = log.to('cpu')\nlog.fill_(0)", True),  # not a copy: a module's .to() returns itself
+])
+def test_a_parameter_rebound_to_a_copy_is_a_new_object(tmp_path: Path, body: str, changed: bool) -> None:
+    found = effects_of(tmp_path, "@dagc.task\ndef change(log):\n" + textwrap.indent(body, "    ") + "\n")
+    assert ("log" in found["change"].mutates) is changed
+
+
+def test_a_forward_pass_reads_its_inputs(tmp_path: Path) -> None:
+    found = effects_of(tmp_path, """
+        @dagc.task
+        def evaluate(model, data) -> float:
+            model.eval()
+            return float(model(data).sum())
+
+        @dagc.task
+        def forward(model, data):
+            return model(data)
+    """)
+    assert "data" not in found["evaluate"].mutates and "data" not in found["forward"].mutates
+    assert found["evaluate"].mutates["model"].reason == "calls `.eval()` on `model`"
+    assert "batch-norm running statistics" in found["forward"].mutates["model"].reason
+
+
+@pytest.mark.parametrize("body, rng", [
+    ("from sklearn.ensemble import RandomForestClassifier\nRandomForestClassifier().fit(x, y)", True),
+    ("from sklearn.ensemble import RandomForestClassifier\nRandomForestClassifier(random_state=0).fit(x, y)", False),
+    ("from sklearn.ensemble import RandomForestClassifier\nRandomForestClassifier(random_state=None).fit(x, y)", True),
+    ("from sklearn.linear_model import LogisticRegression\nLogisticRegression(C=p['C']).fit(x, y)", False),
+    ("from sklearn.svm import OneClassSVM\nOneClassSVM().fit(x)", True),  # libsvm: no seed to give
+    ("from sklearn.model_selection import train_test_split\ntrain_test_split(x, y)", True),
+    ("from sklearn.model_selection import train_test_split\ntrain_test_split(x, y, random_state=3)", False),
+    ("import numpy as np\nnp.random.permutation(5)", True),
+    ("import numpy as np\nnp.random.default_rng(0).permutation(5)", False),
+])
+def test_scikit_learn_and_numpy_draws_follow_their_metadata(tmp_path: Path, body: str, rng: bool) -> None:
+    found = effects_of(tmp_path, "@dagc.task\ndef fit(x, y, p):\n" + textwrap.indent(body, "    ") + "\n")
+    assert (found["fit"].rng is not None) is rng
+    assert not found["fit"].mutates and found["fit"].world is None  # reads x, y and its hyperparameters
+
+
+@pytest.mark.parametrize("body, changed", [
+    ("import numpy as np\nnp.add(x, 1, out=x)", {"x"}),
+    ("import numpy as np\nnp.copyto(x, y)", {"x"}),
+    ("import numpy as np\nreturn np.add(x, y)", set()),
+    ("import heapq\nheapq.heappush(x, 1)", {"x"}),
+    ("import pandas as pd\nreturn pd.concat([x, y])", set()),
+    ("x.sort_values('a', inplace=True)", {"x"}),
+    ("return x.sort_values('a')", set()),
+    ("x.pop('a')", {"x"}),
+    ("x.update(y)", {"x"}),
+    ("return x.merge(y, on='k')", set()),
+])
+def test_numpy_pandas_and_the_standard_library_change_what_their_metadata_says(
+        tmp_path: Path, body: str, changed: set[str]) -> None:
+    found = effects_of(tmp_path, "@dagc.task\ndef f(x, y):\n" + textwrap.indent(body, "    ") + "\n")
+    assert set(found["f"].mutates) == changed
+    assert found["f"].world is None
+
+
+def test_an_immutable_result_is_never_state(tmp_path: Path) -> None:
+    script = _write(tmp_path, HEAD + textwrap.dedent("""
+        from pathlib import Path
+
+        @dagc.task
+        def base() -> str:
+            return "http://example.com/"
+
+        @dagc.task
+        def root() -> Path:
+            return Path("/tmp")
+
+        @dagc.task
+        def fetch(url, i: int) -> str:
+            url += str(i)  # rebinds a str: changes nothing the caller holds
+            return url
+
+        @dagc.task
+        def under(root, name: str) -> str:
+            root /= name
+            return str(root)
+
+        @dagc.pipeline
+        def p():
+            b = base()
+            r = root()
+            return [fetch(b, i) for i in range(4)], under(r, "a"), under(r, "b")
+    """))
+    graph = compile_file(script)
+    assert not state_groups(graph)
+    assert not any(n.attrs.get("effects.mutates") for n in graph)

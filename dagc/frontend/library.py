@@ -1,6 +1,11 @@
 """What dagc knows about library code, for effect inference (docs/ir.md, "Effects and state").
 
-Two sources:
+Three sources, read by one loader (`catalogue()`):
+  * `library_effects.json`, generated from numpy's, pandas' and scikit-learn's own metadata by
+    `scripts/gen_library_catalog.py` (ufuncs' and signatures' `out=`, pandas' `inplace=` parameters and file
+    arguments, scikit-learn's estimators, their `fit*`/`set_*` methods and `random_state=None` defaults).
+    A library call the catalogues do not list reads its arguments and returns a new value; the run-time
+    check of effects (dagc.runtime.effectcheck) is the backstop.
   * `torch_effects.json`, generated from torch's own metadata by `scripts/gen_effect_catalog.py`
     (operator schemas' write annotations, the `nondeterministic_seeded` tag, and the operators that
     `torch.nn.init`, `torch.nn.functional` and the `torch.nn` layers reach when run once): which argument a
@@ -24,6 +29,7 @@ __all__ = ["Catalogue", "catalogue", "FunctionFacts", "LayerFacts", "is_output_f
            "is_immutable_constructor", "is_no_effect_function", "is_varying_function", "OUTPUT_METHODS"]
 
 _CATALOGUE = Path(__file__).with_name("torch_effects.json")
+_LIBRARIES = Path(__file__).with_name("library_effects.json")
 
 
 @dataclass(frozen=True)
@@ -84,10 +90,66 @@ class Catalogue:
             return None
         return LayerFacts(bool(entry.get("init_rng")), bool(entry.get("forward_rng")), bool(entry.get("stateless")))
 
+    # ---- numpy, pandas, scikit-learn (library_effects.json) ------------------------------------------
+    def add_libraries(self, data: dict[str, Any]) -> None:
+        self.library_versions: dict[str, str] = data.get("versions", {})
+        self._library_functions: dict[str, dict[str, Any]] = data.get("functions", {})
+        self._library_classes: dict[str, dict[str, Any]] = data.get("classes", {})
+        self._library_methods: dict[str, dict[str, Any]] = data.get("methods", {})
+
+    def library_function(self, name: str) -> LibraryFacts | None:
+        """What a numpy, pandas or scikit-learn function (or class) does besides returning a value; None:
+        it reads its arguments and returns a new value."""
+        entry = self._library_functions.get(name) or self._library_classes.get(name)
+        if entry is None:
+            return None
+        return LibraryFacts(tuple(entry.get("mutates", ())), bool(entry.get("out")), bool(entry.get("rng")),
+                            entry.get("rng_unless"), entry.get("reads_file"), bool(entry.get("seeds")),
+                            bool(entry.get("estimator")))
+
+    def method(self, name: str) -> MethodFacts | None:
+        """What a method of that name does to its receiver in numpy, pandas or scikit-learn."""
+        entry = self._library_methods.get(name)
+        if entry is None:
+            return None
+        return MethodFacts(bool(entry.get("self")), bool(entry.get("inplace")),
+                           entry.get("writes_file", entry.get("writes_file_if_given")),
+                           "writes_file_if_given" in entry)
+
+
+@dataclass(frozen=True)
+class LibraryFacts:
+    """A numpy, pandas or scikit-learn function or class: the positional arguments it changes in place,
+    whether it writes `out=`, whether it draws from numpy's global generator (always, or unless given the
+    keyword `rng_unless`), the argument naming the file it reads, whether it seeds, whether it is an
+    estimator."""
+
+    mutates: tuple[int, ...] = ()
+    out: bool = False
+    rng: bool = False
+    rng_unless: str | None = None
+    reads_file: int | None = None
+    seeds: bool = False
+    estimator: bool = False
+
+
+@dataclass(frozen=True)
+class MethodFacts:
+    """A method name of numpy, pandas or scikit-learn objects: it changes its receiver (always, or with
+    `inplace=True`), or writes the file its argument `writes_file` names (only when given one:
+    `optional_file`)."""
+
+    changes_self: bool = False
+    inplace: bool = False
+    writes_file: int | None = None
+    optional_file: bool = False
+
 
 @lru_cache(maxsize=1)
 def catalogue() -> Catalogue:
-    return Catalogue(json.loads(_CATALOGUE.read_text(encoding="utf-8")))
+    found = Catalogue(json.loads(_CATALOGUE.read_text(encoding="utf-8")))
+    found.add_libraries(json.loads(_LIBRARIES.read_text(encoding="utf-8")))
+    return found
 
 
 # ---- output channels: never state, never an order, never a reason not to cache --------------------------
@@ -177,6 +239,17 @@ KNOWN_MUTATORS = frozenset("append extend insert pop remove clear update setdefa
                             "register_parameter apply requires_grad_".split())
 
 
+# Methods of torch's modules, optimizers and tensors, and of common protocols, that change the object they
+# are called on without a trailing `_` (numpy's, pandas', scikit-learn's and the generators' are in
+# library_effects.json): no metadata lists them.
+STATEFUL_METHODS = frozenset("backward add_param_group share_memory register_forward_hook register_backward_hook "
+                             "register_full_backward_hook register_forward_pre_hook register_module add_module "
+                             "compile reset reset_parameters set_epoch manual_seed seed set_state retain_grad "
+                             "register_hook shuffle".split()) | frozenset(
+    "to half float double bfloat16 cpu cuda type int long bool char short byte".split())  # in place on a module
+# Methods that shuffle their first argument in place (`random.Random.shuffle`, numpy's `Generator.shuffle`).
+SHUFFLES = frozenset({"shuffle"})
+
 CONTAINER_METHODS = frozenset("append extend insert pop remove clear update setdefault popitem add discard "
                                "sort reverse".split())
 
@@ -212,13 +285,9 @@ PURE_MODULES = ("math", "statistics", "json", "copy", "operator", "functools", "
                  "array", "weakref", "pprint", "reprlib", "sklearn.metrics", "scipy")
 IMPURE_FUNCTIONS = frozenset({
     "json.dump", "pickle.dump", "torch.save", "numpy.save", "numpy.savez", "numpy.savetxt",
-    "numpy.copyto", "numpy.put", "numpy.place", "numpy.fill_diagonal", "numpy.random.shuffle",
-    "heapq.heappush", "heapq.heappop", "heapq.heapify", "heapq.heapreplace", "heapq.heappushpop",
-    "bisect.insort", "bisect.insort_left", "bisect.insort_right", "torch.distributed", "torch.cuda",
+    "torch.distributed", "torch.cuda",
     "torch.set_num_threads", "torch.set_default_dtype", "torch.use_deterministic_algorithms",
-    "torch.set_grad_enabled", "torch.backends", "torch.hub", "torch.load", "numpy.load", "pathlib.Path",
-    "os.path.exists", "os.path.isfile", "os.path.isdir", "os.path.getsize", "os.path.getmtime",
-})
+    "torch.set_grad_enabled", "torch.backends", "torch.hub", })
 # Seeding the global generators is an effect on global state too (it changes what later draws give).
 # (torch's own operators come from the catalogue; these are seeding functions and Python-level helpers)
 RNG_FUNCTIONS = frozenset({
@@ -241,13 +310,17 @@ FILE_READS = frozenset({
     "torch.load", "numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromfile", "json.load",
     "pickle.load", "joblib.load", "os.listdir", "os.scandir", "os.walk", "os.stat", "os.path.exists", "os.path.isfile",
     "os.path.isdir", "os.path.getsize", "os.path.getmtime", "os.path.lexists", "glob.glob", "glob.iglob",
-    "safetensors.torch.load_file", "yaml.safe_load", "yaml.load", "csv.reader", "csv.DictReader",
+    "safetensors.torch.load_file", "yaml.safe_load", "yaml.load",
 })
+# Reads the run records (dagc.runtime.filetrace: opened files and listed directories) and checks before a stored
+# output is reused: not an action on the world. (`os.stat`, `os.path.exists`: no record; they stay one.)
+TRACED_READS = FILE_READS - {"os.stat", "os.path.exists", "os.path.isfile", "os.path.isdir", "os.path.getsize",
+                             "os.path.getmtime", "os.path.lexists"}
 FILE_WRITES = frozenset({
     "torch.save", "numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt", "json.dump",
     "pickle.dump", "joblib.dump", "os.remove", "os.unlink", "os.rename", "os.replace", "os.makedirs", "os.mkdir", "os.rmdir",
     "os.removedirs", "os.symlink", "os.link", "os.truncate", "os.chmod", "os.utime", "tempfile.mkstemp",
-    "safetensors.torch.save_file", "yaml.dump", "yaml.safe_dump", "csv.writer", "csv.DictWriter",
+    "safetensors.torch.save_file", "yaml.dump", "yaml.safe_dump",
 })
 FILE_PREFIXES_READ = ("pandas.read_", "pd.read_")
 FILE_PREFIXES_WRITE = ("shutil.",)

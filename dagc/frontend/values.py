@@ -118,6 +118,7 @@ def value_kind(analyzer: Any, expr: ast.AST, info: ModuleInfo, depth: int) -> Gl
             return GlobalValue("layer", name, lib.catalogue().layer(name))
         if is_frozen_class(analyzer.project, info, expr.func):
             return GlobalValue("immutable", name)
+        return GlobalValue("mutable", name)
     return GlobalValue("mutable")
 
 

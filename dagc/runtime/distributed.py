@@ -46,6 +46,7 @@ from dagc.runtime.console import load_console, replay
 from dagc.runtime.effectcheck import Assumed
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import NEVER_REUSED, NOT_STORABLE, Executor, TaskFailed, TaskSpec, unpicklable_type
+from dagc.runtime.filetrace import before_reuse
 from dagc.runtime.program import LAUNCHER_VARIABLES, deliver_result, store_result
 from dagc.runtime.progress import Progress
 from dagc.runtime.stages import current_stages, train_layers, train_pipeline, use_stages
@@ -172,8 +173,10 @@ class Runner:
         launcher: Mapping[str, str] | None = None,
         threads: Mapping[str, int] | None = None,
         final_state: Sequence[int] = (),
+        code: Mapping[str, tuple] | None = None,
     ) -> None:
         self.pipeline = pipeline
+        self.code = dict(code or {})  # task -> (code names, upstream tasks, digest): dagc.runtime.code
         # state groups stored as they are at their end, in one pickle (dagc.runtime.executor's final_state)
         self.final_state = frozenset(final_state)
         self.held: dict[int, list[Any]] = {}  # such a group's outputs, until its last task has run
@@ -253,6 +256,8 @@ class Runner:
                 self.store = RunStore(self.run_dir)
         done: set[str] = set()
         if self.rank == 0 and (self.store is not None or self.cache is not None):
+            # a file a stored output was computed from changed: that task and everything after it run again
+            before_reuse(self.tasks, self.code, self.store, self.cache, index=3)
             done = {name for name, info in self.tasks.items() if self._stored(name, info[3])}
             done = _whole_groups(done, self.state)
         shared: list[Any] = [run_id, sorted(done)]

@@ -53,6 +53,8 @@ class Assumed:
     # running it again on the same inputs gives the same output (backends/fingerprint.py,
     # computes_the_same_again): its output may be computed again rather than stored
     again: bool = False
+    # no other task draws from a global generator unseeded: a draw not assumed is recorded, not an error
+    alone: bool = False
 
     @classmethod
     def from_row(cls, row: tuple | None) -> Assumed | None:
@@ -61,7 +63,7 @@ class Assumed:
         params, mutable, rng, files, globals_ = row[:5]
         own = row[5] if len(row) > 5 else ()
         return cls(tuple(params), frozenset(mutable), bool(rng), bool(files), frozenset(globals_), frozenset(own),
-                   len(row) > 6 and row[6] is True)
+                   len(row) > 6 and row[6] is True, len(row) > 7 and row[7] is True)
 
 
 class EffectViolation(Exception):
@@ -84,6 +86,10 @@ def _fingerprint(obj: Any) -> list[tuple[int, object]]:
     tensor_type = torch.Tensor if torch is not None else None
     module_type = torch.nn.Module if torch is not None else None
     optimizer_type = torch.optim.Optimizer if torch is not None else None
+    numpy = sys.modules.get("numpy")
+    array_type = numpy.ndarray if numpy is not None else None
+    pandas = sys.modules.get("pandas")
+    frame_types = (pandas.DataFrame, pandas.Series, pandas.Index) if pandas is not None else None
     out: list[tuple[int, object]] = []
     seen: set[int] = set()
     stack = [obj]
@@ -92,6 +98,13 @@ def _fingerprint(obj: Any) -> list[tuple[int, object]]:
         if type(item) in _IMMUTABLE_EXACT or isinstance(item, _IMMUTABLE) or id(item) in seen:
             continue
         seen.add(id(item))
+        if array_type is not None and isinstance(item, array_type):
+            out.append((id(item), _array_state(item)))  # by content: an array has no version counter
+            continue
+        if frame_types is not None and isinstance(item, frame_types):
+            # by content, as pandas defines equality: its internal caches (filled by a read) are not a change
+            out.append((id(item), _frame_state(pandas, item)))
+            continue
         if tensor_type is not None and isinstance(item, tensor_type):
             grad = item.grad if item.requires_grad else None
             out.append((id(item), (item._version, id(grad), grad._version if grad is not None else None)))
@@ -123,6 +136,32 @@ def _fingerprint(obj: Any) -> list[tuple[int, object]]:
             out.append((id(item), tuple((k, id(v)) for k, v in attrs.items())))
             stack.extend(attrs.values())
     return out
+
+
+def _array_state(array: Any) -> object:
+    """A numpy array's shape, dtype and a digest of its bytes (an object array: of its items' ids)."""
+    if array.dtype.hasobject:
+        return (array.shape, str(array.dtype), tuple(map(id, array.ravel().tolist())))
+    try:
+        import blake3
+
+        data = array if array.flags.c_contiguous else array.copy(order="C")
+        return (array.shape, str(array.dtype), blake3.blake3(memoryview(data).cast("B")).digest())
+    except (ImportError, TypeError, ValueError):
+        return (array.shape, str(array.dtype), array.tobytes())
+
+
+def _frame_state(pandas: Any, frame: Any) -> object:
+    """A DataFrame's, Series' or Index's labels, dtypes and a digest of its values (pandas' own row hashes)."""
+    try:
+        rows = pandas.util.hash_pandas_object(frame, index=not isinstance(frame, pandas.Index)).to_numpy()
+    except (TypeError, ValueError):  # unhashable cells (lists in an object column): their identities
+        rows = tuple(map(id, frame.to_numpy().ravel().tolist()))
+        return (type(frame).__name__, getattr(frame, "shape", None), rows)
+    labels = tuple(map(str, frame.columns)) if isinstance(frame, pandas.DataFrame) else (str(frame.name),) \
+        if isinstance(frame, pandas.Series) else ()
+    dtypes = tuple(map(str, frame.dtypes)) if isinstance(frame, pandas.DataFrame) else (str(frame.dtype),)
+    return (type(frame).__name__, frame.shape, labels, dtypes, _array_state(rows))
 
 
 def _generators() -> dict[str, object]:
@@ -180,6 +219,7 @@ class Watch:
     files: list[str] = field(default_factory=list)
     unseen_params: list[str] = field(default_factory=list)
     unseen_rng: bool = False
+    drawn: list[str] = field(default_factory=list)  # generators it drew from unassumed, with nobody else drawing
 
     def stop(self) -> None:
         """Stop recording the files the task opens (after it returned or failed)."""
@@ -208,7 +248,9 @@ class Watch:
             hints.append(f"Declare it: `@dagc.task(mutates={changed_params!r})`.")
         if not self.assumed.rng:
             drawn = [name for name, state in _generators().items() if self.generators.get(name, state) != state]
-            if drawn:
+            if drawn and self.assumed.alone:  # no other task's result depends on it: recorded, not fatal
+                self.drawn = drawn
+            elif drawn:
                 problems.append(f"it drew from the global random generator ({', '.join(drawn)})")
                 hints.append("Draw from a generator made in the task (`torch.Generator().manual_seed(seed)`, "
                              "`random.Random(seed)`), or seed inside it; a model with dropout draws when called "

@@ -35,6 +35,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
+from dagc.runtime import filetrace
 from dagc.runtime.console import Recording, load_console, replay, save_console
 from dagc.runtime.context import TaskContext, reset_context, set_context
 from dagc.runtime.effectcheck import Assumed, EffectViolation, watch
@@ -384,6 +385,8 @@ class Executor:
         # what the task prints is kept with its stored output, to be replayed when that is reused
         recording = Recording() if owner and spec.fingerprint is not None and (
             self.store is not None or (self.cache is not None and spec.cache)) else None
+        traced = owner and spec.fingerprint is not None and (self.store is not None or self.cache is not None)
+        found: list[tuple[str, str]] | None = None
         tries = 0
         while True:
             attempt = self._next_attempt(spec.name, rank, tries)
@@ -399,6 +402,8 @@ class Executor:
                 recording.__enter__()
             watcher = watch(spec.name, spec.assumed, args, kwargs, self.modules or [getattr(fn, "__module__", "")]) \
                 if self.check and spec.assumed is not None else None
+            tracer = filetrace.recording() if traced else None  # the files it reads, checked before its output is reused
+            found = tracer.__enter__() if tracer is not None else None
             try:
                 if spec.timeout:
                     with deadline(spec.timeout, spec.name):
@@ -410,6 +415,8 @@ class Executor:
                     if self.log is not None and (watcher.unseen_params or watcher.unseen_rng):
                         self.log.write("effects_unseen", spec.name, params=watcher.unseen_params,
                                        rng=watcher.unseen_rng, **self.where)
+                    if self.log is not None and watcher.drawn:  # what the compiler did not see, for next time
+                        self.log.write("effects_observed", spec.name, rng=watcher.drawn, **self.where)
             except KeyboardInterrupt:
                 raise
             except EffectViolation as exc:  # not the task's failure: the compiler's assumption was wrong
@@ -423,6 +430,8 @@ class Executor:
                     self.log.failure(spec.name, time.perf_counter() - start, exc, traceback.format_exc(),
                                      attempt=attempt + 1, **self.where)
             finally:
+                if tracer is not None:
+                    tracer.__exit__(None, None, None)
                 reset_context(token)
                 if recording is not None:
                     recording.__exit__()
@@ -436,6 +445,8 @@ class Executor:
             if attempt >= spec.retries:
                 raise TaskFailed(spec.name, attempt, error, named_rank) from error
         duration = time.perf_counter() - start
+        if found is not None:
+            self._save_trace(spec, found)
         nbytes = self.save(spec, value, recording.chunks if recording is not None else [], duration) if owner else None
         if owner and self.log is not None:
             self.log.end(spec.name, duration, nbytes, attempt=attempt + 1, **self.where)
@@ -467,6 +478,19 @@ class Executor:
         return self.attempt_offset + tries
 
     # ---- storing ---------------------------------------------------------------------------------
+    def _save_trace(self, spec: TaskSpec, found: list[tuple[str, str]]) -> None:
+        """Keep what the files a finished task read are now beside its output, in the run directory and the
+        cache (dagc.runtime.filetrace), whether or not the output itself is stored: a task downstream of it
+        is then computed again when one of them changes."""
+        assert spec.fingerprint is not None
+        places = [p for p in (self.store.root if self.store is not None else None,
+                              self.cache.root if self.cache is not None else None) if p is not None]
+        entries = filetrace.snapshot(found, ignore=places)
+        if self.store is not None:
+            filetrace.save_trace(self.store.path(spec.name, spec.fingerprint), entries)
+        if self.cache is not None and spec.cache:
+            filetrace.save_trace(self.cache.path(spec.fingerprint), entries)
+
     def save(self, spec: TaskSpec, value: Any, console: list[tuple[str, str]] | None = None,
              duration: float | None = None) -> int | None:
         """Store a finished task's output (and what it printed) in the run directory and the cache; the

@@ -19,6 +19,7 @@ from dagc.runtime.code import describe_changes, refresh
 from dagc.runtime.context import reset_context, set_context
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import Executor, TaskFailed, TaskRow
+from dagc.runtime.filetrace import before_reuse
 from dagc.runtime.program import (
     ResultError,
     add_run_options,
@@ -67,6 +68,10 @@ def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tas
             print(describe_changes(changed), file=sys.stderr)
             if log is not None:
                 log.write("code_changed", tasks=sorted(changed))
+    # a file a stored output was computed from changed: that task and everything after it run again
+    stale = before_reuse(tasks, code or {}, store if args.resume is not None else None, cache)
+    if stale and log is not None:
+        log.write("stale_inputs", tasks=sorted(stale))
     progress = Progress(len(tasks))  # drawn on a terminal only
     rt = Executor(tasks, store=store, log=log, cache=cache, reuse=args.resume is not None,
                   check=args.check_effects is not False, modules=list(modules), progress=progress,

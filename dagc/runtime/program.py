@@ -96,8 +96,8 @@ def add_run_options(parser: argparse.ArgumentParser, source_root: Path) -> None:
                              "store every output)")
     parser.add_argument("--check-effects", action=argparse.BooleanOptionalAction, default=None,
                         help="stop at a task that changes more than dagc assumed it may (its arguments, the "
-                             "global random generators, files, module globals); default: on for local "
-                             "programs, off for Ray and torch")
+                             "global random generators, files, module globals): where Ray or torch would then "
+                             "differ from the plain run; default: on")
 
 
 def priority_note(priority: int | None, where: str) -> None:

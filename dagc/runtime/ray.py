@@ -38,6 +38,7 @@ from dagc.runtime.code import describe_changes, refresh
 from dagc.runtime.console import load_console, replay
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import Executor, TaskFailed, TaskRow
+from dagc.runtime.filetrace import before_reuse
 from dagc.runtime.placement import Placement, PlacementError, total_resources
 from dagc.runtime.program import (
     ResultError,
@@ -568,6 +569,9 @@ def ray_main(plan: Plan, run: Callable[[Driver], object], argv: Sequence[str] | 
     prepare_interpreter(interpreter.script, interpreter.args, interpreter.cwd)
     print(f"run {run_id}: run directory {store.root}", file=sys.stderr)
     plan = _refresh_code(plan, args)
+    stale = before_reuse(plan.tasks, plan.code or {}, store if args.resume is not None else None, cache)
+    if stale:
+        log.write("stale_inputs", tasks=sorted(stale))
     connect(plan, args.address, args.source_root)
     start = time.perf_counter()
     placement = None
@@ -578,7 +582,7 @@ def ray_main(plan: Plan, run: Callable[[Driver], object], argv: Sequence[str] | 
                   placement=placement.mode if placement else None, backend="ray")
         admission = {"program": run_id, "priority": priority, "aging": args.aging} if shared else None
         driver = Driver(plan, store, log, args.resume is not None, placement, cache, interpreter,
-                        args.pending_timeout, check=bool(args.check_effects), admission=admission)
+                        args.pending_timeout, check=args.check_effects is not False, admission=admission)
         try:
             result = run(driver)
         finally:

@@ -45,6 +45,8 @@ from urllib.parse import quote
 
 import blake3
 
+from dagc.runtime.filetrace import changed, load_trace, save_trace
+
 __all__ = ["FORMAT", "RunStore", "Cache", "DamagedOutput", "StorageError", "fingerprint", "value_fingerprint", "output_fingerprint",
            "atomic_write", "write_sealed", "store_key", "dumps", "dumps_outputs", "Pickled", "Part"]
 
@@ -454,6 +456,10 @@ def _usable(owner: object, key: object, path: Path, what: str, check: Any, disca
         sys.stderr.write(f"dagc: warning: the stored output of {what} is not used: {path}: {problem}; "
                          "it is computed again\n")
         discard()
+    elif (read := changed(load_trace(path))) is not None:  # a file it read is not as it was
+        sys.stderr.write(f"dagc: {what} read {read}, which changed since its output was stored: it runs again\n")
+        discard()
+        problem = "stale"
     checked[key] = problem is None
     return problem is None
 
@@ -623,11 +629,13 @@ class RunStore:
             pass
 
     def adopt(self, task: str, fp: str, source: Path) -> None:
-        """Record a task's outputs from a file elsewhere (the cache): a hard link when possible."""
+        """Record a task's outputs from a file elsewhere (the cache): a hard link when possible (with the files
+        it read: dagc.runtime.filetrace)."""
         target = self.path(task, fp)
         if target.exists():
             return
         target.parent.mkdir(parents=True, exist_ok=True)
+        save_trace(target, load_trace(source))
         try:
             os.link(source, target)
         except OSError:

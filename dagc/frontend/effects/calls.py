@@ -28,7 +28,9 @@ def scan_call(scan: FunctionScan, call: ast.Call) -> None:
             scan.effects.seeds = True
     if isinstance(func, ast.Name):
         if func.id in scan.alias:  # calling a parameter (a module's forward, a callback)
-            scan.mutated(scan.roots(func), call, f"calls `{func.id}`, which may change its state")
+            if not scan.evaluation_only(func.id):  # in evaluation mode a forward pass changes nothing
+                scan.mutated(scan.roots(func), call, f"calls `{func.id}`, which may change its state (a module "
+                             "in training mode updates its batch-norm running statistics)")
             cls = scan.user_class(scan.annotations.get(func.id))
             if cls is not None and not scan.evaluation_only(func.id) and scan.analyzer.forward_draws(*cls):
                 scan.rng(call, f"calls `{func.id}`, a `{cls[0].name}` whose layers draw random numbers "
@@ -47,10 +49,14 @@ def scan_call(scan: FunctionScan, call: ast.Call) -> None:
             else:
                 scan.file(call, f"prints to `{ast.unparse(target)}`", write=True)
             return
+        if func.id in ("setattr", "delattr"):
+            if call.args:
+                scan.mutated(scan.roots(call.args[0]), call, f"calls `{func.id}()` on it")
+            return
+        if func.id == "open" and scan.reads_only(call):
+            return  # a file opened for reading: the run records it and checks it before reuse (filetrace)
         if func.id in lib.WORLD_BUILTINS:
             scan.world(call, f"calls `{func.id}()`")
-            if func.id in ("setattr", "delattr") and call.args:
-                scan.mutated(scan.roots(call.args[0]), call, f"calls `{func.id}()` on it")
             return
         if func.id in ("next",):
             for arg in call.args[:1]:
@@ -77,8 +83,9 @@ def scan_call(scan: FunctionScan, call: ast.Call) -> None:
             scan.analyzer.code_of.setdefault(id(forward), f"{cls[1].name}:{cls[0].name}")
             _apply_helper(scan, call, forward, scan.analyzer.of_function(forward, cls[1]), receiver=func)
             return None
-        # a local callable (a lambda, a nested def, a model built here): effects stay local
-        return _arguments(scan, call, args, pure=func.id not in scan.alias)
+        # a local callable (a lambda, a nested def, a model built here): effects stay local; a parameter called
+        # (a forward pass `model(x)`) reads its arguments
+        return None
     if name is not None:
         return _library_call(scan, call, name, args)
     scan.world(call, f"calls `{ast.unparse(func)}`, which dagc does not know")
@@ -96,6 +103,8 @@ def _call_global(scan: FunctionScan, call: ast.Call, name: str, value: GlobalVal
         return
     if value.kind == "immutable":
         return
+    if value.kind == "mutable" and value.constructor is not None and _library_object(scan, value.constructor):
+        return  # a library's object built at module level (a tokenizer, a vectorizer): calling it reads it
     scan.mutated({f"global:{scan.info.name}.{name}"}, call, f"calls `{name}`, which may change its state")
     if value.kind != "layer":
         scan.world(call, f"calls `{name}`, which dagc does not know")
@@ -115,10 +124,13 @@ def _method_call(scan: FunctionScan, call: ast.Call, func: ast.Attribute, args: 
         roots = {r for r in roots if not is_data_annotation(scan.annotations.get(r))}
         if _moves_device(scan, call, func.attr):
             roots = set()  # a move between devices keeps every value: it changes no result
-    if roots and not (func.attr in lib.READ_METHODS and not (kwargs & lib.MUTATING_KWARGS)):
+    if roots and changes_receiver(call, func.attr):
         known = func.attr in lib.KNOWN_MUTATORS or (func.attr.endswith("_") and not func.attr.endswith("__"))
         scan.mutated(roots, call, f"calls `.{func.attr}()` on `{ast.unparse(receiver)}`",
                       direct=receiver if known else None)
+    if func.attr in lib.SHUFFLES and call.args:  # `rng.shuffle(xs)`: the argument is shuffled in place
+        scan.mutated(scan.roots(call.args[0]), call.args[0], f"`.{func.attr}()` shuffles "
+                     f"`{ast.unparse(call.args[0])}` in place", direct=call.args[0])
     if lib.catalogue().method_draws(func.attr) and "generator" not in kwargs:
         scan.rng(call, f"`.{func.attr}()` uses the global random number generator")
     if func.attr in ("debug", "info", "warning", "error", "exception", "critical"):
@@ -130,6 +142,36 @@ def _method_call(scan: FunctionScan, call: ast.Call, func: ast.Attribute, args: 
         inner = scan.analyzer.of_function(fn, module)
         _apply_helper(scan, call, fn, inner, receiver=None if static else receiver)
     _arguments(scan, call, args, pure=True)
+
+
+def changes_receiver(call: ast.Call, method: str) -> bool:
+    """Whether method `method` may change the object it is called on: a known mutator (`append`, `step`,
+    `train`), an in-place tensor method (`add_`, torch's schemas), a method numpy, pandas or scikit-learn
+    says changes its receiver (`sort`, `fit`, `set_params`, `pop`), one given `inplace=True` or `out=`. Any
+    other method reads it (a library object's unknown method included: the run-time check is the
+    backstop); the user's own methods are read by their own summaries."""
+    if method in lib.KNOWN_MUTATORS or method in lib.STATEFUL_METHODS or (
+            method.endswith("_") and not method.endswith("__")):
+        return True
+    if method.startswith("set_") and method not in lib.OUTPUT_METHODS:  # a setter (`sampler.set_epoch(e)`)
+        return True
+    if lib.catalogue().method_writes_self(method):
+        return True
+    for keyword in call.keywords:
+        if keyword.arg == "out" or keyword.arg == "inplace" and not (
+                isinstance(keyword.value, ast.Constant) and keyword.value.value in (False, None)):
+            return True
+    facts = lib.catalogue().method(method)
+    return facts is not None and facts.changes_self
+
+
+def _library_object(scan: FunctionScan, constructor: str) -> bool:
+    """A module-level object built by a library's function or class, not the user's own (whose `__call__`
+    may change it) nor a torch layer (which batch-norm statistics change)."""
+    head = constructor.split(".")[0]
+    project = scan.analyzer.project
+    return not constructor.startswith("torch.") and not project.is_user_module(head) and not any(
+        project.is_user_module(constructor.rsplit(".", k)[0]) for k in range(1, constructor.count(".") + 1))
 
 
 def _moves_device(scan: FunctionScan, call: ast.Call, method: str) -> bool:
@@ -168,6 +210,20 @@ def _library_call(scan: FunctionScan, call: ast.Call, name: str, args: list[ast.
         return
     if lib.is_output_function(name):
         return _output(scan, call, f"calls `{name}`")
+    known = lib.catalogue().library_function(name)
+    if known is not None:  # numpy, pandas, scikit-learn: what their metadata says they write
+        for index in known.mutates:
+            if index < len(call.args):
+                arg = call.args[index]
+                if isinstance(arg, ast.Name) and arg.id in scan.new_containers:
+                    continue  # `shuffle(movies)` of a list built here: the new list changes, not its items' owners
+                scan.mutated(scan.roots(arg), arg, f"passes `{ast.unparse(arg)}` to `{name}`, which "
+                             "changes it in place", direct=arg)
+        for k in call.keywords:
+            if k.arg == "out" and known.out:
+                scan.mutated(scan.roots(k.value), k.value, f"`{name}` writes `out=`", direct=k.value)
+        if known.seeds:
+            scan.effects.seeds = True
     if name.startswith("torch."):
         facts = lib.catalogue().function(name)
         if facts is not None:  # what torch's schemas say the function writes
@@ -180,6 +236,8 @@ def _library_call(scan: FunctionScan, call: ast.Call, name: str, args: list[ast.
                 if k.arg == "out" and facts.out:
                     scan.mutated(scan.roots(k.value), k.value, f"`{name}` writes `out=`", direct=k.value)
             return
+    if name in lib.TRACED_READS or name.startswith(lib.FILE_PREFIXES_READ):
+        return  # reads files: recorded when it runs and checked before its output is reused
     pure_lib = (any(name == m or name.startswith(m + ".") for m in lib.PURE_MODULES)
                 and not any(name == f or name.startswith(f + ".") for f in lib.IMPURE_FUNCTIONS)
                 and not (name.rsplit(".", 1)[-1].endswith("_") and not name.endswith("__"))
@@ -191,10 +249,11 @@ def _library_call(scan: FunctionScan, call: ast.Call, name: str, args: list[ast.
         return  # a layer or loss constructor keeps references but changes nothing
     if name.startswith("torch.optim.") or name.startswith("torch.utils.data.") or lib.is_output_constructor(name):
         return
-    if pure_lib or _rng_only(scan, name):
+    if pure_lib or _rng_only(scan, name) or known is not None:
         return
-    scan.world(call, f"calls `{name}`, which dagc does not know")
-    return _arguments(scan, call, args, pure=False)
+    # any other library function reads its arguments and returns a value (the run-time check of effects,
+    # on for every backend, stops a run where one did more)
+    return
 
 
 def fresh_library_result(scan: FunctionScan, name: str) -> bool:
@@ -235,6 +294,11 @@ def _uses_rng(scan: FunctionScan, name: str, call: ast.Call) -> bool:
         return False
     if name in lib.RNG_FUNCTIONS or name.startswith(lib.RNG_PREFIXES):
         return True
+    known = lib.catalogue().library_function(name)
+    if known is not None and (known.rng or known.rng_unless):
+        # `train_test_split(X, y)`, `RandomForestClassifier()`: numpy's global generator unless given a seed
+        given = next((k.value for k in call.keywords if k.arg == known.rng_unless), None)
+        return known.rng or given is None or isinstance(given, ast.Constant) and given.value is None
     if not name.startswith("torch."):
         return False
     catalogue = lib.catalogue()

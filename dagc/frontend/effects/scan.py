@@ -70,7 +70,6 @@ class FunctionScan:
         # the body only: decorators, annotations and defaults run once, when the function is defined
         self.body_nodes = [n for stmt in fn.body for n in ast.walk(stmt)]
         self.local_names = self._locals()
-        self.new_containers = self._new_containers()
         self.global_decl = {n for node in self.body_nodes if isinstance(node, ast.Global) for n in node.names}
         # names rebound in the body (a parameter rebound no longer names what the caller passed)
         self.rebound = {n.id for n in self.body_nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
@@ -101,6 +100,12 @@ class FunctionScan:
                     self.local_imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
         # locals every assignment of which builds a layer that holds no state (`loss_fn = nn.MSELoss()`)
         self.stateless_locals = self._stateless_locals()
+        # parameters the body first rebinds to a copy (`df = df.copy()`, `cfg = copy.deepcopy(cfg)`): a new object
+        self.copied = self._copied_params()
+        for param, kind in self.copied.items():
+            if kind == "deep" and param in self.alias:
+                self.alias[param] = set()  # nothing of the caller's object is reachable from the copy
+        self.new_containers = self._new_containers()
 
     def _stateless_locals(self) -> set[str]:
         found: dict[str, bool] = {}
@@ -203,7 +208,54 @@ class FunctionScan:
                     for sub in ast.walk(target):
                         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                             fresh[sub.id] = False
-        return {name for name, is_new in fresh.items() if is_new and name not in self.params}
+        return {name for name, is_new in fresh.items() if is_new and (name not in self.params or name in self.copied)}
+
+    def _copied_params(self) -> dict[str, str]:
+        """Parameters whose first mention in the body is a top-level `p = <copy of p>`, with the kind of
+        copy: "deep" (`copy.deepcopy(p)`, `p.clone()`, `np.copy(p)`) or "shallow" (`p.copy()`, `dict(p)`,
+        `list(p)`: a new container whose items are still the caller's)."""
+        found: dict[str, str] = {}
+        mentioned: set[str] = set()
+        for stmt in self.fn.body:
+            if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                name = stmt.targets[0].id
+                kind = self._copy_kind(stmt.value, name)
+                if kind is not None and name in self.params and name not in mentioned:
+                    found[name] = kind
+            mentioned |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+        # a later rebinding to something else makes the name a plain local again (flow-insensitive from here on)
+        for node in self.body_nodes:
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id in found:
+                owner = next((s for s in self.fn.body if isinstance(s, ast.Assign) and s.targets[0] is node), None)
+                if owner is None:
+                    found.pop(node.id)
+        return found
+
+    def _copy_kind(self, value: ast.expr, name: str) -> str | None:
+        """"deep" or "shallow" when `value` copies the object `name` holds, else None."""
+        if not isinstance(value, ast.Call):
+            return None
+        func, args = value.func, value.args
+        on_name = lambda expr: isinstance(expr, ast.Name) and expr.id == name  # noqa: E731
+        if isinstance(func, ast.Attribute) and not args:
+            if func.attr == "clone" and on_name(func.value):
+                return "deep"
+            if func.attr == "clone" and isinstance(func.value, ast.Call) and isinstance(func.value.func, ast.Attribute) \
+                    and func.value.func.attr == "detach" and on_name(func.value.func.value):
+                return "deep"  # `x.detach().clone()`
+            if func.attr == "copy" and on_name(func.value):
+                deep = any(k.arg == "deep" and isinstance(k.value, ast.Constant) and k.value.value is True
+                           for k in value.keywords)
+                return "deep" if deep else "shallow"
+        if len(args) != 1 or not on_name(args[0]):
+            return None
+        qualified = self.qualified(func)
+        if qualified in ("copy.deepcopy", "numpy.copy", "torch.clone", "numpy.array"):
+            return "deep"
+        if qualified == "copy.copy" or isinstance(func, ast.Name) and func.id in ("dict", "list", "set", "tuple", "sorted") \
+                and not self.shadowed(func.id):
+            return "shallow"
+        return None
 
     def roots(self, expr: ast.AST | None) -> set[str]:
         """Parameters whose objects `expr`'s value may share (the may-alias set)."""
@@ -241,6 +293,9 @@ class FunctionScan:
             name = self.qualified(func)
             if name is not None and fresh_library_result(self, name):
                 return set()
+            known = lib.catalogue().library_function(name) if name is not None else None
+            if known is not None and known.estimator:
+                return set()  # scikit-learn's API: an estimator keeps its hyperparameters and never changes them
             held = lib.catalogue().held_arguments(name) if name is not None else None
             if held is not None:  # `SGD(model.parameters(), lr=config["lr"])` holds the parameters only
                 positions = {i for i, _ in held}
@@ -377,14 +432,18 @@ class FunctionScan:
                 return f"const:{symbol.value}"
         return None
 
+    @staticmethod
+    def reads_only(call: ast.Call) -> bool:
+        """An `open(...)` whose mode is absent or a literal without w, a, x or +."""
+        mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "mode"), None)
+        return mode is None or (isinstance(mode, ast.Constant) and isinstance(mode.value, str)
+                                and not set(mode.value) & set("wax+"))
+
     def file_access(self, call: ast.Call, func: ast.expr, name: str | None) -> None:
         """Whether the call reads or writes files, and which (conservatively: an `open` whose mode is not
         a literal writes; a path dagc cannot name orders the task after every file access)."""
         if isinstance(func, ast.Name) and func.id == "open" and not self.shadowed("open"):
-            mode = call.args[1] if len(call.args) > 1 else next((k.value for k in call.keywords if k.arg == "mode"),
-                                                               None)
-            reads = mode is None or (isinstance(mode, ast.Constant) and isinstance(mode.value, str)
-                                     and not set(mode.value) & set("wax+"))
+            reads = self.reads_only(call)
             target = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "file"), None)
             self.file(call, f"opens a file (`{ast.unparse(call)}`)", write=not reads, path=target)
         elif name is not None and (name in lib.FILE_WRITES or name.startswith(lib.FILE_PREFIXES_WRITE)):

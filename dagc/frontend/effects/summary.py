@@ -46,7 +46,12 @@ class Effects:
         return not (self.mutates or self.world or self.rng or self.globals_written)
 
 
-SCALAR_TYPES = frozenset({"int", "float", "str", "bool", "None", "bytes", "complex", "Literal"})
+# immutable types: a value of one cannot change in place, whoever holds it
+SCALAR_TYPES = frozenset({"int", "float", "str", "bool", "None", "bytes", "complex", "Literal", "frozenset", "range",
+                          "Path", "pathlib.Path", "PurePath", "pathlib.PurePath", "PosixPath", "pathlib.PosixPath",
+                          "datetime", "datetime.datetime", "date", "datetime.date", "timedelta",
+                          "datetime.timedelta", "Decimal", "decimal.Decimal", "Fraction", "fractions.Fraction",
+                          "torch.device", "torch.dtype", "torch.Size"})
 
 
 def is_scalar_type(annotation: str | None) -> bool:

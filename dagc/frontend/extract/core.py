@@ -333,6 +333,11 @@ class Interpreter(Component):
                 and len(call.args) == 1 and not call.keywords):
             return False
         name = call.func.value.id
+        if call.func.attr == "append":  # a run-time list grows by one operand (linear in the appends)
+            grown = self.cx.exprs.appended(scope.env.get(name), call.args[0], scope, info)
+            if grown is not None:
+                scope.env[name] = grown
+                return True
         known = known_container(scope.env.get(name))
         if known is None and self.cx.runtime_kind(scope.env.get(name)) == "list":
             # a list of unknown length (carried through a loop that exits early): `xs = xs + [v]` at run time

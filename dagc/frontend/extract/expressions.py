@@ -21,6 +21,7 @@ from dagc.frontend.extract.values import (
     Dyn,
     External,
     ExtractError,
+    GrowingList,
     ModuleValue,
     ParamValue,
     Poisoned,
@@ -123,6 +124,28 @@ class Expressions(Component):
         if len(values) != len(items):
             self.not_a_value(expr, info)
         return Static(values if is_list else tuple(values))
+
+    def appended(self, before: Value | None, item: ast.expr, scope: Scope, info: ModuleInfo) -> GrowingList | None:
+        """`xs.append(v)` on a run-time list: the list with one more operand, made from the last one's
+        operands and captured lists (not from its items again: 10,000 appends cost 10,000 steps, not 50
+        million); None when `xs` is not such a list (the general path then applies)."""
+        if not isinstance(before, GrowingList) and not (
+                isinstance(before, Dyn) and isinstance(before.operand, Seq) and before.operand.kind == "list"):
+            return None
+        value = self.eval(item, scope, info)
+        try:
+            added = to_operand(value)
+        except TypeError:
+            self.not_a_value(item, info)
+            raise
+        ids: set[int] = set()
+        if isinstance(value, Static):
+            mutable_ids(value.value, ids)
+        if isinstance(before, GrowingList):
+            return before.grown(added, frozenset(ids))
+        prior = self.cx.captured.get(id(before.operand))
+        return GrowingList([*before.operand.items, added], len(before.operand.items) + 1,
+                           frozenset(ids | (prior[1] if prior is not None else set())), self.cx.captured)
 
     def _capture(self, operand: Seq | Map, items: list[Value]) -> Dyn:
         """A run-time container; remember the compile-time lists and dicts copied into it."""

@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from dagc.diagnostics import Note
+from dagc.frontend.effects.summary import is_scalar_type
 from dagc.frontend.extract.context import Component
 from dagc.frontend.extract.values import Dyn, ExtractError, Scope, Static, Value, mutable_ids
 from dagc.frontend.modules import ModuleInfo, TaskDef
@@ -63,7 +64,9 @@ class StateChecks(Component):
             else:
                 continue  # a default value: the task's own object
             for operand in operands:
-                mutated.update(dict.fromkeys(iter_refs(operand)))
+                # a value of an immutable type (`-> str`, `-> Path`) cannot be changed, whatever the body does
+                mutated.update(dict.fromkeys(r for r in iter_refs(operand)
+                                             if not is_scalar_type(self.cx.types.get(r, (None, None))[0])))
         if mutated:
             node.attrs["effects.mutates"] = list(mutated)
             self._config_changed(mutated, scope)

@@ -31,6 +31,30 @@ class Dyn:
     operand: Operand
 
 
+class GrowingList(Dyn):
+    """A run-time list built by appends in the pipeline (`out.append(task(i))` in an unrolled loop): its items'
+    operands are kept in a list shared with the values before it, and its `Seq` operand is made when something
+    reads it, so that n appends cost n steps (a new tuple per append would cost n²/2 copies)."""
+
+    __slots__ = ("ops", "length", "ids", "captured", "_seq")
+
+    def __init__(self, ops: list[Operand], length: int, ids: frozenset[int], captured: dict[int, Any]) -> None:
+        self.ops, self.length, self.ids, self.captured, self._seq = ops, length, ids, captured, None
+
+    @property  # type: ignore[override]
+    def operand(self) -> Operand:
+        if self._seq is None:
+            self._seq = Seq("list", tuple(self.ops[: self.length]))
+            if self.ids:  # the compile-time lists and dicts copied into it (see Expressions._capture)
+                self.captured[id(self._seq)] = (self._seq, set(self.ids))
+        return self._seq
+
+    def grown(self, added: Operand, ids: frozenset[int]) -> GrowingList:
+        ops = self.ops if len(self.ops) == self.length else self.ops[: self.length]  # (a branch: its own list)
+        ops.append(added)
+        return GrowingList(ops, self.length + 1, self.ids | ids, self.captured)
+
+
 # literals the static evaluator returns as they are (bytes, complex and `...` it rejects)
 PLAIN_LITERALS = frozenset({int, float, str, bool, type(None)})
 

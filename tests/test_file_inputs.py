@@ -1,0 +1,161 @@
+"""Files a task reads (dagc.runtime.filetrace): recorded when it runs, checked before its stored output is
+reused. A task that reads a file whose contents changed runs again, and so does every task downstream of it,
+under --cache and --resume, on local, Ray and torch; a file written again with the same bytes changes nothing."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from pathlib import Path
+
+import pytest
+
+from dagc.backends import emit
+from dagc.cluster import parse_cluster_spec
+from dagc.driver import compile_file
+from dagc.runtime import read_events
+from dagc.runtime.filetrace import changed, recording, snapshot, stale_downstream
+from tests.interpreters import run_python
+from tests.test_effects import _torch_program
+
+FLOW = '''\
+import csv
+import io
+import os
+
+import dagc
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
+@dagc.task
+def load(name: str) -> list:
+    with open(os.path.join(DATA, name)) as f:  # a path computed at run time
+        return [int(row[0]) for row in csv.reader(io.StringIO(f.read()))]
+
+
+@dagc.task
+def total(rows: list) -> int:
+    return sum(rows)
+
+
+@dagc.task
+def listing() -> list:
+    return sorted(os.listdir(DATA))
+
+
+@dagc.task
+def constant() -> int:
+    return 7
+
+
+@dagc.pipeline
+def p():
+    rows = load("numbers.csv")
+    return total(rows), listing(), constant()
+'''
+
+
+def _project(tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    (src / "data").mkdir(parents=True)
+    (src / "flow.py").write_text(FLOW, encoding="utf-8")
+    (src / "data" / "numbers.csv").write_text("1\n2\n3\n", encoding="utf-8")
+    return src / "flow.py"
+
+
+def _ran(run_dir: Path) -> set[str]:
+    events = run_dir / "events.jsonl"
+    last = read_events(events, event="run_start")[-1]["run"]
+    return {e["task"] for e in read_events(events, event="end") if e["run"] == last}
+
+
+def test_a_task_that_reads_files_is_cacheable(tmp_path: Path) -> None:
+    graph = compile_file(_project(tmp_path))
+    for name in ("load", "total", "listing", "constant"):
+        assert "effects.io" not in graph.node(name).attrs, name
+
+
+def test_snapshot_and_change(tmp_path: Path) -> None:
+    data = tmp_path / "d.txt"
+    data.write_text("a", encoding="utf-8")
+    with recording() as found:
+        data.read_text(encoding="utf-8")
+        os.listdir(tmp_path)
+        (tmp_path / "out.txt").write_text("x", encoding="utf-8")
+    entries = snapshot(found)
+    assert [(e["path"], e["kind"]) for e in entries] == [(str(tmp_path.resolve()), "list"),
+                                                         (str(data.resolve()), "file")]
+    assert changed(entries) is None
+    os.utime(data, ns=(1, 1))  # touched, same bytes: unchanged
+    assert changed(entries) is None
+    data.write_text("b", encoding="utf-8")
+    assert changed(entries) == str(data.resolve())
+    data.write_text("a", encoding="utf-8")
+    (tmp_path / "new.txt").write_text("", encoding="utf-8")  # the listing changed
+    assert changed(entries) == str(tmp_path.resolve())
+
+
+def test_stale_downstream_follows_every_path() -> None:
+    upstream = {"b": ("a",), "c": ("b",), "d": ("x",), "e": ("c", "d")}
+    assert stale_downstream({"a"}, upstream) == {"a", "b", "c", "e"}
+
+
+@pytest.mark.parametrize("how", ["--cache", "--resume"])
+def test_local_a_changed_file_recomputes_its_reader_and_what_follows(tmp_path: Path, how: str) -> None:
+    script = _project(tmp_path)
+    program = tmp_path / "p_local.py"
+    program.write_text(emit(compile_file(script), "local", program))
+    store = tmp_path / "store"
+    first = ["--cache", str(store), "--run-dir", str(tmp_path / "r0")] if how == "--cache" else ["--run-dir", str(store)]
+    run_python([str(program), *first, "--result", str(tmp_path / "a.pkl")], check=True, timeout=120)
+    assert pickle.loads((tmp_path / "a.pkl").read_bytes()) == (6, ["numbers.csv"], 7)
+
+    def again(k: int) -> tuple[object, set[str], str]:
+        run_dir = tmp_path / f"r{k}"
+        argv = ["--cache", str(store), "--run-dir", str(run_dir)] if how == "--cache" else ["--resume", str(store)]
+        proc = run_python([str(program), *argv, "--result", str(tmp_path / f"{k}.pkl")], capture_output=True,
+                          text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return pickle.loads((tmp_path / f"{k}.pkl").read_bytes()), _ran(run_dir if how == "--cache" else store), \
+            proc.stderr
+
+    assert again(1)[:2] == ((6, ["numbers.csv"], 7), set())  # nothing changed: everything reused
+    numbers = script.parent / "data" / "numbers.csv"
+    numbers.write_text("1\n2\n3\n", encoding="utf-8")  # the same bytes again
+    assert again(2)[:2] == ((6, ["numbers.csv"], 7), set())
+    numbers.write_text("10\n20\n", encoding="utf-8")
+    result, ran, err = again(3)
+    assert result == (30, ["numbers.csv"], 7)
+    assert ran == {"load", "total"}  # `listing` read the directory, whose names did not change
+    assert "numbers.csv, which changed since its output was stored" in err
+    (script.parent / "data" / "more.csv").write_text("5\n", encoding="utf-8")
+    assert again(4)[:2] == ((30, ["more.csv", "numbers.csv"], 7), {"listing"})
+    assert again(5)[:2] == ((30, ["more.csv", "numbers.csv"], 7), set())
+
+
+@pytest.mark.slow
+def test_ray_and_torch_a_changed_file_recomputes_its_reader_and_what_follows(tmp_path: Path, ray_cluster) -> None:
+    from tests.test_backend_torch import launch
+
+    script = _project(tmp_path)
+    numbers = script.parent / "data" / "numbers.csv"
+    program = tmp_path / "p_ray.py"
+    program.write_text(emit(compile_file(script, cluster=parse_cluster_spec("2")), "ray", program))
+    torch_program = _torch_program(script, "p", {}, tmp_path / "p_torch.py", split=("load", "listing"))
+    for name, run in (
+        ("ray", lambda argv: run_python([str(program), "--address", ray_cluster.address, *argv],
+                                        capture_output=True, text=True, timeout=300, cwd=tmp_path)),
+        ("torch", lambda argv: launch(torch_program, 2, argv)),
+    ):
+        numbers.write_text("1\n2\n3\n", encoding="utf-8")
+        cache = tmp_path / f"cache_{name}"
+        first = run(["--cache", str(cache), "--result", str(tmp_path / f"{name}_a.pkl")])
+        assert getattr(first, "returncode", 0) == 0, getattr(first, "stderr", "")[-2000:]
+        assert pickle.loads((tmp_path / f"{name}_a.pkl").read_bytes()) == (6, ["numbers.csv"], 7)
+        numbers.write_text("10\n20\n", encoding="utf-8")
+        run_dir = tmp_path / f"run_{name}"
+        again = run(["--cache", str(cache), "--run-dir", str(run_dir), "--result", str(tmp_path / f"{name}_b.pkl")])
+        assert getattr(again, "returncode", 0) == 0, getattr(again, "stderr", "")[-2000:]
+        assert pickle.loads((tmp_path / f"{name}_b.pkl").read_bytes()) == (30, ["numbers.csv"], 7)
+        assert _ran(run_dir) == {"load", "total"}
