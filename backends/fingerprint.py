@@ -111,7 +111,7 @@ def assumed_effects(graph: Graph, node: Node, drawers: frozenset[str] | None = N
         # a value built at the call (a literal list) is the task's own: only a shared value is checked
         if not isinstance(operand, Ref):
             own.add(param)
-        elif set(iter_refs(operand)) & mutated:
+        elif {_origin(graph, v) for v in iter_refs(operand)} & mutated:  # (the value a transfer brought)
             mutable.add(param)
     anything = node.options.side_effects or effects.io is not None
     # a pure task's draws were declared not to matter (DAGC150's hint): not a surprise at run time
@@ -124,6 +124,16 @@ def assumed_effects(graph: Graph, node: Node, drawers: frozenset[str] | None = N
     return (*row, True) if computes_the_same_again(node) else row
 
 
+def _origin(graph: Graph, value: str) -> str:
+    """The value a chain of transfers moved to `value` (the name the effects attributes use), else `value`."""
+    for _ in range(64):
+        producer = graph.producer(value)
+        if producer is None or producer.op != "transfer" or not producer.input_values():
+            return value
+        value = producer.input_values()[0]
+    return value
+
+
 def unseeded_drawers(graph: Graph) -> frozenset[str]:
     """The nodes that draw from a global generator without seeding it themselves (a region: if a task in it does)."""
     from dagc.ir.effects import node_effects
@@ -131,7 +141,7 @@ def unseeded_drawers(graph: Graph) -> frozenset[str]:
     out = set()
     for node in graph:
         effects = node_effects(node)
-        if effects.rng and not effects.seeded and not node.options.pure:
+        if effects.depends_on_rng and not node.options.pure:
             out.add(node.name)
     return frozenset(out)
 
@@ -147,7 +157,7 @@ def computes_the_same_again(node: Node) -> bool:
     effects = node_effects(node)
     varies = any(m.attrs.get("effects.varies") for m in (node, *walk(node)))  # the clock, a UUID: another value
     return not (node.options.side_effects or effects.mutates or effects.io or effects.writes or effects.reads
-                or effects.files or varies or (effects.rng and not effects.seeded and not node.options.pure))
+                or effects.files or varies or (effects.depends_on_rng and not node.options.pure))
 
 
 def source_digest(graph: Graph, target: str | None) -> str | None:

@@ -11,6 +11,8 @@ The frontend records on each node what its task may do besides computing its res
   effects.files    "read" or "write": it reads or writes files (ordering only, see below)
   effects.output   why it prints or logs (print, logging, warnings, progress bars, metric writers): an
                    output channel, kept by dce but never state, never ordered, never a reason not to cache
+  effects.rng_advances  true: its draws advance the generator, but what it computes does not depend on them
+  effects.fresh    true: every `return` of its body gives a new object, sharing nothing with its arguments
   effects.varies   why its output may differ when it runs again on the same inputs (it reads the clock, the
                    process id, a fresh UUID): no effect (nothing is ordered, placed or kept by it), only a
                    reason for the local program to store the output rather than compute it again
@@ -43,7 +45,11 @@ __all__ = ["NodeEffects", "node_effects", "has_effects", "StateGroup", "state_gr
 RNG_CELL = "rng:global"
 EFFECT_ATTRS = ("effects.mutates", "effects.io", "effects.rng", "effects.writes", "effects.reads", "effects.files",
                 "effects.output")
-_SCALARS = frozenset({"int", "float", "str", "bool", "None", "bytes", "complex"})
+_SCALARS = frozenset({"int", "float", "str", "bool", "None", "bytes", "complex", "frozenset", "range", "Path",
+                      "pathlib.Path", "PurePath", "pathlib.PurePath", "PosixPath", "pathlib.PosixPath", "datetime",
+                      "datetime.datetime", "date", "datetime.date", "timedelta", "datetime.timedelta", "Decimal",
+                      "decimal.Decimal", "Fraction", "fractions.Fraction", "torch.device", "torch.dtype",
+                      "torch.Size", "Literal"})
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,13 @@ class NodeEffects:
     seeded: bool = False
     files: str | None = None  # "read" | "write"
     output: str | None = None  # prints or logs: kept, but not state
+    # its draws only advance the generator: what it computes does not depend on them (SVC's fit)
+    advances: bool = False
+
+    @property
+    def depends_on_rng(self) -> bool:
+        """It draws without seeding first, and what it computes depends on what it draws."""
+        return bool(self.rng) and not self.seeded and not self.advances
 
     @property
     def any(self) -> bool:
@@ -85,14 +98,15 @@ def node_effects(node: Node) -> NodeEffects:
                                                        else None),
                            rng, tuple(attrs.get("effects.writes") or ()), tuple(attrs.get("effects.reads") or ()),
                            bool(rng) and bool(attrs.get("effects.seeded")), attrs.get("effects.files"),
-                           attrs.get("effects.output"))
+                           attrs.get("effects.output"), bool(rng) and bool(attrs.get("effects.rng_advances")))
     nodes = [node, *_members(node)]
     mutates: dict[str, None] = {}
     writes: dict[str, None] = {}
     reads: dict[str, None] = {}
     io = rng = files = output = None
-    seeded = True
+    seeded = advances = True
     for n in nodes:
+        advances = advances and (bool(n.attrs.get("effects.rng_advances")) or not n.attrs.get("effects.rng"))
         output = output or n.attrs.get("effects.output")
         mode = n.attrs.get("effects.files")
         files = "write" if "write" in (files, mode) else files or mode
@@ -102,7 +116,8 @@ def node_effects(node: Node) -> NodeEffects:
         reads.update(dict.fromkeys(n.attrs.get("effects.reads") or ()))
         io = io or n.attrs.get("effects.io") or ("declared side_effects=True" if n.options.side_effects else None)
         rng = rng or n.attrs.get("effects.rng")
-    return NodeEffects(tuple(mutates), io, rng, tuple(writes), tuple(reads), bool(rng) and seeded, files, output)
+    return NodeEffects(tuple(mutates), io, rng, tuple(writes), tuple(reads), bool(rng) and seeded, files, output,
+                       bool(rng) and advances)
 
 
 def has_effects(node: Node) -> bool:
@@ -110,23 +125,61 @@ def has_effects(node: Node) -> bool:
     return node_effects(node).any
 
 
-def _is_scalar(type_text: str | None) -> bool:
+def is_immutable_type(type_text: str | None) -> bool:
+    """A type whose values cannot change in place, whoever holds them: numbers, strings, bytes, `None`,
+    `Path`, dates, devices, `Literal[...]`, and tuples, `Optional[...]` and unions of those. The one predicate
+    the frontend's effect analysis and the state analysis here share."""
     if type_text is None:
         return False
     text = type_text.replace(" ", "")
     if text in _SCALARS:
         return True
-    if text.startswith(("tuple[", "Tuple[")) and text.endswith("]"):
-        inner, depth, parts, start = text[text.index("[") + 1:-1], 0, [], 0
-        for i, ch in enumerate(inner):
-            depth += ch == "["
-            depth -= ch == "]"
-            if ch == "," and depth == 0:
-                parts.append(inner[start:i])
-                start = i + 1
-        parts.append(inner[start:])
-        return all(p == "..." or _is_scalar(p) for p in parts)
-    return "|" in text and all(_is_scalar(p) for p in text.split("|"))
+    for prefix in ("typing.", "t."):
+        if text.startswith(prefix):
+            text = text[len(prefix):]
+    if text.startswith("Literal[") and text.endswith("]"):
+        return True
+    for prefix in ("tuple[", "Tuple[", "Optional[", "frozenset[", "FrozenSet["):
+        if text.startswith(prefix) and text.endswith("]"):
+            return all(p == "..." or is_immutable_type(p) for p in _split_top(text[len(prefix):-1]))
+    if text.startswith("Union[") and text.endswith("]"):
+        return all(is_immutable_type(p) for p in _split_top(text[6:-1]))
+    parts = _split_top(text, "|")
+    return len(parts) > 1 and all(is_immutable_type(p) for p in parts)
+
+
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    """`text` split at `sep` outside brackets."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch == "["
+        depth -= ch == "]"
+        if ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+_is_scalar = is_immutable_type
+
+
+def immutable_values(graph: Graph) -> set[str]:
+    """The values of `graph` that cannot change in place: parameters of an immutable type or literal value,
+    and task outputs of an immutable type (`-> str`). Reading one shares no state."""
+    from .types import Const
+
+    out = {p.name for p in graph.params if is_immutable_type(p.type) or (
+        isinstance(p.value, Const) and _immutable_literal(p.value.value))}
+    for node in graph:
+        out.update(o for o, t in zip(node.outputs, node.types) if is_immutable_type(t))
+    return out
+
+
+def _immutable_literal(value: object) -> bool:
+    if isinstance(value, tuple):
+        return all(_immutable_literal(v) for v in value)
+    return isinstance(value, (int, float, complex, str, bytes, bool, type(None), frozenset))
 
 
 class _UnionFind:
@@ -162,12 +215,15 @@ class StateGroup:
     why: str = ""
 
 
-def _cells(node: Node, effects: NodeEffects, rng_shared: bool) -> tuple[list[str], list[str], list[str]]:
+def _cells(node: Node, effects: NodeEffects, rng_shared: bool,
+           immutable: set[str] | frozenset[str] = frozenset()) -> tuple[list[str], list[str], list[str]]:
     """(value cells the node reads, non-scalar value cells it produces, implicit cells it touches).
-    The global RNG is shared state only when some task draws from it without seeding it first."""
-    inputs = node.input_values()
+    The global RNG is shared state only when some task draws from it without seeding it first; a value that
+    cannot change (`immutable`: an int parameter, a `-> str` result) is no cell: reading it links nothing."""
+    inputs = [v for v in node.input_values() if v not in immutable]
     # a pure task's result is a new object (`pure=True` promises it shares nothing with its arguments)
-    fresh = node.op == "transfer" or (node.op == "task" and node.options.pure)
+    # (or the frontend found that every `return` of its body gives a new object: `effects.fresh`)
+    fresh = node.op == "transfer" or (node.op == "task" and (node.options.pure or bool(node.attrs.get("effects.fresh"))))
     outputs = [] if fresh else [o for o, t in zip(node.outputs, node.types) if not _is_scalar(t)]
     implicit = [f"global:{name}" for name in (*effects.writes, *effects.reads)]
     if effects.rng and rng_shared:
@@ -182,9 +238,10 @@ class _Analysis:
     effects: dict[str, NodeEffects]
     reasons: dict[str, str]
     rng_shared: bool
+    immutable: set[str] = field(default_factory=set)
 
     def touched(self, node: Node) -> list[str]:
-        inputs, outputs, implicit = _cells(node, self.effects[node.name], self.rng_shared)
+        inputs, outputs, implicit = _cells(node, self.effects[node.name], self.rng_shared, self.immutable)
         found: dict[str, None] = {}
         for cell in (*inputs, *outputs, *implicit):
             root = self.cells.find(cell)
@@ -196,14 +253,17 @@ class _Analysis:
 def _analysis(graph: Graph) -> _Analysis:
     cells = _UnionFind()
     effects = {n.name: node_effects(n) for n in graph}
-    rng_shared = any(e.rng and not e.seeded for e in effects.values())
+    # the generator is state when some task's result depends on its draws; those that only advance it (or seed
+    # it) are then ordered with them
+    rng_shared = any(e.depends_on_rng for e in effects.values())
     if not rng_shared and not any(e.mutates or e.writes for e in effects.values()):
         return _Analysis(cells, set(), effects, {}, rng_shared)  # no state: nothing to group
     mutated: set[str] = set()
     why: dict[str, str] = {}
+    immutable = immutable_values(graph)
     for node in graph:
         eff = effects[node.name]
-        inputs, outputs, implicit = _cells(node, eff, rng_shared)
+        inputs, outputs, implicit = _cells(node, eff, rng_shared, immutable)
         for out in outputs:
             cells.find(out)
             if node.op == "transfer":
@@ -227,7 +287,7 @@ def _analysis(graph: Graph) -> _Analysis:
     reasons: dict[str, str] = {}
     for cell, text in sorted(why.items()):
         reasons.setdefault(cells.find(cell), text)
-    return _Analysis(cells, stateful, effects, reasons, rng_shared)
+    return _Analysis(cells, stateful, effects, reasons, rng_shared, immutable)
 
 
 def state_groups(graph: Graph) -> list[StateGroup]:

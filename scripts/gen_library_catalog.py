@@ -24,7 +24,9 @@ fact comes from:
     found on the estimators); a function with a `random_state` parameter whose default is None draws from
     numpy's global generator unless it is given one, and so does an estimator with one whose fit, with its
     default options on small data, is seen to draw (LogisticRegression's default solver draws nothing; a
-    random forest does).
+    random forest does); one whose predictions, fitted from two different global seeds, are the same only
+    advances the generator (SVC: `rng_advances`); a function with a `shuffle=True` parameter draws nothing
+    when given `shuffle=False`.
 """
 
 from __future__ import annotations
@@ -62,6 +64,13 @@ HAND_WRITTEN: dict[str, Any] = {
         "pop": "pandas", "update": "pandas", "insert": "pandas", "__setitem__": "pandas", "__delitem__": "pandas",
     },
 }
+# Estimators whose fit draws from numpy's global generator although what they compute does not depend on the
+# draw: libsvm seeds its own generator for probability estimates only (scikit-learn's docs: `random_state` is
+# "ignored when `probability` is False"). Listed from the docs, and kept only where two fits from different
+# global seeds are seen to agree (a small probe cannot prove that alone: a boosted or mixture model can agree
+# on a small sample and still depend on the seed).
+ADVANCES_ONLY = frozenset({"sklearn.svm.SVC", "sklearn.svm.NuSVC", "sklearn.svm.SVR", "sklearn.svm.NuSVR",
+                           "sklearn.svm.OneClassSVM"})
 # numpy.random's constructors and queries: they draw nothing from the global generator
 _NOT_DRAWS = {"default_rng", "get_state", "get_bit_generator", "test", "seed", "set_state", "set_bit_generator"}
 # pandas first parameters that name a file (`read_csv(filepath_or_buffer)`, `to_parquet(path)`)
@@ -189,6 +198,32 @@ def _fit_draws(cls: Any) -> bool | None:
     return None
 
 
+def _depends_on_draws(cls: Any) -> bool:
+    """Whether what the fitted estimator computes depends on the global generator's state: fitted twice with
+    default options from two different global seeds, do its predictions (or transforms) differ? SVC's fit
+    draws one number that its default options never use: it only advances the generator."""
+    import numpy as np
+
+    data = np.random.RandomState(0)
+    x, probe = data.rand(60, 4), data.rand(30, 4)  # noisy targets, and predictions on points not fitted
+    for y in (data.randint(0, 2, 60), data.rand(60), None):
+        outputs = []
+        try:
+            for seed in (1, 2):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    np.random.seed(seed)
+                    estimator = cls()
+                    estimator.fit(x) if y is None else estimator.fit(x, y)
+                    method = next(m for m in ("predict_proba", "decision_function", "transform", "score_samples",
+                                              "predict") if hasattr(estimator, m))
+                    outputs.append(np.asarray(getattr(estimator, method)(probe), dtype=float))
+        except Exception:  # noqa: BLE001 - another kind of target: try the next
+            continue
+        return not np.array_equal(outputs[0], outputs[1])
+    return True
+
+
 def _draws_unless_given(obj: Any) -> bool:
     sig = _signature(obj.__init__ if isinstance(obj, type) else obj)
     param = sig.parameters.get("random_state") if sig is not None else None
@@ -211,6 +246,9 @@ def _sklearn(functions: dict[str, dict[str, Any]], classes: dict[str, dict[str, 
             entry["rng_unless"] = "random_state"
         elif draws:  # no option to seed it (OneClassSVM's libsvm): only the global seed decides its draws
             entry["rng"] = True
+        if draws and name in ADVANCES_ONLY and not _depends_on_draws(cls):
+            entry["rng_advances"] = True  # it draws, but what it computes does not depend on the draws
+            entry["rng_depends_if"] = "probability"  # (`probability=True`: Platt scaling uses the draw)
         classes[name] = entry
         for method in dir(cls):
             if method.startswith(("fit", "partial_fit", "set_")) and callable(getattr(cls, method, None)):
@@ -222,6 +260,10 @@ def _sklearn(functions: dict[str, dict[str, Any]], classes: dict[str, dict[str, 
             continue
         if _draws_unless_given(obj):
             functions[name] = {"rng_unless": "random_state"}
+            sig = _signature(obj)
+            shuffle = sig.parameters.get("shuffle") if sig is not None else None
+            if shuffle is not None and shuffle.default is True:  # `train_test_split(..., shuffle=False)`
+                functions[name]["rng_unless_false"] = "shuffle"
     return sklearn.__version__
 
 

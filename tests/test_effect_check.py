@@ -1,7 +1,6 @@
 """The run-time check of effects (dagc.runtime.effectcheck): a change no static reading can follow ends
 the run at that task with an error naming it, what changed and the annotation that says so, on local
-(on by default), Ray (2 devices) and torch (2 gloo ranks) with --check-effects; never rc 0 with another
-result. Declaring it (`mutates=[...]`) makes every backend equal the plain run."""
+Ray (2 devices) and torch (2 gloo ranks), on by default everywhere; never rc 0 with another result. Declaring it (`mutates=[...]`) makes every backend equal the plain run."""
 
 from __future__ import annotations
 
@@ -94,20 +93,20 @@ def test_switched_off_it_runs_as_before(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_ray_and_torch_stop_with_check_effects(tmp_path: Path, ray_cluster) -> None:
+def test_ray_and_torch_stop_by_default(tmp_path: Path, ray_cluster) -> None:
     from tests.test_backend_torch import launch
 
     script = _script(tmp_path)
     program = tmp_path / "sneaky_ray.py"
     program.write_text(emit(compile_file(script, cluster=parse_cluster_spec("2")), "ray", program))
-    proc = run_python([str(program), "--address", ray_cluster.address, "--check-effects",
-                           "--result", str(tmp_path / "ray.pkl")], capture_output=True, text=True, timeout=300,
-                          cwd=tmp_path)
+    proc = run_python([str(program), "--address", ray_cluster.address,
+                       "--result", str(tmp_path / "ray.pkl")], capture_output=True, text=True, timeout=300,
+                      cwd=tmp_path)
     assert proc.returncode == 1
     _assert_named(proc.stderr)
     torch_program = _torch_program(script, "p", {}, tmp_path / "sneaky_torch.py", split=("sneaky", "read"))
     with pytest.raises(Exception) as failure:  # the launcher reports the failed rank
-        launch(torch_program, 2, ["--check-effects", "--result", str(tmp_path / "torch.pkl")])
+        launch(torch_program, 2, ["--result", str(tmp_path / "torch.pkl")])
     assert not (tmp_path / "torch.pkl").exists()
     del failure
 
@@ -141,6 +140,32 @@ def test_what_the_check_sees() -> None:
         w.finish()
     w = watch("quiet", Assumed(params=("log",)), (log,), {}, [])
     w.finish()  # nothing changed: no error
+
+
+def test_arrays_and_frames_are_compared_by_content() -> None:
+    import numpy as np
+    import pandas as pd
+
+    series, frame, array = pd.Series([1.0, 2.0]), pd.DataFrame({"a": [1, 2], "b": ["x", "y"]}), np.zeros(3)
+    assumed = Assumed(params=("s", "f", "a"))
+    w = watch("read", assumed, (series, frame, array), {}, [])
+    np.asarray(series), frame["a"].sum(), frame.describe(), array.sum()  # pandas fills its caches: no change
+    w.finish()
+    for change, name in ((lambda: array.__setitem__(0, 1.0), "a"), (lambda: frame.loc.__setitem__((0, "a"), 5), "f"),
+                         (lambda: series.__setitem__(1, 7.0), "s")):
+        w = watch("write", assumed, (series, frame, array), {}, [])
+        change()
+        with pytest.raises(EffectViolation, match=f"it changed `{name}` in place"):
+            w.finish()
+
+
+def test_a_draw_nobody_else_depends_on_is_recorded_not_fatal() -> None:
+    import numpy as np
+
+    w = watch("fit", Assumed(params=(), alone=True), (), {}, [])
+    np.random.rand()
+    w.finish()
+    assert w.drawn == ["numpy.random"]
 
 
 # ---- the other direction: effects assumed but never seen (dagc check --profile RUN_DIR) -----------------------

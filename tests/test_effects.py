@@ -950,3 +950,50 @@ def test_an_immutable_result_is_never_state(tmp_path: Path) -> None:
     graph = compile_file(script)
     assert not state_groups(graph)
     assert not any(n.attrs.get("effects.mutates") for n in graph)
+
+
+@pytest.mark.parametrize("body, rng, depends", [
+    ("from sklearn.svm import SVC\nSVC(gamma=0.1).fit(x, y)", True, False),  # libsvm's draw: probability only
+    ("from sklearn.svm import SVC\nSVC(probability=True).fit(x, y)", True, True),
+    ("from sklearn.model_selection import train_test_split\ntrain_test_split(x, y, shuffle=False)", False, False),
+    ("from sklearn.ensemble import RandomForestClassifier\nRandomForestClassifier().fit(x, y)", True, True),
+])
+def test_a_draw_that_decides_nothing_only_advances_the_generator(tmp_path: Path, body: str, rng: bool,
+                                                                  depends: bool) -> None:
+    found = effects_of(tmp_path, "@dagc.task\ndef fit(x, y):\n" + textwrap.indent(body, "    ") + "\n")
+    assert (found["fit"].rng is not None) is rng
+    assert found["fit"].rng_depends is depends
+
+
+def test_trainings_that_only_advance_the_generator_run_anywhere(tmp_path: Path) -> None:
+    script = _write(tmp_path, HEAD + textwrap.dedent("""
+        import numpy as np
+        from sklearn.svm import SVC
+        from sklearn.ensemble import RandomForestClassifier
+
+        @dagc.task
+        def data(n: int) -> tuple:
+            rng = np.random.default_rng(0)
+            x = rng.random((n, 3))
+            return x, (x[:, 0] > 0.5).astype(int)
+
+        @dagc.task
+        def svc(d: tuple, gamma: float) -> float:
+            return float(SVC(gamma=gamma).fit(*d).score(*d))
+
+        @dagc.task
+        def forest(d: tuple) -> float:
+            return float(RandomForestClassifier(n_estimators=5).fit(*d).score(*d))
+
+        @dagc.pipeline
+        def p(with_forest: bool = False):
+            d = data(40)
+            scores = [svc(d, g) for g in (0.1, 1.0, 10.0)]
+            if with_forest:
+                scores.append(forest(d))
+            return scores
+    """))
+    assert not state_groups(compile_file(script))
+    # a task whose result depends on the draws: the SVC fits before it change what it draws, in plain Python's order
+    (group,) = state_groups(compile_file(script, params={"with_forest": True}))
+    assert group.name == "rng:global" and group.nodes == ["svc[0]", "svc[1]", "svc[2]", "forest"]

@@ -159,3 +159,58 @@ def test_ray_and_torch_a_changed_file_recomputes_its_reader_and_what_follows(tmp
         assert getattr(again, "returncode", 0) == 0, getattr(again, "stderr", "")[-2000:]
         assert pickle.loads((tmp_path / f"{name}_b.pkl").read_bytes()) == (30, ["numbers.csv"], 7)
         assert _ran(run_dir) == {"load", "total"}
+
+
+WORLD = '''\
+import itertools
+import os
+
+import dagc
+
+COUNTER = os.environ["DAGC_TEST_COUNTER"]
+
+
+@dagc.task(side_effects=True)
+def fetch() -> int:  # acts on the world: another value each run
+    with open(COUNTER) as f:
+        n = int(f.read())
+    with open(COUNTER, "w") as f:
+        f.write(str(n + 1))
+    return n
+
+
+@dagc.task
+def double(n: int) -> int:
+    return 2 * n
+
+
+@dagc.task
+def constant() -> int:
+    return 5
+
+
+@dagc.pipeline
+def p():
+    return double(fetch()), constant()
+'''
+
+
+def test_a_task_reading_the_output_of_one_that_acts_on_the_world_is_not_cached(tmp_path: Path) -> None:
+    script = tmp_path / "flow.py"
+    script.write_text(WORLD, encoding="utf-8")
+    counter = tmp_path / "counter"
+    counter.write_text("1", encoding="utf-8")
+    graph = compile_file(script)
+    program = tmp_path / "p_local.py"
+    program.write_text(emit(graph, "local", program))
+    env = {**os.environ, "DAGC_TEST_COUNTER": str(counter)}
+    results = []
+    for k in range(2):
+        proc = run_python([str(program), "--cache", str(tmp_path / "cache"), "--run-dir", str(tmp_path / f"r{k}"),
+                           "--result", str(tmp_path / f"{k}.pkl")], capture_output=True, text=True, timeout=120,
+                          env=env)
+        assert proc.returncode == 0, proc.stderr
+        results.append(pickle.loads((tmp_path / f"{k}.pkl").read_bytes()))
+    assert results == [(2, 5), (4, 5)]  # the second run's `double` reads the second fetch
+    assert _ran(tmp_path / "r1") == {"fetch", "double"}  # `constant` came from the cache
+    assert "task `double` is not cached: it reads the output of `fetch`" in proc.stderr

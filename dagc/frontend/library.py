@@ -96,6 +96,8 @@ class Catalogue:
         self._library_functions: dict[str, dict[str, Any]] = data.get("functions", {})
         self._library_classes: dict[str, dict[str, Any]] = data.get("classes", {})
         self._library_methods: dict[str, dict[str, Any]] = data.get("methods", {})
+        # libraries whose derived objects behave as copies (pandas 3's Copy-on-Write): results never alias inputs
+        self.copy_on_write: frozenset[str] = frozenset(data.get("copy_on_write", ()))
 
     def library_function(self, name: str) -> LibraryFacts | None:
         """What a numpy, pandas or scikit-learn function (or class) does besides returning a value; None:
@@ -105,7 +107,8 @@ class Catalogue:
             return None
         return LibraryFacts(tuple(entry.get("mutates", ())), bool(entry.get("out")), bool(entry.get("rng")),
                             entry.get("rng_unless"), entry.get("reads_file"), bool(entry.get("seeds")),
-                            bool(entry.get("estimator")))
+                            bool(entry.get("estimator")), entry.get("rng_unless_false"),
+                            bool(entry.get("rng_advances")), entry.get("rng_depends_if"))
 
     def method(self, name: str) -> MethodFacts | None:
         """What a method of that name does to its receiver in numpy, pandas or scikit-learn."""
@@ -131,6 +134,9 @@ class LibraryFacts:
     reads_file: int | None = None
     seeds: bool = False
     estimator: bool = False
+    rng_unless_false: str | None = None  # draws nothing when this keyword is given False (`shuffle=False`)
+    rng_advances: bool = False  # its draws advance the generator, but what it computes does not depend on them
+    rng_depends_if: str | None = None  # ... unless this keyword is given a true value (`probability=True`)
 
 
 @dataclass(frozen=True)

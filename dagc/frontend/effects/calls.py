@@ -23,7 +23,8 @@ def scan_call(scan: FunctionScan, call: ast.Call) -> None:
     scan.file_access(call, func, name)
     # the global RNG
     if name is not None and _uses_rng(scan, name, call):
-        scan.rng(call, f"`{ast.unparse(func)}` uses the global random number generator")
+        scan.rng(call, f"`{ast.unparse(func)}` uses the global random number generator",
+                 advances=_only_advances(name, call))
         if name in lib.SEEDING:
             scan.effects.seeds = True
     if isinstance(func, ast.Name):
@@ -261,6 +262,8 @@ def fresh_library_result(scan: FunctionScan, name: str) -> bool:
     a view of, or a container holding, its arguments."""
     if any(name == f or name.startswith(f + ".") for f in lib.ALIASING_FUNCTIONS):
         return False
+    if name.split(".")[0] in lib.catalogue().copy_on_write:  # pandas: every derived object behaves as a copy
+        return True
     last = name.rsplit(".", 1)[-1]
     if last[:1].isupper():  # a class: the object may keep references to its arguments
         return False
@@ -297,6 +300,9 @@ def _uses_rng(scan: FunctionScan, name: str, call: ast.Call) -> bool:
     known = lib.catalogue().library_function(name)
     if known is not None and (known.rng or known.rng_unless):
         # `train_test_split(X, y)`, `RandomForestClassifier()`: numpy's global generator unless given a seed
+        if known.rng_unless_false and any(k.arg == known.rng_unless_false and isinstance(k.value, ast.Constant)
+                                          and k.value.value is False for k in call.keywords):
+            return False
         given = next((k.value for k in call.keywords if k.arg == known.rng_unless), None)
         return known.rng or given is None or isinstance(given, ast.Constant) and given.value is None
     if not name.startswith("torch."):
@@ -309,6 +315,16 @@ def _uses_rng(scan: FunctionScan, name: str, call: ast.Call) -> bool:
     # is built in the task that calls it
     layer = catalogue.layer(name)
     return layer is not None and (layer.init_rng or layer.forward_rng)
+
+
+def _only_advances(name: str, call: ast.Call) -> bool:
+    """The call draws from the global generator, but what it computes does not depend on the draw
+    (`SVC()`: libsvm seeds probability estimates only): it changes what later draws give, nothing else."""
+    known = lib.catalogue().library_function(name)
+    if known is None or not known.rng_advances:
+        return False
+    given = next((k.value for k in call.keywords if k.arg == known.rng_depends_if), None)
+    return given is None or isinstance(given, ast.Constant) and not given.value
 
 
 def _helper(scan: FunctionScan, func: ast.expr) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, ModuleInfo] | None:
@@ -338,7 +354,7 @@ def _apply_helper(scan: FunctionScan, call: ast.Call, fn: ast.FunctionDef | ast.
         scan.effects.reaches.add(code)
     scan.effects.reaches |= inner.reaches
     if inner.rng is not None:
-        scan.rng(call, f"calls {where}, which uses the global random number generator")
+        scan.rng(call, f"calls {where}, which uses the global random number generator", advances=not inner.rng_depends)
     if inner.varies is not None:
         scan.varies(call, f"calls {where}, which {inner.varies.reason}")
     params_in_order = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]

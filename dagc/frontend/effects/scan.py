@@ -100,6 +100,9 @@ class FunctionScan:
                     self.local_imports[alias.asname or alias.name] = f"{node.module}.{alias.name}"
         # locals every assignment of which builds a layer that holds no state (`loss_fn = nn.MSELoss()`)
         self.stateless_locals = self._stateless_locals()
+        # names holding pandas objects (annotated so, or built by pandas): what their methods return and their
+        # items behave as copies (Copy-on-Write), sharing nothing with them
+        self.frames = self._frames()
         # parameters the body first rebinds to a copy (`df = df.copy()`, `cfg = copy.deepcopy(cfg)`): a new object
         self.copied = self._copied_params()
         for param, kind in self.copied.items():
@@ -203,12 +206,61 @@ class FunctionScan:
                 continue
             for target in targets:
                 if isinstance(target, ast.Name):
-                    fresh[target.id] = fresh.get(target.id, True) and _builds_container(value)
+                    fresh[target.id] = fresh.get(target.id, True) and (_builds_container(value) or (
+                        target.id in self.copied and self._derived_from_itself(value, target.id)))
                 else:
                     for sub in ast.walk(target):
                         if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
                             fresh[sub.id] = False
         return {name for name, is_new in fresh.items() if is_new and (name not in self.params or name in self.copied)}
+
+    def _frames(self) -> set[str]:
+        cow = lib.catalogue().copy_on_write
+        if not cow:
+            return set()
+        found = {p for p in self.params if any(word in (self.annotations.get(p) or "") for word in
+                                                ("DataFrame", "Series"))}
+        values: dict[str, list[ast.expr | None]] = {}
+        simple: set[int] = set()
+        for node in self.body_nodes:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                values.setdefault(node.targets[0].id, []).append(node.value)
+                simple.add(id(node.targets[0]))
+        for node in self.body_nodes:
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and id(node) not in simple:
+                values.setdefault(node.id, []).append(None)  # bound otherwise (a loop, unpacking): not known
+        # the greatest fixpoint: assume every local bound only by calls and items is one, drop those with a binding
+        # that is not (`t = t.dropna()` after `t = a.merge(b)` stays one)
+        candidates = {name for name, exprs in values.items() if name not in self.params
+                      and all(isinstance(e, (ast.Call, ast.Subscript)) for e in exprs)}
+        while True:
+            frames = found | candidates
+            dropped = {name for name in candidates
+                       if not all(e is not None and self._frame_expr(e, frames, cow) for e in values[name])}
+            if not dropped:
+                return frames
+            candidates -= dropped
+
+    def _frame_expr(self, expr: ast.expr, frames: set[str], cow: frozenset[str]) -> bool:
+        """`expr` gives a pandas object derived by pandas (`pd.read_csv(...)`, `df.rename(...)`, `df[cols]`)."""
+        if isinstance(expr, ast.Call):
+            name = self.qualified(expr.func)
+            if name is not None and name.split(".")[0] in cow:
+                return True
+            expr = expr.func.value if isinstance(expr.func, ast.Attribute) else expr.func
+        elif isinstance(expr, ast.Subscript):
+            expr = expr.value
+        else:
+            return False
+        while isinstance(expr, (ast.Attribute, ast.Subscript, ast.Call)):
+            expr = expr.func if isinstance(expr, ast.Call) else expr.value
+        return isinstance(expr, ast.Name) and expr.id in frames
+
+    def _derived_from_itself(self, value: ast.expr | None, name: str) -> bool:
+        """`value` reads no local but `name` (`df = df.rename(columns=MAPPING)` after `df = df.copy()`): what it
+        gives comes from the copy, not from the caller's objects."""
+        return value is not None and all(n.id == name or n.id not in self.local_names
+                                         for n in ast.walk(value) if isinstance(n, ast.Name))
 
     def _copied_params(self) -> dict[str, str]:
         """Parameters whose first mention in the body is a top-level `p = <copy of p>`, with the kind of
@@ -276,6 +328,9 @@ class FunctionScan:
             if self._immutable_items(expr.value):
                 return set()  # `CFG["dim"]`: an int read from a module-level config is not the config
             return self.roots(expr.value)  # an item is part of its container; the key is not
+        if isinstance(expr, (ast.Call, ast.Subscript)) and self.frames and self._frame_expr(
+                expr, self.frames, lib.catalogue().copy_on_write):
+            return set()  # pandas' Copy-on-Write: a derived frame or series shares nothing with its source
         if isinstance(expr, ast.Call):
             func = expr.func
             if isinstance(func, ast.Attribute) and func.attr in lib.FRESH_METHODS:
@@ -482,9 +537,11 @@ class FunctionScan:
         if self.effects.varies is None:
             self.effects.varies = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
 
-    def rng(self, node: ast.AST, reason: str) -> None:
-        if self.effects.rng is None:
+    def rng(self, node: ast.AST, reason: str, advances: bool = False) -> None:
+        """A draw from a global generator; `advances`: what the body computes does not depend on it."""
+        if self.effects.rng is None or self.effects.rng_depends is False and not advances:
             self.effects.rng = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
+        self.effects.rng_depends = self.effects.rng_depends or not advances
 
     def qualified(self, func: ast.expr) -> str | None:
         """`np.random.rand` → `numpy.random.rand`, following the body's own imports, then the module's;
@@ -522,7 +579,24 @@ class FunctionScan:
                 # torch's DataLoader draws its workers' base seed from the global generator on every pass
                 self.rng(node, f"iterating `{ast.unparse(node.iter)}` (a DataLoader) draws a seed from the "
                           "global torch generator")
+        self.effects.fresh_result = self._returns_fresh()
         return self.effects
+
+    def _returns_fresh(self) -> bool:
+        """Every `return` of the body (not of a nested function) gives an object that shares nothing with the
+        arguments or module-level objects, and the body is no generator."""
+        found: list[ast.Return] = []
+        todo: list[ast.AST] = list(self.fn.body)
+        while todo:
+            node = todo.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                continue
+            if isinstance(node, (ast.Yield, ast.YieldFrom)):
+                return False
+            if isinstance(node, ast.Return):
+                found.append(node)
+            todo.extend(ast.iter_child_nodes(node))
+        return all(r.value is None or not self.roots(r.value) for r in found)
 
     def _value_read(self, name: str) -> None:
         """A module-level value the body reads (a constant, a config dict, a table; here or imported from

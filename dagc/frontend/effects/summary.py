@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dagc.ir.effects import _SCALARS, is_immutable_type
+
 
 @dataclass(frozen=True)
 class Evidence:
@@ -25,6 +27,8 @@ class Effects:
     globals_written: dict[str, Evidence] = field(default_factory=dict)
     globals_read: set[str] = field(default_factory=set)
     seeds: bool = False  # seeds a global generator itself, so its draws do not depend on earlier tasks
+    # some draw's value decides what it computes (False: its draws only advance the generator, as SVC's fit)
+    rng_depends: bool = False
     # the file system: tasks that write files are ordered after earlier readers and writers, readers
     # after earlier writers (a checkpoint saved by one task and loaded by the next)
     file_read: Evidence | None = None
@@ -40,50 +44,23 @@ class Effects:
     # the user's functions and classes the body reaches (`module:function`, `module:Class`): the code whose
     # source the run-time fingerprint covers (editing any of them recomputes the task)
     reaches: set[str] = field(default_factory=set)
+    # what it returns shares no object with its arguments (a new frame, a float, a fitted copy): its result
+    # is not part of the state its arguments belong to
+    fresh_result: bool = False
 
     @property
     def is_pure(self) -> bool:
         return not (self.mutates or self.world or self.rng or self.globals_written)
 
 
-# immutable types: a value of one cannot change in place, whoever holds it
-SCALAR_TYPES = frozenset({"int", "float", "str", "bool", "None", "bytes", "complex", "Literal", "frozenset", "range",
-                          "Path", "pathlib.Path", "PurePath", "pathlib.PurePath", "PosixPath", "pathlib.PosixPath",
-                          "datetime", "datetime.datetime", "date", "datetime.date", "timedelta",
-                          "datetime.timedelta", "Decimal", "decimal.Decimal", "Fraction", "fractions.Fraction",
-                          "torch.device", "torch.dtype", "torch.Size"})
+SCALAR_TYPES = _SCALARS  # immutable types: a value of one cannot change in place, whoever holds it
 
 
 def is_scalar_type(annotation: str | None) -> bool:
-    """An annotation whose values cannot share mutable objects with anything (int, str, tuple[int, …])."""
-    if annotation is None:
-        return False
-    text = annotation.replace(" ", "")
-    if text in SCALAR_TYPES:
-        return True
-    for prefix in ("tuple[", "Tuple[", "typing.Tuple[", "Optional[", "typing.Optional[", "Literal[", "typing.Literal["):
-        if text.startswith(prefix) and text.endswith("]"):
-            if prefix.startswith(("Literal", "typing.Literal")):
-                return True
-            inner = text[len(prefix):-1]
-            return all(is_scalar_type(part) for part in _split_args(inner) if part != "...")
-    if "|" in text:
-        return all(is_scalar_type(part) for part in text.split("|"))
-    return False
-
-
-def _split_args(text: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch == "[":
-            depth += 1
-        elif ch == "]":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            parts.append(text[start:i])
-            start = i + 1
-    parts.append(text[start:])
-    return parts
+    """An annotation whose values cannot share mutable objects with anything (int, str, tuple[int, …], Path):
+    the IR's own predicate (dagc.ir.effects.is_immutable_type), so that the frontend and the state analysis
+    agree on `Literal`, `Optional` and unions."""
+    return is_immutable_type(annotation)
 
 
 def is_data_annotation(annotation: str | None) -> bool:
@@ -99,4 +76,4 @@ def summary_key(effects: Effects) -> tuple:
             frozenset(effects.globals_written), frozenset(effects.globals_read), effects.seeds,
             effects.file_read is not None, effects.file_write is not None, effects.output is not None,
             effects.file_paths_known, frozenset(effects.file_paths["read"]), frozenset(effects.file_paths["write"]),
-            effects.varies is not None)
+            effects.varies is not None, effects.rng_depends)

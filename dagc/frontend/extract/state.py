@@ -46,7 +46,7 @@ class StateChecks(Component):
                     node.attrs["effects.paths"] = paths
         if options.pure:
             return
-        if effects.rng is not None:
+        if effects.rng is not None and effects.rng_depends:
             self._warn_rng(task, effects, node)
             self.cx.pipeline_seeds = self.cx.pipeline_seeds or effects.seeds
         if effects.globals_written:
@@ -90,12 +90,16 @@ class StateChecks(Component):
             attrs["effects.io"] = f"{effects.world.reason} ({where}:{effects.world.line})"
         if effects.output is not None:
             attrs["effects.output"] = f"{effects.output.reason} ({where}:{effects.output.line})"
+        if effects.fresh_result and not options.pure:  # its result is no part of its arguments' state
+            attrs["effects.fresh"] = True
         if effects.varies is not None:  # not an effect: only what the local program may compute again
             attrs["effects.varies"] = f"{effects.varies.reason} ({where}:{effects.varies.line})"
         if effects.rng is not None:
             attrs["effects.rng"] = f"{effects.rng.reason} ({where}:{effects.rng.line})"
             if effects.seeds:
                 attrs["effects.seeded"] = True
+            if not effects.rng_depends:  # its draws only advance the generator (orders later drawers only)
+                attrs["effects.rng_advances"] = True
         if effects.file_write is not None or effects.file_read is not None:
             attrs["effects.files"] = "write" if effects.file_write is not None else "read"
         if effects.globals_written:
