@@ -222,8 +222,7 @@ def _cells(node: Node, effects: NodeEffects, rng_shared: bool,
     cannot change (`immutable`: an int parameter, a `-> str` result) is no cell: reading it links nothing."""
     inputs = [v for v in node.input_values() if v not in immutable]
     # a pure task's result is a new object (`pure=True` promises it shares nothing with its arguments)
-    # (or the frontend found that every `return` of its body gives a new object: `effects.fresh`)
-    fresh = node.op == "transfer" or (node.op == "task" and (node.options.pure or bool(node.attrs.get("effects.fresh"))))
+    fresh = node.op == "transfer" or (node.op == "task" and node.options.pure)
     outputs = [] if fresh else [o for o, t in zip(node.outputs, node.types) if not _is_scalar(t)]
     implicit = [f"global:{name}" for name in (*effects.writes, *effects.reads)]
     if effects.rng and rng_shared:
@@ -264,9 +263,12 @@ def _analysis(graph: Graph) -> _Analysis:
     for node in graph:
         eff = effects[node.name]
         inputs, outputs, implicit = _cells(node, eff, rng_shared, immutable)
+        # (a task the frontend found returns new objects only, `effects.fresh`: its outputs are cells of their own,
+        # touched by it as their maker, but share none with its inputs)
+        fresh = node.op == "task" and bool(node.attrs.get("effects.fresh"))
         for out in outputs:
             cells.find(out)
-            if node.op == "transfer":
+            if node.op == "transfer" or fresh:
                 continue
             for value in inputs:
                 cells.union(out, value)
