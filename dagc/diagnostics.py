@@ -95,6 +95,7 @@ CODES: dict[str, str] = {
     "DAGC156": "seed set under `if __name__ == \"__main__\":` that the compiled run would not see",
     "DAGC157": "tasks that do not use each other's results share a module-level object: one process, in order",
     "DAGC158": "an effect dagc assumes was never seen in a run (`dagc check --profile RUN_DIR`)",
+    "DAGC159": "a task joins pieces of state other tasks change in place: one process, in order",
     "DAGC160": "task option the chosen backend ignores",
     "DAGC161": "multi-rank task: Ray and torch return rank 0's value",
     "DAGC162": "module reads a torchrun variable at import",

@@ -40,7 +40,8 @@ from dataclasses import dataclass, field
 from .core import Graph, Node
 
 __all__ = ["NodeEffects", "node_effects", "has_effects", "StateGroup", "state_groups", "state_cells", "order_by_effects",
-           "final_writers", "changed_after_made", "RNG_CELL", "EFFECT_ATTRS"]
+           "final_writers", "changed_after_made", "RNG_CELL", "EFFECT_ATTRS", "state_touches",
+           "is_immutable_type", "immutable_values"]
 
 RNG_CELL = "rng:global"
 EFFECT_ATTRS = ("effects.mutates", "effects.io", "effects.rng", "effects.writes", "effects.reads", "effects.files",
@@ -290,6 +291,20 @@ def _analysis(graph: Graph) -> _Analysis:
     for cell, text in sorted(why.items()):
         reasons.setdefault(cells.find(cell), text)
     return _Analysis(cells, stateful, effects, reasons, rng_shared, immutable)
+
+
+def state_touches(graph: Graph) -> dict[str, list[str]]:
+    """node -> the pieces of state it touches (their cells' roots, as `StateGroup.cells` names them)."""
+    analysis = _analysis(graph)
+    if not analysis.stateful:
+        return {}
+    out = {}
+    for node in graph:
+        if node.op != "transfer":
+            found = analysis.touched(node)
+            if found:
+                out[node.name] = found
+    return out
 
 
 def state_groups(graph: Graph) -> list[StateGroup]:

@@ -997,3 +997,46 @@ def test_trainings_that_only_advance_the_generator_run_anywhere(tmp_path: Path) 
     # a task whose result depends on the draws: the SVC fits before it change what it draws, in plain Python's order
     (group,) = state_groups(compile_file(script, params={"with_forest": True}))
     assert group.name == "rng:global" and group.nodes == ["svc[0]", "svc[1]", "svc[2]", "forest"]
+
+
+JOINED = '''\
+import pandas as pd
+
+import dagc
+
+
+@dagc.task
+def load(n: int) -> pd.DataFrame:
+    return pd.DataFrame({"id": list(range(n)), "v": ["1%"] * n})
+
+
+@dagc.task
+def clean(df: pd.DataFrame) -> pd.DataFrame:
+    df["v"] = df["v"].str.rstrip("%").astype(float)
+    return df
+
+
+@dagc.task
+def join(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    return a.merge(b, on="id")
+
+
+@dagc.pipeline
+def p(n: int = 3):
+    return join(clean(load(n)), clean(load(n + 1)))
+'''
+
+
+def test_a_task_joining_two_changed_objects_is_explained_at_its_call(tmp_path: Path) -> None:
+    from dagc.frontend import compile_source
+
+    script = _write(tmp_path, JOINED)
+    (found,) = [d for d in compile_source(script).sink.diagnostics if d.code == "DAGC159"]
+    assert "`join` reads objects that `clean` and `clean.1` change in place" in found.message
+    assert found.span.line == 24 and "copy()" in (found.hint or "")
+    assert [n.message.split(":")[0] for n in found.notes] == ["`clean` changes its argument `df` in place",
+                                                             "`clean.1` changes its argument `df` in place"]
+    # each cleaning made its own: the two run side by side, and nothing is said
+    script.write_text(JOINED.replace('    df["v"] =', '    df = df.copy()\n    df["v"] ='), encoding="utf-8")
+    assert not [d for d in compile_source(script).sink.diagnostics if d.code == "DAGC159"]
+    assert not state_groups(compile_file(script))

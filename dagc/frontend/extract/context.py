@@ -82,6 +82,8 @@ class Context:
         self.effect_warned: set[tuple[int, str]] = set()
         self.bound_args: dict[str, dict[str, Operand]] = {}  # node -> its arguments by parameter
         self.global_writes: dict[str, tuple[str, SourceSpan]] = {}  # module-level name -> first change seen
+        # node -> (parameter, why, where) of each argument it may change in place (for DAGC159)
+        self.mutators: dict[str, list[tuple[str, str, SourceSpan]]] = {}
         self.pipeline_seeds = False  # a task called so far seeds the global generator
         self.folded: dict[tuple[str, str], None] = {}  # module constants folded into the graph (ordered set)
         self.configs: dict[int, tuple[Any, Value]] = {}  # id(config instance) -> (instance, its node's value)

@@ -61,6 +61,10 @@ class StateChecks(Component):
                 operands = [o for o in node.operands() if o not in bound]
             elif param in named:
                 operands = [self._materialize(param, named[param], node, scope, info)]
+                evidence = effects.mutates.get(param)
+                if evidence is not None:
+                    self.cx.mutators.setdefault(node.name, []).append(
+                        (param, evidence.reason, SourceSpan(task.source.display, evidence.line, evidence.col + 1)))
             else:
                 continue  # a default value: the task's own object
             for operand in operands:
@@ -354,6 +358,35 @@ class StateChecks(Component):
                 f"as an argument (a task's `readonly=[...]` then frees its readers), or move the change out of "
                 f"`{writer.target.rpartition(':')[2] if writer.target else writer.name}`; printing and logging "
                 "through it never count")
+
+    def explain_joined_state(self, graph: Graph) -> None:
+        """Say where one task joins pieces of state that tasks change in place (it reads two frames that two
+        other tasks changed): a task runs in one process, so every task touching any of them does, in order,
+        though the data flow would leave them free. Once per such group, at the joining task, with the fix."""
+        from dagc.ir.effects import state_groups, state_touches
+
+        groups = [g for g in state_groups(graph)
+                  if sum(1 for c in g.cells if not c.startswith(("global:", "rng:"))) > 1]
+        if not groups:
+            return
+        touches = state_touches(graph)
+        for group in groups:
+            cells = [c for c in group.cells if not c.startswith(("global:", "rng:"))]
+            link = next((graph.node(n) for n in group.nodes if sum(c in cells for c in touches.get(n, ())) > 1), None)
+            changers = [n for n in group.nodes if n in self.cx.mutators]
+            if link is None or len(changers) < 2:
+                continue
+            shown = ", ".join(f"`{n}`" for n in group.nodes[:5]) + (
+                f" and {len(group.nodes) - 5} more" if len(group.nodes) > 5 else "")
+            named = " and ".join(f"`{n}`" for n in changers[:2]) + (" and others" if len(changers) > 2 else "")
+            notes = [Note(f"`{n}` changes its argument `{param}` in place: {why}", where)
+                     for n in changers[:3] for param, why, where in self.cx.mutators[n][:1]]
+            self.cx.sink.warning(
+                "DAGC159", f"`{link.name}` reads objects that {named} change in place: one task runs in one "
+                f"process, so the {len(group.nodes)} tasks touching any of them run in one process, in program "
+                f"order ({shown})", link.span, notes=notes,
+                hint="have the tasks that change them return new objects instead (a first line `df = df.copy()` "
+                     "makes `df` the task's own), or declare `readonly=[...]` on a task that only reads its argument")
 
     def check_state(self, graph: Graph) -> None:
         """Each rank of a multi-rank task is its own process: it cannot share objects with other tasks."""
