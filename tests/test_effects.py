@@ -1040,3 +1040,45 @@ def test_a_task_joining_two_changed_objects_is_explained_at_its_call(tmp_path: P
     script.write_text(JOINED.replace('    df["v"] =', '    df = df.copy()\n    df["v"] ='), encoding="utf-8")
     assert not [d for d in compile_source(script).sink.diagnostics if d.code == "DAGC159"]
     assert not state_groups(compile_file(script))
+
+
+LOADERS = '''\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+import dagc
+
+
+@dagc.task
+def make_loader(n: int):
+    return DataLoader(TensorDataset(torch.arange(n, dtype=torch.float32).unsqueeze(1)), batch_size=2, shuffle=True)
+
+
+@dagc.task
+def annotated_loader(n: int) -> DataLoader:
+    return DataLoader(TensorDataset(torch.zeros(n, 1)), batch_size=2)
+
+
+@dagc.task
+def test(model, device, test_loader):  # as pytorch/examples write it: no annotations
+    return sum(float(x.sum()) for (x,) in test_loader)
+
+
+@dagc.task
+def count(items) -> int:
+    return sum(1 for _ in items)
+
+
+@dagc.pipeline
+def p():
+    return test(None, "cpu", make_loader(6)), test(None, "cpu", annotated_loader(4)), count([1, 2])
+'''
+
+
+def test_an_unannotated_parameter_takes_the_type_of_what_the_call_passes(tmp_path: Path) -> None:
+    graph = compile_file(_write(tmp_path, LOADERS))
+    for name in ("test", "test.1"):  # the loader's type: from the producer's annotation, or the class it returns
+        assert "(a DataLoader) draws a seed" in graph.node(name).attrs.get("effects.rng", ""), name
+    assert "effects.rng" not in graph.node("count").attrs  # a literal list: no type, nothing drawn
+    (group,) = state_groups(graph)
+    assert group.name == "rng:global" and group.nodes == ["test", "test.1"]

@@ -25,11 +25,20 @@ class EffectAnalyzer:
         self.code_of: dict[int, str] = {}  # id(function node) -> `module:function` / `module:Class`
         self._recursive: set[int] = set()  # functions found calling themselves during their own scan
         self._partial: dict[int, Effects] = {}  # their summary so far
+        self._typed: dict[tuple[int, frozenset[tuple[str, str]]], Effects] = {}  # of_task with the callers' types
 
-    def of_task(self, task: TaskDef) -> Effects:
+    def of_task(self, task: TaskDef, types: frozenset[tuple[str, str]] = frozenset()) -> Effects:
+        """`task`'s effects; `types`: (parameter, type) for parameters without an annotation, taken from what a
+        call passes (the producing task's return type): a loader, model or optimizer is then seen as one."""
         info = self.project.module(task.module)
         if info is None:  # pragma: no cover - a task always comes from a loaded module
             return Effects(world=Evidence(task.node.lineno, task.node.col_offset, "unknown module"))
+        if types:
+            key = (id(task.node), types)
+            found = self._typed.get(key)
+            if found is None:
+                found = self._typed[key] = FunctionScan(self, task.node, info, dict(types)).run()
+            return found
         return self.of_function(task.node, info)
 
     def of_function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, info: ModuleInfo) -> Effects:

@@ -49,7 +49,7 @@ class FunctionScan:
     """One pass over a function body: which locals may alias which parameters, then the evidence."""
 
     def __init__(self, analyzer: EffectAnalyzer, fn: ast.FunctionDef | ast.AsyncFunctionDef,
-                 info: ModuleInfo) -> None:
+                 info: ModuleInfo, types: dict[str, str] | None = None) -> None:
         self.analyzer = analyzer
         self.fn = fn
         self.info = info
@@ -60,7 +60,8 @@ class FunctionScan:
             self.params.append(args.vararg.arg)
         if args.kwarg:
             self.params.append(args.kwarg.arg)
-        annotations = {a.arg: ast.unparse(a.annotation) if a.annotation is not None else None
+        # (a parameter without an annotation takes the type of what the call passes, where it is known)
+        annotations = {a.arg: ast.unparse(a.annotation) if a.annotation is not None else (types or {}).get(a.arg)
                        for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
         self.annotations = annotations
         # name -> parameters it may alias (scalars cannot be changed in place, so they alias nothing)
@@ -577,7 +578,8 @@ class FunctionScan:
                 self.world(node, "a generator or coroutine body")
             elif isinstance(node, (ast.For, ast.comprehension)) and self._draws_when_iterated(node.iter):
                 # torch's DataLoader draws its workers' base seed from the global generator on every pass
-                self.rng(node, f"iterating `{ast.unparse(node.iter)}` (a DataLoader) draws a seed from the "
+                # (a comprehension has no position of its own: its iterable's is where the draw happens)
+                self.rng(node.iter, f"iterating `{ast.unparse(node.iter)}` (a DataLoader) draws a seed from the "
                           "global torch generator")
         self.effects.fresh_result = self._returns_fresh()
         return self.effects

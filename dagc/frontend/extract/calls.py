@@ -464,6 +464,32 @@ class Calls(Component):
             for value, t in zip(outputs, types):
                 if t is not None:
                     self.cx.types[value] = (t, where)
+        elif n_outputs == 1:
+            returned = self._returned_class(task)
+            if returned is not None:  # (for effects only: the IR keeps the task's own annotation, none)
+                self.cx.returned[outputs[0]] = returned
         if n_outputs == 1:
             return Dyn(Ref(outputs[0]))
         return tuple(Dyn(Ref(o)) for o in outputs)
+
+    def _returned_class(self, task: TaskDef) -> str | None:
+        """The class every `return` of `task`'s body builds (`return DataLoader(ds, ...)`, `return Net()`),
+        named as the task's module names it; None when they differ or are not calls of a class."""
+        key = id(task)
+        if key in self.cx.returned_by_task:
+            return self.cx.returned_by_task[key]
+        names = set()
+        todo: list[ast.AST] = list(task.node.body)
+        while todo:
+            node = todo.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                continue
+            if isinstance(node, ast.Return):
+                value = node.value
+                func = value.func if isinstance(value, ast.Call) else None
+                last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+                names.add(ast.unparse(func) if func is not None and last[:1].isupper() else None)
+            todo.extend(ast.iter_child_nodes(node))
+        found = names.pop() if len(names) == 1 else None
+        self.cx.returned_by_task[key] = found
+        return found

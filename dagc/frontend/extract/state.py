@@ -33,6 +33,13 @@ class StateChecks(Component):
         summary = self.cx.task_summaries.get(id(task))
         if summary is None:
             summary = self.cx.task_summaries[id(task)] = self._summarize_effects(task)
+        types = self._passed_types(task, named)
+        if types:  # what the call passes says more than the task's signature (`test(model, test_loader)`)
+            key = (id(task), types)
+            typed = self.cx.typed_summaries.get(key)
+            if typed is None:
+                typed = self.cx.typed_summaries[key] = self._summarize_effects(task, types)
+            summary = typed
         effects, attrs, mutable = summary
         if "code.reaches" in attrs:  # their files, in graph.modules
             self.cx.modules_used.update(name.partition(":")[0] for name in attrs["code.reaches"])
@@ -75,12 +82,29 @@ class StateChecks(Component):
             node.attrs["effects.mutates"] = list(mutated)
             self._config_changed(mutated, scope)
 
-    def _summarize_effects(self, task: TaskDef) -> tuple[Any, dict[str, Any], list[tuple[str, bool]]]:
-        """What every call of `task` shares: its effects, the node attributes they give, and the
-        parameters it may change (with whether each is `*args`/`**kwargs`). Checks its declarations once."""
+    def _passed_types(self, task: TaskDef, named: dict[str, Operand]) -> frozenset[tuple[str, str]]:
+        """(parameter, type) for each parameter of `task` without an annotation that this call binds to a task's
+        output of a known type: the producer's return annotation, or the class its body returns."""
+        found = []
+        for param in task.sig.params:
+            if param.annotation is not None or param.name not in named:
+                continue
+            operand = named[param.name]
+            if isinstance(operand, Ref):
+                known = self.cx.types.get(operand.name, (None, None))[0] or self.cx.returned.get(operand.name)
+                if known is not None:
+                    found.append((param.name, known))
+        return frozenset(found)
+
+    def _summarize_effects(self, task: TaskDef, types: frozenset[tuple[str, str]] = frozenset(),
+                           ) -> tuple[Any, dict[str, Any], list[tuple[str, bool]]]:
+        """What every call of `task` shares (with `types`: every call passing values of those types): its
+        effects, the node attributes they give, and the parameters it may change (with whether each is
+        `*args`/`**kwargs`). Checks its declarations once."""
         options = task.options
-        effects = self.cx.analyzer.of_task(task)
-        self._check_declarations(task, effects)
+        effects = self.cx.analyzer.of_task(task, types)
+        if not types:
+            self._check_declarations(task, effects)
         attrs: dict[str, Any] = {}
         reaches = sorted(effects.reaches - {task.target})
         if reaches:  # the code its run-time fingerprint covers besides its own (backends/fingerprint.py)
