@@ -99,12 +99,13 @@ def test_ray_and_torch_stop_by_default(tmp_path: Path, ray_cluster) -> None:
     script = _script(tmp_path)
     program = tmp_path / "sneaky_ray.py"
     program.write_text(emit(compile_file(script, cluster=parse_cluster_spec("2")), "ray", program))
+    # (compiled before any run: a compile after the Ray run would assume the change it recorded)
+    torch_program = _torch_program(script, "p", {}, tmp_path / "sneaky_torch.py", split=("sneaky", "read"))
     proc = run_python([str(program), "--address", ray_cluster.address,
                        "--result", str(tmp_path / "ray.pkl")], capture_output=True, text=True, timeout=300,
                       cwd=tmp_path)
     assert proc.returncode == 1
     _assert_named(proc.stderr)
-    torch_program = _torch_program(script, "p", {}, tmp_path / "sneaky_torch.py", split=("sneaky", "read"))
     with pytest.raises(Exception) as failure:  # the launcher reports the failed rank
         launch(torch_program, 2, ["--result", str(tmp_path / "torch.pkl")])
     assert not (tmp_path / "torch.pkl").exists()
@@ -209,3 +210,35 @@ def test_check_profile_names_what_no_call_changed(tmp_path: Path) -> None:
     assert "warning[DAGC158]: task `use` never changed `config` in the 2 call(s)" in proc.stderr
     assert "@dagc.task(readonly=['config'])" in proc.stderr
     assert "`extra`" not in proc.stderr.split("DAGC158")[1].split("hint")[0]  # it did change `extra`
+
+
+def test_the_next_compile_assumes_what_a_run_saw(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check stops a run at a hidden change and records it; compiling the script again assumes it
+    (DAGC163, naming the run), and the new program equals the plain run. Editing the script drops it."""
+    from dagc.frontend import compile_source
+
+    script = _script(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    program = tmp_path / "sneaky_local.py"
+    program.write_text(emit(compile_file(script), "local", program))
+    run_dir = tmp_path / ".dagc" / "runs" / "p-first"
+    proc = run_python([str(program), "--run-dir", str(run_dir)], capture_output=True, text=True, timeout=120,
+                      cwd=tmp_path)
+    assert proc.returncode == 1
+    _assert_named(proc.stderr)
+    (found,) = [d for d in compile_source(script).sink.diagnostics if d.code == "DAGC163"]
+    assert "task `sneaky` changed `xs` in place in an earlier run" in found.message and str(run_dir) in found.message
+    assert "mutates=['xs']" in (found.hint or "")
+    graph = compile_file(script)
+    assert graph.node("read").deps == ("sneaky",)  # ordered after the change it makes
+    program.write_text(emit(graph, "local", program))
+    proc = run_python([str(program), "--run-dir", str(tmp_path / ".dagc" / "runs" / "p-second"),
+                       "--result", str(tmp_path / "r.pkl")], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == _plain_result(script, "p", tmp_path)
+    import os
+    import time
+
+    script.write_text(script.read_text(encoding="utf-8") + "\n", encoding="utf-8")  # the script changed since
+    os.utime(script, (time.time() + 5, time.time() + 5))
+    assert not [d for d in compile_source(script).sink.diagnostics if d.code == "DAGC163"]

@@ -69,8 +69,10 @@ class Assumed:
 class EffectViolation(Exception):
     """A task did more than the compiler assumed: the run stops at it (never retried)."""
 
-    def __init__(self, task: str, problems: list[str], hints: list[str]) -> None:
+    def __init__(self, task: str, problems: list[str], hints: list[str], params: list[str] | None = None,
+                 drawn: list[str] | None = None) -> None:
         self.task, self.problems, self.hints = task, problems, hints
+        self.params, self.drawn = list(params or ()), list(drawn or ())  # what changed, for the run's record
         text = "; ".join(problems)
         fix = " ".join(dict.fromkeys(hints))
         super().__init__(f"task `{task}` did more than dagc assumed: {text}. dagc's reading of its code missed this, "
@@ -246,8 +248,10 @@ class Watch:
             names = ", ".join(f"`{p}`" for p in changed_params)
             problems.append(f"it changed {names} in place")
             hints.append(f"Declare it: `@dagc.task(mutates={changed_params!r})`.")
+        drawn_now: list[str] = []
         if not self.assumed.rng:
             drawn = [name for name, state in _generators().items() if self.generators.get(name, state) != state]
+            drawn_now = [] if self.assumed.alone else drawn
             if drawn and self.assumed.alone:  # no other task's result depends on it: recorded, not fatal
                 self.drawn = drawn
             elif drawn:
@@ -274,7 +278,7 @@ class Watch:
             problems.append(f"it rebound module-level {', '.join(f'`{r}`' for r in sorted(rebound)[:3])}")
             hints.append("Keep module-level values unchanged by tasks: return the new value instead.")
         if problems:
-            raise EffectViolation(self.task, problems, hints)
+            raise EffectViolation(self.task, problems, hints, changed_params, drawn_now)
         # what was assumed but not seen this time (`dagc check --profile RUN_DIR` reports what never was)
         self.unseen_params = sorted(
             param for (param, value), before in zip(self.arguments, self.before)

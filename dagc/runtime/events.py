@@ -65,6 +65,10 @@ class EventLog:
         if task is not None:
             record["task"] = task
         record.update(fields)
+        if event == "run_start" and "script" not in record and sys.argv and sys.argv[0]:
+            # the user's script (every program sets sys.argv[0] to it): the next compile of that script reads
+            # what the run observed (dagc.frontend.observed)
+            record["script"] = os.path.abspath(sys.argv[0])
         record.setdefault("pid", os.getpid())
         record.setdefault("host", socket.gethostname())
         line = (json.dumps(record, default=str, sort_keys=False) + "\n").encode("utf-8")

@@ -423,6 +423,8 @@ class Executor:
                 if self.log is not None:
                     self.log.failure(spec.name, time.perf_counter() - start, exc, "", attempt=attempt + 1,
                                      **self.where)
+                    # what it did, for the next compile of the script to assume (dagc.frontend.observed)
+                    self.log.write("effects_violated", spec.name, params=exc.params, rng=exc.drawn, **self.where)
                 raise TaskFailed(spec.name, attempt, exc, named_rank, detail=str(exc)) from exc
             except BaseException as exc:  # noqa: BLE001 - SystemExit too: a failure of this task
                 error = exc

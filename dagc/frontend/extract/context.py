@@ -94,6 +94,7 @@ class Context:
         # value -> the class a task without a return annotation returns (`return DataLoader(...)`)
         self.returned: dict[str, str] = {}
         self.returned_by_task: dict[int, str | None] = {}
+        self.observed: dict[str, Any] | None = None  # task -> what earlier runs saw it do (frontend.observed)
 
     def module_used(self, module: str) -> bool:
         assert self.graph is not None

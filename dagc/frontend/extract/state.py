@@ -41,6 +41,15 @@ class StateChecks(Component):
                 typed = self.cx.typed_summaries[key] = self._summarize_effects(task, types)
             summary = typed
         effects, attrs, mutable = summary
+        observed = self._observed(node.name)
+        if observed is not None and not options.pure:  # what an earlier run saw it do (dagc.frontend.observed)
+            known = {param for param, _ in mutable}
+            mutable = [*mutable, *((p, False) for p in sorted(observed.params)
+                                   if p in named and p not in known and p not in options.readonly)]
+            if observed.rng and "effects.rng" not in attrs:
+                attrs = {**attrs, "effects.rng": f"drew from the global generator ({', '.join(sorted(observed.rng))}) "
+                         f"in an earlier run ({observed.run_dir})"}
+            self._warn_observed(node, task, observed)
         if "code.reaches" in attrs:  # their files, in graph.modules
             self.cx.modules_used.update(name.partition(":")[0] for name in attrs["code.reaches"])
         self.cx.bound_args[node.name] = named  # for hints that name the parameters (`readonly=[...]`)
@@ -81,6 +90,28 @@ class StateChecks(Component):
         if mutated:
             node.attrs["effects.mutates"] = list(mutated)
             self._config_changed(mutated, scope)
+
+    def _observed(self, name: str) -> Any:
+        """What earlier runs of this script observed task `name` do that its code does not show (loaded once)."""
+        if self.cx.observed is None:
+            from dagc.frontend.observed import observed_effects
+
+            assert self.cx.graph is not None
+            self.cx.observed = observed_effects(self.cx.project.entry, self.cx.graph.name)
+        return self.cx.observed.get(name)
+
+    def _warn_observed(self, node: Node, task: TaskDef, observed: Any) -> None:
+        what = [f"changed `{p}` in place" for p in sorted(observed.params)]
+        what += [f"drew from the global generator ({', '.join(sorted(observed.rng))})"] if observed.rng else []
+        if not what:
+            return
+        declare = f"`@dagc.task(mutates={sorted(observed.params)!r})`" if observed.params else \
+            "a seed inside the task (or `pure=True` if the draws do not matter)"
+        self.cx.sink.warning(
+            "DAGC163", f"task `{node.name}` {' and '.join(what)} in an earlier run where its code does not show it "
+            f"({observed.run_dir}): dagc now assumes it does", node.span,
+            hint=f"declare it, {declare}, so that the assumption does not rest on run records (they are no "
+                 "longer read once the script changes)")
 
     def _passed_types(self, task: TaskDef, named: dict[str, Operand]) -> frozenset[tuple[str, str]]:
         """(parameter, type) for each parameter of `task` without an annotation that this call binds to a task's
