@@ -510,6 +510,20 @@ def test_output_is_independent_of_hash_seed() -> None:
 V1 = REPO / "tests" / "golden" / "v1"
 
 
+# facts the frontend computes that it did not when the versioned files were saved (not part of the format)
+_NEWER_FACTS = ("effects.fresh", "effects.rng_advances")
+
+
+def _without_newer_facts(graph):  # type: ignore[no-untyped-def]
+    from dagc.ir.regions import walk
+
+    for node in list(graph):
+        for n in (node, *walk(node)):
+            for key in _NEWER_FACTS:
+                n.attrs.pop(key, None)
+    return graph
+
+
 def test_version_1_files_load_as_the_current_graph(monkeypatch: pytest.MonkeyPatch) -> None:
     """IR saved by a release that kept region bodies as node JSON in attributes (version 1) loads, from
     JSON and from text, as exactly the graph this release compiles from the same script."""
@@ -521,6 +535,7 @@ def test_version_1_files_load_as_the_current_graph(monkeypatch: pytest.MonkeyPat
     monkeypatch.chdir(V1)
     fresh = compile_source(Path("regions_v1.py")).graph
     assert fresh is not None
+    fresh = _without_newer_facts(fresh)
     from_json, from_text = loads(old_json), parse_graph(old_text)
     assert dumps(from_json) == dumps(fresh) == dumps(from_text)
     assert ir.verify(from_json) == []
@@ -562,7 +577,7 @@ def test_version_2_files_load_as_the_current_graph(monkeypatch: pytest.MonkeyPat
     assert '"dagc_ir": 2' in old_json and '"fuse.members"' in old_json and old_text.startswith("dagc_ir 2\n")
     assert "region.carried=" in old_text and "region.items=" in old_text
     monkeypatch.chdir(V2)
-    fresh = compile_file(Path("regions_v2.py"), passes="verify,dce,fuse")
+    fresh = _without_newer_facts(compile_file(Path("regions_v2.py"), passes="verify,dce,fuse"))
     from_json, from_text = loads(old_json), parse_graph(old_text)
     assert dumps(from_json) == dumps(fresh) == dumps(from_text)
     assert print_graph(from_text) == print_graph(fresh)
