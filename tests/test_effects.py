@@ -1082,3 +1082,69 @@ def test_an_unannotated_parameter_takes_the_type_of_what_the_call_passes(tmp_pat
     assert "effects.rng" not in graph.node("count").attrs  # a literal list: no type, nothing drawn
     (group,) = state_groups(graph)
     assert group.name == "rng:global" and group.nodes == ["test", "test.1"]
+
+
+# ---- a property over random mixes of library calls whose effects the libraries' metadata gives ------------
+# (statement, parameters it changes, whether it depends on the global generator); each reads or writes the
+# parameters directly, so a body of several changes exactly the union, and draws when any one does
+LIBRARY_CALLS = [
+    ("frame.sort_values('a', inplace=True)", {"frame"}, False),
+    ("frame.drop(columns=['a'], inplace=False)", set(), False),
+    ("frame.pop('a')", {"frame"}, False),
+    ("out = frame.merge(table, on='a')\nout['z'] = 1", set(), False),
+    ("copy = frame.copy()\ncopy['c'] = 1", set(), False),
+    ("pd.concat([frame, table]).reset_index(drop=True)", set(), False),
+    ("pd.json_normalize(rows)", set(), False),
+    ("np.add(arr, 1, out=arr)", {"arr"}, False),
+    ("np.copyto(arr, 0)", {"arr"}, False),
+    ("np.sort(arr)", set(), False),
+    ("arr.sort()", {"arr"}, False),
+    ("arr.mean()", set(), False),
+    ("heapq.heappush(rows, 1)", {"rows"}, False),
+    ("sorted(rows)", set(), False),
+    ("model.fit(arr, arr)", {"model"}, False),
+    ("model.predict(arr)", set(), False),
+    ("model.set_params(C=1.0)", {"model"}, False),
+    ("gen.normal(size=2)", {"gen"}, False),
+    ("np.random.rand(2)", set(), True),
+    ("train_test_split(frame, random_state=0)", set(), False),
+    ("train_test_split(frame)", set(), True),
+    ("RandomForestClassifier(random_state=1).fit(arr, arr)", set(), False),
+    ("SVC().fit(arr, arr)", set(), False),  # draws, but only advances the generator
+    ("list(csv.reader(io.StringIO(text)))", set(), False),
+    ("json.dumps(rows)", set(), False),
+]
+LIBRARY_HEAD = '''\
+import csv
+import heapq
+import io
+import json
+
+import numpy as np
+import pandas as pd
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.model_selection import train_test_split
+from sklearn.svm import SVC
+
+import dagc
+
+
+@dagc.task
+def t(frame: pd.DataFrame, table: pd.DataFrame, arr: np.ndarray, rows, model, gen, text: str):
+'''
+
+
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(range(len(LIBRARY_CALLS))), min_size=1, max_size=6))
+def test_random_mixes_of_library_calls_have_the_effects_their_metadata_gives(tmp_path: Path, picks: list[int]) -> None:
+    body = "".join(textwrap.indent(LIBRARY_CALLS[k][0], "    ") + "\n" for k in picks)
+    path = tmp_path / "mix.py"
+    path.write_text(LIBRARY_HEAD + body, encoding="utf-8")
+    project = Project(path, DiagnosticSink())
+    info = project.load_entry()
+    assert info is not None
+    found = EffectAnalyzer(project).of_task(info.tasks["t"])
+    changed = set().union(*(LIBRARY_CALLS[k][1] for k in picks))
+    assert set(found.mutates) == changed, body
+    assert (found.rng is not None and found.rng_depends) is any(LIBRARY_CALLS[k][2] for k in picks), body
+    assert found.world is None, body
