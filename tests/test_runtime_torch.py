@@ -74,3 +74,53 @@ def test_torch_result_that_cannot_pickle_is_printed_not_a_failure(tmp_path: Path
     assert "Shape(rows=3, cols=4)" in proc.stdout
     (end,) = read_events(tmp_path / "run" / "events.jsonl", event="run_end")
     assert end["bytes"] is None
+
+
+ENDS_ITS_GROUP = '''\
+import torch
+import torch.distributed as dist
+from torch.distributed import destroy_process_group
+
+import dagc
+
+
+@dagc.task
+def train(n: int) -> float:
+    value = float(torch.arange(n, dtype=torch.float32).sum())
+    if dist.is_initialized():  # accelerate's end_training(), DDP scripts' last line
+        dist.destroy_process_group()
+    return value
+
+
+@dagc.task
+def evaluate(n: int) -> float:
+    if dist.is_initialized():
+        destroy_process_group()
+    return float(n) / 2
+
+
+@dagc.task
+def report(a: float, b: float) -> dict:
+    return {"a": a, "b": b}
+
+
+@dagc.pipeline
+def p(n: int = 5):
+    return report(train(n), evaluate(n))
+'''
+
+
+@pytest.mark.slow
+def test_user_code_that_destroys_the_default_group_does_not_end_the_run(tmp_path: Path) -> None:
+    """The runner defers destroying the default process group to the run's end, on every rank, however the
+    user's module imported `destroy_process_group`."""
+    import pickle
+
+    from tests.test_backend_torch import launch
+    from tests.test_effects import _torch_program
+
+    script = tmp_path / "ends.py"
+    script.write_text(ENDS_ITS_GROUP, encoding="utf-8")
+    program = _torch_program(script, "p", {}, tmp_path / "ends_torch.py", split=("train", "evaluate"))
+    launch(program, 2, ["--result", str(tmp_path / "r.pkl")])
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == {"a": 10.0, "b": 2.5}

@@ -240,6 +240,7 @@ class Runner:
         self.kv = self._store()
         dist.init_process_group(backend, store=self.kv, rank=self.rank, world_size=self.world,
                                 timeout=timedelta(seconds=self.timeout))
+        self._keep_default_group()
         # every group is created once, up front, by every rank in the same (sorted) order
         groups = {info[0] for info in self.tasks.values() if len(info[0]) > 1}
         groups |= {info[4] for info in self.collectives.values()}
@@ -527,8 +528,36 @@ class Runner:
                 self._event("run_failed", error=f"{type(exc).__name__}: {exc}")
             raise
         finally:
+            dist.destroy_process_group = self._destroy  # (the user's code may call it again from here on)
             if dist.is_initialized():
                 dist.destroy_process_group()
+
+    def _keep_default_group(self) -> None:
+        """User code that ends with `dist.destroy_process_group()` (accelerate's `end_training()`, most DDP
+        scripts' last line) would destroy the group this runner gathers results and moves values through:
+        while the run lasts, destroying the default group is deferred to the run's end (said once); a group
+        the user made is destroyed as asked."""
+        original = dist.destroy_process_group
+        self._destroy = original
+        said: list[bool] = []
+
+        def destroy_process_group(group: Any = None) -> None:
+            if group is not None and group is not dist.GroupMember.WORLD:
+                return original(group)
+            if not said:
+                said.append(True)
+                sys.stderr.write(f"dagc: rank {self.rank}: a task destroyed the default process group; dagc keeps it "
+                                 "until the run ends, since it moves values and results through it\n")
+            return None
+
+        dist.destroy_process_group = destroy_process_group
+        for module in list(sys.modules.values()):  # `from torch.distributed import destroy_process_group` too
+            if module is None or getattr(module, "__name__", "").startswith("torch"):
+                continue
+            names = getattr(module, "__dict__", {})
+            for name, value in list(names.items()):
+                if value is original:
+                    names[name] = destroy_process_group
 
 
 class _RankLog(EventLog):
