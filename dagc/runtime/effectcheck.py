@@ -140,6 +140,15 @@ def _fingerprint(obj: Any) -> list[tuple[int, object]]:
     return out
 
 
+# arrays up to this size are compared by all their bytes; a larger one by SAMPLED_PAGES pages spread over it
+# (a change that rewrites it, or part of it, is seen; one element changed among hundreds of MiB may not be:
+# the compiler's reading sees direct writes, the check is its backstop)
+HASHED_ARRAY_BYTES = 16 * 2**20
+SAMPLED_PAGES = 512
+# frames of up to this many rows are compared by pandas' hash of every row; a longer one by a sample of rows
+HASHED_ROWS = 2**17
+
+
 def _array_state(array: Any) -> object:
     """A numpy array's shape, dtype and a digest of its bytes (an object array: of its items' ids)."""
     if array.dtype.hasobject:
@@ -148,16 +157,24 @@ def _array_state(array: Any) -> object:
         import blake3
 
         data = array if array.flags.c_contiguous else array.copy(order="C")
-        threads = blake3.blake3.AUTO if data.nbytes >= 8 * 2**20 else 1  # (large arrays: on every core)
-        return (array.shape, str(array.dtype), blake3.blake3(memoryview(data).cast("B"), max_threads=threads).digest())
+        raw = memoryview(data).cast("B")
+        if raw.nbytes > HASHED_ARRAY_BYTES:
+            step = raw.nbytes // SAMPLED_PAGES
+            h = blake3.blake3()
+            for start in range(0, raw.nbytes, step):
+                h.update(raw[start : start + 4096])
+            h.update(raw[-4096:])
+            return (array.shape, str(array.dtype), "sampled", h.digest())
+        return (array.shape, str(array.dtype), blake3.blake3(raw).digest())
     except (ImportError, TypeError, ValueError):
         return (array.shape, str(array.dtype), array.tobytes())
 
 
 def _frame_state(pandas: Any, frame: Any) -> object:
     """A DataFrame's, Series' or Index's labels, dtypes and a digest of its values (pandas' own row hashes)."""
+    sample = frame if len(frame) <= HASHED_ROWS else frame[:: max(1, len(frame) // (HASHED_ROWS // 16))]
     try:
-        rows = pandas.util.hash_pandas_object(frame, index=not isinstance(frame, pandas.Index)).to_numpy()
+        rows = pandas.util.hash_pandas_object(sample, index=not isinstance(frame, pandas.Index)).to_numpy()
     except (TypeError, ValueError):  # unhashable cells (lists in an object column): their identities
         rows = tuple(map(id, frame.to_numpy().ravel().tolist()))
         return (type(frame).__name__, getattr(frame, "shape", None), rows)
