@@ -146,10 +146,16 @@ def cmd_check(args: argparse.Namespace) -> int:
     # dce and cse too: a call they would remove or merge is reported at the call
     compilation = _compile(args, passes="verify,dce,cse")
     compilation.warnings.extend(backend_warnings(compilation.graph, args.backend))
-    if getattr(args, "profile", None):  # effects assumed but never seen in a run (DAGC158)
-        from dagc.unseen import unseen_effects
+    from dagc.unseen import RUNS_FOR_HINT, unseen_effects
 
+    if getattr(args, "profile", None):  # effects assumed but never seen in a run (DAGC158)
         compilation.warnings.extend(unseen_effects(compilation.graph, args.profile))
+    elif compilation.graph is not None and Path(args.input).suffix == ".py":  # the script's own runs, by itself
+        from dagc.frontend.observed import recent_runs
+
+        runs = recent_runs(Path(args.input), compilation.graph.name)
+        if len(runs) >= RUNS_FOR_HINT:
+            compilation.warnings.extend(unseen_effects(compilation.graph, runs))
     _report(args, compilation)
     graph = compilation.graph
     from dagc.console import verbosity

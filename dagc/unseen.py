@@ -1,11 +1,12 @@
 """`dagc check --profile RUN_DIR`: effects the compiler assumed that a run never saw.
 
-A run with the run-time check of effects (on by default in local programs, `--check-effects` on Ray and
-torch) records, per task call, the parameters it was allowed to change but left alone and whether it was
+A run with the run-time check of effects (on by default on every backend) records, per task call, the parameters it was allowed to change but left alone and whether it was
 allowed to draw from the global generator but did not (`effects_unseen` events). Where every recorded
 call of a task left a parameter alone, the assumption may be too wide: it costs parallelism (the task is
 ordered and placed with what it might change) and caching. DAGC158 says so at the call, with the
 declaration that relaxes it; a run is evidence, not proof, so it is a warning for the user to weigh.
+`dagc check` without `--profile` does the same over the script's own runs under `.dagc/runs/` once there
+are RUNS_FOR_HINT of them since the script last changed.
 """
 
 from __future__ import annotations
@@ -16,22 +17,30 @@ from typing import Any
 
 from dagc.diagnostics import Diagnostic, DiagnosticSink
 
-__all__ = ["unseen_effects"]
+__all__ = ["unseen_effects", "RUNS_FOR_HINT"]
+
+RUNS_FOR_HINT = 3
 
 
-def unseen_effects(graph: Any, run_dir: str | Path) -> list[Diagnostic]:
-    """DAGC158 for each task parameter (and random draw) assumed but never seen in `run_dir`'s log."""
+def unseen_effects(graph: Any, run_dir: str | Path | list[Path]) -> list[Diagnostic]:
+    """DAGC158 for each task parameter (and random draw) assumed but never seen in `run_dir`'s log (or in
+    each of several run directories': what `dagc check` reads under `.dagc/runs/` by itself)."""
     from dagc.runtime.events import read_events
 
-    path = Path(run_dir) / "events.jsonl"
-    ends = Counter(e.get("task") for e in read_events(path, event="end"))
+    dirs = run_dir if isinstance(run_dir, list) else [Path(run_dir)]
+    where = str(run_dir) if not isinstance(run_dir, list) else f"{len(dirs)} runs under .dagc/runs"
+    ends: Counter[str] = Counter()
     unseen_params: Counter[tuple[str, str]] = Counter()
     unseen_rng: Counter[str] = Counter()
-    for event in read_events(path, event="effects_unseen"):
-        for param in event.get("params") or ():
-            unseen_params[(event.get("task"), param)] += 1
-        if event.get("rng"):
-            unseen_rng[event.get("task")] += 1
+    for directory in dirs:
+        path = Path(directory) / "events.jsonl"
+        ends.update(e.get("task") for e in read_events(path, event="end"))
+        for event in read_events(path, event="effects_unseen"):
+            for param in event.get("params") or ():
+                unseen_params[(event.get("task"), param)] += 1
+            if event.get("rng"):
+                unseen_rng[event.get("task")] += 1
+    run_dir = where
     sink = DiagnosticSink()
     by_function: dict[str, list[Any]] = {}
     for node in graph:

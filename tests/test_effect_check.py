@@ -212,6 +212,25 @@ def test_check_profile_names_what_no_call_changed(tmp_path: Path) -> None:
     assert "`extra`" not in proc.stderr.split("DAGC158")[1].split("hint")[0]  # it did change `extra`
 
 
+def test_check_reads_the_scripts_own_runs_once_there_are_enough(tmp_path: Path) -> None:
+    """Without --profile, `dagc check` reads the script's runs under `.dagc/runs/` (here, of the script's
+    directory) once there are RUNS_FOR_HINT of them since the script last changed."""
+    from dagc.unseen import RUNS_FOR_HINT
+    from tests.conftest import run_dagc
+
+    script = tmp_path / "loose.py"
+    script.write_text(LOOSE, encoding="utf-8")
+    program = tmp_path / "loose_local.py"
+    program.write_text(emit(compile_file(script), "local", program))
+    for k in range(RUNS_FOR_HINT):
+        assert "DAGC158" not in run_dagc("check", str(script)).stderr  # (k runs: not yet)
+        run_python([str(program), "--run-dir", str(tmp_path / ".dagc" / "runs" / f"p-{k}")], check=True, timeout=120)
+    proc = run_dagc("check", str(script))
+    assert proc.returncode == 0, proc.stderr
+    assert f"task `use` never changed `config` in the {2 * RUNS_FOR_HINT} call(s) recorded in {RUNS_FOR_HINT} runs " \
+           "under .dagc/runs" in proc.stderr
+
+
 def test_the_next_compile_assumes_what_a_run_saw(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The check stops a run at a hidden change and records it; compiling the script again assumes it
     (DAGC163, naming the run), and the new program equals the plain run. Editing the script drops it."""

@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Observed", "observed_effects", "RUNS_READ"]
+__all__ = ["Observed", "observed_effects", "recent_runs", "RUNS_READ"]
 
 RUNS_READ = 20
 
@@ -41,12 +41,34 @@ def observed_effects(script: Path, pipeline: str, places: list[Path] | None = No
         changed = os.stat(script_path).st_mtime
     except OSError:
         return {}
-    roots = places if places is not None else [Path.cwd(), Path(script_path).parent]
+    found: dict[str, Observed] = {}
+    for run_dir, _ in _run_dirs(script, places):
+        _read(run_dir, script_path, pipeline, changed, found)
+    return found
+
+
+def recent_runs(script: Path, pipeline: str, places: list[Path] | None = None) -> list[Path]:
+    """The run directories under `.dagc/runs/` holding a run of `pipeline` from `script` made after the script
+    last changed (newest first, at most RUNS_READ)."""
+    out = []
+    for run_dir, _ in _run_dirs(script, places):
+        found: dict[str, Observed] = {}
+        marker = _read(run_dir, os.path.realpath(script), pipeline, os.stat(script).st_mtime, found)
+        if marker:
+            out.append(run_dir)
+    return out
+
+
+def _run_dirs(script: Path, places: list[Path] | None) -> list[tuple[Path, float]]:
+    try:
+        changed = os.stat(os.path.realpath(script)).st_mtime
+    except OSError:
+        return []
+    roots = places if places is not None else [Path.cwd(), Path(os.path.realpath(script)).parent]
     run_dirs: dict[str, float] = {}
     for root in roots:
-        base = root / ".dagc" / "runs"
         try:
-            entries = list(os.scandir(base))
+            entries = list(os.scandir(root / ".dagc" / "runs"))
         except OSError:
             continue
         for entry in entries:
@@ -55,16 +77,13 @@ def observed_effects(script: Path, pipeline: str, places: list[Path] | None = No
                     run_dirs[os.path.realpath(entry.path)] = entry.stat(follow_symlinks=False).st_mtime
             except OSError:
                 continue
-    found: dict[str, Observed] = {}
-    for run_dir in sorted(run_dirs, key=lambda d: (-run_dirs[d], d))[:RUNS_READ]:
-        if run_dirs[run_dir] < changed:
-            continue
-        _read(Path(run_dir), script_path, pipeline, changed, found)
-    return found
+    ordered = sorted(run_dirs, key=lambda d: (-run_dirs[d], d))[:RUNS_READ]
+    return [(Path(d), run_dirs[d]) for d in ordered if run_dirs[d] >= changed]
 
 
-def _read(run_dir: Path, script: str, pipeline: str, changed: float, found: dict[str, Observed]) -> None:
-    """Add what the runs of `pipeline` from `script` recorded in `run_dir` (a damaged log: what it can read)."""
+def _read(run_dir: Path, script: str, pipeline: str, changed: float, found: dict[str, Observed]) -> bool:
+    """Add what the runs of `pipeline` from `script` recorded in `run_dir` (a damaged log: what it can read);
+    whether it holds such a run."""
     ours: set[str] = set()
     try:
         with open(run_dir / "events.jsonl", encoding="utf-8", errors="replace") as f:
@@ -89,4 +108,5 @@ def _read(run_dir: Path, script: str, pipeline: str, changed: float, found: dict
                     if kind == "effects_violated":  # (a draw nobody depended on stays a record, not an order)
                         entry.rng.update(r for r in rng if isinstance(r, str))
     except OSError:
-        return
+        return False
+    return bool(ours)
