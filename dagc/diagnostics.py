@@ -100,6 +100,7 @@ CODES: dict[str, str] = {
     "DAGC161": "multi-rank task: Ray and torch return rank 0's value",
     "DAGC162": "module reads a torchrun variable at import",
     "DAGC163": "a task did more in an earlier run than its code shows: dagc now assumes it",
+    "DAGC164": "a task writes files at paths its call does not name: later file access waits for it",
     "DAGC170": "bad dagc.each call",
     "DAGC171": "value carried from one item of a map to the next",
     "DAGC172": "collecting list read inside a map",

@@ -1148,3 +1148,44 @@ def test_random_mixes_of_library_calls_have_the_effects_their_metadata_gives(tmp
     assert set(found.mutates) == changed, body
     assert (found.rng is not None and found.rng_depends) is any(LIBRARY_CALLS[k][2] for k in picks), body
     assert found.world is None, body
+
+
+WRITES = '''\
+import os
+
+import dagc
+
+
+@dagc.task
+def save(rows: list, name: str) -> None:
+    with open(os.path.join(os.environ.get("OUT", "/tmp"), name + ".csv"), "w") as f:
+        f.write(",".join(map(str, rows)))
+
+
+@dagc.task(reads=["/tmp/{name}.csv"])
+def load(name: str) -> str:
+    with open(os.path.join("/tmp", name + ".csv")) as f:
+        return f.read()
+
+
+@dagc.pipeline
+def p():
+    save([1, 2], "a")
+    save([3, 4], "b")
+    return load("a")
+'''
+
+
+def test_an_ordering_by_files_is_explained_and_declared_paths_free_it(tmp_path: Path) -> None:
+    from dagc.frontend import compile_source
+
+    script = _write(tmp_path, WRITES)
+    (found,) = [d for d in compile_source(script).sink.diagnostics if d.code == "DAGC164"]
+    assert "`save` writes files whose paths dagc cannot name at this call" in found.message
+    assert "(`save.1`, `load`)" in found.message and "writes=[...]" in (found.hint or "")
+    assert compile_file(script).node("save.1").deps == ("save",)
+    script.write_text(WRITES.replace('@dagc.task\ndef save', '@dagc.task(writes=["/tmp/{name}.csv"])\ndef save'),
+                      encoding="utf-8")
+    assert not [d for d in compile_source(script).sink.diagnostics if d.code == "DAGC164"]
+    graph = compile_file(script)
+    assert graph.node("save.1").deps == () and graph.node("load").deps == ("save",)  # only the file it reads

@@ -84,6 +84,8 @@ class Context:
         self.global_writes: dict[str, tuple[str, SourceSpan]] = {}  # module-level name -> first change seen
         # node -> (parameter, why, where) of each argument it may change in place (for DAGC159)
         self.mutators: dict[str, list[tuple[str, str, SourceSpan]]] = {}
+        # node -> (why, where) of a file it writes at a path the call does not name (for DAGC164)
+        self.unnamed_writes: dict[str, tuple[str, SourceSpan]] = {}
         self.pipeline_seeds = False  # a task called so far seeds the global generator
         self.folded: dict[tuple[str, str], None] = {}  # module constants folded into the graph (ordered set)
         self.configs: dict[int, tuple[Any, Value]] = {}  # id(config instance) -> (instance, its node's value)

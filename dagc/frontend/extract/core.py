@@ -115,6 +115,7 @@ class Interpreter(Component):
         self.cx.state.check_state(graph)
         self.cx.state.explain_shared_globals(graph)
         self.cx.state.explain_joined_state(graph)
+        self.cx.state.explain_file_order(graph)
         self.cx.state.check_module_reads(graph)
         check_main_seeds(graph, info, self.cx.sink)
         graph.modules = dict(sorted((m, f) for m, f in self.cx.project.files.items() if self.cx.module_used(m)))

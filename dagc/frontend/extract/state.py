@@ -58,8 +58,13 @@ class StateChecks(Component):
             node.attrs[key] = list(value) if isinstance(value, list) else value
             if key == "effects.files":
                 paths = self._static_paths(task, effects, named)
+                if paths is None and (node.options.reads or node.options.writes):  # declared: the files it touches
+                    paths = {"read": sorted(node.options.reads), "write": sorted(node.options.writes)}
                 if paths is not None:  # every file it touches is named at this call: ordered by path
                     node.attrs["effects.paths"] = paths
+                elif effects.file_write is not None and not options.writes:  # (for DAGC164)
+                    self.cx.unnamed_writes[node.name] = (effects.file_write.reason, SourceSpan(
+                        task.source.display, effects.file_write.line, effects.file_write.col + 1))
         if options.pure:
             return
         if effects.rng is not None and effects.rng_depends:
@@ -413,6 +418,31 @@ class StateChecks(Component):
                 f"as an argument (a task's `readonly=[...]` then frees its readers), or move the change out of "
                 f"`{writer.target.rpartition(':')[2] if writer.target else writer.name}`; printing and logging "
                 "through it never count")
+
+    def explain_file_order(self, graph: Graph) -> None:
+        """Say, once per task that writes files at paths dagc cannot name at its call, that every later task
+        touching files waits for it (they might read or write the same file), with the fix."""
+        if not self.cx.unnamed_writes:
+            return
+        from dagc.ir.effects import node_effects
+
+        touching = [n for n in graph if n.op != "transfer" and node_effects(n).files is not None]
+        for index, node in enumerate(touching):
+            found = self.cx.unnamed_writes.get(node.name)
+            later = [n.name for n in touching[index + 1:]]
+            if found is None or not later:
+                continue
+            reason, where = found
+            shown = ", ".join(f"`{n}`" for n in later[:4]) + (f" and {len(later) - 4} more" if len(later) > 4 else "")
+            task = node.target.rpartition(":")[2] if node.target else node.name
+            self.cx.sink.warning(
+                "DAGC164", f"`{node.name}` writes files whose paths dagc cannot name at this call, so every later "
+                f"task touching files runs after it, in program order ({shown})", node.span,
+                notes=[Note(f"`{task}` {reason}", where)],
+                hint="pass each path as an argument bound to a string at the call (`save(model, path=\"a.pt\")`: "
+                     "tasks writing different paths then stay independent), or declare them: "
+                     "`@dagc.task(writes=[...])`")
+            return  # once: the first such writer orders everything after it
 
     def explain_joined_state(self, graph: Graph) -> None:
         """Say where one task joins pieces of state that tasks change in place (it reads two frames that two
