@@ -12,9 +12,10 @@ Three sources, read by one loader (`catalogue()`):
     torch function or tensor method changes in place, which draw from the global generator, which layers
     draw their initial weights at random and which hold no state at all. The frontend reads the file; it
     never imports torch.
-  * the tables below, for the standard library and a few common libraries: methods that only read their
-    receiver, functions that act on the world or on files, and *output channels* (print, logging,
-    warnings, progress bars, metric loggers), which are not state.
+  * the hand-written tables, in `library_effects.json` too (written from `HAND_TABLES` in the same script),
+    for the standard library and a few common libraries: methods that only read their receiver, functions
+    that act on the world or on files, and *output channels* (print, logging, warnings, progress bars,
+    metric loggers), which are not state.
 """
 
 from __future__ import annotations
@@ -158,46 +159,26 @@ def catalogue() -> Catalogue:
     return found
 
 
-# ---- output channels: never state, never an order, never a reason not to cache --------------------------
-_OUTPUT_FUNCTIONS = frozenset({"print", "builtins.print", "warnings.warn", "warnings.warn_explicit",
-                               "pprint.pprint", "pprint.pp", "sys.stdout.write", "sys.stderr.write",
-                               "sys.stdout.flush", "sys.stderr.flush", "wandb.log", "wandb.alert",
-                               "tqdm.write", "tqdm.tqdm.write", "rich.print", "mlflow.set_tag", "mlflow.set_tags"})
-_OUTPUT_PREFIXES = ("logging.", "mlflow.log_", "wandb.log", "neptune.log", "comet_ml.log")
-_OUTPUT_CONSTRUCTORS = frozenset({"logging.getLogger", "logging.Logger", "logging.LoggerAdapter", "tqdm.tqdm",
-                                  "tqdm.auto.tqdm", "tqdm.notebook.tqdm", "tqdm.trange", "tqdm.auto.trange",
-                                  "torch.utils.tensorboard.SummaryWriter", "tensorboardX.SummaryWriter",
-                                  "wandb.init", "rich.console.Console", "rich.progress.Progress"})
-# Methods of an output channel (a logger, a progress bar, a metric writer): they print or log.
-OUTPUT_METHODS = frozenset("""
-debug info warning warn error exception critical log add_scalar add_scalars add_histogram add_image
-add_text add_figure add_graph add_hparams set_description set_postfix set_description_str set_postfix_str
-update refresh close flush write print log_metrics log_metric log_params log_param
-""".split())
+# ---- the hand-written tables (library_effects.json's "tables", written by scripts/gen_library_catalog.py from
+# its HAND_TABLES, where each says why): what no library's metadata says ---------------------------------------
+def _tables() -> dict[str, Any]:
+    return json.loads(_LIBRARIES.read_text(encoding="utf-8"))["tables"]
 
-# Functions whose value differs from one call to the next on the same arguments (the clock, the process,
-# a fresh UUID): no effect, but a task's output that depends on one is not what running it again gives.
-_VARYING = frozenset({"time.time", "time.time_ns", "time.perf_counter", "time.perf_counter_ns", "time.monotonic",
-                      "time.monotonic_ns", "time.process_time", "time.process_time_ns", "time.thread_time",
-                      "time.thread_time_ns", "time.localtime", "time.gmtime", "time.strftime", "time.ctime",
-                      "time.asctime", "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today",
-                      "datetime.date.today", "uuid.uuid1", "uuid.uuid4", "os.getpid", "os.getppid"})
 
-# Reading the clock, sleeping, asking the process or host who it is: no effect on what a task computes.
-_NO_EFFECT = _VARYING | frozenset({"time.sleep", "os.cpu_count", "os.getcwd", "os.getenv", "os.environ.get",
-                                   "os.path.join", "os.path.basename", "os.path.dirname", "os.path.splitext",
-                                   "os.path.abspath", "os.path.normpath", "os.fspath", "sys.getsizeof",
-                                   "socket.gethostname", "platform.node", "platform.system",
-                                   "sys.getrecursionlimit"})
+_T = _tables()
 
-# Values that cannot change once built: never state, whoever holds them.
-_IMMUTABLE_CONSTRUCTORS = frozenset({"torch.device", "torch.dtype", "torch.Size", "torch.finfo", "torch.iinfo",
-                                     "pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath", "frozenset", "tuple",
-                                     "str", "int", "float", "bool", "bytes", "complex", "range", "re.compile",
-                                     "datetime.datetime", "datetime.date", "datetime.timedelta",
-                                     "decimal.Decimal", "fractions.Fraction", "collections.namedtuple",
-                                     "typing.NamedTuple", "os.getenv", "os.environ.get", "os.cpu_count",
-                                     "os.path.join", "os.path.dirname", "os.path.abspath", "os.path.basename"})
+
+def _set(key: str) -> frozenset[str]:
+    return frozenset(_T[key])
+
+
+_OUTPUT_FUNCTIONS = _set("output_functions")
+_OUTPUT_PREFIXES = tuple(_T["output_prefixes"])
+_OUTPUT_CONSTRUCTORS = _set("output_constructors")
+OUTPUT_METHODS = _set("output_methods")  # methods of a logger, a progress bar, a metric writer
+_VARYING = _set("varying")  # the clock, the process, a fresh UUID: another value on each call
+_NO_EFFECT = _VARYING | _set("no_effect")
+_IMMUTABLE_CONSTRUCTORS = _set("immutable_constructors")
 
 
 def is_output_function(name: str) -> bool:
@@ -222,143 +203,36 @@ def is_varying_function(name: str) -> bool:
     return name in _VARYING
 
 
-# Methods known to leave their receiver unchanged (tensors, arrays, dicts, lists, strings, modules).
-READ_METHODS = frozenset("""
-mean sum std var max min argmax argmin abs item tolist numpy clone detach size dim numel view view_as
-reshape flatten squeeze unsqueeze permute transpose t contiguous matmul mm bmm dot exp log sqrt pow
-softmax log_softmax sigmoid tanh relu norm round floor ceil clamp eq ne lt le gt ge all any nonzero
-get keys values items copy index count startswith endswith split join strip lstrip rstrip lower upper
-format encode decode replace parameters named_parameters state_dict children modules named_modules
-buffers named_buffers type_as new_zeros new_ones new_empty new_full new_tensor expand expand_as repeat
-chunk unbind gather index_select masked_fill masked_select where argsort topk cumsum cumprod prod
-median mode unique diff isnan isinf isfinite float_power add sub mul div neg reciprocal sign exp2
-log2 log10 log1p sin cos tan cross outer kron trace diag triu tril flip roll narrow select take
-to_dict to_numpy tobytes hex isdigit isalpha splitlines partition rpartition find rfind zfill
-astype reshape_as squeeze_ numel is_contiguous is_floating_point element_size nbytes stride
-data_ptr storage_offset __len__ __getitem__ __contains__ issubset issuperset union intersection
-difference symmetric_difference isdisjoint most_common
-""".split()) - {"squeeze_"}
-
-# Methods that certainly change their receiver (checked against readonly=/pure= declarations).
-KNOWN_MUTATORS = frozenset("append extend insert pop remove clear update setdefault popitem add discard sort "
-                            "reverse zero_grad step load_state_dict train eval register_buffer "
-                            "register_parameter apply requires_grad_".split())
-
-
-# Methods of torch's modules, optimizers and tensors, and of common protocols, that change the object they
-# are called on without a trailing `_` (numpy's, pandas', scikit-learn's and the generators' are in
-# library_effects.json): no metadata lists them.
-STATEFUL_METHODS = frozenset("backward add_param_group share_memory register_forward_hook register_backward_hook "
-                             "register_full_backward_hook register_forward_pre_hook register_module add_module "
-                             "compile reset reset_parameters set_epoch manual_seed seed set_state retain_grad "
-                             "register_hook shuffle".split()) | frozenset(
-    "to half float double bfloat16 cpu cuda type int long bool char short byte".split())  # in place on a module
-# Methods that shuffle their first argument in place (`random.Random.shuffle`, numpy's `Generator.shuffle`).
-SHUFFLES = frozenset({"shuffle"})
-
-CONTAINER_METHODS = frozenset("append extend insert pop remove clear update setdefault popitem add discard "
-                               "sort reverse".split())
-
-# Conversions: a new tensor or array, but the same module converted in place.
-CONVERSIONS = frozenset("to half float double bfloat16 cpu cuda type int long bool char short byte".split())
-
-
-# Methods with no effect on anything but their result, that also never return an alias.
-FRESH_METHODS = frozenset("item tolist numel size dim mean sum std var max min argmax argmin abs norm clone "
-                           "count index startswith endswith isdigit isalpha find rfind".split())
-
-# Attributes that are plain data (reading them never yields an alias of the object).
-SCALAR_ATTRS = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "training",
-                           "__name__", "__class__"})
-
-# Builtins that neither change their arguments nor act on the world.
-PURE_BUILTINS = frozenset("""
-len sorted list tuple dict set frozenset sum min max zip enumerate isinstance issubclass str repr int
-float bool round abs any all map filter range reversed format hash id type getattr hasattr iter
-divmod pow chr ord bin hex oct callable vars dir slice complex bytes bytearray ascii super object property staticmethod classmethod NotImplemented
-""".split())
-FRESH_BUILTINS = frozenset("len sum min max isinstance issubclass str repr int float bool round abs any "
-                            "all hash id callable divmod pow chr ord bin hex oct ascii".split())
-WORLD_BUILTINS = frozenset({"open", "input", "exec", "eval", "exit", "quit", "breakpoint",
-                             "setattr", "delattr", "__import__", "compile", "globals", "locals"})
-
-# Library modules whose functions neither change their arguments nor act on the world, except where listed.
-PURE_MODULES = ("math", "statistics", "json", "copy", "operator", "functools", "itertools", "string",
-                 "re", "collections", "dataclasses", "typing", "numbers", "decimal", "fractions", "bisect",
-                 "heapq", "hashlib", "base64", "textwrap", "pickle", "torch", "numpy", "np", "einops",
-                 "os.path", "pathlib", "dagc", "time", "datetime", "uuid", "platform", "enum", "abc",
-                 "contextlib", "types", "inspect", "argparse", "shlex", "fnmatch", "difflib", "zlib", "struct",
-                 "array", "weakref", "pprint", "reprlib", "sklearn.metrics", "scipy")
-IMPURE_FUNCTIONS = frozenset({
-    "json.dump", "pickle.dump", "torch.save", "numpy.save", "numpy.savez", "numpy.savetxt",
-    "torch.distributed", "torch.cuda",
-    "torch.set_num_threads", "torch.set_default_dtype", "torch.use_deterministic_algorithms",
-    "torch.set_grad_enabled", "torch.backends", "torch.hub", })
-# Seeding the global generators is an effect on global state too (it changes what later draws give).
-# (torch's own operators come from the catalogue; these are seeding functions and Python-level helpers)
-RNG_FUNCTIONS = frozenset({
-    "torch.manual_seed", "torch.seed", "torch.utils.data.random_split",
-    "numpy.random.seed", "torch.cuda.manual_seed", "lightning.seed_everything", "transformers.set_seed",
-    "pytorch_lightning.seed_everything", "torch.cuda.manual_seed_all", "torch.random.manual_seed",
-})
-SEEDING = frozenset({"torch.manual_seed", "random.seed", "numpy.random.seed", "torch.random.manual_seed",
-                      "torch.cuda.manual_seed_all", "lightning.seed_everything", "pytorch_lightning.seed_everything",
-                      "transformers.set_seed"})
-RNG_PREFIXES = ("random.", "numpy.random.")
-RNG_EXEMPT = frozenset({"random.Random", "random.SystemRandom", "numpy.random.default_rng",
-                         "numpy.random.RandomState", "numpy.random.Generator", "numpy.random.PCG64",
-                         "numpy.random.SeedSequence"})
-WORLD_PREFIXES = ("os.", "shutil.", "subprocess.", "sys.", "socket.", "requests.", "urllib.", "http.",
-                  "smtplib.", "builtins.", "boto3.", "multiprocessing.", "signal.", "ctypes.")
-MUTATING_KWARGS = {"out", "inplace"}
-# Functions and methods that read or write files (ordering among tasks: docs/ir.md "Effects and state").
-FILE_READS = frozenset({
-    "torch.load", "numpy.load", "numpy.loadtxt", "numpy.genfromtxt", "numpy.fromfile", "json.load",
-    "pickle.load", "joblib.load", "os.listdir", "os.scandir", "os.walk", "os.stat", "os.path.exists", "os.path.isfile",
-    "os.path.isdir", "os.path.getsize", "os.path.getmtime", "os.path.lexists", "glob.glob", "glob.iglob",
-    "safetensors.torch.load_file", "yaml.safe_load", "yaml.load",
-})
+READ_METHODS = _set("read_methods")  # leave their receiver unchanged
+KNOWN_MUTATORS = _set("known_mutators")  # certainly change their receiver (checked against declarations)
+STATEFUL_METHODS = _set("stateful_methods")  # change their receiver, with no trailing `_`
+SHUFFLES = _set("shuffles")  # shuffle their first argument in place
+CONTAINER_METHODS = _set("container_methods")
+CONVERSIONS = _set("conversions")  # a new tensor or array, but the same module converted in place
+FRESH_METHODS = _set("fresh_methods")  # no effect, and never return an alias
+SCALAR_ATTRS = _set("scalar_attrs")  # plain data: reading them never yields an alias
+PURE_BUILTINS = _set("pure_builtins")
+FRESH_BUILTINS = _set("fresh_builtins")
+WORLD_BUILTINS = _set("world_builtins")
+PURE_MODULES = tuple(_T["pure_modules"])
+IMPURE_FUNCTIONS = _set("impure_functions")
+RNG_FUNCTIONS = _set("rng_functions")
+SEEDING = _set("seeding")
+SEED_CALLS = _set("seed_calls")  # as written, with common import aliases (dagc/frontend/seeds.py)
+RNG_PREFIXES = tuple(_T["rng_prefixes"])
+RNG_EXEMPT = _set("rng_exempt")
+WORLD_PREFIXES = tuple(_T["world_prefixes"])
+MUTATING_KWARGS = set(_T["mutating_kwargs"])
+FILE_READS = _set("file_reads")
 # Reads the run records (dagc.runtime.filetrace: opened files and listed directories) and checks before a stored
 # output is reused: not an action on the world. (`os.stat`, `os.path.exists`: no record; they stay one.)
 TRACED_READS = FILE_READS - {"os.stat", "os.path.exists", "os.path.isfile", "os.path.isdir", "os.path.getsize",
                              "os.path.getmtime", "os.path.lexists"}
-FILE_WRITES = frozenset({
-    "torch.save", "numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt", "json.dump",
-    "pickle.dump", "joblib.dump", "os.remove", "os.unlink", "os.rename", "os.replace", "os.makedirs", "os.mkdir", "os.rmdir",
-    "os.removedirs", "os.symlink", "os.link", "os.truncate", "os.chmod", "os.utime", "tempfile.mkstemp",
-    "safetensors.torch.save_file", "yaml.dump", "yaml.safe_dump",
-})
-FILE_PREFIXES_READ = ("pandas.read_", "pd.read_")
-FILE_PREFIXES_WRITE = ("shutil.",)
-FILE_READ_METHODS = frozenset({"read_text", "read_bytes", "iterdir", "rglob", "is_file", "is_dir", "exists",
-                                "from_pretrained", "read_csv", "read_parquet", "read_json"})
-FILE_WRITE_METHODS = frozenset({"write_text", "write_bytes", "mkdir", "unlink", "touch", "rmdir", "to_csv",
-                                 "to_parquet", "to_json", "to_pickle", "savefig", "save", "save_pretrained",
-                                 "write", "writelines", "dump", "to_file"})
-# The argument naming the file, for the functions above that take one (others: the file is not known).
-FILE_PATH_ARGUMENT = {
-    "torch.save": 1, "torch.load": 0, "numpy.save": 0, "numpy.load": 0, "numpy.savez": 0,
-    "numpy.savez_compressed": 0, "numpy.savetxt": 0, "numpy.loadtxt": 0, "numpy.genfromtxt": 0, "numpy.fromfile": 0,
-    "json.dump": 1, "json.load": 0, "pickle.dump": 1, "pickle.load": 0, "joblib.dump": 1, "joblib.load": 0,
-    "safetensors.torch.save_file": 1, "safetensors.torch.load_file": 0, "os.remove": 0, "os.unlink": 0,
-    "os.makedirs": 0, "os.mkdir": 0, "os.listdir": 0, "os.path.exists": 0, "os.path.isfile": 0,
-    "os.path.isdir": 0, "os.path.getsize": 0, "pandas.read_csv": 0, "pandas.read_parquet": 0, "pandas.read_json": 0,
-    "shutil.rmtree": 0, "glob.glob": 0,
-}
-# Methods whose receiver is the path (`Path(p).write_text(...)`); other file methods take it first.
-PATH_METHODS = frozenset({"write_text", "write_bytes", "read_text", "read_bytes", "mkdir", "unlink", "touch",
-                          "rmdir", "iterdir", "rglob", "is_file", "is_dir", "exists", "open"})
-
-# Library functions that return a view of an argument, or an object holding references to it.
-ALIASING_FUNCTIONS = frozenset({
-    "torch.reshape", "torch.squeeze", "torch.unsqueeze", "torch.flatten", "torch.narrow", "torch.select",
-    "torch.t", "torch.transpose", "torch.permute", "torch.unbind", "torch.chunk", "torch.split",
-    "torch.tensor_split", "torch.as_tensor", "torch.from_numpy", "torch.view_as_real", "torch.view_as_complex",
-    "torch.movedim", "torch.swapaxes", "torch.diagonal", "torch.broadcast_to", "torch.atleast_1d",
-    "torch.atleast_2d", "torch.detach", "torch.nn.init", "torch.utils", "torch.func",
-    "torch.compile", "torch.jit", "numpy.asarray", "numpy.asanyarray", "numpy.reshape", "numpy.ravel",
-    "numpy.squeeze", "numpy.transpose", "numpy.split", "numpy.array_split", "numpy.atleast_1d",
-    "numpy.atleast_2d", "numpy.broadcast_to", "numpy.frombuffer", "numpy.lib",
-})
-
-
+FILE_WRITES = _set("file_writes")
+FILE_PREFIXES_READ = tuple(_T["file_prefixes_read"])
+FILE_PREFIXES_WRITE = tuple(_T["file_prefixes_write"])
+FILE_READ_METHODS = _set("file_read_methods")
+FILE_WRITE_METHODS = _set("file_write_methods")
+FILE_PATH_ARGUMENT: dict[str, int] = dict(_T["file_path_argument"])  # the argument naming the file
+PATH_METHODS = _set("path_methods")  # their receiver is the path (`Path(p).write_text(...)`)
+ALIASING_FUNCTIONS = _set("aliasing_functions")  # return a view of an argument, or hold references to it

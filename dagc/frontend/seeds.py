@@ -20,6 +20,9 @@ import ast
 from collections.abc import Iterator
 
 from dagc.diagnostics import DiagnosticSink, Note
+
+# calls that seed a process-wide generator, by their dotted name as written (common import aliases)
+from dagc.frontend.library import SEED_CALLS
 from dagc.frontend.modules import ModuleInfo
 from dagc.frontend.scan import is_main_guard
 from dagc.ir.core import Graph, Node
@@ -28,14 +31,6 @@ from dagc.ir.location import SourceSpan
 from dagc.ir.regions import walk
 
 __all__ = ["check_main_seeds"]
-
-# Calls that seed a process-wide generator, by their dotted name as written (common import aliases).
-SEED_CALLS = frozenset({
-    "random.seed", "np.random.seed", "numpy.random.seed", "torch.manual_seed", "torch.random.manual_seed",
-    "torch.cuda.manual_seed", "torch.cuda.manual_seed_all", "tf.random.set_seed", "seed_everything",
-    "pl.seed_everything", "lightning.seed_everything", "L.seed_everything", "set_seed", "transformers.set_seed",
-})
-
 
 def _dotted(expr: ast.expr) -> str | None:
     if isinstance(expr, ast.Name):
