@@ -1,4 +1,5 @@
-"""Frontend speed: pipelines of 1k, 10k and 100k tasks, as straight-line code and as unrolled loops.
+"""Frontend speed: pipelines of 1k, 10k and 100k tasks, as straight-line code, as unrolled loops and as a list
+of task results grown by `append` in an unrolled loop.
 
 For each, the time and peak memory of the frontend plus `verify`, the time per task, and the ratio
 to CPython's own `ast.parse` of the same file, measured in the same run (best of several repeats).
@@ -61,6 +62,13 @@ def unrolled(n: int) -> str:
                      "    for i in range(1, n):\n        x = step(x, i)\n    return x\n")
 
 
+def appended(n: int) -> str:
+    """A list of task results grown by `append` in an unrolled loop, then read by one task: each append made a
+    new list operand from all the items before it (quadratic) until the list grew by one operand at a time."""
+    return HEADER + (f"@dagc.pipeline\ndef p(n: int = {n}):\n    out = []\n"
+                     "    for i in range(n):\n        out.append(step(i, 1))\n    return total(out)\n")
+
+
 def _best(fn, repeats: int) -> float:  # type: ignore[no-untyped-def]
     times = []
     for _ in range(repeats):
@@ -103,7 +111,7 @@ def run(quick: bool = False) -> str:
     results: dict[tuple[str, int], dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for form, make in (("straight-line", straight_line), ("in place, one state", in_place),
-                           ("unrolled loop", unrolled)):
+                           ("unrolled loop", unrolled), ("appends in a loop", appended)):
             for n in sizes:
                 repeats = 3 if n >= 100_000 else 5 if quick else 7
                 m = measure(make(n), Path(tmp), repeats)
@@ -119,7 +127,7 @@ def run(quick: bool = False) -> str:
         *rows,
         "",
     ]
-    for form in ("straight-line", "in place, one state", "unrolled loop"):
+    for form in ("straight-line", "in place, one state", "unrolled loop", "appends in a loop"):
         for a, b in zip(sizes, sizes[1:]):
             growth = results[(form, b)]["compile"] / results[(form, a)]["compile"]
             lines.append(f"- {form}: {b // a}x the tasks takes {growth:.1f}x the time ({a:,} → {b:,}).")
