@@ -98,7 +98,9 @@ class Catalogue:
         self._library_classes: dict[str, dict[str, Any]] = data.get("classes", {})
         self._library_methods: dict[str, dict[str, Any]] = data.get("methods", {})
         # libraries whose derived objects behave as copies (pandas 3's Copy-on-Write): results never alias inputs
-        self.copy_on_write: frozenset[str] = frozenset(data.get("copy_on_write", ()))
+        # (only where the installed pandas has it: before 3.0, a derived object may be a view that writes through)
+        self.copy_on_write: frozenset[str] = frozenset(lib for lib in data.get("copy_on_write", ())
+                                                       if (_major_version(lib) or 3) >= 3)
 
     def library_function(self, name: str) -> LibraryFacts | None:
         """What a numpy, pandas or scikit-learn function (or class) does besides returning a value; None:
@@ -119,6 +121,16 @@ class Catalogue:
         return MethodFacts(bool(entry.get("self")), bool(entry.get("inplace")),
                            entry.get("writes_file", entry.get("writes_file_if_given")),
                            "writes_file_if_given" in entry)
+
+
+def _major_version(distribution: str) -> int | None:
+    """The installed distribution's major version, from its metadata (never imported); None when absent."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return int(version(distribution).split(".")[0])
+    except (PackageNotFoundError, ValueError):
+        return None
 
 
 @dataclass(frozen=True)
