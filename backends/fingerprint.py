@@ -363,7 +363,10 @@ def task_rows(graph: Graph, final_state: bool = False) -> dict[str, tuple]:
     state = {task: k for k, group in enumerate(state_groups(graph)) for task in group.nodes}
     returned = {} if final_state else _returned_state(graph)
     rows: dict[str, tuple] = {}
-    drawers = unseeded_drawers(graph)
+    # a draw the compiler did not see is harmless only where no other task could depend on the generator: no
+    # other task at all (another may draw unseen too, through a library dagc does not know: on Ray or torch it
+    # would then draw the same numbers, where plain Python draws the next ones)
+    drawers = unseeded_drawers(graph) if len(fps) == 1 else None
     for name, fp in fps.items():
         node = graph.node(name)
         threads = task_threads(node)
@@ -388,17 +391,22 @@ def _downstream_of_uncached(graph: Graph, rows: dict[str, tuple]) -> dict[str, t
         if any(m.options.side_effects or m.attrs.get("effects.io") for m in members):
             varies.add(name)
         row = rows.get(name)
+        ups = []
         for value in node.input_values():
             up = producer.get(value)
             while up is not None and graph.node(up).op == "transfer":  # a transfer moves a value
                 inputs = graph.node(up).input_values()
                 up = producer.get(inputs[0]) if inputs else None
+            ups.append((up, "reads the output of"))
+        # (a task ordered after one that acts on the world, a file it writes before this one reads it)
+        ups += [(dep, "runs after") for dep in node.deps]
+        for up, how in ups:
             if up is None or up not in varies:
                 continue
             varies.add(name)
             if row is not None and row[3] is True:
-                rows[name] = (*row[:3], f"it reads the output of `{up}`, which is computed again on every run "
-                              "(it acts on the world) and may differ", *row[4:])
+                rows[name] = (*row[:3], f"it {how} `{up}`, which is computed again on every run "
+                              "(it acts on the world) and may change what it reads", *row[4:])
             break
     return rows
 

@@ -123,7 +123,10 @@ HAND_TABLES: dict[str, Any] = {
     # Methods that certainly change their receiver (checked against readonly=/pure= declarations).
     "known_mutators": ["add", "append", "apply", "clear", "discard", "eval", "extend", "insert",
         "load_state_dict", "pop", "popitem", "register_buffer", "register_parameter", "remove",
-        "requires_grad_", "reverse", "setdefault", "sort", "step", "train", "update", "zero_grad"],
+        "requires_grad_", "reverse", "setdefault", "sort", "step", "train", "update", "zero_grad",
+        # (collections.deque, OrderedDict, set, queue.Queue, and the dunders called by name)
+        "appendleft", "extendleft", "rotate", "move_to_end", "difference_update", "intersection_update",
+        "symmetric_difference_update", "put_nowait", "__iadd__", "__setitem__", "__delitem__"],
     # Methods of torch's modules, optimizers and tensors, and of common protocols, that change the object they
     # are called on without a trailing `_` (numpy's, pandas', scikit-learn's and the generators' are in
     # library_effects.json): no metadata lists them.
@@ -183,8 +186,16 @@ HAND_TABLES: dict[str, Any] = {
     "rng_exempt": ["numpy.random.Generator", "numpy.random.PCG64", "numpy.random.RandomState",
         "numpy.random.SeedSequence", "numpy.random.default_rng", "random.Random",
         "random.SystemRandom"],
+    # Libraries that open files in native code, where the run-time record of files read (an audit hook on
+    # Python's `open`) cannot see them: acting on the world, never cached.
+    "native_file_readers": ["cv2.VideoCapture", "cv2.imread", "h5py.", "lmdb.", "netCDF4.", "pandas.read_feather",
+        "pandas.read_hdf", "pandas.read_orc", "pandas.read_parquet", "pandas.read_sql", "pandas.read_sql_query",
+        "pandas.read_sql_table", "pyarrow.", "safetensors.", "soundfile.", "sqlite3.", "tables.", "zarr."],
     "world_prefixes": ["boto3.", "builtins.", "ctypes.", "http.", "multiprocessing.", "os.",
         "requests.", "shutil.", "signal.", "smtplib.", "socket.", "subprocess.", "sys.", "urllib."],
+    # Methods that store their arguments into their receiver: it then reaches what they reach.
+    "storing_methods": ["append", "appendleft", "add", "extend", "extendleft", "insert", "setdefault", "update",
+        "put", "put_nowait", "__setitem__"],
     "mutating_kwargs": ["inplace", "out"],
     # Functions and methods that read or write files (ordering among tasks: docs/ir.md "Effects and state").
     "file_reads": ["glob.glob", "glob.iglob", "joblib.load", "json.load", "numpy.fromfile",

@@ -1189,3 +1189,112 @@ def test_an_ordering_by_files_is_explained_and_declared_paths_free_it(tmp_path: 
     assert not [d for d in compile_source(script).sink.diagnostics if d.code == "DAGC164"]
     graph = compile_file(script)
     assert graph.node("save.1").deps == () and graph.node("load").deps == ("save",)  # only the file it reads
+
+
+# ---- what a review of the library model found: each case really changes what the plain run sees -------------
+@pytest.mark.parametrize("body, changed", [
+    ("cfg = dict(cfg)\ncfg = cfg['model']\ncfg['lr'] = 99.0", True),  # an item of a shallow copy is the caller's
+    ("from collections import deque\ncfg.appendleft(1)", True),
+    ("cfg.rotate(1)", True),
+    ("cfg.move_to_end('a')", True),
+    ("cfg.difference_update({1})", True),
+    ("import numpy as np\nnp.nan_to_num(cfg, copy=False)", True),
+    ("import numpy as np\nnp.add.at(cfg, [0], 1)", True),
+    ("import numpy as np\nreturn np.nan_to_num(cfg)", False),
+])
+def test_changes_the_library_model_must_not_miss(tmp_path: Path, body: str, changed: bool) -> None:
+    found = effects_of(tmp_path, "@dagc.task\ndef t(cfg):\n" + textwrap.indent(body, "    ") + "\n")
+    assert ("cfg" in found["t"].mutates) is changed
+
+
+def test_a_container_the_task_stores_an_argument_into_is_not_a_fresh_result(tmp_path: Path) -> None:
+    found = effects_of(tmp_path, """
+        @dagc.task
+        def wrap(model):
+            out = {}
+            out["m"] = model
+            return out
+
+        @dagc.task
+        def collect(models):
+            out = []
+            for m in models:
+                out.append(m)
+            return out
+
+        @dagc.task
+        def summary(model) -> dict:
+            out = {}
+            out["n"] = len(model)
+            return out
+    """)
+    assert not found["wrap"].fresh_result and not found["collect"].fresh_result
+    assert found["summary"].fresh_result
+
+
+def test_native_file_readers_act_on_the_world(tmp_path: Path) -> None:
+    found = effects_of(tmp_path, """
+        @dagc.task
+        def load(db: str) -> int:
+            import sqlite3
+            return sqlite3.connect(db).execute("select 1").fetchone()[0]
+    """)
+    assert found["load"].world is not None and "native code" in found["load"].world.reason
+
+
+def test_a_task_ordered_after_one_that_acts_on_the_world_is_not_cached(tmp_path: Path) -> None:
+    from dagc.backends.fingerprint import task_rows
+
+    script = _write(tmp_path, HEAD + textwrap.dedent("""
+        import shutil
+
+        @dagc.task
+        def write() -> None:
+            shutil.copy("src.txt", "data.txt")
+
+        @dagc.task
+        def read() -> int:
+            with open("data.txt") as f:
+                return int(f.read())
+
+        @dagc.task
+        def consume(x: int) -> int:
+            return 10 * x
+
+        @dagc.pipeline
+        def p():
+            write()
+            return consume(read())
+    """))
+    rows = task_rows(compile_file(script))
+    assert rows["read"][3].startswith("it runs after `write`") and rows["consume"][3].startswith("it reads the output")
+
+
+def test_a_value_built_from_an_imported_one_or_changed_by_a_module_level_call_is_covered(tmp_path: Path) -> None:
+    from dagc.runtime.code import definitions
+
+    (tmp_path / "settings.py").write_text("BASE_LR = 0.1\n", encoding="utf-8")
+    script = _write(tmp_path, HEAD + textwrap.dedent("""
+        from settings import BASE_LR
+
+        LR = BASE_LR * 2
+        CONFIG = {"lr": 1}
+
+        def tweak(cfg, v):
+            cfg["lr"] = v
+
+        tweak(CONFIG, 7)
+
+        @dagc.task
+        def show() -> float:
+            return LR + CONFIG["lr"]
+
+        @dagc.pipeline
+        def p():
+            return show()
+    """))
+    assert compile_file(script).node("show").attrs["code.reaches"] == ["m:CONFIG", "m:LR", "settings:BASE_LR"]
+    before = definitions(str(script), 1, 1)["CONFIG"]
+    script.write_text(script.read_text(encoding="utf-8").replace("tweak(CONFIG, 7)", "tweak(CONFIG, 9)"),
+                      encoding="utf-8")
+    assert definitions(str(script), 2, 2)["CONFIG"] != before

@@ -214,3 +214,13 @@ def test_a_task_reading_the_output_of_one_that_acts_on_the_world_is_not_cached(t
     assert results == [(2, 5), (4, 5)]  # the second run's `double` reads the second fetch
     assert _ran(tmp_path / "r1") == {"fetch", "double"}  # `constant` came from the cache
     assert "task `double` is not cached: it reads the output of `fetch`" in proc.stderr
+
+
+def test_a_file_changed_while_the_task_ran_is_never_taken_as_read(tmp_path: Path) -> None:
+    data = tmp_path / "d.txt"
+    data.write_text("old", encoding="utf-8")
+    with recording() as found:
+        data.read_text(encoding="utf-8")
+    data.write_text("newer", encoding="utf-8")  # (before the task's output is stored)
+    (entry,) = snapshot(found)
+    assert entry["changed_during"] and changed([entry]) == str(data.resolve())

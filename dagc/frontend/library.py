@@ -100,7 +100,7 @@ class Catalogue:
         # libraries whose derived objects behave as copies (pandas 3's Copy-on-Write): results never alias inputs
         # (only where the installed pandas has it: before 3.0, a derived object may be a view that writes through)
         self.copy_on_write: frozenset[str] = frozenset(lib for lib in data.get("copy_on_write", ())
-                                                       if (_major_version(lib) or 3) >= 3)
+                                                       if (_major_version(lib) or 0) >= 3)
 
     def library_function(self, name: str) -> LibraryFacts | None:
         """What a numpy, pandas or scikit-learn function (or class) does besides returning a value; None:
@@ -235,6 +235,8 @@ RNG_PREFIXES = tuple(_T["rng_prefixes"])
 RNG_EXEMPT = _set("rng_exempt")
 WORLD_PREFIXES = tuple(_T["world_prefixes"])
 MUTATING_KWARGS = set(_T["mutating_kwargs"])
+STORING_METHODS = _set("storing_methods")  # store their arguments into their receiver
+NATIVE_FILE_READERS = tuple(_T["native_file_readers"])  # open files where the audit hook cannot see them
 FILE_READS = _set("file_reads")
 # Reads the run records (dagc.runtime.filetrace: opened files and listed directories) and checks before a stored
 # output is reused: not an action on the world. (`os.stat`, `os.path.exists`: no record; they stay one.)

@@ -105,8 +105,7 @@ def _read(run_dir: Path, script: str, pipeline: str, changed: float, found: dict
                     params = event.get("params") or []
                     rng = event.get("rng") or []
                     entry.params.update(p for p in params if isinstance(p, str))
-                    if kind == "effects_violated":  # (a draw nobody depended on stays a record, not an order)
-                        entry.rng.update(r for r in rng if isinstance(r, str))
+                    entry.rng.update(r for r in rng if isinstance(r, str))
     except OSError:
         return False
     return bool(ours)

@@ -85,6 +85,10 @@ def _value_definitions(body: list[ast.stmt], lines: list[str], code: Mapping[str
                 elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
                         and isinstance(node.func.value, ast.Name):
                     statements.setdefault(node.func.value.id, []).append(stmt)  # `CONFIG.update(...)`
+            if isinstance(stmt, ast.Expr):  # `tweak(CONFIG, 5)`: a call at module level may change what it is given
+                for node in ast.walk(stmt.value):
+                    if isinstance(node, ast.Name):
+                        statements.setdefault(node.id, []).append(stmt)
 
     collect(body)
     out: dict[str, str] = {}

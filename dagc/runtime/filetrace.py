@@ -55,7 +55,15 @@ def _audit(event: str, args: tuple) -> None:
             return  # a file descriptor: opened earlier, by a path recorded then
         writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or (
             mode is None and isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT))
-        found.append((os.fsdecode(path), "write" if writes else "read"))
+        name = os.fsdecode(path)
+        if writes:
+            found.append((name, "write"))
+            return
+        try:  # as it was when opened: a file changed while the task ran is never taken as read (see snapshot)
+            st = os.stat(name)
+            found.append((name, "read", (st.st_size, st.st_mtime_ns)))
+        except OSError:
+            found.append((name, "read"))
     elif event in ("os.listdir", "os.scandir") and args:
         path = args[0]
         if isinstance(path, (str, bytes, os.PathLike)):
@@ -121,21 +129,24 @@ def snapshot(found: Iterable[tuple[str, str]], ignore: Iterable[str | os.PathLik
     """What the files and directories a task read are now: one entry each, in a stable order (files it
     wrote itself, and the ignored places, left out)."""
     skip = _ignored_roots() + tuple(os.path.realpath(os.fspath(p)) + os.sep for p in ignore)
-    written = {os.path.realpath(p) for p, how in found if how == "write"}
-    seen: dict[tuple[str, str], None] = {}
-    for path, how in found:
+    written = {os.path.realpath(p[0]) for p in found if p[1] == "write"}
+    seen: dict[tuple[str, str], tuple[int, int] | None] = {}
+    for path, how, *opened in found:
         if how == "write":
             continue
         real = os.path.realpath(path)
         if real in written or real.startswith(_SYSTEM) or real.startswith(skip) or "__pycache__" in real \
                 or real.endswith((".py", ".pyc", ".so", SUFFIX)):
             continue
-        seen[(real, "list" if how == "list" else "file")] = None
+        seen.setdefault((real, "list" if how == "list" else "file"), opened[0] if opened else None)
     out = []
-    for real, kind in sorted(seen):
+    for (real, kind), opened in sorted(seen.items()):
         entry = _entry(real, kind)
-        if entry is not None:
-            out.append(entry)
+        if entry is None:
+            continue
+        if opened is not None and (entry.get("size"), entry.get("mtime")) != opened:
+            entry["changed_during"] = True  # written while the task ran: what it read is not what is there now
+        out.append(entry)
     return out
 
 
@@ -143,6 +154,8 @@ def changed(entries: Iterable[Mapping[str, object]]) -> str | None:
     """The first recorded file or directory that is not as it was (its path), or None."""
     for entry in entries:
         path = str(entry.get("path"))
+        if entry.get("changed_during"):
+            return path
         now = _entry(path, str(entry.get("kind", "file")))
         if now is None:
             return path

@@ -211,6 +211,14 @@ def _library_call(scan: FunctionScan, call: ast.Call, name: str, args: list[ast.
         return
     if lib.is_output_function(name):
         return _output(scan, call, f"calls `{name}`")
+    if call.args and any(k.arg == "copy" and isinstance(k.value, ast.Constant) and k.value.value is False
+                         for k in call.keywords):  # `np.nan_to_num(x, copy=False)`, `normalize(X, copy=False)`
+        arg = call.args[0]
+        scan.mutated(scan.roots(arg), arg, f"passes `{ast.unparse(arg)}` to `{name}` with `copy=False`, which may "
+                     "change it in place", direct=arg)
+    if name.startswith("numpy.") and name.endswith(".at") and call.args:  # a ufunc's `at` (`np.add.at(a, i, 1)`)
+        arg = call.args[0]
+        scan.mutated(scan.roots(arg), arg, f"`{name}` changes `{ast.unparse(arg)}` in place", direct=arg)
     known = lib.catalogue().library_function(name)
     if known is not None:  # numpy, pandas, scikit-learn: what their metadata says they write
         for index in known.mutates:
@@ -237,6 +245,9 @@ def _library_call(scan: FunctionScan, call: ast.Call, name: str, args: list[ast.
                 if k.arg == "out" and facts.out:
                     scan.mutated(scan.roots(k.value), k.value, f"`{name}` writes `out=`", direct=k.value)
             return
+    if name.startswith(lib.NATIVE_FILE_READERS):  # opens files where the run's record cannot see them
+        scan.world(call, f"calls `{name}`, which reads files in native code (not recorded at run time)")
+        return
     if name in lib.TRACED_READS or name.startswith(lib.FILE_PREFIXES_READ):
         return  # reads files: recorded when it runs and checked before its output is reused
     pure_lib = (any(name == m or name.startswith(m + ".") for m in lib.PURE_MODULES)

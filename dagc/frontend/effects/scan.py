@@ -30,6 +30,35 @@ def _path_root(expr: ast.expr | None) -> str | None:
     return expr.id if isinstance(expr, ast.Name) else None
 
 
+def value_imports(analyzer: EffectAnalyzer, info: ModuleInfo, name: str) -> list[tuple[str, str]]:
+    """The names imported from other modules that module-level value `name` is built from, through the module's
+    other values (`LR = BASE * 2`, `BASE = settings.BASE_LR`): (module, name), for the fingerprint to cover them."""
+    cache = analyzer.__dict__.setdefault("_value_imports", {})
+    key = (info.name, name)
+    if key in cache:
+        return cache[key]
+    cache[key] = []  # (a cycle: nothing more)
+    found: dict[tuple[str, str], None] = {}
+    for stmt in info.source.tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            continue
+        names = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+        if name not in names:
+            continue
+        for read in sorted(names - {name}):
+            symbol = info.symbols.get(read)
+            if isinstance(symbol, ImportedName):
+                found[(symbol.module, symbol.name)] = None
+            elif isinstance(symbol, ImportedModule):
+                for node in ast.walk(stmt):  # `settings.BASE_LR`
+                    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == read:
+                        found[(symbol.module, node.attr)] = None
+            elif isinstance(symbol, Constant) or isinstance(symbol, Opaque) and symbol.kind == "value":
+                found.update(dict.fromkeys(value_imports(analyzer, info, read)))
+    cache[key] = list(found)
+    return cache[key]
+
+
 def _builds_container(value: ast.expr | None) -> bool:
     if isinstance(value, (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)):
         return True
@@ -260,8 +289,9 @@ class FunctionScan:
     def _derived_from_itself(self, value: ast.expr | None, name: str) -> bool:
         """`value` reads no local but `name` (`df = df.rename(columns=MAPPING)` after `df = df.copy()`): what it
         gives comes from the copy, not from the caller's objects."""
-        return value is not None and all(n.id == name or n.id not in self.local_names
-                                         for n in ast.walk(value) if isinstance(n, ast.Name))
+        if value is None or not (self.copied.get(name) == "deep" or name in self.frames):
+            return False  # a shallow copy's items are the caller's: `cfg = cfg["model"]` is not the task's own
+        return all(n.id == name or n.id not in self.local_names for n in ast.walk(value) if isinstance(n, ast.Name))
 
     def _copied_params(self) -> dict[str, str]:
         """Parameters whose first mention in the body is a top-level `p = <copy of p>`, with the kind of
@@ -329,7 +359,9 @@ class FunctionScan:
             if self._immutable_items(expr.value):
                 return set()  # `CFG["dim"]`: an int read from a module-level config is not the config
             return self.roots(expr.value)  # an item is part of its container; the key is not
-        if isinstance(expr, (ast.Call, ast.Subscript)) and self.frames and self._frame_expr(
+        no_copy = isinstance(expr, ast.Call) and any(
+            k.arg == "copy" and isinstance(k.value, ast.Constant) and k.value.value is False for k in expr.keywords)
+        if not no_copy and isinstance(expr, (ast.Call, ast.Subscript)) and self.frames and self._frame_expr(
                 expr, self.frames, lib.catalogue().copy_on_write):
             return set()  # pandas' Copy-on-Write: a derived frame or series shares nothing with its source
         if isinstance(expr, ast.Call):
@@ -347,7 +379,7 @@ class FunctionScan:
             if isinstance(func, ast.Name) and func.id in lib.FRESH_BUILTINS and not self.shadowed(func.id):
                 return set()
             name = self.qualified(func)
-            if name is not None and fresh_library_result(self, name):
+            if name is not None and not no_copy and fresh_library_result(self, name):
                 return set()
             known = lib.catalogue().library_function(name) if name is not None else None
             if known is not None and known.estimator:
@@ -598,7 +630,27 @@ class FunctionScan:
             if isinstance(node, ast.Return):
                 found.append(node)
             todo.extend(ast.iter_child_nodes(node))
-        return all(r.value is None or not self.roots(r.value) for r in found)
+        holders = self._holders()
+        return all(r.value is None or not self.roots(r.value) and not (
+            {n.id for n in ast.walk(r.value) if isinstance(n, ast.Name)} & holders) for r in found)
+
+    def _holders(self) -> set[str]:
+        """Locals something that may share objects with the arguments was stored into (`out["m"] = model`,
+        `out.append(model)`): what they hold is not the task's own, though the container is."""
+        found: set[str] = set()
+        for node in self.body_nodes:
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, (ast.Subscript, ast.Attribute)) and self.roots(node.value):
+                        holder = _path_root(target)
+                        if holder is not None:
+                            found.add(holder)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in lib.STORING_METHODS:
+                holder = _path_root(node.func.value)
+                if holder is not None and any(self.roots(a) for a in (*node.args, *(k.value for k in node.keywords))):
+                    found.add(holder)
+        return found
 
     def _value_read(self, name: str) -> None:
         """A module-level value the body reads (a constant, a config dict, a table; here or imported from
@@ -608,6 +660,8 @@ class FunctionScan:
         if isinstance(symbol, Constant) or isinstance(symbol, Opaque) and symbol.kind == "value" \
                 or name in self.global_decl:
             self.effects.reaches.add(f"{self.info.name}:{name}")
+            for module, imported in value_imports(self.analyzer, self.info, name):
+                self._imported_value(module, imported)  # `LR = BASE_LR * 2`, `BASE_LR` from settings
         elif isinstance(symbol, ImportedName):
             self._imported_value(symbol.module, symbol.name)
 
