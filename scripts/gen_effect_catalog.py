@@ -301,19 +301,25 @@ def render(catalogue: dict[str, Any]) -> str:
     return json.dumps(catalogue, indent=1, sort_keys=True) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def write_or_check(out: Path, build: Any, description: str, script: str, argv: list[str] | None = None) -> int:
+    """The command line of a catalogue generator: write `render(build())` to `out`, or with `--check` exit 1
+    when the file differs (scripts/gen_library_catalog.py uses it too)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--check", action="store_true", help="compare with the file instead of writing it")
     args = parser.parse_args(argv)
     text = render(build())
     if args.check:
-        if OUT.read_text(encoding="utf-8") != text:
-            print(f"{OUT} is out of date: run python scripts/gen_effect_catalog.py", file=sys.stderr)
+        if out.read_text(encoding="utf-8") != text:
+            print(f"{out} is out of date: run python scripts/{script}", file=sys.stderr)
             return 1
         return 0
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT}")
+    out.write_text(text, encoding="utf-8")
+    print(f"wrote {out}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return write_or_check(OUT, build, __doc__.splitlines()[0], "gen_effect_catalog.py", argv)
 
 
 if __name__ == "__main__":

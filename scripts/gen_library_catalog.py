@@ -31,10 +31,8 @@ fact comes from:
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import inspect
-import json
 import pkgutil
 import sys
 import warnings
@@ -478,23 +476,10 @@ def build() -> dict[str, Any]:
             "classes": classes, "methods": methods, "copy_on_write": ["pandas"], "tables": HAND_TABLES}
 
 
-def render(catalogue: dict[str, Any]) -> str:
-    return json.dumps(catalogue, indent=1, sort_keys=True) + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare with the file instead of writing it")
-    args = parser.parse_args(argv)
-    text = render(build())
-    if args.check:
-        if OUT.read_text(encoding="utf-8") != text:
-            print(f"{OUT} is out of date: run python scripts/gen_library_catalog.py", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {OUT}")
-    return 0
+    from gen_effect_catalog import write_or_check  # (this folder: the torch catalogue's generator)
+
+    return write_or_check(OUT, build, __doc__.splitlines()[0], "gen_library_catalog.py", argv)
 
 
 if __name__ == "__main__":
