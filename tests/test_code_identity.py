@@ -107,28 +107,35 @@ def test_local_resume_after_editing_a_helper_recomputes_what_runs_it(tmp_path: P
 
 @pytest.mark.slow
 def test_ray_and_torch_resume_after_editing_a_helper(tmp_path: Path, ray_cluster) -> None:
-    from tests.test_backend_torch import launch
-
     script = _project(tmp_path)
     helpers = script.parent / "helpers.py"
     program = tmp_path / "p_ray.py"
     program.write_text(emit(compile_file(script, cluster=parse_cluster_spec("2")), "ray", program))
     torch_program = _torch_program(script, "p", {}, tmp_path / "p_torch.py", split=("transform", "shift"))
-    for name, run in (
-        ("ray", lambda argv: run_python([str(program), "--address", ray_cluster.address, *argv],
-                                            capture_output=True, text=True, timeout=300, cwd=tmp_path)),
-        ("torch", lambda argv: launch(torch_program, 2, argv)),
-    ):
+    for name, run in ray_and_torch(program, torch_program, ray_cluster.address, tmp_path):
         helpers.write_text(HELPERS, encoding="utf-8")
         run_dir = tmp_path / f"run_{name}"
-        first = run(["--run-dir", str(run_dir), "--result", str(tmp_path / f"{name}_a.pkl")])
-        assert getattr(first, "returncode", 0) == 0, getattr(first, "stderr", "")[-2000:]
+        ok(run(["--run-dir", str(run_dir), "--result", str(tmp_path / f"{name}_a.pkl")]))
         assert pickle.loads((tmp_path / f"{name}_a.pkl").read_bytes()) == 48
         helpers.write_text(HELPERS.replace("x * 2", "x * 3"), encoding="utf-8")
-        again = run(["--resume", str(run_dir), "--result", str(tmp_path / f"{name}_b.pkl")])
-        assert getattr(again, "returncode", 0) == 0, getattr(again, "stderr", "")[-2000:]
+        ok(run(["--resume", str(run_dir), "--result", str(tmp_path / f"{name}_b.pkl")]))
         assert pickle.loads((tmp_path / f"{name}_b.pkl").read_bytes()) == 54
         assert _ran(run_dir).count("load") == 1 and _ran(run_dir).count("transform") == 2
+
+
+def ray_and_torch(ray_program: Path, torch_program: Path, address: str, cwd: Path) -> list[tuple[str, object]]:
+    """(name, run(argv)) for the Ray program on the test cluster and the torch program on 2 ranks: run(argv)
+    returns what it finished with (a failed launch raises)."""
+    from tests.test_backend_torch import launch
+
+    return [("ray", lambda argv: run_python([str(ray_program), "--address", address, *argv],
+                                            capture_output=True, text=True, timeout=300, cwd=cwd)),
+            ("torch", lambda argv: launch(torch_program, 2, argv))]
+
+
+def ok(finished: object) -> None:
+    """A run of `ray_and_torch` ended well (a torch launch returns None)."""
+    assert getattr(finished, "returncode", 0) == 0, getattr(finished, "stderr", "")[-2000:]
 
 
 # ---- resume after a failure in the middle of training, with model and optimizer built by separate tasks -------
@@ -344,26 +351,18 @@ def test_local_editing_a_module_level_value_recomputes_its_readers(tmp_path: Pat
 
 @pytest.mark.slow
 def test_ray_and_torch_editing_a_module_level_value_recomputes_its_readers(tmp_path: Path, ray_cluster) -> None:
-    from tests.test_backend_torch import launch
-
     script = _values_project(tmp_path)
     settings = script.parent / "settings.py"
     program = tmp_path / "p_ray.py"
     program.write_text(emit(compile_file(script, cluster=parse_cluster_spec("2")), "ray", program))
     torch_program = _torch_program(script, "p", {}, tmp_path / "p_torch.py", split=("scale", "offset"))
-    for name, run in (
-        ("ray", lambda argv: run_python([str(program), "--address", ray_cluster.address, *argv],
-                                        capture_output=True, text=True, timeout=300, cwd=tmp_path)),
-        ("torch", lambda argv: launch(torch_program, 2, argv)),
-    ):
+    for name, run in ray_and_torch(program, torch_program, ray_cluster.address, tmp_path):
         settings.write_text(SETTINGS, encoding="utf-8")
         cache = tmp_path / f"cache_{name}"
-        first = run(["--cache", str(cache), "--result", str(tmp_path / f"{name}_a.pkl")])
-        assert getattr(first, "returncode", 0) == 0, getattr(first, "stderr", "")[-2000:]
+        ok(run(["--cache", str(cache), "--result", str(tmp_path / f"{name}_a.pkl")]))
         assert pickle.loads((tmp_path / f"{name}_a.pkl").read_bytes()) == _expected()
         settings.write_text(SETTINGS.replace("SCALE = 10", "SCALE = 7"), encoding="utf-8")
         run_dir = tmp_path / f"run_{name}"
-        again = run(["--cache", str(cache), "--run-dir", str(run_dir), "--result", str(tmp_path / f"{name}_b.pkl")])
-        assert getattr(again, "returncode", 0) == 0, getattr(again, "stderr", "")[-2000:]
+        ok(run(["--cache", str(cache), "--run-dir", str(run_dir), "--result", str(tmp_path / f"{name}_b.pkl")]))
         assert pickle.loads((tmp_path / f"{name}_b.pkl").read_bytes()) == _expected(scale=7)
         assert set(_ran(run_dir)) == {"scale"}

@@ -1138,12 +1138,7 @@ def t(frame: pd.DataFrame, table: pd.DataFrame, arr: np.ndarray, rows, model, ge
 @given(st.lists(st.sampled_from(range(len(LIBRARY_CALLS))), min_size=1, max_size=6))
 def test_random_mixes_of_library_calls_have_the_effects_their_metadata_gives(tmp_path: Path, picks: list[int]) -> None:
     body = "".join(textwrap.indent(LIBRARY_CALLS[k][0], "    ") + "\n" for k in picks)
-    path = tmp_path / "mix.py"
-    path.write_text(LIBRARY_HEAD + body, encoding="utf-8")
-    project = Project(path, DiagnosticSink())
-    info = project.load_entry()
-    assert info is not None
-    found = EffectAnalyzer(project).of_task(info.tasks["t"])
+    found = effects_of(tmp_path, LIBRARY_HEAD + body)["t"]
     changed = set().union(*(LIBRARY_CALLS[k][1] for k in picks))
     assert set(found.mutates) == changed, body
     assert (found.rng is not None and found.rng_depends) is any(LIBRARY_CALLS[k][2] for k in picks), body

@@ -136,27 +136,21 @@ def test_local_a_changed_file_recomputes_its_reader_and_what_follows(tmp_path: P
 
 @pytest.mark.slow
 def test_ray_and_torch_a_changed_file_recomputes_its_reader_and_what_follows(tmp_path: Path, ray_cluster) -> None:
-    from tests.test_backend_torch import launch
+    from tests.test_code_identity import ok, ray_and_torch
 
     script = _project(tmp_path)
     numbers = script.parent / "data" / "numbers.csv"
     program = tmp_path / "p_ray.py"
     program.write_text(emit(compile_file(script, cluster=parse_cluster_spec("2")), "ray", program))
     torch_program = _torch_program(script, "p", {}, tmp_path / "p_torch.py", split=("load", "listing"))
-    for name, run in (
-        ("ray", lambda argv: run_python([str(program), "--address", ray_cluster.address, *argv],
-                                        capture_output=True, text=True, timeout=300, cwd=tmp_path)),
-        ("torch", lambda argv: launch(torch_program, 2, argv)),
-    ):
+    for name, run in ray_and_torch(program, torch_program, ray_cluster.address, tmp_path):
         numbers.write_text("1\n2\n3\n", encoding="utf-8")
         cache = tmp_path / f"cache_{name}"
-        first = run(["--cache", str(cache), "--result", str(tmp_path / f"{name}_a.pkl")])
-        assert getattr(first, "returncode", 0) == 0, getattr(first, "stderr", "")[-2000:]
+        ok(run(["--cache", str(cache), "--result", str(tmp_path / f"{name}_a.pkl")]))
         assert pickle.loads((tmp_path / f"{name}_a.pkl").read_bytes()) == (6, ["numbers.csv"], 7)
         numbers.write_text("10\n20\n", encoding="utf-8")
         run_dir = tmp_path / f"run_{name}"
-        again = run(["--cache", str(cache), "--run-dir", str(run_dir), "--result", str(tmp_path / f"{name}_b.pkl")])
-        assert getattr(again, "returncode", 0) == 0, getattr(again, "stderr", "")[-2000:]
+        ok(run(["--cache", str(cache), "--run-dir", str(run_dir), "--result", str(tmp_path / f"{name}_b.pkl")]))
         assert pickle.loads((tmp_path / f"{name}_b.pkl").read_bytes()) == (30, ["numbers.csv"], 7)
         assert _ran(run_dir) == {"load", "total"}
 
@@ -224,3 +218,52 @@ def test_a_file_changed_while_the_task_ran_is_never_taken_as_read(tmp_path: Path
     data.write_text("newer", encoding="utf-8")  # (before the task's output is stored)
     (entry,) = snapshot(found)
     assert entry["changed_during"] and changed([entry]) == str(data.resolve())
+
+
+GROUP = '''\
+import os
+
+import dagc
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lr.txt")
+
+
+@dagc.task
+def build() -> dict:
+    return {"w": 1.0}
+
+
+@dagc.task
+def train(model: dict) -> None:
+    with open(DATA) as f:
+        model["w"] *= float(f.read())
+
+
+@dagc.pipeline
+def p():
+    model = build()
+    train(model)
+    return model
+'''
+
+
+def test_a_state_group_stored_at_its_end_is_reused_only_while_the_files_it_read_are(tmp_path: Path) -> None:
+    from dagc.backends.fingerprint import final_state_groups
+
+    script = tmp_path / "flow.py"
+    script.write_text(GROUP, encoding="utf-8")
+    (tmp_path / "lr.txt").write_text("2", encoding="utf-8")
+    graph = compile_file(script)
+    assert final_state_groups(graph)  # the returned model is changed after it was made: stored at the group's end
+    program = tmp_path / "p_local.py"
+    program.write_text(emit(graph, "local", program))
+    store = tmp_path / "run"
+    results = []
+    for k, argv in enumerate((["--run-dir", str(store)], ["--resume", str(store)], ["--resume", str(store)])):
+        if k == 2:
+            (tmp_path / "lr.txt").write_text("3", encoding="utf-8")
+        proc = run_python([str(program), *argv, "--result", str(tmp_path / f"{k}.pkl")], capture_output=True,
+                          text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        results.append((pickle.loads((tmp_path / f"{k}.pkl").read_bytes()), _ran(store)))
+    assert results == [({"w": 2.0}, {"build", "train"}), ({"w": 2.0}, set()), ({"w": 3.0}, {"build", "train"})]

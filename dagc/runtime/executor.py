@@ -556,7 +556,23 @@ class Executor:
         del self.held[spec.state]
         name, fp = key
         together = replace(spec, name=name, fingerprint=fp, cache=all(m.cache for m, _, _ in held))
+        self._group_trace(together, [m for m, _, _ in held])
         return self._store(together, {m.name: (output, printed) for m, output, printed in held}, [])
+
+    def _group_trace(self, together: TaskSpec, members: list[TaskSpec]) -> None:
+        """The files the group's tasks read (each kept at its own output's place), beside the group's output:
+        the group is reused only while they are as they were."""
+        assert together.fingerprint is not None
+        places = []
+        if self.store is not None:
+            places.append((self.store.path(together.name, together.fingerprint),
+                           [self.store.path(m.name, m.fingerprint) for m in members if m.fingerprint]))
+        if self.cache is not None and together.cache:
+            places.append((self.cache.path(together.fingerprint),
+                           [self.cache.path(m.fingerprint) for m in members if m.fingerprint]))
+        for target, sources in places:
+            entries = {f"{e.get('kind')}:{e.get('path')}": e for source in sources for e in filetrace.load_trace(source)}
+            filetrace.save_trace(target, [entries[k] for k in sorted(entries)])
 
     def recomputed_rather_than_stored(self, spec: TaskSpec, nbytes: int, duration: float) -> bool:
         """Whether a finished task's output is cheaper to compute again than to store: it is large, its

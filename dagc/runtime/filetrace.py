@@ -24,6 +24,7 @@ import sysconfig
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
 
 __all__ = ["recording", "snapshot", "changed", "save_trace", "load_trace", "trace_path", "stale_downstream",
@@ -38,6 +39,7 @@ _installed = False
 _SYSTEM = ("/dev/", "/proc/", "/sys/")
 
 
+@lru_cache(maxsize=1)
 def _ignored_roots() -> tuple[str, ...]:
     roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, *(sysconfig.get_paths().get(k, "") for k in
                                                              ("stdlib", "platstdlib", "purelib", "platlib"))}
