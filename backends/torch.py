@@ -522,7 +522,8 @@ def main(argv: list[str] | None = None) -> int:
     runner = Runner(PIPELINE, tasks, MOVES, RETURNS, RANKS, run_dir=run_dir, timeout=args.timeout,
                     backend=args.dist_backend, stages=STAGES, collectives=COLLECTIVES, compress=COMPRESS,
                     cache=args.cache, policy=POLICY, state=STATE, effects=EFFECTS if args.check_effects is not False else None,
-                    launcher=launcher, threads=THREADS, final_state=FINAL_STATE, code=CODE)
+                    launcher=launcher, threads=THREADS, threads_mode=args.threads, final_state=FINAL_STATE,
+                    code=CODE)
     program = PROGRAMS[runner.rank] if runner.rank < len(PROGRAMS) else None
     try:
         result = runner.execute(lambda rt: program(rt, modules) if program else None, args.result)

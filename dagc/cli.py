@@ -453,6 +453,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = ["--result", str(Path(args.result).resolve())] if args.result else []
         if args.priority is not None:
             result += ["--priority", str(args.priority)]
+        result += ["--threads", args.threads] if args.threads != "plain" else []
         command = [sys.executable, str(program), *result, *args.program_args]
         return subprocess.call(command)
 
@@ -579,6 +580,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--priority", type=int, metavar="N",
                    help="the run's priority on a shared Ray cluster (higher first; may preempt lower ones); "
                    "default: the pipeline's @dagc.pipeline(priority=N)")
+    p.add_argument("--threads", choices=("plain", "share"), default="plain",
+                   help="threads of a task without cpus=: the plain run's (exact), or its device's share of "
+                   "the cores (faster, last bits may differ); default: %(default)s")
     p.set_defaults(program_args=[])  # what follows `--` on the command line goes to the program
     _add_passes(p)
     _add_cluster(p)

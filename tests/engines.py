@@ -35,23 +35,26 @@ def run_local(script: Path, pipeline: str, params: dict[str, Any], tmp: Path, *a
     return pickle.loads((tmp / "local.pkl").read_bytes())
 
 
-def run_ray(script: Path, pipeline: str, params: dict[str, Any], tmp: Path, address: str, devices: int = 2) -> object:
-    """The Ray program's result on `devices` devices, on the cluster at `address`."""
+def run_ray(script: Path, pipeline: str, params: dict[str, Any], tmp: Path, address: str, devices: int = 2,
+            *args: str) -> object:
+    """The Ray program's result on `devices` devices, on the cluster at `address` (`args`: more program
+    options)."""
     graph = compile_file(script, pipeline_name=pipeline, params=params, cluster=parse_cluster_spec(str(devices)))
     program = tmp / f"{pipeline.replace('.', '_')}_ray.py"
     program.write_text(emit(graph, "ray", program))
     proc = run_python([str(program), "--address", address, "--result", str(tmp / "ray.pkl"),
-                           "--run-dir", str(tmp / "ray-run")], capture_output=True, text=True, timeout=300, cwd=tmp)
+                           "--run-dir", str(tmp / "ray-run"), *args], capture_output=True, text=True, timeout=300, cwd=tmp)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return pickle.loads((tmp / "ray.pkl").read_bytes())
 
 
 def run_torch(script: Path, pipeline: str, params: dict[str, Any], tmp: Path, *,
-              split: tuple[str, str] | None = None) -> object:
-    """The torch program's result on 2 gloo ranks; `split=(a, b)` puts task b on the rank a is not on."""
+              split: tuple[str, str] | None = None, args: tuple[str, ...] = ()) -> object:
+    """The torch program's result on 2 gloo ranks; `split=(a, b)` puts task b on the rank a is not on;
+    `args`: more program options."""
     from tests.test_backend_torch import launch
     from tests.test_effects import _torch_program
 
     program = _torch_program(script, pipeline, params, tmp / f"{pipeline.replace('.', '_')}_torch.py", split=split)
-    launch(program, 2, ["--result", str(tmp / "torch.pkl")])
+    launch(program, 2, ["--result", str(tmp / "torch.pkl"), *args])
     return pickle.loads((tmp / "torch.pkl").read_bytes())

@@ -4,7 +4,8 @@
 - the pipeline's own script runs its module-level code (a seed) even when it defines no task;
 - torchrun's variables (RANK, WORLD_SIZE, ...) do not leak into user modules (nanoGPT reads them at
   import and starts its own process group);
-- a task computes on the threads the plain run uses, or on those its `cpus=` declares.
+- a task computes on the threads the plain run uses, or on those its `cpus=` declares; with `--threads
+  share`, on its device's share of the cores; a conv net trained on two devices equals plain to the bit.
 
 Each pipeline runs as plain Python, on local, on Ray with 2 devices and on torch with 2 gloo ranks.
 """
@@ -83,6 +84,21 @@ def threads() -> int:
 @dagc.task(cpus=2)
 def threads_declared() -> int:
     return torch.get_num_threads()
+
+
+@dagc.task
+def train_conv(seed: int) -> list:
+    """A small conv net trained a few steps: its float reductions depend on the threads it runs on."""
+    torch.manual_seed(seed)
+    net = torch.nn.Sequential(torch.nn.Conv2d(1, 8, 3), torch.nn.ReLU(), torch.nn.Conv2d(8, 16, 3),
+                              torch.nn.ReLU(), torch.nn.Flatten(), torch.nn.Linear(16 * 12 * 12, 10))
+    opt = torch.optim.SGD(net.parameters(), lr=0.05, momentum=0.9)
+    x, y = torch.randn(64, 1, 16, 16), torch.randint(0, 10, (64,))
+    for _ in range(12):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(net(x), y).backward()
+        opt.step()
+    return [p.detach().double().sum().item() for p in net.parameters()]
 '''
 
 ENTRY = '''\
@@ -90,7 +106,7 @@ ENTRY = '''\
 import random
 
 import dagc
-from fidelity_tasks import big, done, draw, environment, odd, step, threads, threads_declared, total
+from fidelity_tasks import (big, done, draw, environment, odd, step, threads, threads_declared, total,\n                            train_conv)
 
 random.seed(42)
 NAMES = ["a", "b", "c", "d", "e"]
@@ -134,9 +150,14 @@ def launcher_environment():
 @dagc.pipeline
 def thread_counts():
     return threads(), threads_declared()
+
+
+@dagc.pipeline
+def conv_trainings():
+    return train_conv(0), train_conv(1)
 '''
 
-PIPELINES = ["break_appends", "seeded_draws", "launcher_environment"]
+PIPELINES = ["break_appends", "seeded_draws", "launcher_environment", "conv_trainings"]
 
 
 @pytest.fixture(scope="module")
@@ -187,24 +208,29 @@ def test_local_equals_plain_run(tmp_path: Path, project, name: str) -> None:
 @pytest.mark.parametrize("name", [*PIPELINES, "thread_counts"])
 def test_ray_on_two_devices_equals_plain_run(tmp_path: Path, project, ray_cluster, name: str) -> None:
     script, plain = project
-    assert run_ray(script, name, {}, tmp_path, ray_cluster.address) == _expected(name, plain[name], shared_by=2)
+    assert run_ray(script, name, {}, tmp_path, ray_cluster.address) == plain[name]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [*PIPELINES, "thread_counts"])
 def test_torch_on_two_ranks_equals_plain_run(tmp_path: Path, project, name: str) -> None:
     script, plain = project
-    assert run_torch(script, name, {}, tmp_path) == _expected(name, plain[name], shared_by=2)
+    assert run_torch(script, name, {}, tmp_path) == plain[name]
 
 
-def _expected(name: str, plain: object, *, shared_by: int) -> object:
-    """The plain result, but for thread counts: a task that declares none computes on the plain run's
-    count at most this machine's cores over the devices sharing it (dagc.runtime.threads)."""
-    if name != "thread_counts":
-        return plain
-    default, declared = plain  # type: ignore[misc]
+@pytest.mark.slow
+def test_threads_share_caps_a_default_task_at_its_devices_share(tmp_path: Path, project, ray_cluster) -> None:
+    """`--threads share`: a task that declares no cpus= computes on the plain run's count at most this
+    machine's cores over the devices sharing it; a declared cpus= stands (dagc.runtime.threads)."""
+    script, plain = project
+    default, declared = plain["thread_counts"]  # type: ignore[misc]
     assert declared == 2
-    return (max(1, min(default, physical_cores() // shared_by)), 2)
+    shared = (max(1, min(default, physical_cores() // 2)), 2)
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "torch").mkdir()
+    assert run_ray(script, "thread_counts", {}, (tmp_path / "ray"), ray_cluster.address, 2, "--threads", "share") \
+        == shared
+    assert run_torch(script, "thread_counts", {}, tmp_path / "torch", args=("--threads", "share")) == shared
 
 
 def test_check_warns_at_a_multi_rank_task(tmp_path: Path) -> None:

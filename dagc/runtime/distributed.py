@@ -51,7 +51,7 @@ from dagc.runtime.program import LAUNCHER_VARIABLES, deliver_result, store_resul
 from dagc.runtime.progress import Progress
 from dagc.runtime.stages import current_stages, train_layers, train_pipeline, use_stages
 from dagc.runtime.store import Cache, RunStore
-from dagc.runtime.threads import capped, current_threads, plain_threads, set_threads
+from dagc.runtime.threads import current_threads, passive_waiting, plain_threads, set_threads, task_threads
 from dagc.runtime.transfers import (
     COMPRESS_DTYPES,
     DTYPES,
@@ -172,6 +172,7 @@ class Runner:
         effects: Mapping[str, tuple] | None = None,
         launcher: Mapping[str, str] | None = None,
         threads: Mapping[str, int] | None = None,
+        threads_mode: str = "plain",
         final_state: Sequence[int] = (),
         code: Mapping[str, tuple] | None = None,
     ) -> None:
@@ -202,11 +203,12 @@ class Runner:
         self.local_rank = int(self.launcher.get("LOCAL_RANK", "0"))
         self.attempt = int(self.launcher.get("TORCHELASTIC_RESTART_COUNT", "0"))
         # threads: those a task's cpus= declares, else the process's own (the user's modules are loaded by
-        # now, and may have set it) at most this machine's cores / its ranks (dagc.runtime.threads)
+        # now, and may have set it); under --threads share at most this machine's cores / its ranks
+        # (dagc.runtime.threads)
         self.threads = dict(threads or {})
         baseline = current_threads()
-        self.default_threads = capped(baseline, int(self.launcher.get("LOCAL_WORLD_SIZE", "1"))) \
-            if baseline is not None else None
+        self.default_threads = task_threads(baseline, int(self.launcher.get("LOCAL_WORLD_SIZE", "1")),
+                                            threads_mode) if baseline is not None else None
         self.store: RunStore | None = None
         self.groups: dict[tuple[int, ...], Any] = {}
         self.records: list[dict[str, Any]] = []
@@ -607,6 +609,8 @@ def launch_main(path: str, argv: Sequence[str], nproc: int, max_restarts: int = 
     plain_omp = os.environ.get("OMP_NUM_THREADS")
     os.environ[PLAIN_THREADS_VARIABLE] = plain_omp or ""
     os.environ["OMP_NUM_THREADS"] = plain_omp or str(plain_threads(os.environ))
+    plain_wait = os.environ.get("OMP_WAIT_POLICY")
+    passive_waiting()  # nproc ranks on the plain run's threads share these cores (dagc.runtime.threads)
     # a rank whose task fails writes one line here; it is the last thing printed, whatever torchrun says
     with tempfile.TemporaryDirectory(prefix="dagc-") as tmp:
         os.environ[FAILURE_FILE] = os.path.join(tmp, "failure")
@@ -621,6 +625,8 @@ def launch_main(path: str, argv: Sequence[str], nproc: int, max_restarts: int = 
         finally:
             del os.environ[FAILURE_FILE]
             del os.environ[PLAIN_THREADS_VARIABLE]
+            if plain_wait is None:
+                os.environ.pop("OMP_WAIT_POLICY", None)
             if plain_omp is None:
                 del os.environ["OMP_NUM_THREADS"]
             else:

@@ -98,6 +98,12 @@ def add_run_options(parser: argparse.ArgumentParser, source_root: Path) -> None:
                         help="stop at a task that changes more than dagc assumed it may (its arguments, the "
                              "global random generators, files, module globals): where Ray or torch would then "
                              "differ from the plain run; default: on")
+    parser.add_argument("--threads", choices=("plain", "share"), default="plain",
+                        help="the threads a task that declares no cpus= computes on: `plain`, as many as under "
+                             "`python SCRIPT` (float results equal the plain run's to the last bit); `share`, at "
+                             "most its device's share of the machine's cores where several devices share one "
+                             "(faster when they all compute on the CPU, but reductions may differ in the last "
+                             "bits); default: %(default)s")
 
 
 def priority_note(priority: int | None, where: str) -> None:

@@ -118,7 +118,9 @@ class Driver:
 
     def __init__(self, plan: Plan, store: RunStore, log: EventLog, resume: bool, placement: Placement | None,
                  cache: Cache | None = None, interpreter: Interpreter = Interpreter("", (), "."),
-                 pending_timeout: float = 600.0, check: bool = False, admission: dict[str, Any] | None = None) -> None:
+                 pending_timeout: float = 600.0, check: bool = False, admission: dict[str, Any] | None = None,
+                 threads_mode: str = "plain") -> None:
+        self.threads_mode = threads_mode  # --threads: plain (the plain run's count) or share (dagc.runtime.threads)
         self.plan, self.store, self.log, self.placement, self.cache = plan, store, log, placement, cache
         # on a shared cluster: the program's priority and the queue's aging (dagc.runtime.admission); None: off
         self.admission = admission
@@ -237,7 +239,7 @@ class Driver:
         return Job(task, self.plan.tasks[task], self.run_dir, self.log.run_id,
                    str(self.cache.root.resolve()) if self.cache is not None else None, device, outputs,
                    self.interpreter, resume=self.resume, check=self.check_effects, share_of=self.share_of(device),
-                   final_group=final)
+                   threads_mode=self.threads_mode, final_group=final)
 
     def share_of(self, device: object) -> int | None:
         """How many devices of the plan share the node `device` is on (None: not placed)."""
@@ -582,7 +584,8 @@ def ray_main(plan: Plan, run: Callable[[Driver], object], argv: Sequence[str] | 
                   placement=placement.mode if placement else None, backend="ray")
         admission = {"program": run_id, "priority": priority, "aging": args.aging} if shared else None
         driver = Driver(plan, store, log, args.resume is not None, placement, cache, interpreter,
-                        args.pending_timeout, check=args.check_effects is not False, admission=admission)
+                        args.pending_timeout, check=args.check_effects is not False, admission=admission,
+                        threads_mode=args.threads)
         try:
             result = run(driver)
         finally:

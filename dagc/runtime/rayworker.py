@@ -19,7 +19,7 @@ from dagc.runtime.events import EventLog
 from dagc.runtime.executor import Executor, TaskRow, TaskSpec
 from dagc.runtime.program import prepare_interpreter
 from dagc.runtime.store import Cache, RunStore
-from dagc.runtime.threads import capped, current_threads
+from dagc.runtime.threads import capped, current_threads, passive_waiting
 
 __all__ = ["Interpreter", "Job", "State", "Rank", "run_gang", "run_gang_of_job", "load_stored", "warm_up", "HELD"]
 
@@ -51,6 +51,7 @@ def prepare_worker(interpreter: Interpreter) -> None:
             os.environ.pop("OMP_NUM_THREADS", None)
         else:
             os.environ["OMP_NUM_THREADS"] = omp_threads
+        passive_waiting()  # tasks on the plain run's threads share this node's cores (dagc.runtime.threads)
     if entry:  # its module-level code (a seed, settings) runs before any task, as under `python script.py`
         importlib.import_module(entry)
     if not _process_threads and current_threads() is not None:
@@ -75,13 +76,14 @@ class Job:
 
     def __init__(self, task: str, row: TaskRow, run_dir: str, run_id: str, cache: str | None, device: object,
                  outputs: int, interpreter: Interpreter, resume: bool = False,
-                 check: bool = False, share_of: int | None = None,
+                 check: bool = False, share_of: int | None = None, threads_mode: str = "plain",
                  final_group: Mapping[str, TaskRow] | None = None) -> None:
         self.task, self.row, self.run_dir, self.run_id, self.cache = task, row, run_dir, run_id, cache
         # the rows of the task's state group when the group is stored at its end (Executor's final_state)
         self.final_group = dict(final_group) if final_group else None
         self.check = check
         self.share_of = share_of  # devices placed on this task's node (None: not placed)
+        self.threads_mode = threads_mode  # the run option --threads
         self.device, self.outputs, self.interpreter, self.resume = device, outputs, interpreter, resume
         self.rank, self.world_size, self.group = 0, 1, None
         self.inner_args: dict[str, Any] = {}
@@ -100,6 +102,8 @@ class Job:
         """The threads a task that declares no `cpus=` computes on here (dagc.runtime.threads)."""
         if not _process_threads:
             return None
+        if self.threads_mode != "share":  # the plain run's count: its float results to the last bit
+            return _process_threads[0]
         share_of = self.share_of
         if share_of is None:  # not placed: Ray runs as many tasks on a node as it has CPUs for
             cpus = ray.get_runtime_context().get_assigned_resources().get("CPU") or 1.0

@@ -8,9 +8,14 @@ default, one per physical core, or what the script's module-level code set (`tor
 The rule, the same on every backend (docs/runtime.md, "Threads"):
 
 - a task that declares `cpus=N` (above the default of 1) computes on ceil(N) threads;
-- any other task computes on what the plain run uses in that process, capped by its device's share of
-  the machine's cores (cores / devices on the node; on torch, cores / ranks on the node), so that
-  devices sharing a machine do not oversubscribe it. The local backend runs one task at a time: no cap.
+- any other task computes on what the plain run uses in that process, so that its float results are
+  the plain run's to the last bit. Devices that share a machine then oversubscribe its cores; processes
+  dagc starts wait for work passively (`OMP_WAIT_POLICY=PASSIVE`, unless the user set it): OpenMP's
+  default spinning made two 2-thread trainings on 2 cores 11x slower, passive waiting 1.3x.
+- with the run option `--threads share`, such a task computes on at most its device's share of the
+  machine's cores (cores / devices on the node; on torch, cores / ranks on the node): faster where every
+  device computes on the CPU, at the price of the last bits. The local backend runs one task at a time:
+  no cap.
 
 Only torch's intra-op pool is set, and only once torch is imported: code that does not use torch is
 left alone.
@@ -24,7 +29,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["capped", "current_threads", "declared_threads", "physical_cores", "plain_threads", "set_threads"]
+__all__ = ["THREAD_MODES", "capped", "passive_waiting", "task_threads", "current_threads", "declared_threads", "physical_cores", "plain_threads", "set_threads"]
 
 _THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS")  # what torch reads at start-up, in this order
 
@@ -69,6 +74,23 @@ def capped(baseline: int, share_of: int | None) -> int:
     if not share_of:
         return baseline
     return max(1, min(baseline, physical_cores() // share_of))
+
+
+THREAD_MODES = ("plain", "share")  # the run option --threads
+
+
+def task_threads(baseline: int, share_of: int | None, mode: str = "plain") -> int:
+    """The threads a task without `cpus=` computes on: the plain run's `baseline`; under `--threads share`,
+    at most one of `share_of` devices' share of this machine's cores."""
+    return capped(baseline, share_of) if mode == "share" else baseline
+
+
+def passive_waiting(environ: dict[str, str] | None = None) -> None:
+    """Let OpenMP threads sleep, not spin, while they wait for work, in a process that torch has not loaded
+    yet (libgomp reads it once, when torch loads): devices sharing a machine's cores then do not slow each
+    other down by an order of magnitude. The user's own setting stands."""
+    env = os.environ if environ is None else environ
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def set_threads(n: int) -> int | None:
