@@ -14,11 +14,11 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from dagc.ir.core import Graph, Node
+from dagc.ir.core import MODULE_VALUE_ATTR, Graph, Node
 from dagc.ir.types import Const, Map, Operand, Ref, Seq
 
 __all__ = ["Names", "CodeWriter", "render_operand", "source_root_expr", "module_search_paths", "call_source",
-           "prose", "import_line"]
+           "prose", "import_line", "task_function"]
 
 _RESERVED = set(keyword.kwlist) | set(dir(builtins)) | {
     "annotations", "argparse", "importlib", "json", "os", "pickle", "sys", "time", "Path",
@@ -126,6 +126,14 @@ def render_operand(operand: Operand, names: Names) -> str:
     if isinstance(operand, Map):
         return "{" + ", ".join(f"{render_operand(k, names)}: {render_operand(v, names)}" for k, v in operand.items) + "}"
     raise TypeError(operand)
+
+
+def task_function(node: Node, alias: str) -> str:
+    """The callable a task node runs: its function, or, for a module-level object it reads, a function
+    returning that object (read in the process that runs it, which imported the module)."""
+    if node.attrs.get(MODULE_VALUE_ATTR):
+        return f"(lambda: {alias}.{node.function})"
+    return f"{alias}.{node.function}"
 
 
 def call_source(node: Node, function: str, names: Names) -> str:

@@ -39,6 +39,7 @@ from dagc.backends.emitter import (
     prose,
     render_operand,
     source_root_expr,
+    task_function,
 )
 from dagc.backends.fingerprint import final_state_groups, task_fingerprints, task_rows, try_body_rows
 from dagc.backends.toolkit import (
@@ -425,7 +426,7 @@ def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: 
             for module in sorted(task_modules([node])):
                 w.line(import_line(module, aliases[module]))
             if node.op == "task":
-                w.line(f"return {aliases[node.module]}.{node.function}(*args, **kwargs)")
+                w.line(f"return {task_function(node, aliases[node.module])}(*args, **kwargs)")
             else:
                 if node.op == "try" and not in_actor and ranks <= 1:
                     # its body's tasks go through an executor of their own: stored one by one (INNER_TASKS)

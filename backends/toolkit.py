@@ -18,6 +18,7 @@ from dagc.backends.emitter import (
     prose,
     render_operand,
     source_root_expr,
+    task_function,
 )
 from dagc.ir.core import Graph, Node, region_bodies
 from dagc.ir.regions import max_trips, members
@@ -64,7 +65,7 @@ def emit_task_lines(w: CodeWriter, node: Node, names: Names, module_alias: dict[
         with _inner_calls(names):
             emit_map(w, node, names, module_alias)
         return
-    function = f"{module_alias[node.module]}.{node.function}"
+    function = task_function(node, module_alias[node.module])
     call = call_source(node, function, names)
     verb = getattr(names, "task_verb", None)
     if verb:  # through the executor: `rt.task("name", fn, args...)` (retries, timeout, events, store)

@@ -24,7 +24,7 @@ import re
 from pathlib import Path
 
 from dagc.backends import REGISTRY as _REGISTRY
-from dagc.backends.emitter import CodeWriter, Names, call_source, render_operand
+from dagc.backends.emitter import CodeWriter, Names, call_source, render_operand, task_function
 from dagc.backends.glue import glue_source
 from dagc.backends.toolkit import (
     emit_code_table,
@@ -160,7 +160,7 @@ def _task_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str]
         function = {"[]": "list", "{}": "dict"}.get(source, f"lambda: {source}")  # a new, empty container
         w.line(f"{target}rt.task({node.name!r}, {function})  # {node.span}")
         return
-    function = f"{aliases[node.module]}.{node.function}"
+    function = task_function(node, aliases[node.module])
     call = call_source(node, function, names)
     inner = call[len(function) + 1 : -1]
     w.line(f"{target}rt.task({node.name!r}, {function}{', ' + inner if inner else ''})  # {node.span}")

@@ -19,13 +19,17 @@ from .location import SourceSpan
 from .payload import Region
 from .types import Operand, TaskOptions, iter_refs
 
-__all__ = ["Node", "Param", "Graph", "OPS", "REGION_OPS", "ALL_OPS", "REGION_BODIES", "NODE_BODIES", "output_name",
+__all__ = ["Node", "Param", "Graph", "OPS", "MODULE_VALUE_ATTR", "REGION_OPS", "ALL_OPS", "REGION_BODIES", "NODE_BODIES", "output_name",
            "region_bodies", "body_names", "clone_node"]
 
 # Node kinds. `task` calls a user function; `fused` runs its members (its body `members`) in order;
 # `transfer` moves a value between devices (inserted by the comm pass); `glue` evaluates a small
 # expression on task results where its inputs are.
 OPS = ("task", "fused", "transfer", "glue")
+# A `task` node with this attribute reads a module-level object of the user's (`DEVICE = torch.device(...)`,
+# `env = gym.make(...)`) instead of calling it: its target names the object as `module:NAME`, and every
+# process that runs it has imported that module, as the plain run did.
+MODULE_VALUE_ATTR = "task.module_value"
 # Region kinds (docs/ir.md): `cond` runs one of two bodies on a run-time predicate; `loop` runs its
 # body at most len(iter) times, leaving early on a run-time value; `map` runs its body once per item of
 # a run-time list (data-dependent fan-out), collecting the values it appends; `try` runs its body, then

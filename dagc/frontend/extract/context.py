@@ -77,6 +77,8 @@ class Context:
         # module-level constants the pipeline reads (folded at compile time): `module.NAME` -> first read;
         # and the lists and dicts inside them (id -> (`module.NAME`, the value, kept alive))
         self.module_reads: dict[str, tuple[ast.AST, ModuleInfo]] = {}
+        # module-level objects the pipeline body reads (`module:NAME` -> the node that reads it)
+        self.module_objects_read: dict[str, str] = {}
         self.module_objects: dict[int, tuple[str, Any]] = {}
         self.last_task: Node | None = None  # node of the task call evaluated last
         self.effect_warned: set[tuple[int, str]] = set()

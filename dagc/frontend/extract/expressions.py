@@ -47,7 +47,8 @@ from dagc.frontend.modules import (
     static_symbol,
 )
 from dagc.frontend.static import BUILTIN, MAX_INT_BITS, STATIC_BUILTINS, NotStatic, eval_static
-from dagc.ir.types import Map, Seq
+from dagc.ir.core import MODULE_VALUE_ATTR, Node
+from dagc.ir.types import Map, Ref, Seq, TaskOptions
 
 
 class Expressions(Component):
@@ -263,7 +264,48 @@ class Expressions(Component):
             self.cx.sink.error("DAGC101", f"name `{name}` is not defined", info.source.span(expr),
                                hint=self._suggest(name, scope, info))
             raise ExtractError
+        if self.is_module_object(name, info):
+            self.cx.core.run_time_setting(name, symbol, info, info.source.span(expr))
+            return self.module_object(expr, scope, info)
         return self.symbol_value(symbol, name, info, expr)
+
+    def is_module_object(self, name: str, info: ModuleInfo) -> bool:
+        """`name` is a module-level object of the user's that dagc cannot know at compile time
+        (`DEVICE = torch.device("cpu")`, `W = torch.ones(3)`, `env = gym.make(...)`)."""
+        symbol = self.cx.project.lookup(info, name)
+        return isinstance(symbol, Opaque) and symbol.kind == "value" and symbol.steps is None
+
+    def module_object(self, expr: ast.Name, scope: Scope, info: ModuleInfo) -> Value:
+        """A module-level object used in a pipeline body: a node that reads it where it runs, from the module
+        every process has imported (as the plain run reads the one object its import made)."""
+        owner, name = self._defined_in(info, expr.id)
+        target = f"{owner.name}:{name}"
+        made = self.cx.module_objects_read.get(target)
+        if made is None:  # one node per object, at the top level: every use is the same object, as in Python
+            made = self.cx.node_name(name)
+            node = Node(made, "task", target, (), (), (made,), (None,), TaskOptions(), info.source.span(expr))
+            node.attrs[MODULE_VALUE_ATTR] = True
+            node.attrs["code.reaches"] = [target]
+            self.cx.module_reads.setdefault(f"{owner.name}.{name}", (expr, info))
+            assert self.cx.graph is not None
+            self.cx.graph.add_node(node)
+            self.cx.producer.setdefault(made, made)
+            self.cx.used.add(made)
+            self.cx.modules_used.add(owner.name)
+            self.cx.module_objects_read[target] = made
+        return Dyn(Ref(made))
+
+    def _defined_in(self, info: ModuleInfo, name: str) -> tuple[ModuleInfo, str]:
+        """The module and name that define `name` as `info` sees it, following the user's own imports."""
+        for _ in range(50):
+            symbol = info.symbols.get(name)
+            if not isinstance(symbol, ImportedName):
+                break
+            target = self.cx.project.module(symbol.module)
+            if target is None or self.cx.project.lookup(target, symbol.name) is None:
+                break
+            info, name = target, symbol.name
+        return info, name
 
     def _suggest(self, name: str, scope: Scope, info: ModuleInfo) -> str:
         import difflib

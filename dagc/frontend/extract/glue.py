@@ -86,6 +86,9 @@ class Glue(Component):
             if isinstance(node, ast.Name):
                 if node.id not in local and is_task_result(scope.env.get(node.id)):
                     return True
+                if node.id not in local and node.id not in scope.env and node.id not in scope.assigned_later \
+                        and self.cx.exprs.is_module_object(node.id, info):
+                    return True  # read where a task runs (Expressions.module_object)
             elif isinstance(node, ast.Call) and self.is_task_callee(node.func, scope, info):
                 return True
             elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):

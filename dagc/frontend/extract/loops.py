@@ -113,6 +113,10 @@ class Loops(Component):
         if spec is not None:  # over a run-time list: a `map` region (maps.py)
             self.cx.maps.map_region(stmt, spec, scope, info)
             return
+        counted = self._counted(iter_expr, scope, info)
+        if counted is not None:
+            self._count_loop(stmt, *counted, scope, info)
+            return
         items = self.loop_items(iter_expr, scope, info, "this `for` loop")
         stmt = self._without_dynamic_continue(stmt, scope, info)
         assigned = assigned_names(stmt.body)
@@ -169,7 +173,7 @@ class Loops(Component):
                            scope: Scope, info: ModuleInfo) -> bool:
         """A `break` depends on run-time values when a test above it reads a task result or a name the
         loop body assigns (other than the loop variable)."""
-        assigned = assigned_names(stmt.body) - target_names(stmt.target)
+        assigned = self._bound_at_run_time(stmt.body, scope) - target_names(stmt.target)
         for _, tests in exits:
             for test in tests:
                 for node in ast.walk(test):
@@ -180,6 +184,101 @@ class Loops(Component):
                     if isinstance(node, ast.Call) and self.cx.glue.is_task_callee(node.func, scope, info):
                         return True
         return False
+
+    def _bound_at_run_time(self, body: list[ast.stmt], scope: Scope) -> set[str]:
+        """Names `body` may bind to a value known only at run time. A name the body only ever sets from
+        constants and other compile-time names (`it += 1`, `lr = LR * 0.5`) stays known at compile time,
+        so an exit tested on it (nanoGPT's `if iter_num > max_iters: break`) is decided when unrolling."""
+        sources: dict[str, list[ast.expr | None]] = {}
+        for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+            if isinstance(node, ast.Assign):
+                simple = len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                for target in node.targets:
+                    for name in target_names(target):
+                        sources.setdefault(name, []).append(node.value if simple else None)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
+                sources.setdefault(node.target.id, []).append(node.value)
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                for name in target_names(node.target):
+                    sources.setdefault(name, []).append(None)
+            elif isinstance(node, ast.NamedExpr):
+                sources.setdefault(node.target.id, []).append(None)
+        for name in assigned_names(body) - set(sources):  # any other binding: not followed
+            sources[name] = [None]
+
+        def run_time(expr: ast.expr | None, known: set[str]) -> bool:
+            if expr is None:
+                return True
+            for node in ast.walk(expr):
+                if isinstance(node, (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.Lambda)):
+                    return True
+                if isinstance(node, ast.Name) and (node.id in known or is_task_result(scope.env.get(node.id))):
+                    return True
+            return False
+
+        dynamic: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for name, values in sources.items():
+                if name not in dynamic and any(run_time(v, dynamic) for v in values):
+                    dynamic.add(name)
+                    changed = True
+        return dynamic
+
+    def _counted(self, expr: ast.expr, scope: Scope, info: ModuleInfo) -> tuple[Any, Any] | None:
+        """`itertools.count(START, STEP)` (or `count(...)` imported from itertools) with compile-time
+        arguments: (START, STEP); None for any other iterable."""
+        if not isinstance(expr, ast.Call) or expr.keywords and any(k.arg not in ("start", "step")
+                                                                     for k in expr.keywords):
+            return None
+        func = expr.func
+        from dagc.frontend.modules import ImportedModule, ImportedName
+
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.attr == "count" \
+                and func.value.id not in scope.env:
+            symbol = self.cx.project.lookup(info, func.value.id)
+            if not (isinstance(symbol, ImportedModule) and symbol.module == "itertools"):
+                return None
+        elif isinstance(func, ast.Name) and func.id not in scope.env:
+            symbol = self.cx.project.lookup(info, func.id)
+            if not (isinstance(symbol, ImportedName) and symbol.module == "itertools" and symbol.name == "count"):
+                return None
+        else:
+            return None
+        values = [self.cx.exprs.static_value(a, scope, info) for a in expr.args]
+        named = {k.arg: self.cx.exprs.static_value(k.value, scope, info) for k in expr.keywords}
+        start = values[0] if values else named.get("start", 0)
+        step = values[1] if len(values) > 1 else named.get("step", 1)
+        if len(values) > 2 or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (start, step)):
+            return None
+        return start, step
+
+    def _count_loop(self, stmt: ast.For, start: Any, step: Any, scope: Scope, info: ModuleInfo) -> None:
+        """`for i in itertools.count(1): ...; if <compile-time test>: break`, unrolled until the break."""
+        exits = loop_level_breaks(stmt.body)
+        if not exits or self._exits_are_dynamic(exits, stmt, scope, info):
+            self.cx.sink.error(
+                "DAGC117", "a loop over `itertools.count()` needs an exit dagc can decide at compile time"
+                if not exits else "a loop over `itertools.count()` that exits on a task result has no bound",
+                info.source.span(stmt.iter),
+                hint=f"bound it: `for {ast.unparse(stmt.target)} in range({start!r}, MAX + {start!r}):` "
+                "(and `if <condition>: break` inside), or `while i < MAX and not <condition>:`")
+            raise ExtractError
+        span = info.source.span(stmt)
+
+        def items():  # type: ignore[no-untyped-def]
+            k = 0
+            while True:
+                if k >= MAX_WHILE:
+                    self.cx.sink.error("DAGC119", f"this loop did not reach its `break` within {MAX_WHILE} "
+                                       "iterations at compile time", span,
+                                       hint=f"bound it with `range({start!r}, MAX)`")
+                    raise ExtractError
+                yield Static(start + k * step)
+                k += 1
+
+        self._unroll_items(stmt.target, items(), stmt.body, scope, info, span)  # type: ignore[arg-type]
 
     def _unroll(self, stmt: ast.stmt, target: ast.expr, items: list[Value], body: list[ast.stmt],
                 scope: Scope, info: ModuleInfo) -> None:
