@@ -406,9 +406,24 @@ def _downstream_of_uncached(graph: Graph, rows: dict[str, tuple]) -> dict[str, t
             varies.add(name)
             if row is not None and row[3] is True:
                 rows[name] = (*row[:3], f"it {how} `{up}`, which is computed again on every run "
-                              "(it acts on the world) and may change what it reads", *row[4:])
+                              "(it acts on the world) and may change what it reads"
+                              + (_unnamed_files(node, graph.node(up)) if how == "runs after" else ""), *row[4:])
             break
     return rows
+
+
+def _unnamed_files(reader: Node, writer: Node) -> str:
+    """What to declare so that `reader` no longer follows `writer` in file order (ir/effects.py: a task whose files
+    are all named follows only the writers of those files): '' when both name theirs (the writer may write one it
+    reads) or the order is not one of files."""
+    if writer.op != "task" or writer.attrs.get("effects.files") != "write" or not reader.attrs.get("effects.files"):
+        return ""
+    unnamed = []
+    if "effects.paths" not in writer.attrs:
+        unnamed.append(f"the files `{writer.name}` writes (`writes=[...]`)")
+    if reader.op == "task" and "effects.paths" not in reader.attrs:
+        unnamed.append("the files it reads (`reads=[...]`)")
+    return f"; declare {' and '.join(unnamed)} to keep the two independent" if unnamed else ""
 
 
 def final_state_groups(graph: Graph) -> tuple[int, ...]:

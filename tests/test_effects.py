@@ -1237,6 +1237,28 @@ def test_native_file_readers_act_on_the_world(tmp_path: Path) -> None:
     assert found["load"].world is not None and "native code" in found["load"].world.reason
 
 
+def test_a_library_reader_given_a_file_opened_at_the_call_reads_that_file(tmp_path: Path) -> None:
+    found = effects_of(tmp_path, """
+        import json
+        import pickle
+
+        import numpy as np
+        import torch
+
+        @dagc.task
+        def load(meta: str, weights: str, array: str) -> tuple:
+            return json.load(open(meta)), pickle.load(open(weights, "rb")), torch.load(array), np.load(array)
+
+        @dagc.task
+        def dump(x: dict, path: str) -> None:
+            json.dump(x, open(path, "w"))
+    """)
+    load, dump = found["load"], found["dump"]
+    assert load.world is None and load.file_write is None and load.file_paths_known  # a read, of named files
+    assert load.file_paths["read"] == {"param:meta", "param:weights", "param:array"}
+    assert dump.world is not None and dump.file_paths_known and dump.file_paths["write"] == {"param:path"}
+
+
 def test_a_task_ordered_after_one_that_acts_on_the_world_is_not_cached(tmp_path: Path) -> None:
     from dagc.backends.fingerprint import task_rows
 

@@ -267,3 +267,137 @@ def test_a_state_group_stored_at_its_end_is_reused_only_while_the_files_it_read_
         assert proc.returncode == 0, proc.stderr
         results.append((pickle.loads((tmp_path / f"{k}.pkl").read_bytes()), _ran(store)))
     assert results == [({"w": 2.0}, {"build", "train"}), ({"w": 2.0}, set()), ({"w": 3.0}, {"build", "train"})]
+
+
+
+CHECKPOINT = '''\
+import json
+import os
+
+import numpy as np
+import torch
+
+import dagc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CKPT = os.path.join(HERE, "ckpt.pt")
+OUT = os.path.join(HERE, "out", "model.pt")
+
+
+@dagc.task(reads=["{path}"])
+def load(path: str) -> float:
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    return float(state["w"].sum())
+
+
+@dagc.task
+def scale(total: float) -> float:
+    return 2 * total
+
+
+@dagc.task
+def stats(array: str, meta: str) -> tuple:  # nothing declared: the files it opens are recorded when it runs
+    return float(np.load(array).sum()), json.load(open(meta))["n"]
+
+
+@dagc.task(writes=["{path}"])
+def save(path: str) -> None:
+    torch.save({"w": torch.zeros(1)}, path)
+
+
+@dagc.pipeline
+def p():
+    save(OUT)
+    return scale(load(CKPT)), stats(CKPT + ".npy", CKPT + ".json")
+'''
+
+
+def test_a_task_loading_a_checkpoint_is_cached_until_the_checkpoint_changes(tmp_path: Path) -> None:
+    """torch.load, np.load and json.load read files: their tasks are cacheable, and reused only while those files
+    are as they were; torch.save still acts on the world (never reused)."""
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    from dagc.backends.fingerprint import task_rows
+
+    script = tmp_path / "flow.py"
+    script.write_text(CHECKPOINT, encoding="utf-8")
+    ckpt = tmp_path / "ckpt.pt"
+    torch.save({"w": torch.ones(3)}, ckpt)
+    np.save(tmp_path / "ckpt.pt.npy", np.ones(4))
+    (tmp_path / "ckpt.pt.json").write_text('{"n": 1}', encoding="utf-8")
+    (tmp_path / "out").mkdir()
+    graph = compile_file(script)
+    rows = task_rows(graph)
+    for name in ("load", "scale", "stats"):
+        assert "effects.io" not in graph.node(name).attrs, name
+        assert rows[name][3] is True, (name, rows[name][3])
+    assert graph.node("load").attrs["effects.paths"] == {"read": [str(ckpt)]}
+    assert "torch.save" in graph.node("save").attrs["effects.io"]
+    assert "acts on the world" in rows["save"][3]
+    program = tmp_path / "p_local.py"
+    program.write_text(emit(graph, "local", program))
+
+    def run(k: int) -> tuple[object, set[str], str]:
+        run_dir = tmp_path / f"r{k}"
+        proc = run_python([str(program), "--cache", str(tmp_path / "cache"), "--run-dir", str(run_dir),
+                           "--result", str(tmp_path / f"{k}.pkl")], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        return pickle.loads((tmp_path / f"{k}.pkl").read_bytes()), _ran(run_dir), proc.stderr
+
+    assert run(0)[:2] == ((6.0, (4.0, 1)), {"save", "load", "scale", "stats"})
+    assert run(1)[:2] == ((6.0, (4.0, 1)), {"save"})  # the readers and what follows them: from the cache
+    torch.save({"w": torch.full((3,), 5.0)}, ckpt)  # another checkpoint at the same path
+    result, ran, err = run(2)
+    assert (result, ran) == ((30.0, (4.0, 1)), {"save", "load", "scale"})
+    assert f"`load` read {ckpt.resolve()}, which changed since its output was stored" in err
+    assert run(3)[:2] == ((30.0, (4.0, 1)), {"save"})
+    np.save(tmp_path / "ckpt.pt.npy", np.full(4, 2.0))  # a file the undeclared reader opened
+    assert run(4)[:2] == ((30.0, (8.0, 1)), {"save", "stats"})
+
+
+TRAIN_THEN_EVALUATE = '''\
+import os
+
+import torch
+
+import dagc
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@dagc.task{writes}
+def train(out_dir: str, epochs: int) -> None:
+    for epoch in range(epochs):  # a path joined inside the task: dagc cannot name it at the call
+        torch.save({{"w": torch.ones(3)}}, os.path.join(out_dir, f"epoch{{epoch}}.pt"))
+
+
+@dagc.task(reads=["{{path}}"])
+def evaluate(path: str) -> float:
+    return float(torch.load(path)["w"].sum())
+
+
+@dagc.pipeline
+def p():
+    train(os.path.join(HERE, "runs"), 2)
+    return evaluate(os.path.join(HERE, "ckpts", "best.pt"))
+'''
+
+
+def test_a_checkpoint_reader_after_a_writer_of_unnamed_files_is_cached_once_they_are_named(tmp_path: Path) -> None:
+    """A reader that follows a task writing files dagc cannot name (it may write the one read) is computed again
+    with it on every run, and says what to declare; once the writer's files are named, the two are independent."""
+    from dagc.backends.fingerprint import task_rows
+
+    script = tmp_path / "flow.py"
+    script.write_text(TRAIN_THEN_EVALUATE.format(writes=""), encoding="utf-8")
+    graph = compile_file(script)
+    assert graph.node("evaluate").deps == ("train",)
+    assert task_rows(graph)["evaluate"][3] == (
+        "it runs after `train`, which is computed again on every run (it acts on the world) and may change what it "
+        "reads; declare the files `train` writes (`writes=[...]`) to keep the two independent")
+    script.write_text(TRAIN_THEN_EVALUATE.format(writes='(writes=["{out_dir}"])'), encoding="utf-8")
+    graph = compile_file(script)
+    assert graph.node("evaluate").deps == ()
+    rows = task_rows(graph)
+    assert rows["evaluate"][3] is True and "torch.save" in rows["train"][3]

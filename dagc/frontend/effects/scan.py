@@ -553,6 +553,10 @@ class FunctionScan:
         arg = call.args[index] if index is not None and index < len(call.args) else None
         if isinstance(arg, ast.Name) and arg.id in self.file_objects:
             return  # `json.dump(x, f)` into a file this body opened
+        if isinstance(arg, ast.Call) and (isinstance(arg.func, ast.Name) and arg.func.id == "open"
+                                          and not self.shadowed("open")
+                                          or isinstance(arg.func, ast.Attribute) and arg.func.attr == "open"):
+            return  # `json.load(open(p))`, `torch.load(Path(p).open("rb"))`: that `open` says which file and how
         self.file(call, f"calls `{name}`", write=write, path=arg)
 
     def _method_path(self, call: ast.Call, func: ast.Attribute) -> ast.expr | None:
