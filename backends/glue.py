@@ -29,7 +29,7 @@ _ALLOWED = (
 )
 # the builtins glue may call: the frontend's dagc.frontend.forms.GLUE_CALLS (the backend checks on its own)
 _CALLS = frozenset({"len", "str", "int", "float", "bool", "list", "tuple", "dict", "sorted", "min", "max", "sum",
-                    "abs", "round"})
+                    "abs", "round", "print"})  # (print: a pipeline body's own, marked effects.io)
 
 
 @lru_cache(maxsize=1024)

@@ -56,7 +56,7 @@ from dagc.backends.toolkit import (
     with_outputs_used,
 )
 from dagc.ir import regions
-from dagc.ir.core import Graph, Node
+from dagc.ir.core import MODULE_VALUE_ATTR, Graph, Node
 from dagc.ir.effects import state_cell_groups, state_groups
 from dagc.ir.regions import independent_items, walk
 
@@ -426,7 +426,10 @@ def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: 
             for module in sorted(task_modules([node])):
                 w.line(import_line(module, aliases[module]))
             if node.op == "task":
-                w.line(f"return {task_function(node, aliases[node.module])}(*args, **kwargs)")
+                if node.attrs.get(MODULE_VALUE_ATTR):  # a module-level object, read here (it takes no arguments)
+                    w.line(f"return {aliases[node.module]}.{node.function}")
+                else:
+                    w.line(f"return {task_function(node, aliases[node.module])}(*args, **kwargs)")
             else:
                 if node.op == "try" and not in_actor and ranks <= 1:
                     # its body's tasks go through an executor of their own: stored one by one (INNER_TASKS)

@@ -48,7 +48,9 @@ def emit_task_lines(w: CodeWriter, node: Node, names: Names, module_alias: dict[
     if node.op == "glue":
         from dagc.backends.glue import glue_source
 
-        w.line(f"{names[node.outputs[0]]} = {glue_source(node, names)}  # {node.span}")
+        used = getattr(names, "used_values", None)
+        target = "" if used is not None and node.outputs[0] not in used else f"{names[node.outputs[0]]} = "
+        w.line(f"{target}{glue_source(node, names)}  # {node.span}")  # (no target: a pipeline's own print)
         return
     if node.op == "cond":
         with _inner_calls(names):

@@ -111,6 +111,7 @@ CODES: dict[str, str] = {
     "DAGC180": "`except` in a pipeline",
     "DAGC181": "`finally` reads a value the `try` body assigns",
     "DAGC182": "`break`/`continue` inside `try`/`finally`",
+    "DAGC183": "`except KeyboardInterrupt` in a pipeline: Ctrl-C stops a dagc run",
     "DAGC201": "cycle in the graph",
     "DAGC202": "input not bound to any value",
     "DAGC203": "value has more than one producer",

@@ -21,8 +21,8 @@ def load(path: str, n: int = 10) -> list:
 def train(data: list, lr: float = 0.1) -> dict:
     return {"n": len(data), "lr": lr}
 
-def helper(x):
-    return x
+class Helper:  # a class: built inside a task, never in a pipeline body
+    pass
 """
 
 # (case, text appended to HEADER (which ends on line 12), expected code, expected line in the file)
@@ -41,9 +41,9 @@ CASES = [
     ("unknown option", "@dagc.task(gpu=1)\ndef t2(x):\n    return x\n", "DAGC120", 13),
     ("option not constant", "import os\n@dagc.task(cpus=os.cpu_count())\ndef t2(x):\n    return x\n",
      "DAGC123", 14),
-    ("non-task call on task result", "@dagc.pipeline\ndef p():\n    d = load('a')\n    return helper(d)\n",
+    ("non-task call on task result", "@dagc.pipeline\ndef p():\n    d = load('a')\n    return Helper(d)\n",
      "DAGC107", 16),
-    ("call of non-task", "@dagc.pipeline\ndef p():\n    x = helper(3)\n    return load('a')\n", "DAGC111", 15),
+    ("call of non-task", "@dagc.pipeline\ndef p():\n    x = Helper(3)\n    return load('a')\n", "DAGC111", 15),
     ("task outside pipeline", "data = load('x')\n", "DAGC110", 13),
     ("method call on task result", "@dagc.pipeline\ndef p():\n    d = load('a')\n    return train(d.copy())\n",
      "DAGC107", 16),
@@ -95,7 +95,7 @@ def test_every_error_in_a_file_is_reported(write_project) -> None:
         "@dagc.pipeline\ndef p():\n"
         "    d = load('a', size=3)\n"  # line 15: DAGC103
         "    e = train(missing)\n"  # line 16: DAGC101
-        "    f = helper(e)\n"  # line 17: DAGC107 is suppressed: e failed already
+        "    f = Helper(e)\n"  # line 17: DAGC107 is suppressed: e failed already
         "    return train(load())\n"  # line 18: DAGC104
     )
     root = write_project({"bad.py": HEADER + body})

@@ -32,7 +32,16 @@ from dagc.frontend.extract.values import (
     to_operand,
 )
 from dagc.frontend.forms import kfp_chain, kfp_hint
-from dagc.frontend.modules import ModuleInfo, PipelineDef, TaskDef, static_option_value
+from dagc.frontend.modules import (
+    FunctionSig,
+    ImportedModule,
+    ImportedName,
+    ModuleInfo,
+    Opaque,
+    PipelineDef,
+    TaskDef,
+    static_option_value,
+)
 from dagc.frontend.source import name_span
 from dagc.frontend.static import NotStatic, eval_static
 from dagc.frontend.typecheck import compatible, describe_mismatch, item_type
@@ -93,6 +102,9 @@ class Calls(Component):
         raise ExtractError
 
     def call(self, call: ast.Call, scope: Scope, info: ModuleInfo, n_outputs: int) -> Value:
+        if isinstance(call.func, ast.Name) and call.func.id == "print" and call.func.id not in scope.env \
+                and self.cx.project.lookup(info, "print") is None:
+            return self.cx.glue.printed(call, scope, info)
         callee = self._callee(call.func, scope, info)
         if isinstance(callee, Callee) and isinstance(callee.symbol, TaskDef):
             return self._task_call(call, callee.symbol, scope, info, n_outputs)
@@ -111,6 +123,9 @@ class Calls(Component):
             raise ExtractError
         if isinstance(callee, DagcFunction):
             return self._after_call(call, scope, info, n_outputs)
+        helper = self._plain_function(call.func, scope, info)
+        if helper is not None:  # `lr = get_lr(it)`: runs where a task would, as the plain run calls it
+            return self._task_call(call, helper, scope, info, n_outputs)
         if self.cx.glue.is_glue_call(call, scope) and self.cx.glue.needs_glue(call, scope, info):
             return self.cx.glue.glue(call, scope, info)  # `len(xs)`, `dict(n_layer=n)`, `str(loss)` on task results
         # not a task: it may still be a compile-time builtin on constants (range, len, …)
@@ -160,6 +175,41 @@ class Calls(Component):
         self.cx.sink.error("DAGC111", f"{what} is not a task; a pipeline body can only call tasks and pipelines",
                            info.source.span(call), hint=hint)
         raise ExtractError
+
+    def _plain_function(self, func: ast.expr, scope: Scope, info: ModuleInfo) -> TaskDef | None:
+        """A plain function of the user's called in a pipeline body (`get_lr(it)`, `helpers.report(m)`): the
+        call becomes a node like a task's, with the default options; None for anything else. A generator or
+        `async` function is not one: its call does not run its body."""
+        owner: ModuleInfo | None = info
+        name: str | None = None
+        if isinstance(func, ast.Name) and func.id not in scope.env and func.id not in scope.assigned_later:
+            name = func.id
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id not in scope.env:
+            base = self.cx.project.lookup(info, func.value.id)
+            owner = self.cx.project.module(base.module) if isinstance(base, ImportedModule) else None
+            name = func.attr
+        if owner is None or name is None:
+            return None
+        for _ in range(50):  # to the module that defines it
+            symbol = owner.symbols.get(name)
+            if not isinstance(symbol, ImportedName):
+                break
+            target = self.cx.project.module(symbol.module)
+            if target is None:
+                return None
+            owner, name = target, symbol.name
+        symbol = owner.symbols.get(name)
+        if not (isinstance(symbol, Opaque) and symbol.kind == "function" and isinstance(symbol.node, ast.FunctionDef)):
+            return None
+        fn = symbol.node
+        if any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(fn)):
+            return None
+        made = self.cx.helper_tasks.get(id(fn))
+        if made is None:
+            made = TaskDef(fn.name, owner.name, fn.name, FunctionSig.of(fn), TaskOptions(),
+                           ast.unparse(fn.returns) if fn.returns is not None else None, fn, owner.source)
+            self.cx.helper_tasks[id(fn)] = made
+        return made
 
     def _flow_instance(self, call: ast.Call, flow: ClassValue, info: ModuleInfo) -> ClassValue:
         """`Flow()`: an instance of a class of steps, whose pipeline methods run as Python calls them

@@ -79,6 +79,8 @@ class Context:
         self.module_reads: dict[str, tuple[ast.AST, ModuleInfo]] = {}
         # module-level objects the pipeline body reads (`module:NAME` -> the node that reads it)
         self.module_objects_read: dict[str, str] = {}
+        # plain functions of the user's called in the pipeline body, as tasks with default options (by id)
+        self.helper_tasks: dict[int, Any] = {}
         self.module_objects: dict[int, tuple[str, Any]] = {}
         self.last_task: Node | None = None  # node of the task call evaluated last
         self.effect_warned: set[tuple[int, str]] = set()

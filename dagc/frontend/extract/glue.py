@@ -126,8 +126,18 @@ class Glue(Component):
             return None
         return items[index]
 
-    def glue(self, expr: ast.expr, scope: Scope, info: ModuleInfo) -> Value:
-        direct = self._static_subscript(expr, scope, info)
+    def printed(self, call: ast.Call, scope: Scope, info: ModuleInfo) -> Value:
+        """`print(...)` in a pipeline body, of task results or constants: a glue node that prints where it
+        runs, ordered with the pipeline's other effects on the world as the plain run orders them."""
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(
+                k.arg not in ("sep", "end", "flush") for k in call.keywords):
+            self.cx.sink.error("DAGC109", "only `print(values..., sep=, end=, flush=)` prints in a pipeline body",
+                               info.source.span(call), hint="print to a file or a logger inside a task")
+            raise ExtractError
+        return self.glue(call, scope, info, prints=True)
+
+    def glue(self, expr: ast.expr, scope: Scope, info: ModuleInfo, *, prints: bool = False) -> Value:
+        direct = None if prints else self._static_subscript(expr, scope, info)
         if direct is not None:
             return direct
         args: list[Operand] = []
@@ -139,7 +149,7 @@ class Glue(Component):
             return ast.Name(f"_{len(args) - 1}", ast.Load())
 
         def conv(e: ast.expr) -> ast.expr:
-            if not self.needs_glue(e, scope, info):
+            if not (prints and e is expr) and not self.needs_glue(e, scope, info):
                 if isinstance(e, ast.Slice):
                     return ast.Slice(*(conv(p) if p is not None else None for p in (e.lower, e.upper, e.step)))
                 value = self.cx.exprs.static_value(e, scope, info)
@@ -158,7 +168,7 @@ class Glue(Component):
                 except TypeError:
                     self.cx.exprs.not_a_value(e, info)
                     raise
-            if isinstance(e, ast.Call) and self.is_glue_call(e, scope):
+            if isinstance(e, ast.Call) and (self.is_glue_call(e, scope) or prints and e is expr):
                 literal = as_literal(e)  # `tuple([a, b])` is `(a, b)`: emitted code stays lint-clean
                 if literal is not None:
                     return conv(literal)
@@ -215,7 +225,7 @@ class Glue(Component):
             raise ExtractError
 
         new = conv(expr)
-        if isinstance(new, ast.Name) and new.id == "_0" and len(args) == 1:
+        if not prints and isinstance(new, ast.Name) and new.id == "_0" and len(args) == 1:
             return Dyn(args[0]) if any(True for _ in iter_refs(args[0])) else Static(const_value(args[0]))
         text = ast.unparse(ast.fix_missing_locations(new))
         base = _GLUE_NAMES.get(type(expr), "glue")
@@ -226,6 +236,8 @@ class Glue(Component):
         name = self.cx.node_name(scope.prefix + base + scope.suffix)
         node = Node(name, "glue", text, tuple(args), (), (name,), (None,), span=info.source.span(expr),
                     deps=tuple(self.cx.take_extra_deps()))
+        if prints:
+            node.attrs["effects.output"] = f"prints ({info.source.display}:{expr.lineno})"
         self.cx.add_node(node)
         return Dyn(Ref(name))
 

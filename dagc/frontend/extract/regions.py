@@ -160,10 +160,29 @@ class Regions(Component):
             if kind is not None and kind == self.cx.container_kind(else_env.get(var)):
                 self.cx.runtime_kinds[out] = kind  # a list (or dict) whichever branch ran
 
+    def _interruptible(self, stmt: ast.Try, scope: Scope, info: ModuleInfo) -> None:
+        """`try: <training> except KeyboardInterrupt: print("Exiting from training early")`: the body is the
+        pipeline; the handler runs only when someone presses Ctrl-C, which stops a dagc run instead (one
+        kept in a run directory goes on with --resume). Said once, at the handler."""
+        handler = stmt.handlers[0]
+        self.cx.sink.warning(
+            "DAGC183", "`except KeyboardInterrupt` does not run in a dagc program: Ctrl-C stops the run instead "
+            "of running this handler and going on", info.source.span(handler),
+            hint="a run kept in a run directory (`--run-dir DIR`; Ray and torch programs keep one by default) and "
+            "stopped goes on with `--resume DIR`, rerunning only what did not finish; to stop training early on "
+            "purpose, give the loop an exit (`if converged(m): break`)")
+        if stmt.finalbody:
+            self.try_statement(ast.copy_location(ast.Try(stmt.body, [], [], stmt.finalbody), stmt), scope, info)
+        else:
+            self.cx.core.run_block(stmt.body, scope, info)
+
     def try_statement(self, stmt: ast.Try, scope: Scope, info: ModuleInfo) -> None:
         """`try: BODY finally: CLEANUP` → one `try` region (docs/ir.md): CLEANUP runs whether BODY
         succeeded or failed, then BODY's failure goes on."""
         span = info.source.span(stmt)
+        if stmt.handlers and not stmt.orelse and all(_catches_interrupt_only(h) for h in stmt.handlers):
+            self._interruptible(stmt, scope, info)
+            return
         if stmt.handlers:
             self.cx.sink.error("DAGC180", "`except` is not supported in a pipeline: only `try: ... finally: ...`",
                                info.source.span(stmt.handlers[0]),
@@ -324,3 +343,8 @@ class Regions(Component):
         for value in node.outputs:
             self.cx.producer[value] = node.name
         self.cx.add_node(node)
+
+
+def _catches_interrupt_only(handler: ast.ExceptHandler) -> bool:
+    """`except KeyboardInterrupt:` (without `as`): the handler of a run someone stops by hand."""
+    return isinstance(handler.type, ast.Name) and handler.type.id == "KeyboardInterrupt" and handler.name is None
