@@ -11,6 +11,8 @@ from pathlib import Path
 
 from dagc.backends.emitter import CodeWriter, Names, render_operand
 from dagc.backends.toolkit import (
+    emit_argument_check,
+    emit_argument_table,
     emit_code_table,
     emit_prologue,
     emit_tables,
@@ -74,8 +76,10 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
         w.line(f"return {returns}")
     w.line()
     w.line()
+    emit_argument_table(w, graph)
     w.line("def main(argv: list[str] | None = None) -> int:")
     with w.indent():
+        emit_argument_check(w, graph)
         if final:
             w.line("return run_local(PIPELINE, run, TASKS, SOURCE_ROOT, SEARCH_PATHS, MODULES, SCRIPT, argv, CODE, "
                    "CODE_FILES,")

@@ -43,6 +43,8 @@ from dagc.backends.emitter import (
 )
 from dagc.backends.fingerprint import final_state_groups, task_fingerprints, task_rows, try_body_rows
 from dagc.backends.toolkit import (
+    emit_argument_check,
+    emit_argument_table,
     emit_code_table,
     emit_prologue,
     emit_task_lines,
@@ -263,8 +265,10 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     _emit_run(w, graph, order, functions, names, devices, used, state, cells)
     w.line()
     w.line()
+    emit_argument_table(w, graph)
     w.line("def main(argv: list[str] | None = None) -> int:")
     with w.indent():
+        emit_argument_check(w, graph)
         w.line("return ray_main(PLAN, run, argv)")
     w.line()
     w.line()

@@ -20,10 +20,10 @@ from dagc.backends.emitter import (
     source_root_expr,
     task_function,
 )
-from dagc.ir.core import Graph, Node, region_bodies
+from dagc.ir.core import SCRIPT_ARGUMENTS_ATTR, Graph, Node, region_bodies
 from dagc.ir.regions import max_trips, members
 
-__all__ = ["emit_task_lines", "emit_prologue", "emit_tables", "emit_code_table", "emit_task_table", "emit_loader",
+__all__ = ["emit_task_lines", "emit_argument_table", "emit_argument_check", "emit_prologue", "emit_tables", "emit_code_table", "emit_task_table", "emit_loader",
            "emit_map", "emit_map_collect", "map_items_call", "map_target", "uses_map", "used_values",
            "with_outputs_used", "fused_members", "module_aliases", "task_modules", "loaded_modules", "region_body",
            "region_yields", "region_inits", "script_path"]
@@ -420,6 +420,24 @@ def emit_tables(w: CodeWriter, graph: Graph, out_path: Path | None, aliases: dic
     w.line(f"MODULES = {loaded_modules(graph, aliases)!r}")
     w.line(f"SCRIPT = {script_path(graph)!r}  # sys.argv[0] of the user's code, relative to SOURCE_ROOT")
     emit_task_table(w, rows)
+
+
+def emit_argument_table(w: CodeWriter, graph: Graph) -> None:
+    """The parser of the script's own arguments a pipeline body builds, and the values it was compiled for."""
+    spec = graph.attrs.get(SCRIPT_ARGUMENTS_ATTR)
+    if spec is not None:
+        w.line("# the script's argparse parser and the values the pipeline was compiled for (dagc.runtime.arguments)")
+        w.line(f"SCRIPT_ARGUMENTS = {spec!r}")
+        w.line()
+        w.line()
+
+
+def emit_argument_check(w: CodeWriter, graph: Graph) -> None:
+    """In `main`: parse the script's arguments again, as the plain script would, before anything runs."""
+    if SCRIPT_ARGUMENTS_ATTR in graph.attrs:
+        w.line("from dagc.runtime.arguments import check_script_arguments")
+        w.line()
+        w.line("check_script_arguments(SCRIPT_ARGUMENTS, argv, SCRIPT)")
 
 
 def emit_code_table(w: CodeWriter, graph: Graph) -> None:

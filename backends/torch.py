@@ -27,6 +27,8 @@ from dagc.backends import REGISTRY as _REGISTRY
 from dagc.backends.emitter import CodeWriter, Names, call_source, render_operand, task_function
 from dagc.backends.glue import glue_source
 from dagc.backends.toolkit import (
+    emit_argument_check,
+    emit_argument_table,
     emit_code_table,
     emit_loader,
     emit_prologue,
@@ -482,13 +484,16 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     w.line(f"PROGRAMS = ({', '.join(functions)}{',' if len(functions) == 1 else ''})")
     w.line()
     w.line()
-    _emit_main(w)
+    emit_argument_table(w, graph)
+    _emit_main(w, graph)
     return w.text()
 
 
-def _emit_main(w: CodeWriter) -> None:
+def _emit_main(w: CodeWriter, graph: Graph) -> None:
+    w.line("def main(argv: list[str] | None = None) -> int:")
+    with w.indent():
+        emit_argument_check(w, graph)
     w.block('''\
-def main(argv: list[str] | None = None) -> int:
     ours, user_args = split_argv(argv)
     parser = argparse.ArgumentParser(description=f"Run pipeline {PIPELINE!r} with torch.distributed "
                                      f"({RANKS} ranks). Arguments after `--` are the script's own.")

@@ -29,6 +29,9 @@ def _add_input(p: argparse.ArgumentParser, what: str = "SCRIPT|IR.json") -> None
     p.add_argument("--pipeline", metavar="NAME", help="which @dagc.pipeline to compile when the file has several")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="set a pipeline parameter at compile time (a Python literal, else a string); repeatable")
+    p.add_argument("--script-args", metavar="ARGS", default=None,
+                   help="the script's own arguments (`sys.argv[1:]` of `python SCRIPT ARGS`), for a pipeline that "
+                   "parses them with argparse; default: none (`dagc run` takes them after `-- --`)")
 
 
 def _add_passes(p: argparse.ArgumentParser) -> None:
@@ -72,9 +75,16 @@ def _cluster(args: argparse.Namespace) -> Any:
 
 
 def _compile(args: argparse.Namespace, *, passes: str | None = None, backend: str = "local") -> Any:
+    import shlex
+
     from dagc.driver import compile_file
+    from dagc.frontend.arguments import SCRIPT_ARGS
 
     cluster = _cluster(args) if hasattr(args, "cluster") else None
+    given = getattr(args, "script_args", None)
+    if given is None and "--" in getattr(args, "program_args", []):  # `dagc run SCRIPT -- PROGRAM ARGS -- ARGS`
+        given = shlex.join(args.program_args[args.program_args.index("--") + 1:])
+    SCRIPT_ARGS.set(tuple(shlex.split(given or "")))
     return compile_file(
         args.input,
         pipeline_name=args.pipeline,

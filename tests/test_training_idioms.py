@@ -166,3 +166,149 @@ def test_ray_on_two_devices_equals_plain(tmp_path: Path, project, ray_cluster) -
 def test_torch_on_two_ranks_equals_plain(tmp_path: Path, project) -> None:
     script, plain = project
     assert run_torch(script, "idioms", {}, tmp_path) == plain
+
+
+MNIST_ARGS = '''\
+"""pytorch/examples mnist's option parsing, in the pipeline body."""
+import argparse
+import os
+import pickle
+
+import torch
+
+import dagc
+
+
+@dagc.task
+def train(args, epoch):
+    torch.manual_seed(args.seed + epoch)
+    return float(torch.randn(3).sum()) * args.lr
+
+
+@dagc.task
+def test(args, losses):
+    return {"n": len(losses), "batch": args.batch_size, "dry": args.dry_run, "total": sum(losses)}
+
+
+@dagc.pipeline
+def main():
+    parser = argparse.ArgumentParser(description="PyTorch MNIST Example",
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--batch-size", type=int, default=64, metavar="N",
+                        help="input batch size for training (default: 64)")
+    parser.add_argument("--epochs", type=int, default=3, metavar="N", help="number of epochs to train")
+    parser.add_argument("--lr", type=float, default=1.0, metavar="LR", help="learning rate (default: 1.0)")
+    parser.add_argument("--dry-run", action="store_true", default=False, help="quickly check a single pass")
+    parser.add_argument("--seed", type=int, default=1, metavar="S", help="random seed (default: 1)")
+    args = parser.parse_args()
+    losses = []
+    for epoch in range(1, args.epochs + 1):
+        losses.append(train(args, epoch))
+        if args.dry_run:
+            break
+    print(f"trained {len(losses)} epochs")
+    return test(args, losses)
+
+
+if __name__ == "__main__":
+    pickle.dump(main(), open(os.environ["PLAIN_RESULT"], "wb"))
+'''
+
+ARGS = ("--epochs", "2", "--lr", "0.5")
+
+
+@pytest.fixture(scope="module")
+def mnist(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, object]:
+    import os
+    import pickle
+
+    from tests.interpreters import run_python
+
+    root = tmp_path_factory.mktemp("mnist_args")
+    script = root / "mnist_args.py"
+    script.write_text(MNIST_ARGS, encoding="utf-8")
+    out = root / "plain.pkl"
+    run_python([str(script), *ARGS], check=True, timeout=120, env={**os.environ, "PLAIN_RESULT": str(out)})
+    return script, pickle.loads(out.read_bytes())
+
+
+@pytest.fixture
+def script_args():  # type: ignore[no-untyped-def]
+    """Compile with the script's arguments ARGS, as `dagc run SCRIPT -- -- ARGS` does."""
+    from dagc.frontend.arguments import SCRIPT_ARGS
+
+    token = SCRIPT_ARGS.set(ARGS)
+    yield
+    SCRIPT_ARGS.reset(token)
+
+
+def test_argparse_in_the_pipeline_is_read_at_compile_time(mnist, script_args) -> None:
+    script, plain = mnist
+    assert plain["n"] == 2 and plain["batch"] == 64  # type: ignore[index]
+    graph = compile_file(script)
+    assert [n.name for n in graph if n.name.startswith("train")] == ["train[0]", "train[1]"]
+    (namespace,) = [n for n in graph if n.target == "argparse:Namespace"]
+    assert dict(namespace.kwargs)["lr"].value == 0.5  # type: ignore[union-attr]
+    spec = graph.attrs["script.arguments"]
+    assert spec["given"] == list(ARGS) and spec["values"]["epochs"] == 2
+
+
+def test_local_with_the_script_arguments_equals_plain(tmp_path: Path, mnist, script_args) -> None:
+    script, plain = mnist
+    assert run_local(script, "main", {}, tmp_path, "--", *ARGS) == plain
+
+
+def test_dagc_run_takes_the_script_arguments_after_a_second_separator(tmp_path: Path, mnist) -> None:
+    import pickle
+
+    script, plain = mnist
+    proc = run_dagc("run", str(script), "--result", str(tmp_path / "r.pkl"), "--", "--", *ARGS, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain
+    assert "trained 2 epochs" in proc.stdout
+
+
+def test_a_program_refuses_arguments_it_was_not_compiled_for(tmp_path: Path, mnist) -> None:
+    from dagc.backends import emit
+    from tests.interpreters import run_python
+
+    script, _ = mnist
+    program = tmp_path / "mnist_local.py"
+    program.write_text(emit(compile_file(script), "local", program))  # compiled without arguments: 3 epochs
+    proc = run_python([str(program), "--", *ARGS], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "the script's arguments give epochs=2, lr=0.5, but this program was compiled for epochs=3, lr=1.0" \
+        in proc.stderr
+    assert f"dagc run {script.name} -- -- --epochs 2 --lr 0.5" in proc.stderr or "-- -- --epochs 2" in proc.stderr
+    bad = run_python([str(program), "--", "--epochs", "x"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "argument --epochs: invalid int value: 'x'" in bad.stderr, bad.stderr
+    assert bad.stderr.startswith("usage: mnist_args.py")  # argparse's own usage, as `python SCRIPT` prints it
+
+
+def test_script_arguments_the_parser_rejects_are_a_diagnostic_at_the_parse(tmp_path: Path, mnist) -> None:
+    script, _ = mnist
+    proc = run_dagc("check", str(script), "--script-args", "--epochs x")
+    assert proc.returncode == 1
+    assert "mnist_args.py:32:12: error[DAGC109]: argparse: the script's arguments ['--epochs', 'x'] are " \
+        "rejected: argument --epochs: invalid int value: 'x'" in proc.stderr, proc.stderr
+
+
+def test_range_of_a_task_result_names_the_bound_and_the_fixes(tmp_path: Path) -> None:
+    script = tmp_path / "loop.py"
+    script.write_text("import dagc\n\n\n@dagc.task\ndef parse():\n    return 3\n\n\n@dagc.task\ndef step(e):\n"
+                      "    return e\n\n\n@dagc.pipeline\ndef p():\n    n = parse()\n    out = []\n"
+                      "    for e in range(1, n + 1):\n        out.append(step(e))\n    return out\n", encoding="utf-8")
+    proc = run_dagc("check", str(script))
+    assert proc.returncode == 1
+    assert "loop.py:18:14: error[DAGC107]: `range` of a task result (`n + 1`)" in proc.stderr, proc.stderr
+    assert "argparse" in proc.stderr and "def main(epochs: int = 14)" in proc.stderr
+
+
+@pytest.mark.slow
+def test_ray_and_torch_with_the_script_arguments_equal_plain(tmp_path: Path, mnist, script_args,
+                                                             ray_cluster) -> None:
+    script, plain = mnist
+    (tmp_path / "ray").mkdir()
+    (tmp_path / "torch").mkdir()
+    assert run_ray(script, "main", {}, tmp_path / "ray", ray_cluster.address, 2, "--", *ARGS) == plain
+    assert run_torch(script, "main", {}, tmp_path / "torch", args=("--", *ARGS)) == plain

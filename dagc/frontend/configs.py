@@ -90,7 +90,12 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 _CONSTANTS: dict[str, Any] = {"os.sep": "/", "os.path.sep": "/", "os.pathsep": ":", "math.pi": math.pi,
                               "math.e": math.e, "math.inf": math.inf}
-STDLIB_MODULES = frozenset({"os", "os.path", "posixpath", "math"})
+# argparse (dagc.frontend.arguments): a parser built in a pipeline body is read at compile time; its help
+# formatters only change the help text
+_CONSTANTS.update({f"argparse.{name}": f"argparse.{name}" for name in (
+    "HelpFormatter", "ArgumentDefaultsHelpFormatter", "RawDescriptionHelpFormatter", "RawTextHelpFormatter",
+    "MetavarTypeHelpFormatter")})
+STDLIB_MODULES = frozenset({"os", "os.path", "posixpath", "math", "argparse"})
 
 
 def stdlib_value(dotted: str) -> Any:
@@ -102,6 +107,10 @@ def stdlib_value(dotted: str) -> Any:
         return _CONSTANTS[dotted]
     if dotted in _FUNCTIONS:
         return StaticFunction(dotted, _FUNCTIONS[dotted])
+    if dotted == "argparse.ArgumentParser":
+        from dagc.frontend.arguments import StaticArgParser
+
+        return StaticFunction(dotted, lambda **options: StaticArgParser(options))
     if dotted in STDLIB_MODULES:
         return StaticNamespace(dotted)
     return None

@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from dagc.frontend.arguments import TYPES, ArgumentsError, StaticArgParser
 from dagc.frontend.configs import (
     ConfigClass,
     ConfigValue,
@@ -35,6 +36,10 @@ class NotStatic(NotConstant):
         super().__init__(reason)
         self.node = node
         self.reason = reason
+
+
+class ParserMisuse(NotStatic):
+    """An argparse call in a pipeline body that dagc cannot read, or script arguments its parser rejects."""
 
 
 class StaticRange:
@@ -328,6 +333,8 @@ def _eval_method_call(node: ast.Call, lookup: Callable[[ast.Name], Any]) -> Any:
     base = eval_static(node.func.value, lookup)
     name = node.func.attr
 
+    if isinstance(base, StaticArgParser):
+        return _parser_call(node, base, lookup)
     if isinstance(base, StaticNamespace):
         fn = _eval_attribute(node.func, lambda n: lookup(n))
         if not isinstance(fn, StaticFunction):
@@ -352,6 +359,37 @@ def _eval_method_call(node: ast.Call, lookup: Callable[[ast.Name], Any]) -> Any:
     if isinstance(result, str) and len(result) > MAX_STATIC_ITEMS:
         raise NotStatic(node, "string too large to build at compile time")
     return result
+
+
+def _parser_call(node: ast.Call, parser: StaticArgParser, lookup: Callable[[ast.Name], Any]) -> Any:
+    """`parser.add_argument(...)`, `parser.set_defaults(...)`, `parser.parse_args()` at compile time
+    (dagc.frontend.arguments)."""
+    assert isinstance(node.func, ast.Attribute)
+    name = node.func.attr
+    if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+        raise NotStatic(node, "`*args`/`**kwargs` cannot be evaluated at compile time")
+    options: dict[str, Any] = {}
+    for keyword in node.keywords:
+        assert keyword.arg is not None
+        if keyword.arg == "type" and isinstance(keyword.value, ast.Name) and keyword.value.id in TYPES:
+            options["type"] = keyword.value.id  # the builtin, by name (what the IR keeps)
+        else:
+            options[keyword.arg] = eval_static(keyword.value, lookup)
+    args = [eval_static(a, lookup) for a in node.args]
+    try:
+        if name == "add_argument":
+            return parser.add_argument(tuple(args), options)
+        if name == "set_defaults" and not args:
+            return parser.set_defaults(options)
+        if name == "parse_args" and not options and len(args) <= 1:
+            argv = args[0] if args else None
+            if argv is not None and not (isinstance(argv, (list, tuple)) and all(isinstance(a, str) for a in argv)):
+                raise ParserMisuse(node, "parse_args() takes a literal list of strings at compile time")
+            return parser.parse_args(None if argv is None else list(argv))
+    except ArgumentsError as exc:
+        raise ParserMisuse(node, str(exc)) from None
+    raise ParserMisuse(node, f"`.{name}()` of an argument parser cannot be evaluated at compile time (add_argument, "
+                    "set_defaults and parse_args can)")
 
 
 def _iterate(node: ast.AST, value: Any) -> list[Any]:

@@ -43,7 +43,7 @@ from dagc.frontend.modules import (
     static_option_value,
 )
 from dagc.frontend.source import name_span
-from dagc.frontend.static import NotStatic, eval_static
+from dagc.frontend.static import NotStatic, ParserMisuse, eval_static
 from dagc.frontend.typecheck import compatible, describe_mismatch, item_type
 from dagc.ir.core import Node, output_name
 from dagc.ir.types import Const, Operand, Ref, Seq, TaskOptions, iter_refs, operand_from_python
@@ -143,6 +143,16 @@ class Calls(Component):
                                    "Kubeflow's form; a dagc task result is the task's return value, not a step object",
                                    info.source.span(call), hint=kfp_hint(chain, task))
                 raise ExtractError
+            if isinstance(call.func, ast.Name) and call.func.id == "range" and isinstance(callee, External):
+                bound = next((ast.unparse(a) for a in call.args if self.cx.glue.needs_glue(a, scope, info)), "")
+                self.cx.sink.error(
+                    "DAGC107", f"`range` of a task result (`{bound}`): how many trips this loop makes is known "
+                    "only at run time", info.source.span(call),
+                    hint="parse the script's arguments in the pipeline body, where dagc reads argparse at compile "
+                    "time (`args = parser.parse_args()`), or make the bound a pipeline parameter "
+                    "(`def main(epochs: int = 14)`); or let a task return the list of items and loop over it "
+                    "(a map)")
+                raise ExtractError
             self.cx.sink.error("DAGC107", f"{what} is not a task, but receives a task result",
                                info.source.span(call),
                                hint="only tasks can run on task results: decorate the function with @dagc.task, "
@@ -154,6 +164,13 @@ class Calls(Component):
             except Poisoned:
                 raise ExtractError from None
             except NotStatic as exc:
+                if isinstance(exc, ParserMisuse):
+                    self.cx.sink.error("DAGC109", f"argparse: {exc.reason}", info.source.span(exc.node),
+                                       hint="dagc reads the parser at compile time: give add_argument literal "
+                                       "options (type= int, float, str or bool), and the script's arguments with "
+                                       "`--script-args` (`dagc run SCRIPT -- -- ARGS`) as `python SCRIPT ARGS` "
+                                       "would take them")
+                    raise ExtractError from None
                 if self._compile_time_callable(call.func, scope, info):  # a config or os.path call that fails
                     self.cx.sink.error("DAGC109", f"`{ast.unparse(call)}` cannot be evaluated at compile time: "
                                        f"{exc.reason}", info.source.span(exc.node),

@@ -7,6 +7,7 @@ import ast
 from typing import Any
 
 from dagc.diagnostics import Note
+from dagc.frontend.arguments import parsed
 from dagc.frontend.extract.context import Component
 from dagc.frontend.extract.messages import STATEMENT_HINTS, STATEMENT_NAMES
 from dagc.frontend.extract.queries import TRY_STATEMENTS, assigned_names, stored_names
@@ -31,7 +32,7 @@ from dagc.frontend.seeds import check_main_seeds
 from dagc.frontend.source import name_span
 from dagc.frontend.static import StaticRange, is_literal_value
 from dagc.frontend.typecheck import compatible, type_of_value
-from dagc.ir.core import Graph, Param
+from dagc.ir.core import SCRIPT_ARGUMENTS_ATTR, Graph, Param
 from dagc.ir.effects import order_by_effects
 from dagc.ir.location import SourceSpan
 from dagc.ir.types import Const, Ref, Seq, iter_refs, operand_from_python
@@ -100,8 +101,15 @@ class Interpreter(Component):
                                name_span(info.source, pipeline.node),
                                hint=f"parameters: {', '.join(pipeline.sig.names()) or 'none'}")
         self.cx.stack.append(pipeline)
-        result = self._run_body(scope, info, pipeline.node.body)
+        parsers: list = []
+        token = parsed.set(parsers)
+        try:
+            result = self._run_body(scope, info, pipeline.node.body)
+        finally:
+            parsed.reset(token)
         self.cx.stack.pop()
+        if parsers:  # the script's own arguments, parsed at compile time: the program parses them again
+            graph.attrs[SCRIPT_ARGUMENTS_ATTR] = parsers[0].spec()
         try:
             graph.returns = to_operand(result) if result is not None else Const(None)
         except TypeError:

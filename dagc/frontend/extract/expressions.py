@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from dagc.frontend.arguments import StaticArgs
 from dagc.frontend.configs import ConfigValue
 from dagc.frontend.extract.context import Component
 from dagc.frontend.extract.glue import GLUE_EXPRS, PY_BUILTINS
@@ -48,7 +49,7 @@ from dagc.frontend.modules import (
 )
 from dagc.frontend.static import BUILTIN, MAX_INT_BITS, STATIC_BUILTINS, NotStatic, eval_static
 from dagc.ir.core import MODULE_VALUE_ATTR, Node
-from dagc.ir.types import Map, Ref, Seq, TaskOptions
+from dagc.ir.types import Map, Ref, Seq, TaskOptions, operand_from_python
 
 
 class Expressions(Component):
@@ -295,6 +296,27 @@ class Expressions(Component):
             self.cx.module_objects_read[target] = made
         return Dyn(Ref(made))
 
+    def namespace(self, args: StaticArgs, expr: ast.expr, info: ModuleInfo) -> Value:
+        """`args` of `args = parser.parse_args()` passed whole to a task: an `argparse.Namespace` of the values
+        parsed at compile time, built where the task runs; one node for every use, as Python has one object."""
+        made = self.cx.module_objects_read.get(f"argparse:{id(args)}")
+        if made is None:
+            try:
+                kwargs = tuple((k, operand_from_python(v)) for k, v in args.values.items())
+            except TypeError:
+                self.not_a_value(expr, info)
+                raise
+            made = self.cx.node_name("args")
+            node = Node(made, "task", "argparse:Namespace", (), kwargs, (made,), ("argparse.Namespace",),
+                        TaskOptions(), info.source.span(expr))
+            node.attrs["effects.fresh"] = True
+            assert self.cx.graph is not None
+            self.cx.graph.add_node(node)
+            self.cx.producer.setdefault(made, made)
+            self.cx.used.add(made)
+            self.cx.module_objects_read[f"argparse:{id(args)}"] = made
+        return Dyn(Ref(made))
+
     def _defined_in(self, info: ModuleInfo, name: str) -> tuple[ModuleInfo, str]:
         """The module and name that define `name` as `info` sees it, following the user's own imports."""
         for _ in range(50):
@@ -423,6 +445,8 @@ class Expressions(Component):
         value = self.eval(expr, scope, info)
         if isinstance(value, Static) and isinstance(value.value, ConfigValue):
             return self.cx.calls.build_config(value.value, expr, scope, info)
+        if isinstance(value, Static) and isinstance(value.value, StaticArgs):
+            return self.namespace(value.value, expr, info)
         if isinstance(value, Static) and isinstance(value.value, (tuple, list)) and any(
                 isinstance(v, ConfigValue) for v in value.value):  # a grid of configs: each built by its class
             items = [self.cx.calls.build_config(v, expr, scope, info) if isinstance(v, ConfigValue) else Static(v)
