@@ -1259,6 +1259,26 @@ def test_a_library_reader_given_a_file_opened_at_the_call_reads_that_file(tmp_pa
     assert dump.world is not None and dump.file_paths_known and dump.file_paths["write"] == {"param:path"}
 
 
+def test_a_path_opened_to_read_is_a_read_and_opened_otherwise_a_write(tmp_path: Path) -> None:
+    found = effects_of(tmp_path, """
+        from pathlib import Path
+
+        @dagc.task
+        def load(path: str) -> bytes:
+            with Path(path).open("rb") as f:
+                head = f.read(4)
+            return head + Path(path).open().read().encode() + Path(path).open(mode="r", encoding="utf-8").read().encode()
+
+        @dagc.task
+        def save(path: str, text: str) -> None:
+            with Path(path).open("w") as f:
+                f.write(text)
+    """)
+    load, save = found["load"], found["save"]
+    assert load.file_write is None and load.file_paths_known and load.file_paths["read"] == {"param:path"}
+    assert save.file_write is not None and save.file_paths["write"] == {"param:path"}
+
+
 def test_a_task_ordered_after_one_that_acts_on_the_world_is_not_cached(tmp_path: Path) -> None:
     from dagc.backends.fingerprint import task_rows
 

@@ -401,3 +401,17 @@ def test_a_checkpoint_reader_after_a_writer_of_unnamed_files_is_cached_once_they
     assert graph.node("evaluate").deps == ()
     rows = task_rows(graph)
     assert rows["evaluate"][3] is True and "torch.save" in rows["train"][3]
+
+
+def test_a_written_directory_covers_the_files_read_in_it_and_not_its_neighbours(tmp_path: Path) -> None:
+    """`writes=["{out_dir}"]` names a directory: a declared read of a file in it waits for the writer, and a read
+    of a file beside it (in its parent) is no DAGC127 "which no task writes"."""
+    script = tmp_path / "flow.py"
+    text = TRAIN_THEN_EVALUATE.format(writes='(writes=["{out_dir}"])')
+    script.write_text(text.replace('os.path.join(HERE, "ckpts", "best.pt")', 'os.path.join(HERE, "best.pt")'),
+                      encoding="utf-8")
+    graph = compile_file(script)  # raises on an error diagnostic
+    assert graph.node("evaluate").deps == ()
+    script.write_text(text.replace('os.path.join(HERE, "ckpts", "best.pt")', 'os.path.join(HERE, "runs", "epoch1.pt")'),
+                      encoding="utf-8")
+    assert compile_file(script).node("evaluate").deps == ("train",)

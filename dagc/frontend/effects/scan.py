@@ -112,8 +112,10 @@ class FunctionScan:
                 opened, target = node.context_expr, node.optional_vars
             elif isinstance(node, ast.Assign) and len(node.targets) == 1:
                 opened, target = node.value, node.targets[0]
-            if isinstance(opened, ast.Call) and isinstance(opened.func, ast.Name) and opened.func.id == "open" \
-                    and isinstance(target, ast.Name):
+            if isinstance(opened, ast.Call) and (isinstance(opened.func, ast.Name) and opened.func.id == "open"
+                                                 or isinstance(opened.func, ast.Attribute) and opened.func.attr == "open"
+                                                 and isinstance(opened.func.value, ast.Call)) \
+                    and isinstance(target, ast.Name):  # `open(p)`, or `Path(p).open(...)` (that call names the file)
                 self.file_objects.add(target.id)
         # `import random` / `from random import choice` inside the body (Metaflow steps, Kubeflow components)
         self.local_imports: dict[str, str] = {}
@@ -545,7 +547,7 @@ class FunctionScan:
             if func.attr in lib.FILE_WRITE_METHODS:
                 self.file(call, f"calls `.{func.attr}()`", write=True, path=self._method_path(call, func))
             elif func.attr in lib.FILE_READ_METHODS or func.attr == "open":
-                self.file(call, f"calls `.{func.attr}()`", write=func.attr == "open",
+                self.file(call, f"calls `.{func.attr}()`", write=func.attr == "open" and not _opens_to_read(call),
                            path=self._method_path(call, func))
 
     def _library_file(self, call: ast.Call, name: str, *, write: bool) -> None:
@@ -707,3 +709,16 @@ class FunctionScan:
                                   f"rebinds the global `{target.id}`")
             elif isinstance(target, ast.Name) and target.id in self.global_decl and not isinstance(node, ast.Delete):
                 self.mutated({f"global:{self.info.name}.{target.id}"}, target, f"rebinds the global `{target.id}`")
+
+
+def _opens_to_read(call: ast.Call) -> bool:
+    """`p.open()`, `p.open("rb")`, `p.open(mode="r")`: a method `open` whose mode (its first argument, as
+    `Path.open` takes it, or `mode=`) is absent or a literal of r, b and t only. Anything else (`zf.open(name)`,
+    whose first argument is a name, or a mode dagc cannot read) counts as a write."""
+    mode = next((k.value for k in call.keywords if k.arg == "mode"), None)
+    if mode is None and call.args:
+        mode = call.args[0]
+    if mode is None:
+        return not call.keywords or all(k.arg in ("encoding", "errors", "newline", "buffering") for k in call.keywords)
+    return isinstance(mode, ast.Constant) and isinstance(mode.value, str) and bool(mode.value) \
+        and set(mode.value) <= set("rbt")

@@ -491,10 +491,10 @@ class Calls(Component):
                 raise ExtractError
             options = dataclasses.replace(options, reads=reads, writes=writes)
             for path in reads:
-                writer = self.cx.writers.get(path)
-                if writer is not None:
-                    deps.setdefault(self.cx.visible(writer[0]), None)
-                    self.cx.readers.setdefault(path, []).append(name)
+                written = self.cx.written_as(path)
+                if written is not None:
+                    deps.setdefault(self.cx.visible(self.cx.writers[written][0]), None)
+                    self.cx.readers.setdefault(written, []).append(name)  # a rewrite of it waits for this read
                 else:
                     self.cx.reads.append((path, name, span))
             for path in writes:

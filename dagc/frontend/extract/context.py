@@ -7,6 +7,7 @@ Each job (`core`, `loops`, ...) is a `Component` holding the `Context`; it reach
 from __future__ import annotations
 
 import ast
+import os
 from typing import TYPE_CHECKING, Any
 
 from dagc.diagnostics import DiagnosticSink
@@ -164,6 +165,16 @@ class Context:
         else:
             assert self.graph is not None
             self.graph.add_node(node)
+
+    def written_as(self, path: str) -> str | None:
+        """The written path that covers `path`: itself, or a directory above it (`writes=["{out_dir}"]` covers
+        the files in it); None when no task writes it."""
+        while path not in self.writers:
+            parent = os.path.dirname(path)
+            if not parent or parent == path:
+                return None
+            path = parent
+        return path
 
     def visible(self, node_name: str) -> str:
         while node_name in self.owner:

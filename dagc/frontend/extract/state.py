@@ -502,9 +502,12 @@ class StateChecks(Component):
                         f"(`{group.name}`: {group.why})", node.span, hint=hint)
 
     def check_reads(self) -> None:
-        produced_dirs = {os.path.dirname(p) for p in self.cx.writers}
+        # the directories written files are in (`out/model.pt`: `out`); a written path without a suffix may be a
+        # directory (`writes=["{out_dir}"]`), whose parent is not thereby a directory the pipeline writes into
+        produced_dirs = {os.path.dirname(p) for p in self.cx.writers if os.path.splitext(p)[1]}
         for path, reader, span in self.cx.reads:
-            writer = self.cx.writers.get(path)
+            written = self.cx.written_as(path)
+            writer = self.cx.writers[written] if written is not None else None
             if writer is not None:
                 self.cx.sink.error("DAGC127", f"task `{reader}` reads `{path}` before `{writer[0]}` writes it",
                                    span, notes=[Note(f"`{writer[0]}` writes it here", writer[1])],
