@@ -89,7 +89,8 @@ _NONE = NodeEffects()
 
 def node_effects(node: Node) -> NodeEffects:
     """The effects a node records (a fused group: the union of its members')."""
-    if node.op != "fused" and not node.options.side_effects and not any(k in node.attrs for k in EFFECT_ATTRS):
+    if node.op != "fused" and not node.options.side_effects and (not node.attrs or node.attrs.keys().isdisjoint(
+            EFFECT_ATTRS)):
         return _NONE  # the common case, asked of every node by several passes: keep it cheap
     if node.op != "fused":  # one node: its attributes as they are
         attrs = node.attrs

@@ -25,6 +25,7 @@ class CommonSubexpressionElimination(Pass):
     """
 
     name: ClassVar[str] = "cse"
+    only_removes: ClassVar[bool] = True
 
     def apply(self, ctx: PassContext, graph: Graph) -> None:
         seen: dict[tuple[object, ...], str] = {}

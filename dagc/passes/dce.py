@@ -21,6 +21,7 @@ class DeadCodeElimination(Pass):
     Each removal is reported as a warning at the call (DAGC152), naming the option that keeps it."""
 
     name: ClassVar[str] = "dce"
+    only_removes: ClassVar[bool] = True
 
     def apply(self, ctx: PassContext, graph: Graph) -> None:
         roots = [n.name for n in graph if has_effects(n)]
