@@ -28,7 +28,7 @@ from dagc.ir.regions import walk
 from dagc.ir.serialize import operand_to_json, options_to_json
 from dagc.ir.types import operand_to_python
 from dagc.runtime.code import definitions
-from dagc.runtime.executor import NEVER_REUSED
+from dagc.runtime.executor import CONTENT_KEYED, NEVER_REUSED
 from dagc.runtime.store import fingerprint, output_fingerprint, value_fingerprint
 from dagc.runtime.threads import declared_threads
 
@@ -405,9 +405,13 @@ def _downstream_of_uncached(graph: Graph, rows: dict[str, tuple]) -> dict[str, t
                 continue
             varies.add(name)
             if row is not None and row[3] is True:
-                rows[name] = (*row[:3], f"it {how} `{up}`, which is computed again on every run "
-                              "(it acts on the world) and may change what it reads"
-                              + (_unnamed_files(node, graph.node(up)) if how == "runs after" else ""), *row[4:])
+                why = (f"it {how} `{up}`, which is computed again on every run (it acts on the world) and may "
+                       "change what it reads" + (_unnamed_files(node, graph.node(up)) if how == "runs after" else ""))
+                # a task's arguments are all it is given: keyed on their content too, its stored output is reused
+                # when they are what they were (dagc.runtime.executor); a region or group reads values it is not
+                # given as arguments
+                keyed = node.op == "task" and row[4] is None
+                rows[name] = (*row[:3], f"{CONTENT_KEYED}{why}" if keyed else why, *row[4:])
             break
     return rows
 

@@ -415,3 +415,94 @@ def test_a_written_directory_covers_the_files_read_in_it_and_not_its_neighbours(
     script.write_text(text.replace('os.path.join(HERE, "ckpts", "best.pt")', 'os.path.join(HERE, "runs", "epoch1.pt")'),
                       encoding="utf-8")
     assert compile_file(script).node("evaluate").deps == ("train",)
+
+
+FETCH_THEN_TRAIN = '''\
+import json
+from pathlib import Path
+
+import dagc
+
+HERE = Path(__file__).parent
+
+
+@dagc.task(side_effects=True)
+def fetch(name: str) -> list:
+    """Acts on the world (declared): computed again on every run, whatever the cache holds."""
+    return json.loads((HERE / name).read_text())
+
+
+@dagc.task
+def train(rows: list, scale: int) -> int:
+    return sum(rows) * scale
+
+
+@dagc.task
+def report(total: int) -> str:
+    return f"total {total}"
+
+
+@dagc.pipeline
+def p():
+    return report(train(fetch("rows.json"), 2))
+'''
+
+
+def _keyed_project(tmp_path: Path) -> Path:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "rows.json").write_text("[1, 2, 3]", encoding="utf-8")
+    script = tmp_path / "src" / "keyed.py"
+    script.write_text(FETCH_THEN_TRAIN, encoding="utf-8")
+    return script
+
+
+def test_a_task_reading_what_a_world_acting_task_made_is_reused_while_that_is_the_same(tmp_path: Path) -> None:
+    """Keyed on the content of its arguments: `train` is taken from the cache while `fetch` (computed again on
+    every run) returns what it returned before, and computed again once that changes."""
+    from dagc.backends.fingerprint import task_rows
+    from dagc.runtime.executor import CONTENT_KEYED
+
+    script = _keyed_project(tmp_path)
+    graph = compile_file(script)
+    rows = task_rows(graph)
+    assert rows["train"][3].startswith(CONTENT_KEYED) and rows["report"][3].startswith(CONTENT_KEYED)
+    program = tmp_path / "p_local.py"
+    program.write_text(emit(graph, "local", program))
+
+    def run(k: int) -> tuple[object, set[str]]:
+        run_dir = tmp_path / f"r{k}"
+        proc = run_python([str(program), "--cache", str(tmp_path / "cache"), "--run-dir", str(run_dir),
+                           "--result", str(tmp_path / f"{k}.pkl")], capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        said = [line for line in proc.stderr.splitlines() if "is not cached" in line]
+        assert [line.split("`")[1] for line in said] == ["fetch"], proc.stderr  # the others are, by content
+        return pickle.loads((tmp_path / f"{k}.pkl").read_bytes()), _ran(run_dir)
+
+    assert run(0) == ("total 12", {"fetch", "train", "report"})
+    assert run(1) == ("total 12", {"fetch"})  # fetched the same rows: the rest from the cache
+    (tmp_path / "src" / "rows.json").write_text("[1, 2, 3, 4]", encoding="utf-8")
+    assert run(2) == ("total 20", {"fetch", "train", "report"})
+    assert run(3) == ("total 20", {"fetch"})
+
+
+@pytest.mark.slow
+def test_content_keys_hold_on_ray_and_torch(tmp_path: Path, ray_cluster) -> None:
+    from tests.engines import run_ray, run_torch
+
+    script = _keyed_project(tmp_path)
+    for backend in ("ray", "torch"):
+        work = tmp_path / backend
+        work.mkdir()
+        (tmp_path / "src" / "rows.json").write_text("[1, 2, 3]", encoding="utf-8")
+        cache = ("--cache", str(work / "cache"))
+
+        def run(k: int) -> tuple[object, set[str]]:
+            if backend == "ray":
+                return run_ray(script, "p", {}, work, ray_cluster.address, 2, *cache), _ran(work / "ray-run")
+            run_dir = ("--run-dir", str(work / f"r{k}"))
+            return run_torch(script, "p", {}, work, args=(*cache, *run_dir)), _ran(work / f"r{k}")
+
+        assert run(0) == ("total 12", {"fetch", "train", "report"}), backend
+        assert run(1) == ("total 12", {"fetch"}), backend
+        (tmp_path / "src" / "rows.json").write_text("[5]", encoding="utf-8")
+        assert run(2) == ("total 10", {"fetch", "train", "report"}), backend

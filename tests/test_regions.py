@@ -258,7 +258,7 @@ def p():
                 "        else:\n            x = step(x)\n    return x\n"),
     ("DAGC117", "    x = load(1)\n    if x:\n        return x\n    return x\n"),
     ("DAGC119", "    for i in range(10**6):\n        for j in range(10**6):\n            load(i)\n    return 1\n"),
-    ("DAGC107", "    x = load(1)\n    return step(print(x))\n"),
+    ("DAGC107", "    x = load(1)\n    return step(repr(x))\n"),
     ("DAGC109", "    x = load(1)\n    return step((lambda: 1) if x else 2)\n"),
     ("DAGC118", "    x = load(1)\n    if x:\n        f = step\n    else:\n        f = load\n    return 1\n"),
     ("DAGC140", "    x = pair(1, 2)\n    return total(load(1))\n"),

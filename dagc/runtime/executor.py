@@ -70,6 +70,10 @@ def store_rate() -> float:
 # the start of a cache column's reason when a task's stored outputs may not be reused at all, from the run
 # directory either (backends/fingerprint.py: a piece of state the pipeline returns)
 NEVER_REUSED = "never reused: "
+# the start of a cache column's reason when a task reads what a task that acts on the world made (or runs after
+# it): its output is stored and reused by its fingerprint and the content of its arguments, taken when it is
+# about to run (backends/fingerprint.py); the rest of the reason says why the fingerprint alone cannot tell
+CONTENT_KEYED = "keyed on its inputs: "
 # what the fingerprint of an output stored at its state group's end ends with (`final_state`): only a program
 # that stores its group that way reuses it
 FINAL = "-final"
@@ -367,6 +371,13 @@ class Executor:
         holds the task's value (rank 0 of a multi-rank task). `agree(failed)`: for a multi-rank task,
         tells the other ranks whether this attempt failed here and returns whether it failed anywhere,
         so that every rank retries together."""
+        if owner and agree is None and spec.uncached and spec.uncached.startswith(CONTENT_KEYED):
+            keyed = self._content_keyed(spec, args, kwargs)
+            if keyed is not None:
+                spec = keyed
+                source = self.source(spec)
+                if source is not None:  # its arguments are what they were: the output stored then is this one's
+                    return self._reused(spec, source)
         threads = spec.threads or self.threads
         before = set_threads(threads) if threads else None
         try:
@@ -377,6 +388,20 @@ class Executor:
         if self.progress is not None:
             self.progress.advance(name=spec.name)
         return value
+
+    def _content_keyed(self, spec: TaskSpec, args: tuple, kwargs: dict[str, Any]) -> TaskSpec | None:
+        """`spec` keyed on the content of its arguments as well as its fingerprint (CONTENT_KEYED), stored and
+        reused like any cacheable task's; None where that cannot be (arguments that do not pickle, a state group,
+        nowhere to store)."""
+        if spec.fingerprint is None or spec.state is not None or (self.store is None and self.cache is None):
+            return None
+        from dagc.runtime.store import content_digest
+
+        digest = content_digest((args, sorted(kwargs.items())))
+        if digest is None:
+            return None
+        fingerprint = hashlib.sha256(f"{spec.fingerprint}|{digest}".encode()).hexdigest()[:32]
+        return replace(spec, fingerprint=fingerprint, cache=True, uncached=None)
 
     def _run(self, spec: TaskSpec, fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any], owner: bool,
              agree: Callable[[bool], bool] | None) -> Any:
@@ -503,6 +528,7 @@ class Executor:
                 and spec.name not in self.not_cached:
             self.not_cached.add(spec.name)  # said once per task: --cache was asked for and this one is never cached
             print(f"dagc: task `{spec.name}` is not cached: {spec.uncached or 'it is not cacheable'}", file=sys.stderr)
+            # (a CONTENT_KEYED task is stored by `run` under its key, with cache=True: never said to be uncached)
         if spec.fingerprint is None or (self.store is None and (self.cache is None or not spec.cache)):
             return None
         if spec.state is not None and spec.state in self.final_state:

@@ -116,6 +116,20 @@ def _digest(parts: Iterable[bytes | memoryview]) -> bytes:
     return h.digest()
 
 
+def content_digest(value: object) -> str | None:
+    """A digest of what `value` holds (its pickle, tensor and array data included, not copied); None when it does
+    not pickle. Equal digests, equal content; a set of strings may pickle in another order in another process,
+    which only costs a reuse."""
+    try:
+        pickled = dumps(value)
+    except Exception:  # noqa: BLE001 - anything that does not pickle has no content key
+        return None
+    h = blake3.blake3(pickled.stream)
+    for buffer in pickled.buffers:
+        h.update(buffer)
+    return h.hexdigest()[:32]
+
+
 class Pickled:
     """A value pickled with protocol 5: the pickle stream, and the large buffers (tensor and array data)
     kept out of it, by reference, not copied. Written as one sealed file by `write_sealed`."""

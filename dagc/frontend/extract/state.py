@@ -502,9 +502,10 @@ class StateChecks(Component):
                         f"(`{group.name}`: {group.why})", node.span, hint=hint)
 
     def check_reads(self) -> None:
-        # the directories written files are in (`out/model.pt`: `out`); a written path without a suffix may be a
-        # directory (`writes=["{out_dir}"]`), whose parent is not thereby a directory the pipeline writes into
-        produced_dirs = {os.path.dirname(p) for p in self.cx.writers if os.path.splitext(p)[1]}
+        # the directories written files are in (`out/model.pt`: `out`), but for the script's own directory: a
+        # pipeline writing `HERE/runs` (a directory, `writes=["{out_dir}"]`) reads the data files beside it there
+        home = os.path.dirname(os.path.abspath(self.cx.project.entry))
+        produced_dirs = {os.path.dirname(p) for p in self.cx.writers} - {home, "", "."}
         for path, reader, span in self.cx.reads:
             written = self.cx.written_as(path)
             writer = self.cx.writers[written] if written is not None else None
