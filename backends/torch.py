@@ -413,7 +413,8 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
         "                  [--result PATH] [-- SCRIPT_ARGS...]\n"
         "       python THIS_FILE [...]   (starts torchrun itself)"))
     for line in ("import argparse", "import importlib", "import os", "import sys", "from pathlib import Path", "",
-                 "from dagc.runtime.code import describe_changes, refresh",
+                 "from dagc.runtime.code import current_digests, describe_changes, refresh",
+                 "from dagc.runtime.costs import CostLog, cost_store_dir",
                  "from dagc.runtime.distributed import (", "    Runner,", "    TaskFailed,", "    launch_main,",
                  "    report_failure,", "    take_launcher_environment,", ")",
                  *((f"from dagc.runtime.maps import map_items{', spread_map' if _spreads(graph) else ''}",)
@@ -528,7 +529,8 @@ def _emit_main(w: CodeWriter, graph: Graph) -> None:
                     backend=args.dist_backend, stages=STAGES, collectives=COLLECTIVES, compress=COMPRESS,
                     cache=args.cache, policy=POLICY, state=STATE, effects=EFFECTS if args.check_effects is not False else None,
                     launcher=launcher, threads=THREADS, threads_mode=args.threads, final_state=FINAL_STATE,
-                    code=CODE)
+                    code=CODE, costs=CostLog(cost_store_dir(args.cost_store).resolve(), PIPELINE,
+                                             current_digests(CODE, args.source_root, CODE_FILES)))
     program = PROGRAMS[runner.rank] if runner.rank < len(PROGRAMS) else None
     try:
         result = runner.execute(lambda rt: program(rt, modules) if program else None, args.result)

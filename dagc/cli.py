@@ -7,6 +7,7 @@ Exit status: 0 success, 1 errors in the input (diagnostics printed), 2 bad usage
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 import time
@@ -59,7 +60,12 @@ def _add_cluster(p: argparse.ArgumentParser) -> None:
 def _add_profile(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", metavar="RUN_DIR",
                    help="use the task durations and output sizes measured in this run directory's event log "
-                   "instead of the annotations")
+                   "instead of the annotations (and of the learned costs)")
+    p.add_argument("--cost-store", metavar="DIR",
+                   help="the cost store every run records its tasks' figures in and compiles plan with "
+                   "(default: $DAGC_COST_STORE, else .dagc/costs)")
+    p.add_argument("--no-learned-costs", action="store_true",
+                   help="plan with the annotations (and defaults) only, not with what earlier runs measured")
 
 
 def _add_format(p: argparse.ArgumentParser) -> None:
@@ -464,6 +470,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.priority is not None:
             result += ["--priority", str(args.priority)]
         result += ["--threads", args.threads] if args.threads != "plain" else []
+        result += ["--cost-store", str(Path(args.cost_store).resolve())] if args.cost_store else []
         command = [sys.executable, str(program), *result, *args.program_args]
         return subprocess.call(command)
 
@@ -678,6 +685,12 @@ def main(argv: list[str] | None = None) -> int:
     from dagc.console import setup_logging
 
     setup_logging(getattr(args, "verbose", 0) or 0, getattr(args, "quiet", 0) or 0)
+    if hasattr(args, "no_learned_costs") and not args.no_learned_costs and not getattr(args, "profile", None) \
+            and (args.cost_store or not os.environ.get("DAGC_NO_LEARNED_COSTS")):
+        from dagc.learned import DEFAULT_STORE
+        from dagc.runtime.costs import cost_store_dir
+
+        DEFAULT_STORE.set(cost_store_dir(args.cost_store))  # every compile of this command plans with it
     try:
         return int(args.func(args) or 0)
     except CompileError as exc:

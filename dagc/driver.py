@@ -108,12 +108,14 @@ def compile_file(
     stream: TextIO | None = None,
     details: bool = False,
     profile: str | Path | None = None,
+    cost_store: str | Path | None = None,
 ) -> Any:
     """Compile `path` and run `passes` (default: `default_pipeline(cluster, backend)`).
 
     Returns the Graph, or the whole `Compilation` when `details=True`. Raises `CompileError` with
     every diagnostic when the input has errors. `profile`: a run directory whose measured task
-    durations and output sizes replace the annotations (see `dagc.profile`).
+    durations and output sizes replace the annotations (see `dagc.profile`). `cost_store`: a cost store whose
+    figures of earlier runs replace them (see `dagc.learned`); `profile` wins where both are given.
     """
     from dagc.console import logger, status
 
@@ -133,6 +135,17 @@ def compile_file(
                        hint="give the run directory of a finished run (it holds events.jsonl)")
             raise CompileError(sink.sorted()) from None
         logger.info("profile %s: measured costs for %d of %d tasks", profile, len(measured), len(graph))
+    elif cost_store is not None or _default_store() is not None:
+        from dagc.learned import apply_learned_costs
+
+        cost_store = cost_store if cost_store is not None else _default_store()
+
+        learned, skipped = apply_learned_costs(graph, Path(cost_store))
+        if skipped:
+            sink.warning("DAGC008", f"the cost store {cost_store} has {skipped} damaged line(s); they are skipped",
+                         None, hint="a run killed while writing leaves one; remove the store's costs.jsonl to "
+                         "start it afresh")
+        logger.info("cost store %s: learned costs for %d of %d tasks", cost_store, len(learned), len(graph))
     spec = passes if passes is not None else default_pipeline(cluster, backend)
     try:
         pipeline = parse_pipeline(spec)
@@ -156,3 +169,9 @@ def compile_file(
     compilation = Compilation(graph, sources, [d for d in sink.sorted() if not d.is_error], ctx.remarks,
                               manager.timings, spec)
     return compilation if details else graph
+
+
+def _default_store() -> Path | None:
+    from dagc.learned import DEFAULT_STORE
+
+    return DEFAULT_STORE.get()

@@ -378,6 +378,16 @@ def describe_profile(graph: Graph) -> str | None:
     if not names:
         return None
     rest = [n.name for n in graph if n.op not in ("transfer", "glue") and n.name not in set(names)]
+    learned = graph.attrs.get("costs.learned")
+    if learned is not None and not graph.attrs.get("profile.run"):  # (dagc.learned)
+        runs = learned.get("tasks", {})
+        counts = sorted({runs.get(n, 0) for n in names})
+        said = f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+        text = (f"costs of {len(names)} task(s) learned from earlier runs (median of the last {said} run(s), store "
+                f"{learned.get('store')}): {', '.join(names)}")
+        if rest:
+            text += f"; still guesses (annotations or defaults): {', '.join(rest)}"
+        return text
     text = (f"costs of {len(names)} task(s) measured in run {graph.attrs.get('profile.run')} "
             f"({graph.attrs.get('profile.dir')}): {', '.join(names)}")
     if rest:

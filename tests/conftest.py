@@ -39,6 +39,10 @@ def _plain_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # (pytest-N/popen-gwK: pytest-N)
     (shared / "plain-cache").mkdir(exist_ok=True)
     plain.CACHE[:] = [shared / "plain-cache"]
+    # the programs tests run record task costs in a store of the session's (not the repository's .dagc/), and
+    # compiles plan from annotations unless a test names a store: the same input, the same plan
+    os.environ["DAGC_COST_STORE"] = str(shared / "costs")
+    os.environ["DAGC_NO_LEARNED_COSTS"] = "1"
 
 
 @pytest.fixture

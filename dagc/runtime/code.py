@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["code_digest", "refresh", "definitions", "describe_changes", "CodeRow"]
+__all__ = ["code_digest", "current_digests", "refresh", "definitions", "describe_changes", "CodeRow"]
 
 CodeRow = tuple  # (code names, upstream tasks, digest when emitted)
 
@@ -137,6 +137,11 @@ def code_digest(names: tuple[str, ...], root: Path, files: Mapping[str, str]) ->
     for name in names:
         h.update(f"{name}={_definition(name, root, files)}\n".encode())
     return h.hexdigest()[:16]
+
+
+def current_digests(code: Mapping[str, CodeRow], root: Path, files: Mapping[str, str]) -> dict[str, str]:
+    """Per task, the digest of its code as it is now (what the cost store keys its figures by)."""
+    return {task: code_digest(tuple(names), root, files) for task, (names, _upstream, _emitted) in code.items()}
 
 
 def refresh(rows: Mapping[str, tuple], code: Mapping[str, CodeRow], root: Path, files: Mapping[str, str],

@@ -43,6 +43,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 from dagc.runtime.console import load_console, replay
+from dagc.runtime.costs import CostLog
 from dagc.runtime.effectcheck import Assumed
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import NEVER_REUSED, NOT_STORABLE, Executor, TaskFailed, TaskSpec, unpicklable_type
@@ -173,10 +174,12 @@ class Runner:
         launcher: Mapping[str, str] | None = None,
         threads: Mapping[str, int] | None = None,
         threads_mode: str = "plain",
+        costs: CostLog | None = None,
         final_state: Sequence[int] = (),
         code: Mapping[str, tuple] | None = None,
     ) -> None:
         self.pipeline = pipeline
+        self.costs = costs  # where each task's owner records what it measured (dagc.runtime.costs)
         self.code = dict(code or {})  # task -> (code names, upstream tasks, digest): dagc.runtime.code
         # state groups stored as they are at their end, in one pickle (dagc.runtime.executor's final_state)
         self.final_state = frozenset(final_state)
@@ -411,7 +414,7 @@ class Runner:
                      "device": self.device, "run_dir": self.run_dir},
             where={"rank": self.rank, "device": str(self.device), "node": socket.gethostname()},
             attempt_offset=self.attempt, process_rank=self.rank, check=self.effects is not None,
-            threads=self.default_threads, final_state=self.final_state, held=self.held)
+            threads=self.default_threads, final_state=self.final_state, held=self.held, costs=self.costs)
         spec = self._spec(name)
         final = self._final_group(name)
         if final is not None:  # its output waits until the group's last task has run, then all are stored

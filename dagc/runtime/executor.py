@@ -38,6 +38,7 @@ from typing import Any
 from dagc.runtime import filetrace
 from dagc.runtime.console import Recording, load_console, replay, save_console
 from dagc.runtime.context import TaskContext, reset_context, set_context
+from dagc.runtime.costs import CostLog
 from dagc.runtime.effectcheck import Assumed, EffectViolation, watch
 from dagc.runtime.events import EventLog
 from dagc.runtime.progress import Progress
@@ -203,8 +204,10 @@ class Executor:
                  check: bool = False, modules: list[str] | None = None, threads: int | None = None,
                  progress: Progress | None = None, write_behind: bool = False, recompute: bool = False,
                  final_state: Iterable[int] = (), carry: int = 0,
-                 held: dict[int, list[tuple[TaskSpec, Any, list[tuple[str, str]]]]] | None = None) -> None:
+                 held: dict[int, list[tuple[TaskSpec, Any, list[tuple[str, str]]]]] | None = None,
+                 costs: CostLog | None = None) -> None:
         self.tasks = dict(tasks or {})
+        self.costs = costs  # the cost store every finished task's figures go to (dagc.runtime.costs)
         self.final_state = frozenset(final_state)
         # state group -> (task, output, what it printed) of its tasks run so far, stored at the group's end
         # (shared by the executors of one process that each run one task of a group: `held`)
@@ -420,6 +423,7 @@ class Executor:
             if self.log is not None:  # every rank says it started; only the owner says it ended
                 self.log.start(spec.name, attempt + 1, **self.where)
             start = time.perf_counter()
+            cpu_start = time.process_time()
             error: BaseException | None = None
             token = set_context(ctx)
             if recording is not None:
@@ -472,11 +476,14 @@ class Executor:
             if attempt >= spec.retries:
                 raise TaskFailed(spec.name, attempt, error, named_rank) from error
         duration = time.perf_counter() - start
+        cpu = time.process_time() - cpu_start
         if found is not None:
             self._save_trace(spec, found)
         nbytes = self.save(spec, value, recording.chunks if recording is not None else [], duration) if owner else None
         if owner and self.log is not None:
             self.log.end(spec.name, duration, nbytes, attempt=attempt + 1, **self.where)
+        if owner and self.costs is not None:
+            self.costs.record(spec.name, duration, cpu, nbytes)
         return value
 
     def _base_context(self) -> TaskContext:

@@ -15,8 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from dagc.runtime.code import describe_changes, refresh
+from dagc.runtime.code import current_digests, describe_changes, refresh
 from dagc.runtime.context import reset_context, set_context
+from dagc.runtime.costs import CostLog, cost_store_dir
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import Executor, TaskFailed, TaskRow
 from dagc.runtime.filetrace import before_reuse
@@ -75,7 +76,9 @@ def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tas
     progress = Progress(len(tasks))  # drawn on a terminal only
     rt = Executor(tasks, store=store, log=log, cache=cache, reuse=args.resume is not None,
                   check=args.check_effects is not False, modules=list(modules), progress=progress,
-                  write_behind=True, recompute=not args.store_all, final_state=final_state)
+                  write_behind=True, recompute=not args.store_all, final_state=final_state,
+                  costs=CostLog(cost_store_dir(args.cost_store), pipeline,
+                                current_digests(code or {}, args.source_root, code_files or {})))
     started = time.perf_counter()
     if log is not None and store is not None:
         log.write("run_start", pipeline=pipeline, tasks=len(tasks), resume=args.resume is not None,

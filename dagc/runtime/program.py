@@ -98,6 +98,9 @@ def add_run_options(parser: argparse.ArgumentParser, source_root: Path) -> None:
                         help="stop at a task that changes more than dagc assumed it may (its arguments, the "
                              "global random generators, files, module globals): where Ray or torch would then "
                              "differ from the plain run; default: on")
+    parser.add_argument("--cost-store", type=Path, metavar="DIR",
+                        help="where each finished task's time, CPU time, output size and memory are recorded, "
+                             "for the next compile to plan with (default: $DAGC_COST_STORE, else .dagc/costs)")
     parser.add_argument("--threads", choices=("plain", "share"), default="plain",
                         help="the threads a task that declares no cpus= computes on: `plain`, as many as under "
                              "`python SCRIPT` (float results equal the plain run's to the last bit); `share`, at "

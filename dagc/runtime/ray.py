@@ -34,8 +34,9 @@ from typing import Any
 import ray
 
 from dagc.runtime.admission import AGING_SECONDS, Gate, admission_queue, unwrap
-from dagc.runtime.code import describe_changes, refresh
+from dagc.runtime.code import current_digests, describe_changes, refresh
 from dagc.runtime.console import load_console, replay
+from dagc.runtime.costs import CostLog, cost_store_dir
 from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import Executor, TaskFailed, TaskRow
 from dagc.runtime.filetrace import before_reuse
@@ -119,7 +120,8 @@ class Driver:
     def __init__(self, plan: Plan, store: RunStore, log: EventLog, resume: bool, placement: Placement | None,
                  cache: Cache | None = None, interpreter: Interpreter = Interpreter("", (), "."),
                  pending_timeout: float = 600.0, check: bool = False, admission: dict[str, Any] | None = None,
-                 threads_mode: str = "plain") -> None:
+                 threads_mode: str = "plain", costs: CostLog | None = None) -> None:
+        self.costs = costs  # where the workers record what each task measured (dagc.runtime.costs)
         self.threads_mode = threads_mode  # --threads: plain (the plain run's count) or share (dagc.runtime.threads)
         self.plan, self.store, self.log, self.placement, self.cache = plan, store, log, placement, cache
         # on a shared cluster: the program's priority and the queue's aging (dagc.runtime.admission); None: off
@@ -239,7 +241,7 @@ class Driver:
         return Job(task, self.plan.tasks[task], self.run_dir, self.log.run_id,
                    str(self.cache.root.resolve()) if self.cache is not None else None, device, outputs,
                    self.interpreter, resume=self.resume, check=self.check_effects, share_of=self.share_of(device),
-                   threads_mode=self.threads_mode, final_group=final)
+                   threads_mode=self.threads_mode, final_group=final, costs=self.costs)
 
     def share_of(self, device: object) -> int | None:
         """How many devices of the plan share the node `device` is on (None: not placed)."""
@@ -585,7 +587,9 @@ def ray_main(plan: Plan, run: Callable[[Driver], object], argv: Sequence[str] | 
         admission = {"program": run_id, "priority": priority, "aging": args.aging} if shared else None
         driver = Driver(plan, store, log, args.resume is not None, placement, cache, interpreter,
                         args.pending_timeout, check=args.check_effects is not False, admission=admission,
-                        threads_mode=args.threads)
+                        threads_mode=args.threads,
+                        costs=CostLog(cost_store_dir(args.cost_store).resolve(), plan.pipeline,
+                                      current_digests(plan.code or {}, args.source_root, plan.code_files or {})))
         try:
             result = run(driver)
         finally:

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 import ray
 
 from dagc.runtime import admission
+from dagc.runtime.costs import CostLog
 from dagc.runtime.events import EventLog
 from dagc.runtime.executor import Executor, TaskRow, TaskSpec
 from dagc.runtime.program import prepare_interpreter
@@ -77,7 +78,8 @@ class Job:
     def __init__(self, task: str, row: TaskRow, run_dir: str, run_id: str, cache: str | None, device: object,
                  outputs: int, interpreter: Interpreter, resume: bool = False,
                  check: bool = False, share_of: int | None = None, threads_mode: str = "plain",
-                 final_group: Mapping[str, TaskRow] | None = None) -> None:
+                 final_group: Mapping[str, TaskRow] | None = None, costs: CostLog | None = None) -> None:
+        self.costs = costs
         self.task, self.row, self.run_dir, self.run_id, self.cache = task, row, run_dir, run_id, cache
         # the rows of the task's state group when the group is stored at its end (Executor's final_state)
         self.final_group = dict(final_group) if final_group else None
@@ -133,7 +135,8 @@ class Job:
                             where=where, claim=self.world_size == 1, check=getattr(self, "check", False),
                             threads=self.threads(), attempt_offset=offset, final_state=final,
                             # the group's outputs wait in its actor's process until its last task has run
-                            held=_held.setdefault(self.run_id, {}) if final else None)
+                            held=_held.setdefault(self.run_id, {}) if final else None,
+                            costs=getattr(self, "costs", None))
         spec = executor.spec(self.task)
         if spec.state is None:  # returned as stored: pickled once for the run directory and Ray's object store
             executor.carry = self.outputs  # (a state actor keeps the objects themselves)

@@ -1,0 +1,121 @@
+"""The cost store: what every run measured of every task, read by every compile (docs/scheduling.md, "Learned
+costs").
+
+Each task that finishes (its owner's successful attempt, on every backend) appends one line to
+`costs.jsonl` in the store (default `.dagc/costs/` in the working directory, where runs go by default;
+`--cost-store DIR` or `$DAGC_COST_STORE` names another, to share one between machines or a team):
+
+    {"pipeline": "train", "task": "fit", "code": "9f2c...", "wall": 12.5, "cpu": 24.1, "bytes": 1048576,
+     "rss": 734003200, "at": 1796420104.2}
+
+keyed by the pipeline, the task and the digest of its code (dagc.runtime.code: its function and the user's
+code it reaches), so that the figures of a task whose code changed are not used for it. `wall` and `cpu` are
+seconds, `bytes` the size of its stored output (null where it was not stored), `rss` the process's peak
+resident memory so far (an upper bound for the task's). A line is one `write` to a file opened for
+appending, so concurrent runs never interleave within a line; a line that does not parse (a run killed
+mid-write, a damaged file) is skipped, and said once.
+
+The compiler (dagc.learned) takes, per task, the median of its most recent runs whose code is the code it
+compiles.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = ["COST_FILE", "CostLog", "cost_store_dir", "peak_rss", "read_costs"]
+
+COST_FILE = "costs.jsonl"
+STORE_VARIABLE = "DAGC_COST_STORE"
+
+
+def cost_store_dir(explicit: str | os.PathLike[str] | None = None, base: str | os.PathLike[str] | None = None) -> Path:
+    """The store: `explicit`, else `$DAGC_COST_STORE`, else `.dagc/costs` in `base` (the working directory)."""
+    if explicit is not None:
+        return Path(explicit)
+    named = os.environ.get(STORE_VARIABLE)
+    if named:
+        return Path(named)
+    return Path(base or ".") / ".dagc" / "costs"
+
+
+def peak_rss() -> int:
+    """This process's peak resident memory in bytes (Linux reports KiB, macOS bytes)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak) if sys.platform == "darwin" else int(peak) * 1024
+
+
+class CostLog:
+    """Appends what finished tasks measured to the store; never fails a run (one warning when it cannot)."""
+
+    def __init__(self, root: str | os.PathLike[str], pipeline: str, code: Mapping[str, str]) -> None:
+        self.root = Path(root)
+        self.pipeline = pipeline
+        self.code = dict(code)  # task -> the digest of its code as it is when the run starts
+        self.failed = False
+
+    def record(self, task: str, wall: float, cpu: float | None, nbytes: int | None, code: str | None = None) -> None:
+        line: dict[str, Any] = {"pipeline": self.pipeline, "task": task, "code": code or self.code.get(task),
+                                "wall": round(wall, 6), "cpu": None if cpu is None else round(cpu, 6),
+                                "bytes": nbytes, "rss": peak_rss(), "at": round(time.time(), 3)}
+        data = (json.dumps(line, separators=(",", ":")) + "\n").encode("utf-8")
+        try:
+            if not self.root.is_dir():
+                self.root.mkdir(parents=True, exist_ok=True)
+                if self.root.parent.name == ".dagc" and not (self.root.parent / ".gitignore").exists():
+                    # the project's .dagc/, as the programs make it: never in the user's version control
+                    (self.root.parent / ".gitignore").write_text("# written by dagc: run directories, caches and "
+                                                                 "task costs, never committed\n*\n", encoding="utf-8")
+            fd = os.open(self.root / COST_FILE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, data)  # one write of one line: concurrent writers never interleave within it
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            if not self.failed:
+                self.failed = True
+                print(f"dagc: cannot record task costs in {self.root}: {exc.strerror or exc}; the run goes on "
+                      "(--cost-store DIR names another store)", file=sys.stderr)
+
+    def __reduce__(self) -> tuple:  # sent to Ray workers with their job
+        return (CostLog, (str(self.root), self.pipeline, self.code))
+
+
+def read_costs(root: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], int]:
+    """The records of the store at `root`, oldest first, and how many lines were skipped (damaged)."""
+    path = Path(root) / COST_FILE
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return [], 0
+    records: list[dict[str, Any]] = []
+    skipped = 0
+    for line in _lines(raw):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            skipped += 1
+            continue
+        if not (isinstance(record, dict) and isinstance(record.get("task"), str)
+                and isinstance(record.get("pipeline"), str) and _number(record.get("wall"))):
+            skipped += 1
+            continue
+        records.append(record)
+    return records, skipped
+
+
+def _lines(raw: bytes) -> Iterator[bytes]:
+    for line in raw.split(b"\n"):
+        if line.strip():
+            yield line
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value and value >= 0
