@@ -187,6 +187,7 @@ def _emit_cond(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, 
         if label == "else":
             w.line("else:")
         with w.indent():
+            start = len(w.lines)
             for inner in region_body(node, label):
                 emit_task_lines(w, inner, names, module_alias)
             yields = region_yields(node, label)
@@ -195,8 +196,8 @@ def _emit_cond(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, 
                 _assign_line(w, [t for t, _ in kept], [y for _, y in kept], names)
             elif outputs[0] != "_":
                 w.line(f"{outputs[0]} = None")
-            else:
-                w.line("pass")
+            elif all(not line.strip() or line.lstrip().startswith("#") for line in w.lines[start:]):
+                w.line("pass")  # (only where the branch has no statement of its own: a print needs none)
 
 
 def _emit_try(w: CodeWriter, node: Node, names: Names, module_alias: dict[str, str]) -> None:

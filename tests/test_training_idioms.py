@@ -312,3 +312,73 @@ def test_ray_and_torch_with_the_script_arguments_equal_plain(tmp_path: Path, mni
     (tmp_path / "torch").mkdir()
     assert run_ray(script, "main", {}, tmp_path / "ray", ray_cluster.address, 2, "--", *ARGS) == plain
     assert run_torch(script, "main", {}, tmp_path / "torch", args=("--", *ARGS)) == plain
+
+
+MODULE_ARGS = '''\
+"""reinforce.py's shape: options parsed at module level, an episode budget beside a run-time exit, logs that
+mix compile-time values and task results, a helper chosen by a conditional expression."""
+import argparse
+import itertools
+import os
+import pickle
+
+import dagc
+
+parser = argparse.ArgumentParser(description="PyTorch REINFORCE example")
+parser.add_argument("--gamma", type=float, default=0.5, metavar="G", help="discount factor")
+parser.add_argument("--budget", type=int, default=6)
+parser.add_argument("--decay", action="store_true")
+args = parser.parse_args()
+
+
+def lr_at(i):
+    return 0.1 / i
+
+
+@dagc.task
+def episode(i, lr):
+    return i * args.gamma + lr
+
+
+@dagc.task
+def solved(reward):
+    return reward > 2.0
+
+
+@dagc.pipeline
+def main():
+    rewards = []
+    for i in itertools.count(1):
+        lr = lr_at(i) if args.decay else 0.0
+        reward = episode(i, lr)
+        rewards.append(reward)
+        print(f"episode {i} (budget {args.budget}): reward {reward:.3f}")
+        if solved(reward):
+            break
+        if i >= args.budget:
+            break
+    return rewards
+
+
+if __name__ == "__main__":
+    pickle.dump(main(), open(os.environ["PLAIN_RESULT"], "wb"))
+'''
+
+
+@pytest.mark.parametrize("argv", [(), ("--gamma", "0.25", "--decay")])
+def test_module_level_options_budget_and_mixed_logs_equal_plain(tmp_path: Path, argv: tuple[str, ...]) -> None:
+    import os
+    import pickle
+
+    from tests.interpreters import run_python
+
+    script = tmp_path / "reinforce_args.py"
+    script.write_text(MODULE_ARGS, encoding="utf-8")
+    run_python([str(script), *argv], check=True, timeout=120, env={**os.environ, "PLAIN_RESULT": str(tmp_path / "p")})
+    plain = pickle.loads((tmp_path / "p").read_bytes())
+    assert len(plain) == (6 if argv else 5)  # solved at the 5th episode, or stopped by the budget of 6
+    proc = run_dagc("run", str(script), "--result", str(tmp_path / "r.pkl"), "--", "--", *argv, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain
+    assert f"episode 1 (budget 6): reward {plain[0]:.3f}" in proc.stdout
+    assert ("lr_at[0]" in proc.stderr) is False  # (nothing said about the helper: it simply runs)

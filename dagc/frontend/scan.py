@@ -13,6 +13,7 @@ from typing import Any
 
 from dagc import units
 from dagc.annotations import TASK_OPTIONS
+from dagc.frontend.arguments import StaticArgParser, StaticArgs
 from dagc.frontend.configs import ConfigValue
 from dagc.frontend.modules import (
     Constant,
@@ -306,6 +307,13 @@ def _define_constant(project: Project, info: ModuleInfo, target: ast.expr, value
     except NotStatic:
         info.symbols[target.id] = Opaque("value", value)
         return
+    if isinstance(constant, (StaticArgParser, StaticArgs)) and not _changed_in_module(info, target.id, parsers=True):
+        # the script's argparse parser and what it parsed at module level (reinforce, word_language_model):
+        # read at compile time as in a pipeline body (dagc.frontend.arguments)
+        info.symbols[target.id] = Constant(constant, value)
+        if isinstance(constant, StaticArgs) and constant.parser not in project.parsed_args:
+            project.parsed_args.append(constant.parser)
+        return
     frozen_items = isinstance(constant, tuple) and all(
         is_literal_value(c) or isinstance(c, ConfigValue) and c.cls.frozen for c in constant)
     if is_literal_value(constant) or frozen_items or isinstance(constant, ConfigValue) and (
@@ -320,10 +328,16 @@ def _define_constant(project: Project, info: ModuleInfo, target: ast.expr, value
         info.symbols[target.id] = Opaque("value", value)
 
 
-def _changed_in_module(info: ModuleInfo, name: str) -> bool:
+def _changed_in_module(info: ModuleInfo, name: str, *, parsers: bool = False) -> bool:
     """`CFG.lr = …`, `CFG.tags.append(…)`, `setattr(CFG, …)` or `global CFG` anywhere in the module:
-    a config instance that is not frozen may then hold other values at run time than it was built with."""
+    a config instance that is not frozen may then hold other values at run time than it was built with.
+    With `parsers`, a parser's own `add_argument`/`set_defaults` calls at module level do not count (they are
+    read in order, as the module runs them)."""
     for node in ast.walk(info.source.tree):
+        if parsers and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in ("add_argument", "set_defaults", "parse_args") \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == name:
+            continue
         if isinstance(node, ast.Global) and name in node.names:
             return True
         if isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, (ast.Store, ast.Del)):
@@ -357,6 +371,15 @@ def _scan_block(project: Project, info: ModuleInfo, body: list[ast.stmt]) -> Non
                 _define_constant(project, info, target, stmt.value)
         elif isinstance(stmt, ast.AnnAssign):
             _define_constant(project, info, stmt.target, stmt.value)
+        elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) \
+                and isinstance(stmt.value.func, ast.Attribute) and isinstance(stmt.value.func.value, ast.Name) \
+                and isinstance(getattr(info.symbols.get(stmt.value.func.value.id), "value", None), StaticArgParser):
+            try:  # `parser.add_argument("--epochs", type=int, default=10)` at module level: the parser grows
+                static_value(stmt.value, info, project)
+            except NotStatic as exc:
+                project.sink.error("DAGC109", f"argparse: {exc.reason}", info.source.span(exc.node),
+                                   hint="dagc reads the script's parser at compile time: give add_argument literal "
+                                   "options (type= int, float, str or bool)")
         elif isinstance(stmt, ast.If) and not is_main_guard(stmt):
             _scan_block(project, info, stmt.body)
             _scan_block(project, info, stmt.orelse)

@@ -108,6 +108,7 @@ class Interpreter(Component):
         finally:
             parsed.reset(token)
         self.cx.stack.pop()
+        parsers = parsers or self.cx.project.parsed_args  # (in the body, else at a module's top level)
         if parsers:  # the script's own arguments, parsed at compile time: the program parses them again
             graph.attrs[SCRIPT_ARGUMENTS_ATTR] = parsers[0].spec()
         try:

@@ -85,6 +85,10 @@ class Expressions(Component):
             return self.mapping(pairs, expr, info)
         if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.DictComp)):
             return self.comprehension(expr, scope, info)
+        if isinstance(expr, ast.IfExp) and not self.cx.glue.needs_glue(expr.test, scope, info):
+            # `get_lr(it) if decay_lr else learning_rate`: the test is known now, only its branch is evaluated
+            chosen = expr.body if self.static_value(expr.test, scope, info) else expr.orelse
+            return self.eval(chosen, scope, info, n_outputs=n_outputs)
         if isinstance(expr, GLUE_EXPRS) and self.cx.glue.needs_glue(expr, scope, info):
             if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
                 joined = self._concat(expr, scope, info)

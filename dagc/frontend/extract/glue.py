@@ -149,6 +149,9 @@ class Glue(Component):
             return ast.Name(f"_{len(args) - 1}", ast.Load())
 
         def conv(e: ast.expr) -> ast.expr:
+            if isinstance(e, ast.FormattedValue) and not self.needs_glue(e, scope, info):
+                # `{iter_num}` beside `{loss:.4f}`: formatted now, a literal piece of the f-string
+                return ast.Constant(str(self.cx.exprs.static_value(ast.JoinedStr([e]), scope, info)))
             if not (prints and e is expr) and not self.needs_glue(e, scope, info):
                 if isinstance(e, ast.Slice):
                     return ast.Slice(*(conv(p) if p is not None else None for p in (e.lower, e.upper, e.step)))

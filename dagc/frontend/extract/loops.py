@@ -257,6 +257,11 @@ class Loops(Component):
     def _count_loop(self, stmt: ast.For, start: Any, step: Any, scope: Scope, info: ModuleInfo) -> None:
         """`for i in itertools.count(1): ...; if <compile-time test>: break`, unrolled until the break."""
         exits = loop_level_breaks(stmt.body)
+        if exits and self._exits_are_dynamic(exits, stmt, scope, info):
+            bounded = self._count_budget(stmt, start, step, scope, info)
+            if bounded is not None:  # `if i_episode >= MAX_EPISODES: break` beside a run-time exit: a bounded loop
+                self.for_loop(bounded, scope, info)
+                return
         if not exits or self._exits_are_dynamic(exits, stmt, scope, info):
             self.cx.sink.error(
                 "DAGC117", "a loop over `itertools.count()` needs an exit dagc can decide at compile time"
@@ -279,6 +284,45 @@ class Loops(Component):
                 k += 1
 
         self._unroll_items(stmt.target, items(), stmt.body, scope, info, span)  # type: ignore[arg-type]
+
+    def _count_budget(self, stmt: ast.For, start: Any, step: Any, scope: Scope, info: ModuleInfo) -> ast.For | None:
+        """`for i in count(START): ...` whose body ends with `if <test of i and constants>: break`: the same loop
+        over `range(START, LAST + STEP, STEP)` without that test, LAST the first `i` it stops at (the last trip
+        runs the whole body, then the loop ends, as the `break` ended it); None when there is no such budget
+        within MAX_WHILE trips."""
+        if not isinstance(stmt.target, ast.Name) or not isinstance(start, int) or not isinstance(step, int) \
+                or step <= 0:
+            return None
+        var = stmt.target.id
+        assigned = self._bound_at_run_time(stmt.body, scope) | assigned_names(stmt.body)
+        for test_stmt in stmt.body[-1:]:
+            if not (isinstance(test_stmt, ast.If) and not test_stmt.orelse and len(test_stmt.body) == 1
+                    and isinstance(test_stmt.body[0], ast.Break)):
+                continue
+            names = names_in(test_stmt.test)
+            if var not in names or names & (assigned - {var}) or self.cx.glue.needs_glue(test_stmt.test, scope, info):
+                continue
+            saved = scope.env.get(var)
+            try:
+                for k in range(MAX_WHILE):
+                    scope.env[var] = Static(start + k * step)
+                    try:
+                        stops = bool(self.cx.exprs.static_value(test_stmt.test, scope, info))
+                    except ExtractError:
+                        return None
+                    if stops:
+                        last = start + k * step
+                        iter_ = ast.Call(ast.Name("range", ast.Load()),
+                                         [ast.Constant(start), ast.Constant(last + step), ast.Constant(step)], [])
+                        for node in (iter_, iter_.func, *iter_.args):
+                            ast.copy_location(node, stmt.iter)
+                        return ast.copy_location(ast.For(stmt.target, iter_, stmt.body[:-1], [], None), stmt)
+            finally:
+                if saved is None:
+                    scope.env.pop(var, None)
+                else:
+                    scope.env[var] = saved
+        return None
 
     def _unroll(self, stmt: ast.stmt, target: ast.expr, items: list[Value], body: list[ast.stmt],
                 scope: Scope, info: ModuleInfo) -> None:
