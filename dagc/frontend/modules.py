@@ -238,8 +238,6 @@ class Project:
         self.files: dict[str, str] = {}  # module name -> path relative to root (posix)
         self.sources: dict[str, str] = {}  # display path -> text, for rendering diagnostics
         self.configs: dict[int, Any] = {}  # id(class node) -> ConfigClass | None
-        # argparse parsers whose parse_args() a module runs at its top level (dagc.frontend.arguments)
-        self.parsed_args: list[Any] = []
         self.paths: dict[str, Path] = {}  # module name -> its file (for `__file__`)
 
     # ---- locating and loading ------------------------------------------------------------------

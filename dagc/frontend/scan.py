@@ -13,7 +13,7 @@ from typing import Any
 
 from dagc import units
 from dagc.annotations import TASK_OPTIONS
-from dagc.frontend.arguments import StaticArgParser, StaticArgs
+from dagc.frontend.arguments import StaticArgParser, StaticArgs, parsed
 from dagc.frontend.configs import ConfigValue
 from dagc.frontend.modules import (
     Constant,
@@ -302,17 +302,18 @@ def _define_constant(project: Project, info: ModuleInfo, target: ast.expr, value
     if value is None:
         return
 
+    token = parsed.set(None)  # (a module-level parse is not the pipeline body's: see Interpreter.extract)
     try:
         constant = static_value(value, info, project)
     except NotStatic:
         info.symbols[target.id] = Opaque("value", value)
         return
+    finally:
+        parsed.reset(token)
     if isinstance(constant, (StaticArgParser, StaticArgs)) and not _changed_in_module(info, target.id, parsers=True):
         # the script's argparse parser and what it parsed at module level (reinforce, word_language_model):
         # read at compile time as in a pipeline body (dagc.frontend.arguments)
         info.symbols[target.id] = Constant(constant, value)
-        if isinstance(constant, StaticArgs) and constant.parser not in project.parsed_args:
-            project.parsed_args.append(constant.parser)
         return
     frozen_items = isinstance(constant, tuple) and all(
         is_literal_value(c) or isinstance(c, ConfigValue) and c.cls.frozen for c in constant)

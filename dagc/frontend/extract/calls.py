@@ -531,32 +531,75 @@ class Calls(Component):
             for value, t in zip(outputs, types):
                 if t is not None:
                     self.cx.types[value] = (t, where)
-        elif n_outputs == 1:
-            returned = self._returned_class(task)
-            if returned is not None:  # (for effects only: the IR keeps the task's own annotation, none)
-                self.cx.returned[outputs[0]] = returned
+        else:  # (for effects only: the IR keeps the task's own annotation, none)
+            for value, returned in zip(outputs, self._returned_classes(task, n_outputs)):
+                if returned is not None:
+                    self.cx.returned[value] = returned
         if n_outputs == 1:
             return Dyn(Ref(outputs[0]))
         return tuple(Dyn(Ref(o)) for o in outputs)
 
-    def _returned_class(self, task: TaskDef) -> str | None:
-        """The class every `return` of `task`'s body builds (`return DataLoader(ds, ...)`, `return Net()`),
-        named as the task's module names it; None when they differ or are not calls of a class."""
-        key = id(task)
-        if key in self.cx.returned_by_task:
-            return self.cx.returned_by_task[key]
-        names = set()
-        todo: list[ast.AST] = list(task.node.body)
-        while todo:
-            node = todo.pop()
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                continue
-            if isinstance(node, ast.Return):
-                value = node.value
-                func = value.func if isinstance(value, ast.Call) else None
+    def _returned_classes(self, task: TaskDef, n_outputs: int) -> tuple[str | None, ...]:
+        """Per output, the class every `return` of `task`'s body builds there, named as the task's module names
+        it: `return DataLoader(ds, ...)`, `return Net().to(device)`, `return model, optimizer, loader` of names
+        the body binds to such calls (mnist's `setup`); None where the returns differ or build no class."""
+        key = (id(task), n_outputs)
+        found = self.cx.returned_by_task.get(key)
+        if found is not None:
+            return found
+        body_nodes = [n for n in ast.walk(ast.Module(body=task.node.body, type_ignores=[]))]
+        assigned: dict[str, list[ast.expr]] = {}
+        for node in body_nodes:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                assigned.setdefault(node.targets[0].id, []).append(node.value)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
+                assigned.setdefault(node.target.id, []).append(node.value) if node.value is not None else None
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                assigned.setdefault(node.id, [])  # bound otherwise (a loop, unpacking): unknown
+
+        def class_of(expr: ast.expr | None, depth: int = 0) -> str | None:
+            if expr is None or depth > 8:
+                return None
+            if isinstance(expr, ast.Call):
+                func = expr.func
+                if isinstance(func, ast.Attribute) and func.attr in _RETURNS_SELF:  # `Net().to(device)`
+                    return class_of(func.value, depth + 1)
                 last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-                names.add(ast.unparse(func) if func is not None and last[:1].isupper() else None)
-            todo.extend(ast.iter_child_nodes(node))
-        found = names.pop() if len(names) == 1 else None
+                return ast.unparse(func) if last[:1].isupper() else None
+            if isinstance(expr, ast.Name):
+                sources = assigned.get(expr.id)
+                if not sources:
+                    return None
+                classes = {class_of(v, depth + 1) for v in sources}
+                return classes.pop() if len(classes) == 1 else None
+            return None
+
+        columns: list[set[str | None]] = [set() for _ in range(n_outputs)]
+        for node in body_nodes:
+            if not isinstance(node, ast.Return) or self._inside_nested(node, task.node):
+                continue
+            values: list[ast.expr | None]
+            if n_outputs == 1:
+                values = [node.value]
+            elif isinstance(node.value, (ast.Tuple, ast.List)) and len(node.value.elts) == n_outputs:
+                values = list(node.value.elts)
+            else:
+                values = [None] * n_outputs
+            for column, value in zip(columns, values):
+                column.add(class_of(value))
+        found = tuple(c.pop() if len(c) == 1 else None for c in columns)
         self.cx.returned_by_task[key] = found
         return found
+
+    @staticmethod
+    def _inside_nested(node: ast.AST, fn: ast.AST) -> bool:
+        """Whether `node` lies in a function, lambda or class nested in `fn` (its `return` is not fn's)."""
+        for inner in ast.walk(fn):
+            if inner is not fn and isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                if any(n is node for n in ast.walk(inner)):
+                    return True
+        return False
+
+
+# methods that return the object they are called on: a module moved to a device is the same module
+_RETURNS_SELF = frozenset({"to", "cuda", "cpu", "train", "eval", "double", "float", "half", "bfloat16", "requires_grad_"})

@@ -100,7 +100,7 @@ class Context:
         self.typed_summaries: dict[tuple[int, frozenset[tuple[str, str]]], Any] = {}  # per types passed
         # value -> the class a task without a return annotation returns (`return DataLoader(...)`)
         self.returned: dict[str, str] = {}
-        self.returned_by_task: dict[int, str | None] = {}
+        self.returned_by_task: dict[tuple[int, int], tuple[str | None, ...]] = {}
         self.observed: dict[str, Any] | None = None  # task -> what earlier runs saw it do (frontend.observed)
 
     def module_used(self, module: str) -> bool:

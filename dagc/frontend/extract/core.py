@@ -7,7 +7,7 @@ import ast
 from typing import Any
 
 from dagc.diagnostics import Note
-from dagc.frontend.arguments import parsed
+from dagc.frontend.arguments import StaticArgs, parsed
 from dagc.frontend.extract.context import Component
 from dagc.frontend.extract.messages import STATEMENT_HINTS, STATEMENT_NAMES
 from dagc.frontend.extract.queries import TRY_STATEMENTS, assigned_names, stored_names
@@ -108,7 +108,8 @@ class Interpreter(Component):
         finally:
             parsed.reset(token)
         self.cx.stack.pop()
-        parsers = parsers or self.cx.project.parsed_args  # (in the body, else at a module's top level)
+        if not parsers:  # parsed at a module's top level: only when the pipeline was built from its values
+            parsers = self._module_parsers_read()
         if parsers:  # the script's own arguments, parsed at compile time: the program parses them again
             graph.attrs[SCRIPT_ARGUMENTS_ATTR] = parsers[0].spec()
         try:
@@ -129,6 +130,18 @@ class Interpreter(Component):
         check_main_seeds(graph, info, self.cx.sink)
         graph.modules = dict(sorted((m, f) for m, f in self.cx.project.files.items() if self.cx.module_used(m)))
         return graph
+
+    def _module_parsers_read(self) -> list:
+        """The argparse parsers whose module-level `args = parser.parse_args()` the pipeline read at compile time
+        (a task that reads `args` itself reads it where it runs, from the script's arguments there)."""
+        found = []
+        for module, name in self.cx.folded:
+            info = self.cx.project.module(module)
+            symbol = info.symbols.get(name) if info is not None else None
+            value = getattr(symbol, "value", None)
+            if isinstance(value, StaticArgs) and value.parser not in found:
+                found.append(value.parser)
+        return found
 
     def run_time_setting(self, name: str, symbol: Opaque, info: ModuleInfo, span: SourceSpan | None = None) -> None:
         """A module value dagc cannot know (read from the command line, a config the module changes)."""
