@@ -28,6 +28,8 @@ class CommonSubexpressionElimination(Pass):
     only_removes: ClassVar[bool] = True
 
     def apply(self, ctx: PassContext, graph: Graph) -> None:
+        if not any(node.op == "task" and node.options.pure for node in graph):
+            return  # only calls of pure tasks merge: none here (the common case, a linear scan)
         seen: dict[tuple[object, ...], str] = {}
         mapping: dict[str, str] = {}  # removed output value -> kept output value
         merged: dict[str, str] = {}  # removed node -> kept node (for ordering deps)
