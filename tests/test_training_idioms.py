@@ -382,3 +382,54 @@ def test_module_level_options_budget_and_mixed_logs_equal_plain(tmp_path: Path, 
     assert pickle.loads((tmp_path / "r.pkl").read_bytes()) == plain
     assert f"episode 1 (budget 6): reward {plain[0]:.3f}" in proc.stdout
     assert ("lr_at[0]" in proc.stderr) is False  # (nothing said about the helper: it simply runs)
+
+
+CHANGED_ENV = '''\
+import types
+
+import dagc
+
+
+class Env:
+    def __init__(self):
+        self.spec = types.SimpleNamespace(reward_threshold=4.0)
+        self.steps = 0
+
+    def step(self):
+        self.steps += 1
+        return self.steps * 1.5
+
+
+env = Env()
+
+
+@dagc.task
+def run_episode():
+    return env.step()
+
+
+@dagc.task
+def solved(reward, threshold, steps):
+    return reward > threshold, steps
+
+
+@dagc.pipeline
+def main():
+    rewards = []
+    for i in range(3):
+        rewards.append(run_episode())
+    return rewards, solved(rewards[-1], env.spec.reward_threshold, env.steps)
+'''
+
+
+def test_a_module_object_a_task_changes_through_its_name_is_read_after_the_change(tmp_path: Path) -> None:
+    """reinforce's `env.step()` inside a task, `env.spec.reward_threshold` and `env.steps` in the pipeline: the
+    object is read where the tasks that change it ran, after them, as Python reads it (3 steps taken)."""
+    script = tmp_path / "changed_env.py"
+    script.write_text(CHANGED_ENV, encoding="utf-8")
+    plain = plain_result(script, "main", tmp_path)
+    assert plain == ([1.5, 3.0, 4.5], (True, 3))
+    graph = compile_file(script)
+    (read,) = [n for n in graph if n.attrs.get(MODULE_VALUE_ATTR)]
+    assert {f"run_episode[{k}]" for k in range(3)} <= set(graph.ancestors(read.name))
+    assert run_local(script, "main", {}, tmp_path) == plain

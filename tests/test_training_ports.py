@@ -188,8 +188,7 @@ AS_WRITTEN = {
     "reinforce_global_env": ("reinforce", [
         ("def run_episode(env):", "def run_episode():"),
         ("ep_reward, t = run_episode(env)", "ep_reward, t = run_episode()"),
-    ], _bug("DAGC154: the pipeline reads `env.spec.reward_threshold` of a module-level object that a task changes "
-            "through its global name (`env.step(...)`); dagc says it reads it when compiling")),
+    ], ()),  # the pipeline reads `env.spec.reward_threshold` of the module-level env a task changes (`env.step()`)
     "nanogpt_fstring": ("nanogpt", [
         ("""print(f"step {iter_num}:", f"train loss""", """print(f"step {iter_num}: train loss"""),
         ("""print(f"iter {iter_num}:", f"loss {lossf:.4f}")""", """print(f"iter {iter_num}: loss {lossf:.4f}")"""),

@@ -291,7 +291,9 @@ class Expressions(Component):
             node = Node(made, "task", target, (), (), (made,), (None,), TaskOptions(), info.source.span(expr))
             node.attrs[MODULE_VALUE_ATTR] = True
             node.attrs["code.reaches"] = [target]
-            self.cx.module_reads.setdefault(f"{owner.name}.{name}", (expr, info))
+            # read where it runs, after the tasks before it that change the object through its global name,
+            # in their process (the state analysis keeps the readers and writers of a global together)
+            node.attrs["effects.reads"] = [f"{owner.name}.{name}"]
             assert self.cx.graph is not None
             self.cx.graph.add_node(node)
             self.cx.producer.setdefault(made, made)
