@@ -108,8 +108,8 @@ def value_kind(analyzer: Any, expr: ast.AST, info: ModuleInfo, depth: int) -> Gl
             # argparse's namespace: its attributes are the strings and numbers of the command line
             return GlobalValue("namespace", "argparse.Namespace")
         name = module_qualified(expr.func, info)
-        if name is None:
-            return GlobalValue("mutable")
+        if name is None:  # `Net()` of the user's own class: its name, for calls of the object (a forward pass)
+            return GlobalValue("mutable", expr.func.id if isinstance(expr.func, ast.Name) else None)
         if lib.is_output_constructor(name):
             return GlobalValue("output", name)
         if lib.is_immutable_constructor(name):

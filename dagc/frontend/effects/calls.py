@@ -104,6 +104,21 @@ def _call_global(scan: FunctionScan, call: ast.Call, name: str, value: GlobalVal
         return
     if value.kind == "immutable":
         return
+    cls = None
+    if value.kind == "mutable" and value.constructor is not None:  # `Net`, or `model.GPT` imported as `GPT`
+        cls = scan.user_class(value.constructor) or scan.user_class(value.constructor.rpartition(".")[2])
+    if cls is not None and any(isinstance(m, ast.FunctionDef) and m.name in ("forward", "__call__")
+                               for m in cls[0].body):
+        # `model(x)` of a module-level `model = GPT(config)` (nanoGPT): a forward pass, as of a parameter
+        # annotated with its class: it reads its arguments, may change the model (batch-norm statistics in
+        # training mode), and draws where its layers do (dropout)
+        if not scan.evaluation_only(name):
+            scan.mutated({f"global:{scan.info.name}.{name}"}, call, f"calls `{name}`, which may change its state (a "
+                         "module in training mode updates its batch-norm running statistics)")
+            if scan.analyzer.forward_draws(*cls):
+                scan.rng(call, f"calls `{name}`, a module-level `{cls[0].name}` whose layers draw random numbers "
+                         "(dropout) when called in training mode")
+        return
     if value.kind == "mutable" and value.constructor is not None and _library_object(scan, value.constructor):
         return  # a library's object built at module level (a tokenizer, a vectorizer): calling it reads it
     scan.mutated({f"global:{scan.info.name}.{name}"}, call, f"calls `{name}`, which may change its state")
@@ -171,6 +186,8 @@ def _library_object(scan: FunctionScan, constructor: str) -> bool:
     may change it) nor a torch layer (which batch-norm statistics change)."""
     head = constructor.split(".")[0]
     project = scan.analyzer.project
+    if scan.user_class(constructor) is not None or scan.user_class(constructor.rpartition(".")[2]) is not None:
+        return False  # a class of the user's (`Net()`): its methods are the user's
     return not constructor.startswith("torch.") and not project.is_user_module(head) and not any(
         project.is_user_module(constructor.rsplit(".", k)[0]) for k in range(1, constructor.count(".") + 1))
 
