@@ -13,6 +13,8 @@ The frontend records on each node what its task may do besides computing its res
                    output channel, kept by dce but never state, never ordered, never a reason not to cache
   effects.rng_advances  true: its draws advance the generator, but what it computes does not depend on them
   effects.fresh    true: every `return` of its body gives a new object, sharing nothing with its arguments
+  effects.fresh_items  per item of the tuple every `return` gives: whether it is new (applies when the call
+                   unpacks it into as many outputs)
   effects.varies   why its output may differ when it runs again on the same inputs (it reads the clock, the
                    process id, a fresh UUID): no effect (nothing is ordered, placed or kept by it), only a
                    reason for the local program to store the output rather than compute it again
@@ -268,9 +270,13 @@ def _analysis(graph: Graph) -> _Analysis:
         # (a task the frontend found returns new objects only, `effects.fresh`: its outputs are cells of their own,
         # touched by it as their maker, but share none with its inputs)
         fresh = node.op == "task" and bool(node.attrs.get("effects.fresh"))
+        # (or, unpacked into as many outputs as the tuple it returns has items, those of them that are new)
+        items = node.attrs.get("effects.fresh_items") if node.op == "task" else None
+        fresh_outputs = {node.outputs[k] for k, new in enumerate(items) if new} \
+            if isinstance(items, list) and len(items) == len(node.outputs) > 1 else set()
         for out in outputs:
             cells.find(out)
-            if node.op == "transfer" or fresh:
+            if node.op == "transfer" or fresh or out in fresh_outputs:
                 continue
             for value in inputs:
                 cells.union(out, value)

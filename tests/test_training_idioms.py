@@ -433,3 +433,55 @@ def test_a_module_object_a_task_changes_through_its_name_is_read_after_the_chang
     (read,) = [n for n in graph if n.attrs.get(MODULE_VALUE_ATTR)]
     assert {f"run_episode[{k}]" for k in range(3)} <= set(graph.ancestors(read.name))
     assert run_local(script, "main", {}, tmp_path) == plain
+
+
+TUPLE_OF_NEW_AND_HELD = '''\
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+import dagc
+
+
+@dagc.task(cost="2s")
+def make_dataset(n):
+    g = torch.Generator().manual_seed(n)
+    return TensorDataset(torch.randn(n, 4, generator=g))
+
+
+@dagc.task
+def setup(dataset1, dataset2):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    return model, DataLoader(dataset1, batch_size=8), DataLoader(dataset2, batch_size=8)
+
+
+@dagc.task
+def train(model, train_loader):
+    with torch.no_grad():
+        for (x,) in train_loader:
+            model.weight.add_(x.mean())
+    return float(model.weight.sum())
+
+
+@dagc.pipeline
+def main():
+    dataset1 = make_dataset(64)
+    dataset2 = make_dataset(32)
+    model, train_loader, test_loader = setup(dataset1, dataset2)
+    return train(model, train_loader)
+'''
+
+
+def test_the_new_items_of_a_returned_tuple_are_no_part_of_the_arguments_state(tmp_path: Path) -> None:
+    """`return model, DataLoader(dataset1), ...`: the model is new, the loaders hold the datasets. `train` changes
+    the model only, so the two datasets, built before, are independent work on two devices."""
+    from dagc.cluster import parse_cluster_spec
+
+    script = tmp_path / "tuple_items.py"
+    script.write_text(TUPLE_OF_NEW_AND_HELD, encoding="utf-8")
+    graph = compile_file(script, cluster=parse_cluster_spec("2"))
+    (setup,) = [n for n in graph if n.name == "setup"]
+    assert setup.attrs["effects.fresh_items"] == [True, False, False]
+    assert {graph.node("make_dataset").attrs["partition.device"],
+            graph.node("make_dataset.1").attrs["partition.device"]} == {0, 1}
+    assert run_local(script, "main", {}, tmp_path) == plain_result(script, "main", tmp_path)

@@ -620,6 +620,8 @@ class FunctionScan:
                 self.rng(node.iter, f"iterating `{ast.unparse(node.iter)}` (a DataLoader) draws a seed from the "
                           "global torch generator")
         self.effects.fresh_result = self._returns_fresh()
+        if not self.effects.fresh_result:
+            self.effects.fresh_items = self._fresh_items()
         return self.effects
 
     def _returns_fresh(self) -> bool:
@@ -639,6 +641,34 @@ class FunctionScan:
         holders = self._holders()
         return all(r.value is None or not self.roots(r.value) and not (
             {n.id for n in ast.walk(r.value) if isinstance(n, ast.Name)} & holders) for r in found)
+
+    def _fresh_items(self) -> tuple[bool, ...] | None:
+        """Per item of the tuple every `return` gives (all of one length, the body no generator), whether it
+        shares nothing with the arguments or module-level objects; None for any other body."""
+        found: list[ast.Return] = []
+        todo: list[ast.AST] = list(self.fn.body)
+        while todo:
+            node = todo.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+                continue
+            if isinstance(node, (ast.Yield, ast.YieldFrom)):
+                return None
+            if isinstance(node, ast.Return):
+                found.append(node)
+            todo.extend(ast.iter_child_nodes(node))
+        if not found or not all(isinstance(r.value, ast.Tuple) and not any(isinstance(e, ast.Starred)
+                                                                         for e in r.value.elts) for r in found):
+            return None
+        lengths = {len(r.value.elts) for r in found}  # type: ignore[union-attr]
+        if len(lengths) != 1:
+            return None
+        holders = self._holders()
+        items = [True] * lengths.pop()
+        for r in found:
+            for k, elt in enumerate(r.value.elts):  # type: ignore[union-attr]
+                if self.roots(elt) or {n.id for n in ast.walk(elt) if isinstance(n, ast.Name)} & holders:
+                    items[k] = False
+        return tuple(items) if any(items) else None
 
     def _holders(self) -> set[str]:
         """Locals something that may share objects with the arguments was stored into (`out["m"] = model`,

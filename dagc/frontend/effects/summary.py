@@ -47,6 +47,9 @@ class Effects:
     # what it returns shares no object with its arguments (a new frame, a float, a fitted copy): its result
     # is not part of the state its arguments belong to
     fresh_result: bool = False
+    # when every `return` is a tuple of the same length: per item, whether it shares no object with the arguments
+    # (`return model, DataLoader(dataset)`: the new model does not, the loader holds the dataset)
+    fresh_items: tuple[bool, ...] | None = None
 
     @property
     def is_pure(self) -> bool:

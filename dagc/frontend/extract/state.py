@@ -156,6 +156,8 @@ class StateChecks(Component):
             attrs["effects.output"] = f"{effects.output.reason} ({where}:{effects.output.line})"
         if effects.fresh_result and not options.pure:  # its result is no part of its arguments' state
             attrs["effects.fresh"] = True
+        elif effects.fresh_items is not None and not options.pure:  # items of its tuple that are (ir/effects.py)
+            attrs["effects.fresh_items"] = list(effects.fresh_items)
         if effects.varies is not None:  # not an effect: only what the local program may compute again
             attrs["effects.varies"] = f"{effects.varies.reason} ({where}:{effects.varies.line})"
         if effects.rng is not None:
