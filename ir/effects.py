@@ -272,8 +272,10 @@ def _analysis(graph: Graph) -> _Analysis:
         fresh = node.op == "task" and bool(node.attrs.get("effects.fresh"))
         # (or, unpacked into as many outputs as the tuple it returns has items, those of them that are new)
         items = node.attrs.get("effects.fresh_items") if node.op == "task" else None
-        fresh_outputs = {node.outputs[k] for k, new in enumerate(items) if new} \
-            if isinstance(items, list) and len(items) == len(node.outputs) > 1 else set()
+        fresh_outputs = [node.outputs[k] for k, new in enumerate(items) if new] \
+            if isinstance(items, list) and len(items) == len(node.outputs) > 1 else []
+        for out in fresh_outputs[1:]:  # new objects of one call may share among themselves (a model, its optimizer)
+            cells.union(out, fresh_outputs[0])
         for out in outputs:
             cells.find(out)
             if node.op == "transfer" or fresh or out in fresh_outputs:

@@ -356,6 +356,9 @@ class FunctionScan:
             if isinstance(expr.value, ast.Name) and (value := self.global_value(expr.value.id)) is not None \
                     and value.kind == "namespace":
                 return set()  # `args.lr`: a value parsed from the command line, not the namespace
+            if isinstance(expr.value, ast.Name) and expr.value.id in self.params \
+                    and (self.annotations.get(expr.value.id) or "").rpartition(".")[2] == "Namespace":
+                return set()  # the same, of an `args` parameter given the parsed namespace
             return set() if expr.attr in lib.SCALAR_ATTRS else self.roots(expr.value)
         if isinstance(expr, ast.Subscript):
             if self._immutable_items(expr.value):
@@ -370,6 +373,9 @@ class FunctionScan:
             func = expr.func
             if isinstance(func, ast.Attribute) and func.attr in lib.FRESH_METHODS:
                 return set()
+            if isinstance(func, ast.Attribute) and func.attr in ("to", "cuda", "cpu") and not any(
+                    k.arg in ("dtype", "memory_format", "copy") for k in expr.keywords):
+                return self.roots(func.value)  # `Net().to(device)`: the object moved (or a copy), never the device
             if isinstance(func, ast.Attribute) and func.attr in ("get", "values", "items", "keys", "copy") \
                     and self._immutable_items(func.value):
                 return set()
@@ -664,11 +670,42 @@ class FunctionScan:
             return None
         holders = self._holders()
         items = [True] * lengths.pop()
+        reach: list[set[str]] = [set() for _ in items]  # the body's locals each item may hold
         for r in found:
             for k, elt in enumerate(r.value.elts):  # type: ignore[union-attr]
                 if self.roots(elt) or {n.id for n in ast.walk(elt) if isinstance(n, ast.Name)} & holders:
                     items[k] = False
+                reach[k] |= self._locals_reached(elt)
+        # a new item that shares a local with one that holds an argument's objects is not new (`return model,
+        # Wrapper(model, dataset)`); new items that share locals among themselves stay together (ir/effects.py)
+        for k in range(len(items)):
+            if items[k] and any(not items[j] and reach[k] & reach[j] for j in range(len(items))):
+                items[k] = False
         return tuple(items) if any(items) else None
+
+    def _locals_reached(self, expr: ast.expr) -> set[str]:
+        """The body's own names `expr` reads, and those their assignments read, transitively (not parameters)."""
+        assigned: dict[str, list[ast.expr]] = getattr(self, "_assigned_values", None) or {}
+        if not assigned:
+            for node in self.body_nodes:
+                if isinstance(node, ast.Assign):
+                    for target in node.targets:
+                        for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
+                            assigned.setdefault(name, []).append(node.value)
+                elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None \
+                        and isinstance(node.target, ast.Name):
+                    assigned.setdefault(node.target.id, []).append(node.value)
+            self._assigned_values = assigned
+        found: set[str] = set()
+        todo = [n.id for n in ast.walk(expr) if isinstance(n, ast.Name)]
+        while todo:
+            name = todo.pop()
+            if name in found or name in self.params or name not in self.local_names:
+                continue
+            found.add(name)
+            for value in assigned.get(name, ()):
+                todo.extend(n.id for n in ast.walk(value) if isinstance(n, ast.Name))
+        return found
 
     def _holders(self) -> set[str]:
         """Locals something that may share objects with the arguments was stored into (`out["m"] = model`,

@@ -321,6 +321,7 @@ class Expressions(Component):
             self.cx.producer.setdefault(made, made)
             self.cx.used.add(made)
             self.cx.module_objects_read[f"argparse:{id(args)}"] = made
+            self.cx.returned[made] = "argparse.Namespace"  # (for effects: its attributes are values)
         return Dyn(Ref(made))
 
     def _defined_in(self, info: ModuleInfo, name: str) -> tuple[ModuleInfo, str]:
