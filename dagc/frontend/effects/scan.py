@@ -630,27 +630,8 @@ class FunctionScan:
             self.effects.fresh_items = self._fresh_items()
         return self.effects
 
-    def _returns_fresh(self) -> bool:
-        """Every `return` of the body (not of a nested function) gives an object that shares nothing with the
-        arguments or module-level objects, and the body is no generator."""
-        found: list[ast.Return] = []
-        todo: list[ast.AST] = list(self.fn.body)
-        while todo:
-            node = todo.pop()
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-                continue
-            if isinstance(node, (ast.Yield, ast.YieldFrom)):
-                return False
-            if isinstance(node, ast.Return):
-                found.append(node)
-            todo.extend(ast.iter_child_nodes(node))
-        holders = self._holders()
-        return all(r.value is None or not self.roots(r.value) and not (
-            {n.id for n in ast.walk(r.value) if isinstance(n, ast.Name)} & holders) for r in found)
-
-    def _fresh_items(self) -> tuple[bool, ...] | None:
-        """Per item of the tuple every `return` gives (all of one length, the body no generator), whether it
-        shares nothing with the arguments or module-level objects; None for any other body."""
+    def _returns(self) -> list[ast.Return] | None:
+        """The body's own `return` statements (not those of a nested function); None for a generator."""
         found: list[ast.Return] = []
         todo: list[ast.AST] = list(self.fn.body)
         while todo:
@@ -662,6 +643,22 @@ class FunctionScan:
             if isinstance(node, ast.Return):
                 found.append(node)
             todo.extend(ast.iter_child_nodes(node))
+        return found
+
+    def _returns_fresh(self) -> bool:
+        """Every `return` of the body (not of a nested function) gives an object that shares nothing with the
+        arguments or module-level objects, and the body is no generator."""
+        found = self._returns()
+        if found is None:
+            return False
+        holders = self._holders()
+        return all(r.value is None or not self.roots(r.value) and not (
+            {n.id for n in ast.walk(r.value) if isinstance(n, ast.Name)} & holders) for r in found)
+
+    def _fresh_items(self) -> tuple[bool, ...] | None:
+        """Per item of the tuple every `return` gives (all of one length, the body no generator), whether it
+        shares nothing with the arguments or module-level objects; None for any other body."""
+        found = self._returns()
         if not found or not all(isinstance(r.value, ast.Tuple) and not any(isinstance(e, ast.Starred)
                                                                          for e in r.value.elts) for r in found):
             return None
