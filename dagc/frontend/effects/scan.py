@@ -4,6 +4,7 @@ effect."""
 from __future__ import annotations
 
 import ast
+import functools
 from typing import TYPE_CHECKING
 
 from dagc.frontend import library as lib
@@ -680,19 +681,23 @@ class FunctionScan:
                 items[k] = False
         return tuple(items) if any(items) else None
 
+    @functools.cached_property
+    def _assigned_values(self) -> dict[str, list[ast.expr]]:
+        """Per name the body assigns, the expressions assigned to it."""
+        assigned: dict[str, list[ast.expr]] = {}
+        for node in self.body_nodes:
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
+                        assigned.setdefault(name, []).append(node.value)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None \
+                    and isinstance(node.target, ast.Name):
+                assigned.setdefault(node.target.id, []).append(node.value)
+        return assigned
+
     def _locals_reached(self, expr: ast.expr) -> set[str]:
         """The body's own names `expr` reads, and those their assignments read, transitively (not parameters)."""
-        assigned: dict[str, list[ast.expr]] = getattr(self, "_assigned_values", None) or {}
-        if not assigned:
-            for node in self.body_nodes:
-                if isinstance(node, ast.Assign):
-                    for target in node.targets:
-                        for name in (n.id for n in ast.walk(target) if isinstance(n, ast.Name)):
-                            assigned.setdefault(name, []).append(node.value)
-                elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and node.value is not None \
-                        and isinstance(node.target, ast.Name):
-                    assigned.setdefault(node.target.id, []).append(node.value)
-            self._assigned_values = assigned
+        assigned = self._assigned_values
         found: set[str] = set()
         todo = [n.id for n in ast.walk(expr) if isinstance(n, ast.Name)]
         while todo:
