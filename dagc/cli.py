@@ -669,6 +669,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# commands that only read and write files: their process may end without freeing its objects one by one
+_COMPILE_ONLY = frozenset({"check", "plan", "ir", "emit", "compile", "viz"})
+
+
+def console_main() -> None:
+    """The `dagc` command. After a compile-only command, the process ends at once: freeing a large pipeline's
+    graph and syntax tree object by object took a fifth of a 30,000-task `dagc check`."""
+    argv = sys.argv[1:]
+    command = next((a for a in argv if not a.startswith("-")), None)
+    if command in _COMPILE_ONLY:
+        # a compile builds millions of objects in no reference cycle: the cyclic collector's passes over them
+        # cost a sixth of a large compile and free almost nothing (4 MB of 220 at 30,000 tasks)
+        import gc
+
+        gc.disable()
+    code = main()
+    if command in _COMPILE_ONLY:
+        import logging
+
+        logging.shutdown()
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BrokenPipeError:  # `dagc plan | head`
+            pass
+        os._exit(code)
+    sys.exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)

@@ -70,3 +70,39 @@ def test_graph_algorithms_without_networkx_match_it() -> None:
         assert set(graph.successors(node.name)) == set(reference.successors(node.name))
     assert graph.reachability_pairs() == set(nx.transitive_closure_dag(reference).edges())
     assert graph.find_cycle() is None
+
+
+def test_the_dagc_command_ends_at_once_without_losing_output(tmp_path: Path) -> None:
+    """The installed `dagc` command (`console_main`) ends a compile-only command without freeing its objects;
+    what it printed to a pipe (block-buffered), its exit status and the files it wrote are all kept."""
+    import shutil
+
+    (tmp_path / "small.py").write_text(textwrap.dedent("""
+        import dagc
+
+
+        @dagc.task(cost="1s")
+        def double(x: int) -> int:
+            return 2 * x
+
+
+        @dagc.pipeline
+        def small(x: int = 2):
+            return double(double(x))
+    """).lstrip())
+    (tmp_path / "broken.py").write_text("import dagc\n\n\n@dagc.pipeline\ndef p():\n    return undefined_task(1)\n")
+    command = shutil.which("dagc") or pytest.fail("the dagc command is not installed")
+
+    def dagc(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([command, *args], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+
+    plan = dagc("plan", "small.py", "--json")
+    assert plan.returncode == 0, plan.stderr
+    assert json.loads(plan.stdout)["tasks"] == 2
+    emitted = dagc("emit", "small.py", "--backend", "local", "-o", "prog.py")
+    assert emitted.returncode == 0, emitted.stderr
+    run = subprocess.run([sys.executable, "prog.py"], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert run.returncode == 0 and "8" in run.stdout, run.stdout + run.stderr
+    broken = dagc("check", "broken.py")
+    assert broken.returncode == 1
+    assert "broken.py:6:" in broken.stderr and "1 error" in broken.stderr

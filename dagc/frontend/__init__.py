@@ -51,9 +51,12 @@ def _where_a_pipeline_belongs(info: ModuleInfo) -> tuple[SourceSpan | None, str]
 
 
 def list_pipelines(path: str | Path) -> list[str]:
+    from dagc.ir.serialize import no_gc
+
     sink = DiagnosticSink()
     project = Project(Path(path), sink, str(path))
-    return [p.name for p in _all_pipelines(project)]
+    with no_gc():  # the parse is kept for the compile that follows (see compile_source)
+        return [p.name for p in _all_pipelines(project)]
 
 
 def compile_source(
