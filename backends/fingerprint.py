@@ -379,6 +379,19 @@ def task_rows(graph: Graph, final_state: bool = False) -> dict[str, tuple]:
     return _downstream_of_uncached(graph, rows)
 
 
+# nodes that run as one unit of the executor and may be keyed on what they read (`try` stores its body's tasks)
+_KEYABLE = ("task", "glue", "fused", "cond", "loop", "map")
+
+
+def key_values(node: Node, rows: dict[str, tuple], names: Any) -> str:
+    """`, key_values=(a, b, )` for a glue node, fused group or region keyed on the content of the values it reads from
+    outside (CONTENT_KEYED): it takes no arguments, so the executor is given them for the key; "" otherwise."""
+    row = rows.get(node.name)
+    if node.op == "task" or row is None or not (isinstance(row[3], str) and row[3].startswith(CONTENT_KEYED)):
+        return ""
+    return f", key_values=({''.join(f'{names[v]}, ' for v in node.input_values()).rstrip(' ')})"
+
+
 def _downstream_of_uncached(graph: Graph, rows: dict[str, tuple]) -> dict[str, tuple]:
     """A task that reads the output of one never taken from the cache is not taken from it either: the upstream
     runs again and may give another output (it acts on the world), while the stored output downstream was
@@ -407,10 +420,10 @@ def _downstream_of_uncached(graph: Graph, rows: dict[str, tuple]) -> dict[str, t
             if row is not None and row[3] is True:
                 why = (f"it {how} `{up}`, which is computed again on every run (it acts on the world) and may "
                        "change what it reads" + (_unnamed_files(node, graph.node(up)) if how == "runs after" else ""))
-                # a task's arguments are all it is given: keyed on their content too, its stored output is reused
-                # when they are what they were (dagc.runtime.executor); a region or group reads values it is not
-                # given as arguments
-                keyed = node.op == "task" and row[4] is None
+                # keyed on the content of what it reads too (a task's arguments, the values a group or region
+                # reads from outside), its stored output is reused when they are what they were
+                # (dagc.runtime.executor); not a state group's task, whose objects live on in its process
+                keyed = node.op in _KEYABLE and row[4] is None
                 rows[name] = (*row[:3], f"{CONTENT_KEYED}{why}" if keyed else why, *row[4:])
             break
     return rows

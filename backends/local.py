@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dagc.backends.emitter import CodeWriter, Names, render_operand
+from dagc.backends.fingerprint import key_values
 from dagc.backends.toolkit import (
     emit_argument_check,
     emit_argument_table,
@@ -50,7 +51,9 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     if uses_map(graph.nodes):
         w.line("from dagc.runtime.maps import map_items")
     w.line()
-    emit_tables(w, graph, out_path, aliases, {**task_rows(graph, final_state=True), **try_body_rows(graph)})
+    rows = task_rows(graph, final_state=True)
+    names.rows = rows  # type: ignore[attr-defined]  # (for the units keyed on what they read)
+    emit_tables(w, graph, out_path, aliases, {**rows, **try_body_rows(graph)})
     emit_code_table(w, graph)
     final = final_state_groups(graph)
     if final:  # the pipeline returns objects of these groups that tasks change after they were made
@@ -111,7 +114,8 @@ def _emit_unit(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str],
     with w.indent():
         emit_task_lines(w, node, names, aliases)
         w.line(f"return {', '.join(outputs) or 'None'}")
+    key = key_values(node, names.rows, names)  # type: ignore[attr-defined]
     if any(t != "_" for t in targets):
-        w.line(f"{', '.join(targets)} = rt.region({node.name!r}, {function})")
+        w.line(f"{', '.join(targets)} = rt.region({node.name!r}, {function}{key})")
     else:
-        w.line(f"rt.region({node.name!r}, {function})")
+        w.line(f"rt.region({node.name!r}, {function}{key})")

@@ -41,7 +41,7 @@ from dagc.backends.emitter import (
     source_root_expr,
     task_function,
 )
-from dagc.backends.fingerprint import final_state_groups, task_fingerprints, task_rows, try_body_rows
+from dagc.backends.fingerprint import final_state_groups, key_values, task_fingerprints, task_rows, try_body_rows
 from dagc.backends.toolkit import (
     emit_argument_check,
     emit_argument_table,
@@ -200,6 +200,7 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     devices = placement_devices(graph, cluster)
     mode = placement_mode(graph, cluster)
     rows = task_rows(graph, final_state=True)
+    names.rows = rows  # type: ignore[attr-defined]  # (for the units keyed on what they read)
     final = final_state_groups(graph)
     functions = {n: names.claim(f"task:{n}", f"{n}_task") for n in order if graph.node(n).op != "transfer"}
     n_tasks = len(functions)
@@ -394,7 +395,7 @@ def _emit_map_tasks(w: CodeWriter, node: Node, function: str, names: Names, alia
             w.line(f"return run_map(job, {item_fn}, {map_items_call(node, names, record=False)}, ({args.rstrip(' ')}), "
                    f"({inits.rstrip(' ')}), concurrency={concurrency!r})")
         w.line()
-        w.line("return job.run(body)")
+        w.line(f"return job.run(body{key_values(node, names.rows, names)})")  # type: ignore[attr-defined]
 
 
 def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: dict[str, str],
@@ -446,7 +447,8 @@ def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: 
                 outs = [names[o] for o in node.outputs]
                 w.line(f"return {outs[0]}" if len(outs) == 1 else f"return {', '.join(outs)}")
         w.line()
-        w.line(f"return job.run(body{', ' + task_args if node.op == 'task' and task_args else ''})")
+        key = key_values(node, names.rows, names)  # type: ignore[attr-defined]
+        w.line(f"return job.run(body{', ' + task_args if node.op == 'task' and task_args else ''}{key})")
 
 
 def _after(graph: Graph, node: Node) -> list[str]:

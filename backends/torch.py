@@ -25,6 +25,7 @@ from pathlib import Path
 
 from dagc.backends import REGISTRY as _REGISTRY
 from dagc.backends.emitter import CodeWriter, Names, call_source, render_operand, task_function
+from dagc.backends.fingerprint import key_values
 from dagc.backends.glue import glue_source
 from dagc.backends.toolkit import (
     emit_argument_check,
@@ -155,12 +156,14 @@ def _task_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str]
             finally:
                 names.used_values = saved  # type: ignore[attr-defined]
             w.line(f"return {', '.join(outputs)}")
-        w.line(f"{target}rt.task({node.name!r}, {fn})  # {node.span}")
+        key = key_values(node, names.rows, names)  # type: ignore[attr-defined]
+        w.line(f"{target}rt.task({node.name!r}, {fn}{key})  # {node.span}")
         return
     if node.op == "glue":
         source = glue_source(node, names)
         function = {"[]": "list", "{}": "dict"}.get(source, f"lambda: {source}")  # a new, empty container
-        w.line(f"{target}rt.task({node.name!r}, {function})  # {node.span}")
+        key = key_values(node, names.rows, names)  # type: ignore[attr-defined]
+        w.line(f"{target}rt.task({node.name!r}, {function}{key})  # {node.span}")
         return
     function = task_function(node, aliases[node.module])
     call = call_source(node, function, names)
@@ -401,6 +404,7 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     from dagc.backends.fingerprint import final_state_groups, task_rows
 
     rows = task_rows(graph, final_state=True)
+    names.rows = rows  # type: ignore[attr-defined]  # (for the units keyed on what they read)
     final = final_state_groups(graph)
     fps = {name: row[0] for name, row in rows.items()}
     types = _value_types(graph)

@@ -395,7 +395,8 @@ class Runner:
         self.records.append(record)
 
     # ---- the three verbs -------------------------------------------------------------------------
-    def task(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def task(self, name: str, fn: Callable[..., Any], *args: Any, key_values: tuple | None = None,
+             **kwargs: Any) -> Any:
         """Run task `name` on this rank (with the others of its group), load its stored output, or
         skip it; returns its value, or placeholders where this rank does not hold it. Attempts,
         retries (a multi-rank task's ranks retry together), timeouts and events are the executor's
@@ -421,7 +422,7 @@ class Runner:
             executor.groups[final] = self._finals().groups[final]
         agree = (lambda failed: self._any_failed(failed, group)) if group is not None else None
         with use_stages(self.stages.get(name)):
-            value = executor.run(spec, fn, *args, owner=owner, agree=agree, **kwargs)
+            value = executor.run(spec, fn, *args, owner=owner, agree=agree, key_values=key_values, **kwargs)
         if owner:
             done = self.kv.add("progress", 1) if self.kv is not None else 0
             if self.progress is not None:

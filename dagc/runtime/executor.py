@@ -346,18 +346,19 @@ class Executor:
             self.progress.advance(name=spec.name)
         return value
 
-    def region(self, name: str, fn: Callable[[], Any]) -> Any:
+    def region(self, name: str, fn: Callable[[], Any], key_values: tuple | None = None) -> Any:
         """A fused group or a region (a loop, a branch, a map) that the local program runs here as one task,
         as Ray and torch programs do: reused and stored as a unit, so that a resumed run does not run a
         finished training loop again (nor, in a state group, every other task of the group). Its tasks run
         inside through `call`, with their own retries, timeouts and events; the unit is tried once, and
-        its failure is the failure of the task inside that failed."""
+        its failure is the failure of the task inside that failed. `key_values`: the values it reads from
+        outside, for a unit keyed on their content (CONTENT_KEYED)."""
         spec = replace(self.spec(name), retries=0, timeout=None)
         source = self.source(spec)
         if source is not None:
             return self._reused(spec, source)
         try:
-            return self.run(spec, fn)
+            return self.run(spec, fn, key_values=key_values)
         except TaskFailed as exc:
             if isinstance(exc.__cause__, TaskFailed):
                 raise exc.__cause__ from None
@@ -369,13 +370,15 @@ class Executor:
         return self.run(replace(self.spec(name), fingerprint=None), fn, *args, **kwargs)
 
     def run(self, spec: TaskSpec, fn: Callable[..., Any], *args: Any, owner: bool = True,
-            agree: Callable[[bool], bool] | None = None, **kwargs: Any) -> Any:
+            agree: Callable[[bool], bool] | None = None, key_values: tuple | None = None, **kwargs: Any) -> Any:
         """Run `fn(*args, **kwargs)` as task `spec`: attempts, events, storing. `owner`: this process
         holds the task's value (rank 0 of a multi-rank task). `agree(failed)`: for a multi-rank task,
         tells the other ranks whether this attempt failed here and returns whether it failed anywhere,
-        so that every rank retries together."""
+        so that every rank retries together. `key_values`: what a fused group or region reads from outside
+        (it takes no arguments), for keying it on their content."""
         if owner and agree is None and spec.uncached and spec.uncached.startswith(CONTENT_KEYED):
-            keyed = self._content_keyed(spec, args, kwargs)
+            keyed = self._content_keyed(spec, args, kwargs) if key_values is None else \
+                self._content_keyed(spec, key_values, {})
             if keyed is not None:
                 spec = keyed
                 source = self.source(spec)

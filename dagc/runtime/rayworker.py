@@ -112,8 +112,9 @@ class Job:
             return max(1, min(_process_threads[0], int(cpus)))
         return capped(_process_threads[0], share_of)
 
-    def run(self, body: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple:
-        """Run the task's body on its arguments; returns (*outputs, info)."""
+    def run(self, body: Callable[..., Any], *args: Any, key_values: tuple | None = None, **kwargs: Any) -> tuple:
+        """Run the task's body on its arguments; returns (*outputs, info). `key_values`: what a fused group or
+        region reads from outside, for keying it on their content (dagc.runtime.executor)."""
         self.prepare()
         store = RunStore(self.run_dir)
         where: dict[str, Any] = {"node": ray.get_runtime_context().get_node_id(), "device": self.device,
@@ -141,7 +142,7 @@ class Job:
         if spec.state is None:  # returned as stored: pickled once for the run directory and Ray's object store
             executor.carry = self.outputs  # (a state actor keeps the objects themselves)
         agree = self.agree if self.world_size > 1 else None
-        value = executor.run(spec, body, *args, owner=self.rank == 0, agree=agree, **kwargs)
+        value = executor.run(spec, body, *args, owner=self.rank == 0, agree=agree, key_values=key_values, **kwargs)
         info = {"task": self.task, **where}
         if executor.carried is not None:
             return (*executor.carried, info)
