@@ -1338,3 +1338,45 @@ def test_a_value_built_from_an_imported_one_or_changed_by_a_module_level_call_is
     script.write_text(script.read_text(encoding="utf-8").replace("tweak(CONFIG, 7)", "tweak(CONFIG, 9)"),
                       encoding="utf-8")
     assert definitions(str(script), 2, 2)["CONFIG"] != before
+
+
+def test_an_estimator_fit_in_another_task_than_the_one_that_built_it_draws_at_the_fit(tmp_path: Path) -> None:
+    """scikit-learn draws at `fit`, not at the constructor: a task fitting an estimator it was given (annotated,
+    or the class the task that built it returns) may draw, since it cannot see whether `random_state` was given."""
+    script = _write(tmp_path, HEAD + textwrap.dedent("""
+        import numpy as np
+        from sklearn.ensemble import RandomForestClassifier
+        from sklearn.linear_model import LogisticRegression
+
+        @dagc.task
+        def make_forest():
+            return RandomForestClassifier(n_estimators=5)
+
+        @dagc.task
+        def make_linear():
+            return LogisticRegression()
+
+        @dagc.task
+        def fit(model, x: np.ndarray, y: np.ndarray) -> float:
+            return float(model.fit(x, y).score(x, y))
+
+        @dagc.task
+        def fit_annotated(model: RandomForestClassifier, x: np.ndarray, y: np.ndarray) -> float:
+            model.fit(x, y)
+            return float(model.score(x, y))
+
+        @dagc.task
+        def data() -> tuple:
+            x = np.random.default_rng(0).random((40, 3))
+            return x, (x[:, 0] > 0.5).astype(int)
+
+        @dagc.pipeline
+        def p():
+            x, y = data()
+            return fit(make_forest(), x, y), fit(make_linear(), x, y), fit_annotated(make_forest(), x, y)
+    """))
+    graph = compile_file(script)
+    drawing = {n.name for n in graph if n.attrs.get("effects.rng")}
+    assert {"fit", "fit_annotated"} <= drawing  # the forest's fits
+    assert "fit.1" not in drawing  # a LogisticRegression fit draws nothing
+    assert "fits `model`" in graph.node("fit_annotated").attrs["effects.rng"]

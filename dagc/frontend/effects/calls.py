@@ -149,6 +149,8 @@ def _method_call(scan: FunctionScan, call: ast.Call, func: ast.Attribute, args: 
                      f"`{ast.unparse(call.args[0])}` in place", direct=call.args[0])
     if lib.catalogue().method_draws(func.attr) and "generator" not in kwargs:
         scan.rng(call, f"`.{func.attr}()` uses the global random number generator")
+    if func.attr.startswith(("fit", "partial_fit")) and isinstance(receiver, ast.Name):
+        _fit_elsewhere(scan, call, func.attr, receiver.id)
     if func.attr in ("debug", "info", "warning", "error", "exception", "critical"):
         _output(scan, call, f"calls `.{func.attr}()`")
     elif func.attr in ("send", "sendall", "put", "emit", "post", "upload", "upload_file"):
@@ -158,6 +160,28 @@ def _method_call(scan: FunctionScan, call: ast.Call, func: ast.Attribute, args: 
         inner = scan.analyzer.of_function(fn, module)
         _apply_helper(scan, call, fn, inner, receiver=None if static else receiver)
     _arguments(scan, call, args, pure=True)
+
+
+def _fit_elsewhere(scan: FunctionScan, call: ast.Call, method: str, receiver: str) -> None:
+    """`model.fit(X, y)` of an estimator the task was given (`model: RandomForestClassifier`, or the class
+    the task that made it returns): whether it was given `random_state` is not seen here, and scikit-learn
+    draws at the fit, not at the constructor: the fit may draw from numpy's global generator."""
+    if receiver not in scan.params or receiver in scan.rebound:
+        return
+    annotation = scan.annotations.get(receiver)
+    if not annotation:
+        return
+    try:
+        expr = ast.parse(annotation, mode="eval").body
+    except SyntaxError:
+        return
+    name = scan.qualified(expr)
+    known = lib.catalogue().library_function(name) if name is not None else None
+    if known is None or not known.estimator or not (known.rng or known.rng_unless):
+        return
+    scan.rng(call, f"`.{method}()` fits `{receiver}`, a `{annotation}` made by another task: unless that gave it "
+                   f"`{known.rng_unless or 'random_state'}`, scikit-learn draws from numpy's global generator here",
+             advances=known.rng_advances)
 
 
 def changes_receiver(call: ast.Call, method: str) -> bool:
