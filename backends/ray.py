@@ -490,6 +490,8 @@ def _emit_run(w: CodeWriter, graph: Graph, order: list[str], functions: dict[str
             inputs = [names[v] for v in node.input_values()]
             extra = []
             placed = _device_list(node.attrs.get("partition.device")) if devices else []
+            if placed and node.options.ranks <= 1:  # one process: the first of its devices (a map planned over
+                placed = placed[:1]  # several runs its region task there; its items go where Ray has room)
             if placed:
                 extra.append(f"device={placed[0] if len(placed) == 1 else placed}")
             if node.n_outputs > 1:

@@ -102,6 +102,7 @@ CODES: dict[str, str] = {
     "DAGC162": "module reads a torchrun variable at import",
     "DAGC163": "a task did more in an earlier run than its code shows: dagc now assumes it",
     "DAGC164": "a task writes files at paths its call does not name: later file access waits for it",
+    "DAGC165": "module-level random values drawn at import with no seed: their readers run in one process",
     "DAGC170": "bad dagc.each call",
     "DAGC171": "value carried from one item of a map to the next",
     "DAGC172": "collecting list read inside a map",

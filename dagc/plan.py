@@ -203,7 +203,7 @@ def _shared_state(graph: Any) -> list[str]:
     groups = sorted((g for g in state_groups(graph) if len(g.nodes) > 1), key=lambda g: -len(g.nodes))
     lines = []
     for group in groups:
-        what = group.name.removeprefix("global:").replace("rng:global", "the global random generator")
+        what = group.name.removeprefix("global:").removeprefix("drawn:").replace("rng:global", "the global random generator")
         shown = ", ".join(group.nodes[:4]) + (f" and {len(group.nodes) - 4} more" if len(group.nodes) > 4 else "")
         lines.append(f"{len(group.nodes)} tasks share `{what}` and run in one process, in order ({shown}): "
                      f"{group.why}")

@@ -8,6 +8,8 @@ The frontend records on each node what its task may do besides computing its res
   effects.seeded   it seeds that generator itself, so its draws do not depend on earlier tasks
   effects.writes   module-level names it may change (`module.NAME`)
   effects.reads    module-level names it reads that some task may change
+  effects.drawn    module-level names it reads that hold random numbers drawn at import with no seed
+                   (`module.NAME: why`): every process draws its own, so the tasks reading one share a process
   effects.files    "read" or "write": it reads or writes files (ordering only, see below)
   effects.output   why it prints or logs (print, logging, warnings, progress bars, metric writers): an
                    output channel, kept by dce but never state, never ordered, never a reason not to cache
@@ -47,7 +49,7 @@ __all__ = ["NodeEffects", "node_effects", "has_effects", "StateGroup", "state_gr
 
 RNG_CELL = "rng:global"
 EFFECT_ATTRS = ("effects.mutates", "effects.io", "effects.rng", "effects.writes", "effects.reads", "effects.files",
-                "effects.output")
+                "effects.output", "effects.drawn")
 _SCALARS = frozenset({"int", "float", "str", "bool", "None", "bytes", "complex", "frozenset", "range", "Path",
                       "pathlib.Path", "PurePath", "pathlib.PurePath", "PosixPath", "pathlib.PosixPath", "datetime",
                       "datetime.datetime", "date", "datetime.date", "timedelta", "datetime.timedelta", "Decimal",
@@ -67,6 +69,7 @@ class NodeEffects:
     output: str | None = None  # prints or logs: kept, but not state
     # its draws only advance the generator: what it computes does not depend on them (SVC's fit)
     advances: bool = False
+    drawn: tuple[str, ...] = ()  # `module.NAME: why` (effects.drawn)
 
     @property
     def depends_on_rng(self) -> bool:
@@ -102,11 +105,13 @@ def node_effects(node: Node) -> NodeEffects:
                                                        else None),
                            rng, tuple(attrs.get("effects.writes") or ()), tuple(attrs.get("effects.reads") or ()),
                            bool(rng) and bool(attrs.get("effects.seeded")), attrs.get("effects.files"),
-                           attrs.get("effects.output"), bool(rng) and bool(attrs.get("effects.rng_advances")))
+                           attrs.get("effects.output"), bool(rng) and bool(attrs.get("effects.rng_advances")),
+                           tuple(attrs.get("effects.drawn") or ()))
     nodes = [node, *_members(node)]
     mutates: dict[str, None] = {}
     writes: dict[str, None] = {}
     reads: dict[str, None] = {}
+    drawn: dict[str, None] = {}
     io = rng = files = output = None
     seeded = advances = True
     for n in nodes:
@@ -118,10 +123,11 @@ def node_effects(node: Node) -> NodeEffects:
         mutates.update(dict.fromkeys(n.attrs.get("effects.mutates") or ()))
         writes.update(dict.fromkeys(n.attrs.get("effects.writes") or ()))
         reads.update(dict.fromkeys(n.attrs.get("effects.reads") or ()))
+        drawn.update(dict.fromkeys(n.attrs.get("effects.drawn") or ()))
         io = io or n.attrs.get("effects.io") or ("declared side_effects=True" if n.options.side_effects else None)
         rng = rng or n.attrs.get("effects.rng")
     return NodeEffects(tuple(mutates), io, rng, tuple(writes), tuple(reads), bool(rng) and seeded, files, output,
-                       bool(rng) and advances)
+                       bool(rng) and advances, tuple(drawn))
 
 
 def has_effects(node: Node) -> bool:
@@ -229,6 +235,7 @@ def _cells(node: Node, effects: NodeEffects, rng_shared: bool,
     fresh = node.op == "transfer" or (node.op == "task" and node.options.pure)
     outputs = [] if fresh else [o for o, t in zip(node.outputs, node.types) if not _is_scalar(t)]
     implicit = [f"global:{name}" for name in (*effects.writes, *effects.reads)]
+    implicit += [f"drawn:{entry.partition(': ')[0]}" for entry in effects.drawn]
     if effects.rng and rng_shared:
         implicit.append(RNG_CELL)
     return inputs, outputs, implicit
@@ -259,7 +266,17 @@ def _analysis(graph: Graph) -> _Analysis:
     # the generator is state when some task's result depends on its draws; those that only advance it (or seed
     # it) are then ordered with them
     rng_shared = any(e.depends_on_rng for e in effects.values())
-    if not rng_shared and not any(e.mutates or e.writes for e in effects.values()):
+    # a module-level value drawn at import is one object in the plain run, one per process here: state once two
+    # nodes read it
+    drawn_by: dict[str, list[str]] = {}
+    drawn_why: dict[str, str] = {}
+    for name, e in effects.items():
+        for entry in e.drawn:
+            cell, _, reason = entry.partition(": ")
+            drawn_by.setdefault(cell, []).append(name)
+            drawn_why.setdefault(cell, reason)
+    shared_draws = {cell: readers for cell, readers in drawn_by.items() if len(readers) > 1}
+    if not rng_shared and not shared_draws and not any(e.mutates or e.writes for e in effects.values()):
         return _Analysis(cells, set(), effects, {}, rng_shared)  # no state: nothing to group
     mutated: set[str] = set()
     why: dict[str, str] = {}
@@ -295,6 +312,11 @@ def _analysis(graph: Graph) -> _Analysis:
         for name in eff.writes:
             mutated.add(f"global:{name}")
             why.setdefault(f"global:{name}", f"`{node.name}` changes `{name}` ({node.span})")
+    for cell, readers in shared_draws.items():
+        mutated.add(f"drawn:{cell}")
+        why.setdefault(f"drawn:{cell}", f"{drawn_why[cell]}: each process would draw its own, so "
+                       f"{', '.join(f'`{r}`' for r in readers)}, which read it, run in one (set a seed before it, "
+                       "or make it in a task and pass it)")
     stateful = {cells.find(c) for c in mutated}
     reasons: dict[str, str] = {}
     for cell, text in sorted(why.items()):

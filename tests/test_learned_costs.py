@@ -167,3 +167,86 @@ def test_ray_and_torch_programs_record_costs(tmp_path: Path, ray_cluster) -> Non
         records, _ = read_costs(store)
         assert sorted(r["task"] for r in records) == ["gather", "work", "work[0]", "work[1]", "work[2]"], backend
         assert next(r for r in records if r["task"] == "work")["wall"] >= 0.3
+        # a map's listing is recorded by the task that runs it (Ray's region task, torch's ranks' rank 0)
+        folder = tmp_path / f"map-{backend}"
+        folder.mkdir()
+        sweep = _map_project(folder)
+        store = tmp_path / f"map-store-{backend}"
+        if backend == "ray":
+            assert run_ray(sweep, "sweep", {}, sweep.parent, ray_cluster.address, 2, "--cost-store", str(store)) == 30
+        else:
+            assert run_torch(sweep, "sweep", {}, sweep.parent, args=("--cost-store", str(store))) == 30
+        records, _ = read_costs(store)
+        assert [r["width"] for r in records if "width" in r] == [6], backend
+
+
+MAP_SCRIPT = '''\
+import time
+
+import dagc
+
+
+@dagc.task
+def shards(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.task
+def work(s: int) -> int:
+    time.sleep(0.05)
+    return s * 2
+
+
+@dagc.task
+def total(xs: list) -> int:
+    return sum(xs)
+
+
+@dagc.pipeline
+def sweep(n: int = 6):
+    return total([work(s) for s in shards(n)])
+'''
+
+
+def _map_project(tmp_path: Path) -> Path:
+    script = tmp_path / "sweep.py"
+    script.write_text(MAP_SCRIPT, encoding="utf-8")
+    return script
+
+
+def test_a_map_learns_its_width_and_its_items_cost(tmp_path: Path) -> None:
+    """A map without `expected=`: its run records how many items it listed and what each took (under the map's
+    code); the next compile plans it at that width, spread over the devices, with the items' measured cost."""
+    from dagc.learned import apply_learned_costs
+    from dagc.plan import plan_file
+
+    script = _map_project(tmp_path)
+    store = tmp_path / "store"
+    program = tmp_path / "sweep_local.py"
+    program.write_text(emit(compile_file(script), "local", program))
+    proc = run_python([str(program), "--cost-store", str(store)], capture_output=True, text=True, timeout=120,
+                      cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    records, _ = read_costs(store)
+    assert [r["width"] for r in records if "width" in r] == [6]
+    items = [r for r in records if r["task"] == "map.work"]
+    assert len(items) == 6 and all(r["wall"] >= 0.05 and r["code"] == items[0]["code"] for r in items)
+    graph = compile_file(script)
+    learned, _ = apply_learned_costs(graph, store)
+    assert {"map", "map.work"} <= set(learned)
+    assert graph.node("map").attrs["region.width"] == 6
+    from dagc.ir.regions import walk
+
+    inner = next(n for n in walk(graph.node("map")) if n.name == "map.work")
+    assert inner.options.cost >= 0.05
+    from dagc.cluster import parse_cluster_spec
+    from dagc.learned import DEFAULT_STORE
+
+    token = DEFAULT_STORE.set(store)
+    try:
+        on_three = plan_file(str(script), parse_cluster_spec("3"))
+    finally:
+        DEFAULT_STORE.reset(token)
+    placed = next(row for row in on_three.schedule if row["task"] == "map")
+    assert len(placed["devices"]) == 3  # six items of 0.05 s over three devices: two each
+    assert on_three.makespan < 6 * inner.options.cost

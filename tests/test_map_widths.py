@@ -199,3 +199,49 @@ def test_report_of_a_map_resumed_whole(tmp_path: Path) -> None:
     chart = timeline.measured(run)
     assert chart.note.endswith("map widths: map.2 ×4 (3 resumed)")
     assert [b.name for b in chart.bars if b.kind == "task"] == ["map.2 ×4"]
+
+
+SPREAD = '''
+import dagc
+
+
+@dagc.task(cost="1s")
+def shards() -> list:
+    return [1, 2, 3, 4]
+
+
+@dagc.task(cost="10s")
+def work(s: int) -> int:
+    return s * 2
+
+
+@dagc.task(cost="1s")
+def total(xs: list) -> int:
+    return sum(xs)
+
+
+@dagc.pipeline
+def p():
+    out = []
+    for s in dagc.each(shards(), expected=4):
+        out.append(work(s))
+    return total(out)
+'''
+
+
+@pytest.mark.parametrize("devices, makespan", [(1, 42.0), (2, 22.0), (4, 12.0), (8, 12.0)])
+def test_a_map_is_planned_at_its_expected_width(tmp_path: Path, devices: int, makespan: float) -> None:
+    """`dagc.each(items, expected=4)` of 10 s items: planned over as many devices as fit, up to its width, each
+    running its share of the items (before: one device ran all four, 42 s whatever the cluster)."""
+    from dagc.plan import plan_file
+
+    script = tmp_path / "spread.py"
+    script.write_text(SPREAD, encoding="utf-8")
+    result = plan_file(str(script), parse_cluster_spec(str(devices)))
+    assert result.valid and not result.errors
+    assert result.makespan == pytest.approx(makespan, abs=0.5)
+    placed = next(row for row in result.schedule if row["task"] == "map")
+    assert len(placed.get("devices", [placed["device"]])) == min(devices, 4)
+    # torch: the `spread` pass gives the map as many ranks as its expected width, not every device
+    graph = compile_file(script, backend="torch", cluster=parse_cluster_spec(str(devices)))
+    assert graph.node("map").options.ranks == (min(devices, 4) if devices > 1 else 1)

@@ -10,11 +10,12 @@ one multi-rank task, whose ranks start and end it together, as for any other.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from dagc.ir.core import Graph
-from dagc.ir.regions import demand, independent_items
+from dagc.ir.regions import WIDTH_ATTR, demand, expected_width, independent_items
 from dagc.passes.base import Pass, PassContext, register
 from dagc.passes.partition import cluster_of
 
@@ -27,7 +28,8 @@ class SpreadMaps(Pass):
     """Pre: verified graph. Post: every top-level `map` whose items are independent
     (dagc.ir.regions.independent_items) and that touches no state other tasks share
     (dagc.ir.effects.state_groups) has
-    `ranks` = the number of devices that can each run its body (at most `ranks`, when given; 0: all).
+    `ranks` = the number of devices that can each run its body (at most `ranks`, when given; 0: all; at most
+    its expected width, when `dagc.each(..., expected=N)` or a profile gives one).
     Other nodes are unchanged."""
 
     name: ClassVar[str] = "spread"
@@ -46,5 +48,7 @@ class SpreadMaps(Pass):
             fits = [d for d in cluster.devices if d.gpus >= need.gpus
                     and (need.memory is None or d.memory is None or d.memory >= need.memory)]
             width = len(fits) if not self.ranks else min(self.ranks, len(fits))
+            if WIDTH_ATTR in node.attrs:  # no more ranks than the items it is expected to have
+                width = min(width, max(1, math.ceil(expected_width(node))))
             if width > 1:
                 node.options = replace(node.options, ranks=width)

@@ -17,10 +17,16 @@ mid-write, a damaged file) is skipped, and said once.
 
 The compiler (dagc.learned) takes, per task, the median of its most recent runs whose code is the code it
 compiles.
+
+A task inside a fused group or region (a loop's body, a map's items) is recorded under its own name with the
+code digest of the unit it runs in, and a map's listing adds a line with its width instead of times:
+
+    {"pipeline": "train", "task": "map", "code": "41ab...", "width": 16, "at": 1796420104.9}
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import resource
@@ -30,7 +36,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["COST_FILE", "CostLog", "cost_store_dir", "peak_rss", "read_costs"]
+__all__ = ["COST_FILE", "CostLog", "RUNNING_UNIT", "cost_store_dir", "peak_rss", "read_costs", "record_width"]
 
 COST_FILE = "costs.jsonl"
 STORE_VARIABLE = "DAGC_COST_STORE"
@@ -44,6 +50,20 @@ def cost_store_dir(explicit: str | os.PathLike[str] | None = None, base: str | o
     if named:
         return Path(named)
     return Path(base or ".") / ".dagc" / "costs"
+
+
+# the cost store and the code digest of the unit (top-level task, fused group or region) now running in this
+# context: the tasks inside it and its maps' widths are recorded with that digest
+RUNNING_UNIT: contextvars.ContextVar[tuple[CostLog, str | None] | None] = contextvars.ContextVar(
+    "dagc_running_unit", default=None)
+
+
+def record_width(region: str, items: int) -> None:
+    """Record that map `region` listed `items` items, in the store of the unit running here (if any)."""
+    running = RUNNING_UNIT.get()
+    if running is not None:
+        running[0].write({"pipeline": running[0].pipeline, "task": region, "code": running[1], "width": items,
+                          "at": round(time.time(), 3)})
 
 
 def peak_rss() -> int:
@@ -62,9 +82,12 @@ class CostLog:
         self.failed = False
 
     def record(self, task: str, wall: float, cpu: float | None, nbytes: int | None, code: str | None = None) -> None:
-        line: dict[str, Any] = {"pipeline": self.pipeline, "task": task, "code": code or self.code.get(task),
-                                "wall": round(wall, 6), "cpu": None if cpu is None else round(cpu, 6),
-                                "bytes": nbytes, "rss": peak_rss(), "at": round(time.time(), 3)}
+        self.write({"pipeline": self.pipeline, "task": task, "code": code or self.code.get(task),
+                    "wall": round(wall, 6), "cpu": None if cpu is None else round(cpu, 6),
+                    "bytes": nbytes, "rss": peak_rss(), "at": round(time.time(), 3)})
+
+    def write(self, line: Mapping[str, Any]) -> None:
+        """Append one record (one line, one `write`)."""
         data = (json.dumps(line, separators=(",", ":")) + "\n").encode("utf-8")
         try:
             if not self.root.is_dir():
@@ -104,7 +127,8 @@ def read_costs(root: str | os.PathLike[str]) -> tuple[list[dict[str, Any]], int]
             skipped += 1
             continue
         if not (isinstance(record, dict) and isinstance(record.get("task"), str)
-                and isinstance(record.get("pipeline"), str) and _number(record.get("wall"))):
+                and isinstance(record.get("pipeline"), str)
+                and (_number(record.get("wall")) or _number(record.get("width")))):
             skipped += 1
             continue
         records.append(record)

@@ -38,7 +38,7 @@ from typing import Any
 from dagc.runtime import filetrace
 from dagc.runtime.console import Recording, load_console, replay, save_console
 from dagc.runtime.context import TaskContext, reset_context, set_context
-from dagc.runtime.costs import CostLog
+from dagc.runtime.costs import RUNNING_UNIT, CostLog
 from dagc.runtime.effectcheck import Assumed, EffectViolation, watch
 from dagc.runtime.events import EventLog
 from dagc.runtime.progress import Progress
@@ -386,9 +386,14 @@ class Executor:
                     return self._reused(spec, source)
         threads = spec.threads or self.threads
         before = set_threads(threads) if threads else None
+        # a unit of the program's code table: what runs inside it is recorded with its code (dagc.runtime.costs)
+        unit = self.costs.code.get(spec.name) if self.costs is not None else None
+        running = RUNNING_UNIT.set((self.costs, unit)) if unit is not None else None
         try:
             value = self._run(spec, fn, args, kwargs, owner, agree)
         finally:
+            if running is not None:
+                RUNNING_UNIT.reset(running)
             if before is not None and before != threads:
                 set_threads(before)  # the next task starts from the process's own count
         if self.progress is not None:
@@ -486,7 +491,9 @@ class Executor:
         if owner and self.log is not None:
             self.log.end(spec.name, duration, nbytes, attempt=attempt + 1, **self.where)
         if owner and self.costs is not None:
-            self.costs.record(spec.name, duration, cpu, nbytes)
+            inside = RUNNING_UNIT.get()  # (a task inside a unit: the unit's code)
+            self.costs.record(spec.name, duration, cpu, nbytes,
+                              code=None if spec.name in self.costs.code or inside is None else inside[1])
         return value
 
     def _base_context(self) -> TaskContext:

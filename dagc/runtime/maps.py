@@ -46,9 +46,13 @@ def record_width(region: str, items: int, resumed: int = 0, ranks: int = 1) -> N
     directory, spread over `ranks` ranks. Written once per listing (by rank 0 of a multi-rank task),
     into the event log of the running task's context; nothing when the run keeps no log."""
     from dagc.runtime.context import context
+    from dagc.runtime.costs import record_width as record_learned_width
 
     ctx = context()
-    if ctx.events is None or (ctx.rank != 0 and not _OWN_ITEMS.get()):
+    if ctx.rank != 0 and not _OWN_ITEMS.get():
+        return
+    record_learned_width(region, items)  # (for the next compile's plan: dagc.learned)
+    if ctx.events is None:
         return
     fields: dict[str, Any] = {"items": items}
     if resumed:

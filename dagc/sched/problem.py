@@ -264,14 +264,20 @@ class Problem:
         for (j, i), b in data.items():
             preds[i].append((j, b))
         work, flops = zip(*(cost_model.work(n) for n in nodes)) if nodes else ((), ())
+        work, flops = list(work), list(flops)
         demands = [demand(n) for n in nodes]
+        ranks = [d.ranks for d in demands]
+        for i, k, share in _spread_maps(graph, nodes, demands, cluster):
+            ranks[i] = k  # planned as k devices at once, each running its share of the items
+            work[i] *= share
+            flops[i] *= share
         return cls(
             names=[n.name for n in nodes],
-            work=list(work),
-            flops=list(flops),
+            work=work,
+            flops=flops,
             preds=preds,
             gpus=[d.gpus for d in demands],
-            ranks=[d.ranks for d in demands],
+            ranks=ranks,
             memory=[d.memory for d in demands],
             cpus=[d.cpus for d in demands],
             resources=[d.resources for d in demands],
@@ -307,6 +313,42 @@ class Problem:
                    gpus=[d.gpus for d in demands], ranks=[d.ranks for d in demands],
                    memory=[d.memory for d in demands], cpus=[d.cpus for d in demands],
                    resources=[d.resources for d in demands], **cls._device_fields(cluster))
+
+
+def _spread_maps(graph: Graph, nodes: Sequence[Node], demands: Sequence[Any], cluster: Cluster,
+                 ) -> list[tuple[int, int, float]]:
+    """(index, devices, share of its expected work each device runs) for each map whose items are planned
+    across devices: one the `spread` pass made multi-rank (torch: item i on rank i % ranks), or one whose
+    items are independent and share no state (Ray runs each item as a task of its own), over as many devices
+    as fit its body, up to its expected width (`dagc.each(..., expected=N)` or a profile's). Each device runs
+    ⌈width / devices⌉ items: that share of the width's work."""
+    from dagc.ir.effects import state_groups
+    from dagc.ir.regions import expected_width, independent_items
+
+    maps = [i for i, n in enumerate(nodes) if n.op == "map"]
+    if not maps:
+        return []
+    shared: set[str] | None = None
+    out = []
+    for i in maps:
+        node, need = nodes[i], demands[i]
+        width = expected_width(node)
+        k = node.options.ranks
+        if k <= 1:
+            if width <= 1 or not independent_items(node):
+                continue
+            if shared is None:  # (asked once, of the maps that may spread)
+                shared = {name for group in state_groups(graph) for name in group.nodes}
+            if node.name in shared:
+                continue
+            fits = sum(1 for d in cluster.devices if d.gpus >= need.gpus
+                       and (need.memory is None or d.memory is None or d.memory >= need.memory))
+            k = min(fits, math.ceil(width))
+            if k <= 1:
+                continue
+        if width > 0:
+            out.append((i, k, math.ceil(width / k) / width))
+    return out
 
 
 @dataclass

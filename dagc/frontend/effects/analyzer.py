@@ -22,6 +22,8 @@ class EffectAnalyzer:
         self._indexed = -1
         self._kinds: dict[int, GlobalValue] = {}
         self._draws: dict[int, bool] = {}
+        self._init_draws: dict[int, bool] = {}
+        self._drawn: dict[tuple[str, str], tuple[str, str] | None] = {}
         self.code_of: dict[int, str] = {}  # id(function node) -> `module:function` / `module:Class`
         self._recursive: set[int] = set()  # functions found calling themselves during their own scan
         self._partial: dict[int, Effects] = {}  # their summary so far
@@ -113,6 +115,83 @@ class EffectAnalyzer:
                     break
         self._draws[key] = found
         return found
+
+    def init_draws(self, cls: ast.ClassDef, info: ModuleInfo, _depth: int = 0) -> bool:
+        """Whether building an instance of the user's class `cls` draws random numbers: its `__init__` builds a
+        layer that draws its initial weights (`nn.Linear`), calls a drawing function, or builds such a class."""
+        key = id(cls)
+        if key in self._init_draws:
+            return self._init_draws[key]
+        self._init_draws[key] = False  # (a class building itself: no)
+        init = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == "__init__"), None)
+        found = init is not None and _depth < 10 and self._expression_draws(init, info, _depth + 1)
+        self._init_draws[key] = found
+        return found
+
+    def _expression_draws(self, tree: ast.AST, info: ModuleInfo, depth: int) -> bool:
+        """Whether evaluating `tree` (a module-level expression, or a class's `__init__`) may draw from a global
+        random number generator: a drawing function, a layer drawing its initial weights, a user class whose
+        `__init__` does."""
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call) or any(k.arg == "generator" for k in node.keywords):
+                continue
+            name = module_qualified(node.func, info)
+            if name is not None:
+                if name in lib.RNG_EXEMPT or name in lib.SEEDING:
+                    continue
+                if name in lib.RNG_FUNCTIONS or name.startswith(lib.RNG_PREFIXES):
+                    return True
+                if name.startswith("torch."):
+                    catalogue = lib.catalogue()
+                    facts = catalogue.function(name)
+                    layer = catalogue.layer(name)
+                    if facts is not None and facts.rng or layer is not None and layer.init_rng:
+                        return True
+            if isinstance(node.func, ast.Name):
+                symbol = self.project.lookup(info, node.func.id)
+                inner = getattr(symbol, "node", None)
+                if isinstance(inner, ast.ClassDef) and self.init_draws(inner, info, depth):
+                    return True
+        return False
+
+    def drawn_at_import(self, info: ModuleInfo, name: str, _depth: int = 0) -> tuple[str, str] | None:
+        """(the name drawn, why) when module-level name `name` of `info` holds random numbers drawn when the
+        module is imported with no seed set before (`W = torch.randn(3)`, `model = Net()` built of `nn.Linear`
+        layers; `W2 = W * 2` holds `W`'s draw), or None. Every process that imports the module draws its own:
+        tasks reading it in different processes would read different values where the plain run reads one."""
+        key = (info.name, name)
+        if key in self._drawn:
+            return self._drawn[key]
+        self._drawn[key] = None
+        symbol = info.symbols.get(name)
+        expr = getattr(symbol, "node", None)
+        found = None
+        if _depth < 20 and isinstance(expr, ast.expr) and not self._seeded_before(info, expr.lineno):
+            where = f"{info.source.display}:{expr.lineno}"
+            if self._expression_draws(expr, info, 0):
+                found = name, f"`{name}` is drawn when `{info.name}` is imported, with no seed set before ({where})"
+            else:
+                for node in ast.walk(expr):
+                    inner = self.drawn_at_import(info, node.id, _depth + 1) \
+                        if isinstance(node, ast.Name) and node.id != name else None
+                    if inner is not None:
+                        found = inner[0], f"`{name}` is computed from `{inner[0]}`, which {inner[1].split(' is ', 1)[1]}"
+                        break
+        self._drawn[key] = found
+        return found
+
+    @staticmethod
+    def _seeded_before(info: ModuleInfo, line: int) -> bool:
+        """Whether a top-level statement of `info` before `line` seeds a global generator (`torch.manual_seed(0)`):
+        every process then draws the same numbers at import."""
+        for stmt in info.source.tree.body:
+            if stmt.lineno >= line:
+                return False
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+                called = module_qualified(stmt.value.func, info)
+                if called is not None and called in lib.SEEDING:
+                    return True
+        return False
 
     def value_kind(self, expr: ast.AST, info: ModuleInfo, _depth: int = 0) -> GlobalValue:
         """What a module-level value is, from the expression that builds it (never run)."""

@@ -124,6 +124,7 @@ class Interpreter(Component):
         order_by_effects(graph)
         self.cx.state.check_state(graph)
         self.cx.state.explain_shared_globals(graph)
+        self.cx.state.explain_drawn_globals(graph)
         self.cx.state.explain_joined_state(graph)
         self.cx.state.explain_file_order(graph)
         self.cx.state.check_module_reads(graph)

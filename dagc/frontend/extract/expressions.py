@@ -294,6 +294,9 @@ class Expressions(Component):
             # read where it runs, after the tasks before it that change the object through its global name,
             # in their process (the state analysis keeps the readers and writers of a global together)
             node.attrs["effects.reads"] = [f"{owner.name}.{name}"]
+            drawn = self.cx.state.drawn_globals([target])
+            if drawn:  # (drawn at import: read in one process with the tasks that read it by name)
+                node.attrs["effects.drawn"] = drawn
             assert self.cx.graph is not None
             self.cx.graph.add_node(node)
             self.cx.producer.setdefault(made, made)

@@ -145,6 +145,9 @@ class StateChecks(Component):
         reaches = sorted(effects.reaches - {task.target})
         if reaches:  # the code its run-time fingerprint covers besides its own (backends/fingerprint.py)
             attrs["code.reaches"] = reaches
+            drawn = self.drawn_globals(reaches)
+            if drawn:
+                attrs["effects.drawn"] = drawn
         if options.pure:
             return effects, attrs, []
         where = task.source.display
@@ -177,6 +180,20 @@ class StateChecks(Component):
                    for param in dict.fromkeys([*effects.mutates, *options.mutates])  # read in the body, and declared
                    if param not in options.readonly]
         return effects, attrs, mutable
+
+    def drawn_globals(self, reaches: list[str]) -> list[str]:
+        """`module.NAME: why` for each module-level value among `reaches` (`module:NAME`) that holds random
+        numbers drawn at import with no seed set before (ir/effects.py, effects.drawn)."""
+        found = []
+        for target in reaches:
+            module, _, name = target.partition(":")
+            info = self.cx.project.module(module)
+            if info is None or "." in name:
+                continue
+            drawn = self.cx.analyzer.drawn_at_import(info, name)
+            if drawn is not None:  # (named by the value drawn: `W2 = W * 2` holds `W`'s draw)
+                found.append(f"{module}.{drawn[0]}: {drawn[1]}")
+        return sorted(set(found))
 
     @staticmethod
     def _static_paths(task: TaskDef, effects: Any, named: dict[str, Operand]) -> dict[str, list[str]] | None:
@@ -420,6 +437,33 @@ class StateChecks(Component):
                 f"as an argument (a task's `readonly=[...]` then frees its readers), or move the change out of "
                 f"`{writer.target.rpartition(':')[2] if writer.target else writer.name}`; printing and logging "
                 "through it never count")
+
+    def explain_drawn_globals(self, graph: Graph) -> None:
+        """Say, once per module-level value drawn at import with no seed, that the tasks reading it run in one
+        process (each process importing the module would draw its own), at the line that draws it, with the fix."""
+        if not any(n.attrs.get("effects.drawn") for n in graph):
+            return
+        from dagc.ir.effects import state_groups
+
+        for group in state_groups(graph):
+            for cell in group.cells:
+                if not cell.startswith("drawn:"):
+                    continue
+                module, _, name = cell[len("drawn:"):].rpartition(".")
+                info = self.cx.project.module(module)
+                expr = getattr(info.symbols.get(name), "node", None) if info is not None else None
+                if info is None or expr is None:
+                    continue
+                readers = [n for n in group.nodes if any(e.startswith(f"{module}.{name}: ")
+                                                         for e in graph.node(n).attrs.get("effects.drawn") or ())]
+                shown = ", ".join(f"`{r}`" for r in readers[:4]) + (f" and {len(readers) - 4} more"
+                                                                    if len(readers) > 4 else "")
+                self.cx.sink.warning(
+                    "DAGC165", f"module-level `{name}` holds random numbers drawn when `{module}` is imported, with "
+                    f"no seed set before: each process would draw its own, so {shown}, which read it, run in one "
+                    "process, in order", info.source.span(expr),
+                    hint=f"seed the generator above this line (`torch.manual_seed(0)`, `np.random.seed(0)`) so that "
+                    f"every process draws the same `{name}`, or build it in a task and pass it to its readers")
 
     def explain_file_order(self, graph: Graph) -> None:
         """Say, once per task that writes files at paths dagc cannot name at its call, that every later task
