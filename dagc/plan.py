@@ -50,6 +50,9 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
                         help='bandwidth of every link: bytes per second (1e9, 1.25e10) or with a unit ("10Gbit/s")')
     parser.add_argument("--link-latency", metavar="T", help='latency of every link, e.g. "20us"')
     parser.add_argument("--algo", choices=ALGORITHMS, default="dagc", help="scheduling algorithm (default: dagc)")
+    parser.add_argument("--backend", choices=("ray", "torch", "local"), default="ray",
+                        help="the program the plan is for: its launch overhead, and on torch maps spread over "
+                        "ranks (default: ray); the devices it prints are those that program runs each task on")
     parser.add_argument("--seed", type=int, default=0, help="search seed (default: 0)")
     parser.add_argument("--budget", type=float, default=DEFAULT_BUDGET,
                         help=f"search effort per file, in seconds (default: {DEFAULT_BUDGET})")
@@ -83,7 +86,7 @@ def run_plan_command(args: argparse.Namespace) -> int:
     return run_plan(args.files, cluster, args.algo, args.json, sys.stdout,
                     seed=getattr(args, "seed", 0), budget=getattr(args, "budget", DEFAULT_BUDGET),
                     profile=getattr(args, "profile", None), pipeline=getattr(args, "pipeline", None),
-                    params=parse_params(getattr(args, "param", None) or []))
+                    params=parse_params(getattr(args, "param", None) or []), backend=getattr(args, "backend", "ray"))
 
 
 @dataclass
@@ -113,6 +116,7 @@ class PlanResult:
     pipeline: str | None = None  # a script's or IR's pipeline name
     priority: int = 0  # its `@dagc.pipeline(priority=N)`
     problem: Problem | None = field(default=None, repr=False)  # what was scheduled (not in the JSON)
+    graph: Any = field(default=None, repr=False)  # a pipeline's graph, when the input is one (not in the JSON)
     solo: Schedule | None = field(default=None, repr=False)
 
     @property
@@ -156,6 +160,7 @@ def _problem_from_task_graph(tg: TaskGraph, cluster: Cluster) -> Problem:
 def _load(path: str, cluster: Cluster, cost: CostModel, profile: str | None = None,
           result: PlanResult | None = None, pipeline: str | None = None,
           params: dict[str, Any] | None = None) -> tuple[Problem, dict[str, list[str]]]:
+    backend = cost.backend
     """The file as a scheduling problem, with the tasks that used default estimates."""
     none: dict[str, list[str]] = {"cost": [], "out_size": []}
     if path.endswith(".stg"):
@@ -172,7 +177,10 @@ def _load(path: str, cluster: Cluster, cost: CostModel, profile: str | None = No
     elif path.endswith(".py"):
         from dagc.driver import compile_file
 
-        graph = compile_file(path, passes="verify,dce,cse", profile=profile, pipeline_name=pipeline, params=params)
+        # the passes before placement of the backend's own pipeline (torch spreads maps over ranks first)
+        graph = compile_file(path, passes="verify,dce,cse" + (",spread" if backend == "torch" else ""),
+                             profile=profile, pipeline_name=pipeline, params=params, cluster=cluster,
+                             backend=backend)
     else:
         raise CompileError([Diagnostic(
             "DAGC006", Severity.ERROR, f"cannot plan {path!r}: unknown kind of file",
@@ -192,6 +200,7 @@ def _load(path: str, cluster: Cluster, cost: CostModel, profile: str | None = No
         result.priority = int(graph.attrs.get("pipeline.priority", 0))
         result.profiled = describe_profile(graph)
         result.shared = _shared_state(graph)
+        result.graph = graph
     p = build_problem(PassContext(cluster=cluster, cost_model=cost), graph)
     return p, cost.defaulted(graph)
 
@@ -213,10 +222,11 @@ def _shared_state(graph: Any) -> list[str]:
 def plan_file(path: str, cluster: Cluster, algo: str = "dagc", *, seed: int = 0,
               budget: float = DEFAULT_BUDGET, cost: CostModel | None = None, profile: str | None = None,
               pipeline: str | None = None, params: dict[str, Any] | None = None,
-              with_transfers: bool = True) -> PlanResult:
-    """Plan one file; `with_transfers`: also a pipeline script's makespan once `comm` has chosen the
+              with_transfers: bool = True, backend: str = "ray") -> PlanResult:
+    """Plan one file for `backend`'s program (its launch overhead; torch spreads maps over ranks), as its
+    compile places it; `with_transfers`: also a pipeline script's makespan once `comm` has chosen the
     transfers (two more compilations)."""
-    cost = cost or CostModel()
+    cost = cost or CostModel(backend=backend)
     result = PlanResult(file=path, devices=cluster.n_devices, algo=algo)
     try:
         p, result.defaults = _load(path, cluster, cost, profile, result, pipeline, params)
@@ -229,6 +239,17 @@ def plan_file(path: str, cluster: Cluster, algo: str = "dagc", *, seed: int = 0,
         return result
     start = time.perf_counter()
     s = schedule(p, algo, seed=seed, budget=budget)
+    if result.graph is not None and p.D > 1:
+        # as the `partition` pass does for the programs: the tasks of one piece of state on one device
+        from dagc.passes.base import PassContext
+        from dagc.passes.partition import pin_state
+
+        try:
+            if pin_state(PassContext(cluster=cluster, cost_model=cost), result.graph, p, s):
+                s = schedule(p, algo, seed=seed, budget=budget)
+        except CompileError as exc:
+            result.errors = exc.diagnostics
+            return result
     result.seconds = time.perf_counter() - start
     result.tasks = p.n
     result.makespan = s.makespan
@@ -280,7 +301,8 @@ def _comm_estimates(result: PlanResult, path: str, cluster: Cluster, cost: CostM
         passes = (f"verify,dce,cse,partition{{algo={algo},seed={seed},budget={budget}}},schedule,"
                   f"comm{{collectives={str(collectives).lower()}}}")
         try:
-            graph = compile_file(path, passes=passes, cluster=cluster, pipeline_name=pipeline, params=params)
+            graph = compile_file(path, passes=passes, cluster=cluster, pipeline_name=pipeline, params=params,
+                                 backend=cost.backend)
         except CompileError:
             return
         makespan = timed_makespan(graph, cluster, cost)
@@ -295,10 +317,10 @@ def _comm_estimates(result: PlanResult, path: str, cluster: Cluster, cost: CostM
 
 def run_plan(files: list[str], cluster: Cluster, algo: str, as_json: bool, out: TextIO, *,
              seed: int = 0, budget: float = DEFAULT_BUDGET, profile: str | None = None,
-             pipeline: str | None = None, params: dict[str, Any] | None = None) -> int:
+             pipeline: str | None = None, params: dict[str, Any] | None = None, backend: str = "ray") -> int:
     """Plan every file; print a table (or JSON). Returns 0 when every file got a valid plan."""
     results = [plan_file(f, cluster, algo, seed=seed, budget=budget, profile=profile, pipeline=pipeline,
-                         params=params)
+                         params=params, backend=backend)
                for f in files]
     if as_json:
         out.write("".join(json.dumps(r.to_json()) + "\n" for r in results))

@@ -68,7 +68,7 @@ def plan_lines(tmp_path: Path, *args: str) -> list[dict[str, Any]]:
 
 def check_plan(plan: dict[str, Any], n_devices: int) -> None:
     """Recompute everything from COST, EDGES, NEED and the link; share no code with the schedulers."""
-    overhead = CostModel().overhead
+    overhead = CostModel(backend="ray").overhead  # `dagc plan` plans for the Ray program by default
     tasks = {t["task"]: t for t in plan["schedule"]}
     assert len(tasks) == len(plan["schedule"]) == plan["tasks"]
     devices = {name: t.get("devices", [t["device"]]) for name, t in tasks.items()}
