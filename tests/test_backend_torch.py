@@ -579,3 +579,42 @@ def test_multi_rank_state_survives_a_restart(tmp_path: Path, write_project) -> N
     assert value["start"] == 3  # the restarted attempt resumed from the checkpoint, not from zero
     assert value["acc"] == [[6.0, 6.0], [12.0, 12.0]]  # each rank got its own state back
     assert (run_dir / "state" / "fit" / "own").is_dir()
+
+
+@pytest.mark.slow
+def test_the_mnist_program_exits_0_after_every_correct_run(tmp_path: Path) -> None:
+    """Started as a user starts it (`python prog.py`, which launches torchrun), on a terminal (rank 0 then
+    follows the progress of every rank from a thread): each run ends with status 0 and no abort at exit
+    (`terminate called without an active exception` came from that thread still in the store's C++ code)."""
+    import os
+    import pty
+    import select
+    import subprocess
+
+    graph = compile_file(SAMPLES / "mnist.py", cluster=parse_cluster_spec("2"), backend="torch")
+    program = tmp_path / "mnist_torch.py"
+    program.write_text(emit(graph, "torch", program))
+    for run in range(3):
+        leader, follower = pty.openpty()
+        proc = subprocess.Popen([sys.executable, str(program), "--result", str(tmp_path / f"{run}.pkl")],
+                                stdout=follower, stderr=follower, stdin=subprocess.DEVNULL, cwd=tmp_path)
+        os.close(follower)
+        seen = b""
+        while True:  # (read the terminal as the program writes, so that it never blocks on a full one)
+            ready, _, _ = select.select([leader], [], [], 1.0)
+            if ready:
+                try:
+                    chunk = os.read(leader, 65536)
+                except OSError:  # the program closed the terminal: it has ended
+                    break
+                if not chunk:
+                    break
+                seen += chunk
+            elif proc.poll() is not None:
+                break
+        os.close(leader)
+        status = proc.wait(timeout=300)
+        text = seen.decode("utf-8", "replace")
+        assert status == 0 and "terminate called" not in text, text[-3000:]
+        assert "17/17 tasks" in text  # the bar did run
+        assert pickle.loads((tmp_path / f"{run}.pkl").read_bytes())["lr"] > 0

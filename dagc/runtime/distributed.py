@@ -218,6 +218,8 @@ class Runner:
         self.log: EventLog | None = None
         self.progress: Progress | None = None
         self.kv: Any = None  # the rendezvous store (this attempt's keys): counts finished tasks
+        self._follower: threading.Thread | None = None  # rank 0's progress thread (a terminal only)
+        self._stop_follower = threading.Event()
         self.run: set[str] = set()
         self.load: set[str] = set()
         self.active: set[int] = set()
@@ -292,7 +294,9 @@ class Runner:
         if self.rank == 0:  # the whole run's progress: every rank counts its tasks in the store
             self.progress = Progress(len(self.run))
             if self.progress.enabled:
-                threading.Thread(target=self._follow_progress, args=(self.progress,), daemon=True).start()
+                self._follower = threading.Thread(target=self._follow_progress, args=(self.progress,), daemon=True,
+                                                  name="dagc-progress")
+                self._follower.start()
             self._event("run_start", pipeline=self.pipeline, tasks=len(self.tasks), resume=bool(done),
                         run_dir=str(self.run_dir) if self.run_dir else None, world_size=self.world,
                         backend=backend, restart=self.attempt)
@@ -431,13 +435,23 @@ class Runner:
         return value if owner else placeholder
 
     def _follow_progress(self, progress: Progress) -> None:
-        """Rank 0's bar follows the tasks every rank finished (counted in the rendezvous store)."""
-        while progress.enabled:
+        """Rank 0's bar follows the tasks every rank finished (counted in the rendezvous store), until the run
+        ends (`_stop_following`)."""
+        while progress.enabled and not self._stop_follower.is_set():
             try:
                 progress.reach(int(self.kv.add("progress", 0)))
             except Exception:  # noqa: BLE001 - the store is gone: the run is ending
                 return
-            time.sleep(0.2)
+            self._stop_follower.wait(0.2)
+
+    def _stop_following(self) -> None:
+        """Stop the progress thread and wait for it, before the store and the process group go: a thread still
+        inside a call of the C++ store while the interpreter exits aborts the process (`terminate called without
+        an active exception`) after a correct run."""
+        self._stop_follower.set()
+        if self._follower is not None:
+            self._follower.join(timeout=10)
+            self._follower = None
 
     def _any_failed(self, failed: bool, group: Any) -> bool:
         """Whether an attempt of a multi-rank task failed on any of its ranks (all of them ask)."""
@@ -534,6 +548,7 @@ class Runner:
                 self._event("run_failed", error=f"{type(exc).__name__}: {exc}")
             raise
         finally:
+            self._stop_following()
             dist.destroy_process_group = self._destroy  # (the user's code may call it again from here on)
             if dist.is_initialized():
                 dist.destroy_process_group()
