@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import json
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -98,28 +99,61 @@ class TaskContext:
 
         `replicated=True` (e.g. DDP model and optimizer state): one copy is written. Otherwise each
         rank's state is kept under its own keys (`rank<r>/...`), e.g. a pipeline stage's layers.
+
+        Each save goes to a new version directory (`v<n>`); once every rank has written it, rank 0 seals it
+        with this user's store key (`.complete`: its files and their digests) and removes the older ones, so a
+        save stopped half-way (a rank that died) leaves the last complete one in place.
         """
+        import shutil
+
         import torch.distributed.checkpoint as dcp
+
+        from dagc.runtime.store import atomic_write, directory_digests, seal_manifest
 
         path = self._state_path(name)
         path.mkdir(parents=True, exist_ok=True)
-        dcp.save(self._keyed(state, replicated), checkpoint_id=str(path), process_group=self.group)
+        serials = [int(p.name[1:]) for p in path.iterdir() if p.name[:1] == "v" and p.name[1:].isdigit()]
+        target = path / f"v{max(serials, default=0) + 1}"  # (every rank sees the same listing: see below)
+        dcp.save(self._keyed(state, replicated), checkpoint_id=str(target), process_group=self.group)
         self.barrier()
         if self.rank == 0:
-            (path / ".complete").write_text("ok\n")
-        self.barrier()
-        return path
+            manifest = seal_manifest({"version": target.name, "files": directory_digests(target)})
+            atomic_write(path / _MARKER, [json.dumps(manifest, sort_keys=True).encode("utf-8")])
+            for old in path.iterdir():
+                if old != target and old.name[:1] == "v" and old.name[1:].isdigit():
+                    shutil.rmtree(old, ignore_errors=True)
+        self.barrier()  # (before any rank lists the directory again)
+        return target
 
     def load_state(self, state: dict[str, Any], *, name: str = "latest", replicated: bool = True) -> bool:
         """Load a state saved by `save_state` into `state` (in place, tensors keep their storage).
-        Returns False, leaving `state` untouched, when no complete checkpoint exists."""
+        Returns False, leaving `state` untouched, when no complete checkpoint exists, or when the one there does
+        not carry this user's seal (torch unpickles a checkpoint's metadata: a file planted in the run
+        directory would run code), which is said once."""
         import torch.distributed.checkpoint as dcp
 
+        from dagc.runtime.store import check_directory
+
         path = self._state_path(name)
-        if not (path / ".complete").exists():
+        marker = path / _MARKER
+        if not marker.exists():
+            return False
+        try:
+            manifest = json.loads(marker.read_bytes())
+        except (OSError, ValueError):
+            manifest = None
+        version = manifest.get("version") if isinstance(manifest, dict) else None
+        if not (isinstance(version, str) and version[:1] == "v" and version[1:].isdigit()):
+            why: str | None = "it carries no seal (written by an older dagc, or by something else)"
+        else:
+            why = check_directory(path / version, manifest)
+        if why is not None:
+            if self.rank == 0:
+                sys.stderr.write(f"dagc: the task state {path} is not loaded: {why}; the task starts from the "
+                                 "beginning (remove the directory to silence this)\n")
             return False
         keyed = self._keyed(state, replicated)
-        dcp.load(keyed, checkpoint_id=str(path), process_group=self.group)
+        dcp.load(keyed, checkpoint_id=str(path / version), process_group=self.group)
         if not replicated:
             state.update(keyed[f"rank{self.rank}"])
         return True
@@ -133,6 +167,9 @@ class TaskContext:
 
     def _keyed(self, state: Mapping[str, Any], replicated: bool) -> dict[str, Any]:
         return dict(state) if replicated else {f"rank{self.rank}": dict(state)}
+
+
+_MARKER = ".complete"  # a checkpoint's seal, written last: the manifest of its files (dagc.runtime.store)
 
 
 def _safe(name: str) -> str:

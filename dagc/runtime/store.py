@@ -38,7 +38,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -114,6 +114,45 @@ def _digest(parts: Iterable[bytes | memoryview]) -> bytes:
     for part in parts:
         h.update(part)
     return h.digest()
+
+
+def directory_digests(directory: Path) -> dict[str, str]:
+    """Every file under `directory` (its path relative to it) with its keyed digest."""
+    files = {}
+    for path in sorted(p for p in directory.rglob("*") if p.is_file() and not p.is_symlink()):
+        h = _mac()
+        with path.open("rb") as f:
+            while chunk := f.read(1 << 22):
+                h.update(chunk)
+        files[path.relative_to(directory).as_posix()] = h.hexdigest()
+    return files
+
+
+def seal_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """`manifest` (JSON data naming files and their `directory_digests`) with its seal under this user's key."""
+    body = {k: v for k, v in manifest.items() if k != "seal"}
+    return {**body, "seal": _digest([json.dumps(body, sort_keys=True).encode("utf-8")]).hex()}
+
+
+def check_directory(directory: Path, manifest: object) -> str | None:
+    """Why the files under `directory` may not be read (None: they are exactly the `files` that `manifest`, sealed
+    by `seal_manifest` with this user's key, lists, with the same contents): nothing in a run directory is
+    unpickled unless it carries a valid seal (a checkpoint's metadata, which torch unpickles)."""
+    if not (isinstance(manifest, dict) and isinstance(manifest.get("files"), dict)
+            and isinstance(manifest.get("seal"), str)):
+        return "it carries no seal (written by an older dagc, or by something else)"
+    if not hmac.compare_digest(seal_manifest(manifest)["seal"], manifest["seal"]):
+        return "its seal does not match (not written by this user's dagc)"
+    if not directory.is_dir() or directory.is_symlink() or any(p.is_symlink() for p in directory.rglob("*")):
+        return "it is missing or holds a symbolic link"
+    files = manifest["files"]
+    found = directory_digests(directory)
+    if set(found) != set(files):
+        return "its files are not those it was sealed with"
+    changed = [name for name in files if not hmac.compare_digest(str(files[name]), found[name])]
+    if changed:
+        return f"`{changed[0]}` changed after it was sealed"
+    return None
 
 
 def content_digest(value: object) -> str | None:
