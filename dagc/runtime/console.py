@@ -78,19 +78,28 @@ def console_path(output: Path) -> Path:
 
 
 def save_console(output: Path, chunks: list[tuple[str, str]]) -> None:
+    """Keep what a task printed beside its output, sealed with the store key (it is written to the terminal
+    again when the output is reused: from anyone else, its escape sequences could drive the terminal)."""
     if not chunks:
         return
-    from dagc.runtime.store import atomic_write
+    from dagc.runtime.store import atomic_write, seal_manifest
 
-    atomic_write(console_path(output), json.dumps(chunks).encode("utf-8"))
+    atomic_write(console_path(output), json.dumps(seal_manifest({"chunks": chunks})).encode("utf-8"))
 
 
 def load_console(output: Path) -> list[tuple[str, str]]:
+    """What the task that stored `output` printed; nothing when the record is missing, of the wrong shape, or
+    does not carry this user's seal."""
+    from dagc.runtime.store import is_sealed
+
     try:
         data = json.loads(console_path(output).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
-    return [(str(s), str(t)) for s, t in data if s in ("stdout", "stderr")] if isinstance(data, list) else []
+    if not (isinstance(data, dict) and isinstance(data.get("chunks"), list) and is_sealed(data)):
+        return []
+    return [(s, t) for s, t in (c for c in data["chunks"] if isinstance(c, list) and len(c) == 2)
+            if s in ("stdout", "stderr") and isinstance(t, str)]
 
 
 def replay(chunks: list[tuple[str, str]], task: str, source: str) -> None:

@@ -83,7 +83,9 @@ class EventLog:
 
     def _append(self, line: bytes) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)  # the owner's only: it holds errors
+        # the owner's only (it holds errors), and never through a link planted in a shared run directory: that
+        # would append to whatever file the link names
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
         try:
             if not self._checked_end:  # a torn last line (a writer killed mid-line) must not swallow this one
                 self._checked_end = True

@@ -82,7 +82,10 @@ def _held(path: Path) -> bool:
     lock = path / ".lock"
     if not lock.exists():
         return False
-    fd = os.open(lock, os.O_RDONLY)
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:  # a link (planted), or unreadable: never treated as free to remove
+        return True
     try:
         fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except OSError:

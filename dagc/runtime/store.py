@@ -134,6 +134,12 @@ def seal_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
     return {**body, "seal": _digest([json.dumps(body, sort_keys=True).encode("utf-8")]).hex()}
 
 
+def is_sealed(data: object) -> bool:
+    """Whether JSON `data` carries a valid seal under this user's key (`seal_manifest`)."""
+    return isinstance(data, dict) and isinstance(data.get("seal"), str) and hmac.compare_digest(
+        seal_manifest(data)["seal"], data["seal"])
+
+
 def check_directory(directory: Path, manifest: object) -> str | None:
     """Why the files under `directory` may not be read (None: they are exactly the `files` that `manifest`, sealed
     by `seal_manifest` with this user's key, lists, with the same contents): nothing in a run directory is
@@ -725,7 +731,13 @@ class RunStore:
         import socket
 
         path = self.root / ".lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:  # never through a link planted in a shared run directory: the holder's line would truncate its target
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        except OSError as exc:
+            if path.is_symlink():
+                raise StorageError(f"{path} is a symbolic link, which dagc never writes through; remove it "
+                                   "(a run directory holds no links)") from None
+            raise exc
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:  # held by a live process (a lock dies with its process)
