@@ -113,7 +113,8 @@ class TaskContext:
         path = self._state_path(name)
         path.mkdir(parents=True, exist_ok=True)
         serials = [int(p.name[1:]) for p in path.iterdir() if p.name[:1] == "v" and p.name[1:].isdigit()]
-        target = path / f"v{max(serials, default=0) + 1}"  # (every rank sees the same listing: see below)
+        target = path / f"v{max(serials, default=0) + 1}"
+        self.barrier()  # every rank has listed the directory before any creates the new version in it
         dcp.save(self._keyed(state, replicated), checkpoint_id=str(target), process_group=self.group)
         self.barrier()
         if self.rank == 0:
