@@ -41,7 +41,13 @@ from dagc.backends.emitter import (
     source_root_expr,
     task_function,
 )
-from dagc.backends.fingerprint import final_state_groups, key_values, task_fingerprints, task_rows, try_body_rows
+from dagc.backends.fingerprint import (
+    final_state_groups,
+    key_values,
+    task_fingerprints,
+    task_rows,
+    try_body_rows,
+)
 from dagc.backends.toolkit import (
     emit_argument_check,
     emit_argument_table,

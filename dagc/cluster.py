@@ -57,6 +57,10 @@ SPEC_FORMS = '"N" (one node with N devices), "MxN" (M nodes with N devices each)
 
 # FLOP/s of a device of speed 1.0, by kind (a task that gives only `flops` runs for flops / rate).
 DEFAULT_FLOPS: dict[str, float] = {"gpu": 100e12, "cpu": 1e12}
+# Watts a device draws idle and busy, by kind, where the cluster does not say (`idle_watts`, `busy_watts`): a
+# data-centre GPU of the A100/H100 class (about 60 W idle, 300 W under a training load, against 400-700 W
+# board limits) and a CPU device of a few cores with their share of the package and DRAM.
+DEFAULT_POWER: dict[str, tuple[float, float]] = {"gpu": (60.0, 300.0), "cpu": (10.0, 45.0)}
 KINDS = ("gpu", "cpu")
 
 
@@ -100,6 +104,16 @@ class Device:
     # limit) and custom resources (Ray's); a task needing more than its node has cannot run there
     cpus: float | None = None
     resources: tuple[tuple[str, float], ...] = ()
+    idle_watts: float | None = None  # None = DEFAULT_POWER[kind]
+    busy_watts: float | None = None
+
+    @property
+    def idle_power(self) -> float:
+        return self.idle_watts if self.idle_watts is not None else DEFAULT_POWER.get(self.kind, DEFAULT_POWER["cpu"])[0]
+
+    @property
+    def busy_power(self) -> float:
+        return self.busy_watts if self.busy_watts is not None else DEFAULT_POWER.get(self.kind, DEFAULT_POWER["cpu"])[1]
 
     @property
     def flops_rate(self) -> float:
@@ -163,6 +177,11 @@ class Cluster:
             for i in range(per_node)
         )
         return cls(devices, intra=intra, inter=inter, source=f"{nodes}x{per_node}")
+
+    def first(self, count: int) -> Cluster:
+        """The cluster of its first `count` devices (a plan that uses fewer: `dagc plan --objective`)."""
+        return Cluster(self.devices[:count], intra=self.intra, inter=self.inter, node_names=self.node_names,
+                       implicit=self.implicit, source=f"{self.source}[:{count}]")
 
     def with_links(self, bandwidth: float | None = None, latency: float | None = None) -> Cluster:
         """Every link (intra and inter) given this bandwidth and/or latency."""
@@ -269,7 +288,7 @@ def load_cluster_file(path: str) -> Cluster:
 
 
 _LINK_KEYS = {"bandwidth", "latency"}
-_DEVICE_KEYS = {"kind", "memory", "speed", "gpus", "flops", "count"}
+_DEVICE_KEYS = {"kind", "memory", "speed", "gpus", "flops", "count", "idle_watts", "busy_watts"}
 _NODE_KEYS = {"name", "devices", "count", "cpus", "resources"} | _DEVICE_KEYS - {"count"}
 _TOP_KEYS = {"links", "device", "nodes", "intra", "inter"}
 
@@ -322,6 +341,13 @@ def _device_fields(table: dict[str, Any], base: dict[str, Any], where: str) -> d
         if isinstance(flops, bool) or not isinstance(flops, (int, float)) or not flops > 0:
             raise ClusterError(f"{where}.flops must be a positive number of FLOP/s; got {flops!r}")
         out["flops"] = float(flops)
+    for key in ("idle_watts", "busy_watts"):
+        if key in table:
+            watts = table[key]
+            if isinstance(watts, bool) or not isinstance(watts, (int, float)) or watts < 0:
+                raise ClusterError(f"{where}.{key} must be a non-negative number of watts; got {watts!r}",
+                                   hint=f"e.g. {key} = {300 if key == 'busy_watts' else 60}")
+            out[key] = float(watts)
     return out
 
 
@@ -390,6 +416,8 @@ def cluster_from_toml(data: dict[str, Any], source: str = "<toml>") -> Cluster:
                             flops=fields_.get("flops"),
                             cpus=cpus,
                             resources=resources,
+                            idle_watts=fields_.get("idle_watts"),
+                            busy_watts=fields_.get("busy_watts"),
                         )
                     )
     if len(set(names)) != len(names):

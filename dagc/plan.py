@@ -50,6 +50,9 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
                         help='bandwidth of every link: bytes per second (1e9, 1.25e10) or with a unit ("10Gbit/s")')
     parser.add_argument("--link-latency", metavar="T", help='latency of every link, e.g. "20us"')
     parser.add_argument("--algo", choices=ALGORITHMS, default="dagc", help="scheduling algorithm (default: dagc)")
+    parser.add_argument("--objective", choices=("time", "energy", "edp"), default="time",
+                        help="what the plan minimises: the makespan (default), the estimated energy, or energy × "
+                        "makespan (edp); energy and edp may use fewer of the cluster's devices (its first N)")
     parser.add_argument("--backend", choices=("ray", "torch", "local"), default="ray",
                         help="the program the plan is for: its launch overhead, and on torch maps spread over "
                         "ranks (default: ray); the devices it prints are those that program runs each task on")
@@ -86,7 +89,8 @@ def run_plan_command(args: argparse.Namespace) -> int:
     return run_plan(args.files, cluster, args.algo, args.json, sys.stdout,
                     seed=getattr(args, "seed", 0), budget=getattr(args, "budget", DEFAULT_BUDGET),
                     profile=getattr(args, "profile", None), pipeline=getattr(args, "pipeline", None),
-                    params=parse_params(getattr(args, "param", None) or []), backend=getattr(args, "backend", "ray"))
+                    params=parse_params(getattr(args, "param", None) or []), backend=getattr(args, "backend", "ray"),
+                    objective=getattr(args, "objective", "time"))
 
 
 @dataclass
@@ -117,6 +121,9 @@ class PlanResult:
     priority: int = 0  # its `@dagc.pipeline(priority=N)`
     problem: Problem | None = field(default=None, repr=False)  # what was scheduled (not in the JSON)
     graph: Any = field(default=None, repr=False)  # a pipeline's graph, when the input is one (not in the JSON)
+    objective: str = "time"
+    energy: float = 0.0  # estimated joules (dagc.energy): the devices' busy and idle power
+    devices_used: int = 0  # devices the chosen schedule uses
     solo: Schedule | None = field(default=None, repr=False)
 
     @property
@@ -133,7 +140,8 @@ class PlanResult:
             tasks=self.tasks, devices=self.devices, algo=self.algo, makespan=self.makespan,
             lower_bound=self.lower_bound, ratio=self.ratio, utilization=self.utilization,
             cut_edges=self.cut_edges, cut_bytes=self.cut_bytes, valid=self.valid, problems=self.problems,
-            seconds=round(self.seconds, 6), defaults=self.defaults,
+            seconds=round(self.seconds, 6), defaults=self.defaults, objective=self.objective,
+            energy=round(self.energy, 3), devices_used=self.devices_used,
         )
         if self.profiled:
             out["profile"] = self.profiled
@@ -222,12 +230,13 @@ def _shared_state(graph: Any) -> list[str]:
 def plan_file(path: str, cluster: Cluster, algo: str = "dagc", *, seed: int = 0,
               budget: float = DEFAULT_BUDGET, cost: CostModel | None = None, profile: str | None = None,
               pipeline: str | None = None, params: dict[str, Any] | None = None,
-              with_transfers: bool = True, backend: str = "ray") -> PlanResult:
+              with_transfers: bool = True, backend: str = "ray", objective: str = "time") -> PlanResult:
     """Plan one file for `backend`'s program (its launch overhead; torch spreads maps over ranks), as its
     compile places it; `with_transfers`: also a pipeline script's makespan once `comm` has chosen the
-    transfers (two more compilations)."""
+    transfers (two more compilations). `objective` (dagc.energy): "time", or "energy"/"edp", which may plan on
+    the cluster's first N devices only."""
     cost = cost or CostModel(backend=backend)
-    result = PlanResult(file=path, devices=cluster.n_devices, algo=algo)
+    result = PlanResult(file=path, devices=cluster.n_devices, algo=algo, objective=objective)
     try:
         p, result.defaults = _load(path, cluster, cost, profile, result, pipeline, params)
     except CompileError as exc:
@@ -238,19 +247,19 @@ def plan_file(path: str, cluster: Cluster, algo: str = "dagc", *, seed: int = 0,
                                     hint="check the file's format (see `dagc plan --help`)")]
         return result
     start = time.perf_counter()
-    s = schedule(p, algo, seed=seed, budget=budget)
-    if result.graph is not None and p.D > 1:
-        # as the `partition` pass does for the programs: the tasks of one piece of state on one device
-        from dagc.passes.base import PassContext
-        from dagc.passes.partition import pin_state
-
-        try:
-            if pin_state(PassContext(cluster=cluster, cost_model=cost), result.graph, p, s):
-                s = schedule(p, algo, seed=seed, budget=budget)
-        except CompileError as exc:
-            result.errors = exc.diagnostics
-            return result
+    try:
+        s = _pinned_schedule(p, result.graph, cluster, cost, algo, seed, budget)
+        if objective != "time":
+            p, s, cluster = _fewest_devices(path, p, s, result, cluster, cost, algo, seed, budget, profile,
+                                            pipeline, params)
+    except CompileError as exc:
+        result.errors = exc.diagnostics
+        return result
     result.seconds = time.perf_counter() - start
+    from dagc.energy import schedule_energy
+
+    result.energy = schedule_energy(p, s, cluster)
+    result.devices_used = len({d for devices in s.devices for d in devices})
     result.tasks = p.n
     result.makespan = s.makespan
     result.lower_bound = lower_bound(p)
@@ -264,7 +273,51 @@ def plan_file(path: str, cluster: Cluster, algo: str = "dagc", *, seed: int = 0,
     result.problem, result.solo = p, s
     if with_transfers and path.endswith(".py") and profile is None:
         _comm_estimates(result, path, cluster, cost, algo, seed, budget, pipeline, params)
+    result.devices = cluster.n_devices
     return result
+
+
+def _pinned_schedule(p: Problem, graph: Any, cluster: Cluster, cost: CostModel, algo: str, seed: int,
+                     budget: float) -> Schedule:
+    """`p` scheduled as the `partition` pass does for the programs: the tasks of one piece of state on one
+    device (a pipeline's `graph`; None for other inputs)."""
+    s = schedule(p, algo, seed=seed, budget=budget)
+    if graph is not None and p.D > 1:
+        from dagc.passes.base import PassContext
+        from dagc.passes.partition import pin_state
+
+        if pin_state(PassContext(cluster=cluster, cost_model=cost), graph, p, s):
+            s = schedule(p, algo, seed=seed, budget=budget)
+    return s
+
+
+def _fewest_devices(path: str, p: Problem, s: Schedule, result: PlanResult, cluster: Cluster, cost: CostModel,
+                    algo: str, seed: int, budget: float, profile: str | None, pipeline: str | None,
+                    params: dict[str, Any] | None) -> tuple[Problem, Schedule, Cluster]:
+    """The plan on the cluster's first N devices (N = 1 .. all) that minimises `result.objective`: fewer
+    devices idle less, more finish sooner (dagc.energy)."""
+    from dagc.energy import objective_value, schedule_energy
+    from dagc.passes.base import PassContext
+    from dagc.passes.partition import build_problem
+
+    best = (objective_value(result.objective, s.makespan, schedule_energy(p, s, cluster)), cluster.n_devices)
+    chosen = (p, s, cluster)
+    for count in range(1, cluster.n_devices):
+        fewer = cluster.first(count)
+        try:
+            if result.graph is not None:
+                q = build_problem(PassContext(cluster=fewer, cost_model=cost), result.graph)
+            else:
+                q, _ = _load(path, fewer, cost, profile, None, pipeline, params)
+            t = _pinned_schedule(q, result.graph, fewer, cost, algo, seed, budget)
+        except CompileError:  # its tasks do not fit so few devices
+            continue
+        if q.infeasible:
+            continue
+        value = (objective_value(result.objective, t.makespan, schedule_energy(q, t, fewer)), count)
+        if value < best:
+            best, chosen = value, (q, t, fewer)
+    return chosen
 
 
 def timeline_records(p: Problem, s: Schedule) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -317,10 +370,11 @@ def _comm_estimates(result: PlanResult, path: str, cluster: Cluster, cost: CostM
 
 def run_plan(files: list[str], cluster: Cluster, algo: str, as_json: bool, out: TextIO, *,
              seed: int = 0, budget: float = DEFAULT_BUDGET, profile: str | None = None,
-             pipeline: str | None = None, params: dict[str, Any] | None = None, backend: str = "ray") -> int:
+             pipeline: str | None = None, params: dict[str, Any] | None = None, backend: str = "ray",
+             objective: str = "time") -> int:
     """Plan every file; print a table (or JSON). Returns 0 when every file got a valid plan."""
     results = [plan_file(f, cluster, algo, seed=seed, budget=budget, profile=profile, pipeline=pipeline,
-                         params=params, backend=backend)
+                         params=params, backend=backend, objective=objective)
                for f in files]
     if as_json:
         out.write("".join(json.dumps(r.to_json()) + "\n" for r in results))
@@ -363,6 +417,11 @@ def _table(results: list[PlanResult], cluster: Cluster, algo: str) -> str:
         if len(results) == 1 and r.utilization:
             lines.append("utilization per device: " + ", ".join(
                 f"{d}: {100 * u:.0f}%" for d, u in enumerate(r.utilization)))
+        if r.tasks and not r.errors:
+            fewer = f" on {r.devices} of the cluster's {cluster.n_devices} devices" if r.devices < cluster.n_devices \
+                else ""
+            lines.append(f"energy: {r.file}: about {r.energy:,.0f} J estimated{fewer} (objective: {r.objective}; "
+                         "devices' idle and busy watts, docs/cluster.md)")
         if r.profiled:
             lines.append(f"note: {r.file}: {r.profiled}")
         idle = [str(d) for d, u in enumerate(r.utilization) if u == 0]

@@ -58,6 +58,7 @@ class TaskRecord:
     # seconds it waited in the cluster's queue
     preemptions: list[dict[str, Any]] = field(default_factory=list)  # {start, end}
     waited: float = 0.0
+    energy: float | None = None  # joules its devices' counters rose by, where the machine has counters
     device: Any = None
     host: str | None = None
     pid: int | None = None
@@ -217,6 +218,9 @@ def load_run(run_dir: str | Path, run: str | None = None) -> RunRecord:
             task.runs += 1
             task.total += duration
             task.bytes = e.get("bytes") if isinstance(e.get("bytes"), int) else task.bytes
+            joules = e.get("energy")
+            if isinstance(joules, (int, float)) and not isinstance(joules, bool) and joules >= 0:
+                task.energy = (task.energy or 0.0) + float(joules)  # (every trip of a loop's task)
             task.status = "ok"
         elif kind == "failure":
             duration = float(e.get("duration") or 0.0)

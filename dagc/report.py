@@ -138,6 +138,11 @@ def build_report(run: RunRecord, graph: Graph | None = None, cluster: Any = None
     if isinstance(estimate, (int, float)):
         ratio = f" (measured / estimated = {run.makespan / estimate:.3g})" if estimate > 0 else ""
         rows.append(("estimated makespan", esc(_seconds(float(estimate))) + ratio))
+    measured_energy = [t.energy for t in run.tasks.values() if t.energy is not None]
+    # measured where the machine had counters; never a figure in a measurement's place (dagc.runtime.energy)
+    rows.append(("energy", f"{sum(measured_energy):,.1f} J measured over {len(measured_energy)} task(s)"
+                 if measured_energy else "not measured: no energy counter was readable where the tasks ran (NVML "
+                 'or AMD SMI GPUs, RAPL CPU packages, through Zeus: pip install "dagc[energy]")'))
     if graph is not None and graph.attrs.get("profile.run"):
         rows.append(("costs from", f"profile of run {esc(str(graph.attrs['profile.run']))}"))
     parts.append('<table class="summary">' + "".join(f"<tr><td class=muted>{k}</td><td>{v}</td></tr>"
@@ -229,6 +234,9 @@ def _table(run: RunRecord, graph: Graph | None, cost_model: Any, cluster: Any, d
                ("estimated", "number", ""), ("measured", "number", ""), ("measured / estimated", "number", ""),
                ("output", "number", ""), ("retries", "number", ""), ("status", "text", "")]
     keys = ["task", "device", "lane", "estimated", "measured", "ratio", "output", "retries", "status"]
+    if any(t.energy is not None for t in run.tasks.values()):
+        columns.insert(6, ("energy (J)", "number", ""))
+        keys.insert(6, "energy")
     queued = run.queued  # a shared cluster's queue held tasks back: say how long, and what it stopped
     if queued:
         columns[-1:-1] = [("waited", "number", ""), ("preempted", "number", "")]
@@ -261,6 +269,9 @@ def _table(run: RunRecord, graph: Graph | None, cost_model: Any, cluster: Any, d
             (None, f'<td data-value="{esc(status)}" class="{"failed" if status == "failed" else ""}">'
                    f"{esc(status)}</td>"),
         ]
+        if "energy" in keys:
+            joules = record.energy if record is not None else None
+            cells.insert(6, (None, f'<td data-value="{_num(joules)}">{"" if joules is None else f"{joules:,.1f}"}</td>'))
         if queued:
             waited = record.waited if record is not None else 0.0
             stopped = len(record.preemptions) if record is not None else 0

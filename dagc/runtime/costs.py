@@ -81,10 +81,16 @@ class CostLog:
         self.code = dict(code)  # task -> the digest of its code as it is when the run starts
         self.failed = False
 
-    def record(self, task: str, wall: float, cpu: float | None, nbytes: int | None, code: str | None = None) -> None:
-        self.write({"pipeline": self.pipeline, "task": task, "code": code or self.code.get(task),
-                    "wall": round(wall, 6), "cpu": None if cpu is None else round(cpu, 6),
-                    "bytes": nbytes, "rss": peak_rss(), "at": round(time.time(), 3)})
+    def record(self, task: str, wall: float, cpu: float | None, nbytes: int | None, code: str | None = None,
+               energy: float | None = None) -> None:
+        """One finished task; `energy`: the joules its devices' counters rose by (dagc.runtime.energy), only
+        where the machine has counters."""
+        line = {"pipeline": self.pipeline, "task": task, "code": code or self.code.get(task),
+                "wall": round(wall, 6), "cpu": None if cpu is None else round(cpu, 6),
+                "bytes": nbytes, "rss": peak_rss(), "at": round(time.time(), 3)}
+        if energy is not None:
+            line["energy"] = energy
+        self.write(line)
 
     def write(self, line: Mapping[str, Any]) -> None:
         """Append one record (one line, one `write`)."""

@@ -40,6 +40,7 @@ from dagc.runtime.console import Recording, load_console, replay, save_console
 from dagc.runtime.context import TaskContext, reset_context, set_context
 from dagc.runtime.costs import RUNNING_UNIT, CostLog
 from dagc.runtime.effectcheck import Assumed, EffectViolation, watch
+from dagc.runtime.energy import meter
 from dagc.runtime.events import EventLog
 from dagc.runtime.progress import Progress
 from dagc.runtime.store import Cache, Part, RunStore, dumps_outputs, flush_writes, write_behind
@@ -423,6 +424,8 @@ class Executor:
             self.store is not None or (self.cache is not None and spec.cache)) else None
         traced = owner and spec.fingerprint is not None and (self.store is not None or self.cache is not None)
         found: list[tuple[str, str]] | None = None
+        # the energy counters of the devices this process sees, where the machine has any (dagc.runtime.energy)
+        energy = meter() if owner and (self.log is not None or self.costs is not None) else None
         tries = 0
         while True:
             attempt = self._next_attempt(spec.name, rank, tries)
@@ -432,6 +435,7 @@ class Executor:
                 self.log.start(spec.name, attempt + 1, **self.where)
             start = time.perf_counter()
             cpu_start = time.process_time()
+            joules_start = energy.read() if energy is not None else None
             error: BaseException | None = None
             token = set_context(ctx)
             if recording is not None:
@@ -485,15 +489,17 @@ class Executor:
                 raise TaskFailed(spec.name, attempt, error, named_rank) from error
         duration = time.perf_counter() - start
         cpu = time.process_time() - cpu_start
+        joules = round(energy.read() - joules_start, 3) if energy is not None and joules_start is not None else None
+        measured = {"energy": joules} if joules is not None else {}
         if found is not None:
             self._save_trace(spec, found)
         nbytes = self.save(spec, value, recording.chunks if recording is not None else [], duration) if owner else None
         if owner and self.log is not None:
-            self.log.end(spec.name, duration, nbytes, attempt=attempt + 1, **self.where)
+            self.log.end(spec.name, duration, nbytes, attempt=attempt + 1, **measured, **self.where)
         if owner and self.costs is not None:
             inside = RUNNING_UNIT.get()  # (a task inside a unit: the unit's code)
             self.costs.record(spec.name, duration, cpu, nbytes,
-                              code=None if spec.name in self.costs.code or inside is None else inside[1])
+                              code=None if spec.name in self.costs.code or inside is None else inside[1], **measured)
         return value
 
     def _base_context(self) -> TaskContext:
