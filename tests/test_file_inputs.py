@@ -504,7 +504,7 @@ def test_content_keys_hold_on_ray_and_torch(tmp_path: Path, ray_cluster) -> None
         (tmp_path / "src" / "rows.json").write_text("[1, 2, 3]", encoding="utf-8")
         cache = ("--cache", str(work / "cache"))
 
-        def run(k: int) -> tuple[object, set[str]]:
+        def run(k: int, backend: str = backend, work: Path = work, cache: tuple = cache) -> tuple[object, set[str]]:
             if backend == "ray":
                 return run_ray(script, "p", {}, work, ray_cluster.address, 2, *cache), _ran(work / "ray-run")
             run_dir = ("--run-dir", str(work / f"r{k}"))
