@@ -1,17 +1,21 @@
-"""Learned costs: a pipeline without cost annotations, planned from the 1 s default on its first run and from
-what that run measured on the next (dagc.runtime.costs, dagc.learned), against hand-written Ray.
+"""Learned costs: pipelines without cost annotations, planned from the 1 s default on their first run and from
+what that run measured on the next (dagc.runtime.costs, dagc.learned), against hand-written Ray and a
+torchrun-style static split by rank.
 
-Eight independent tasks of `time.sleep` (so that the ratios mean something on a loaded 2-core machine), one of
-them eight times longer than the others, listed first or last, then a fan-in. No task declares `cost=`:
+Four shapes of `time.sleep` tasks (so that the ratios mean something on a loaded 2-core machine), none with
+`cost=`, each ending in a fan-in, on 2 devices:
 
-- hand-written Ray: submit every task, gather (2 CPUs): the long task starts when a worker frees up;
-- dagc's Ray program on 2 devices, compiled with an empty cost store (every task is taken to take 1 s), then
-  compiled again with no flag after that run recorded its tasks (the second run's plan puts the long task
-  alone on one device);
-- the optimum: the long task alone, the seven short ones on the other device.
+- skewed, long first / long last: eight independent tasks, one eight times longer than the others;
+- a chain feeding trainings: a 0.3 s preparation, then six trainings on its output, one four times longer;
+- a sweep of unequal models: six independent trainings of 0.2-1.2 s, the largest listed last.
 
-Makespans are the runs' own (first task start to last task end: event logs for dagc, the driver's clock
-around submit-and-gather for Ray), medians of repeated runs against one warm local Ray per program.
+Yardsticks: hand-written Ray (submit every task, gather; 2 CPUs), and for torch the static split a hand-written
+torchrun script makes (item i on rank i % 2). dagc's Ray and torch programs on 2 devices are compiled with an
+empty cost store (every task taken to take 1 s), then compiled again with no flag after that run recorded its
+tasks. The optimum is the best split of the tasks over the two devices.
+
+Makespans are the runs' own (first task start to last task end: event logs for dagc, the driver's clock around
+submit-and-gather for Ray, rank 0's clock between barriers for torchrun), medians of repeated runs.
 
 Run: `python -m benchmarks.learned_costs [--quick]`.
 """
@@ -28,12 +32,20 @@ from pathlib import Path
 
 __all__ = ["run"]
 
-SHORT, LONG, COUNT = 0.25, 2.0, 8
+import itertools
+
+# name -> (seconds of a preparation every task reads, or None; seconds of each task, in program order)
+SHAPES: dict[str, tuple[float | None, list[float]]] = {
+    "skewed, long first": (None, [2.0] + [0.25] * 7),
+    "skewed, long last": (None, [0.25] * 7 + [2.0]),
+    "chain feeding trainings": (0.3, [0.4] * 5 + [1.6]),
+    "sweep of unequal models": (None, [0.2, 0.2, 0.8, 0.2, 0.2, 1.2]),
+}
 
 
-def source(long_first: bool) -> str:
-    seconds = [LONG] + [SHORT] * (COUNT - 1) if long_first else [SHORT] * (COUNT - 1) + [LONG]
-    calls = ", ".join(f"work({i}, {s})" for i, s in enumerate(seconds))
+def source(prep: float | None, seconds: list[float]) -> str:
+    base = "b" if prep is not None else "0.0"
+    calls = ", ".join(f"work({i}, {s}, {base})" for i, s in enumerate(seconds))
     return textwrap.dedent(f"""\
         import time
 
@@ -41,7 +53,13 @@ def source(long_first: bool) -> str:
 
 
         @dagc.task
-        def work(i: int, seconds: float) -> int:
+        def prepare(seconds: float) -> float:
+            time.sleep(seconds)
+            return 0.0
+
+
+        @dagc.task
+        def work(i: int, seconds: float, base: float) -> int:
             time.sleep(seconds)
             return i
 
@@ -52,9 +70,18 @@ def source(long_first: bool) -> str:
 
 
         @dagc.pipeline
-        def skewed():
+        def shape():
+            {"b = prepare(" + repr(prep) + ")" if prep is not None else "pass"}
             return gather([{calls}])
         """)
+
+
+def optimum(prep: float | None, seconds: list[float]) -> float:
+    """The shortest makespan on two devices: the preparation, then the best split of the tasks."""
+    best = min(max(sum(s for s, side in zip(seconds, sides) if side), sum(s for s, side in zip(seconds, sides)
+                                                                           if not side))
+               for sides in itertools.product((0, 1), repeat=len(seconds)))
+    return (prep or 0.0) + best
 
 
 def _program(script: Path, store: Path, out: Path) -> Path:
@@ -62,8 +89,9 @@ def _program(script: Path, store: Path, out: Path) -> Path:
     from dagc.cluster import parse_cluster_spec
     from dagc.driver import compile_file
 
-    graph = compile_file(script, cluster=parse_cluster_spec("2"), backend="ray", cost_store=store)
-    out.write_text(emit(graph, "ray", out))
+    backend = "torch" if out.stem.endswith("torch") else "ray"
+    graph = compile_file(script, cluster=parse_cluster_spec("2"), backend=backend, cost_store=store)
+    out.write_text(emit(graph, backend, out))
     return out
 
 
@@ -89,15 +117,35 @@ def _dagc_runs(program: Path, store: Path, tmp: Path, tag: str, reps: int) -> li
     return [load_run(tmp / f"run_{tag}_{i}").makespan for i in range(1, reps + 1)]
 
 
-def _hand_written(long_first: bool, reps: int) -> list[float]:
-    seconds = [LONG] + [SHORT] * (COUNT - 1) if long_first else [SHORT] * (COUNT - 1) + [LONG]
+def _torch_runs(program: Path, store: Path, tmp: Path, tag: str, reps: int) -> list[float]:
+    """The torch program's makespans over `reps` runs, started as a user starts it (one warm-up run first)."""
+    from dagc.profile import load_run
+
+    out = []
+    for i in range(reps + 1):
+        run_dir = tmp / f"run_{tag}_{i}"
+        proc = subprocess.run([sys.executable, str(program), "--run-dir", str(run_dir), "--cost-store", str(store)],
+                              capture_output=True, text=True, timeout=900, cwd=tmp)
+        if proc.returncode != 0:
+            raise RuntimeError(f"torch run failed:\n{proc.stderr[-2000:]}")
+        if i:
+            out.append(load_run(run_dir).makespan)
+    return out
+
+
+def _hand_written(prep: float | None, seconds: list[float], reps: int) -> list[float]:
     code = textwrap.dedent(f"""
         import json, time
         import ray
         ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
 
         @ray.remote
-        def work(i, seconds):
+        def prepare(seconds):
+            time.sleep(seconds)
+            return 0.0
+
+        @ray.remote
+        def work(i, seconds, base):
             time.sleep(seconds)
             return i
 
@@ -108,7 +156,8 @@ def _hand_written(long_first: bool, reps: int) -> list[float]:
         out = []
         for rep in range({reps + 1}):
             start = time.perf_counter()
-            refs = [work.remote(i, s) for i, s in enumerate({seconds!r})]
+            base = prepare.remote({prep!r}) if {prep!r} is not None else 0.0
+            refs = [work.remote(i, s, base) for i, s in enumerate({seconds!r})]
             ray.get(gather.remote(*refs))
             out.append(time.perf_counter() - start)
         print(json.dumps(out[1:]))
@@ -120,32 +169,81 @@ def _hand_written(long_first: bool, reps: int) -> list[float]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _static_torchrun(prep: float | None, seconds: list[float], reps: int) -> list[float]:
+    """A hand-written torchrun script: rank 0 prepares and broadcasts, item i runs on rank i % 2, gathered on
+    rank 0; rank 0's clock from the first barrier to the gather (launched in-process, gloo)."""
+    code = textwrap.dedent(f"""
+        import json, time
+        import torch, torch.distributed as dist
+        from torch.distributed.launcher.api import LaunchConfig, elastic_launch
+
+        def rank_main():
+            dist.init_process_group("gloo")
+            rank, world = dist.get_rank(), dist.get_world_size()
+            out = []
+            for rep in range({reps + 1}):
+                dist.barrier()
+                start = time.perf_counter()
+                base = torch.zeros(1)
+                if {prep!r} is not None:
+                    if rank == 0:
+                        time.sleep({prep!r})
+                    dist.broadcast(base, 0)
+                mine = [i for i, s in enumerate({seconds!r}) if i % world == rank]
+                for i in mine:
+                    time.sleep({seconds!r}[i])
+                gathered = [None] * world
+                dist.gather_object(sum(mine), gathered if rank == 0 else None, dst=0)
+                out.append(time.perf_counter() - start)
+            dist.destroy_process_group()
+            return out[1:]
+
+        if __name__ == "__main__":
+            config = LaunchConfig(min_nodes=1, max_nodes=1, nproc_per_node=2, rdzv_backend="c10d",
+                                  rdzv_endpoint="127.0.0.1:0", start_method="fork", monitor_interval=0.05)
+            print(json.dumps(elastic_launch(config, rank_main)()[0]))
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"torchrun yardstick failed:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def run(quick: bool = False) -> str:
     reps = 2 if quick else 4
-    optimum = max(LONG, SHORT * (COUNT - 1))
-    rows = ["| long task | hand-written Ray | dagc, first run (1 s defaults) | dagc, second run (learned) | "
-            "optimum | first / Ray | second / Ray |", "|---|---:|---:|---:|---:|---:|---:|"]
-    for long_first in (True, False):
-        with tempfile.TemporaryDirectory(prefix="dagc-learned-") as name:
-            tmp = Path(name)
-            script = tmp / "skewed.py"
-            script.write_text(source(long_first))
-            store = tmp / "store"
-            first = _dagc_runs(_program(script, store, tmp / "skewed_first.py"), store, tmp, "first", reps)
-            second_program = _program(script, store, tmp / "skewed_second.py")  # planned from what the runs took
-            second = _dagc_runs(second_program, store, tmp, "second", reps)
-            ray = _hand_written(long_first, reps)
-        f, s, r = statistics.median(first), statistics.median(second), statistics.median(ray)
-        rows.append(f"| {'first' if long_first else 'last'} | {r:.2f} s | {f:.2f} s | {s:.2f} s | {optimum:.2f} s | "
-                    f"{f / r:.2f} | {s / r:.2f} |")
+    rows = ["| shape | optimum | hand-written Ray | dagc Ray, first | dagc Ray, second | first / Ray | "
+            "second / Ray | static torchrun | dagc torch, first | dagc torch, second | torch second / optimum |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for name, (prep, seconds) in SHAPES.items():
+        figures: dict[str, float] = {}
+        for backend in ("ray", "torch"):
+            with tempfile.TemporaryDirectory(prefix="dagc-learned-") as folder:
+                tmp = Path(folder)
+                script = tmp / "shape.py"
+                script.write_text(source(prep, seconds))
+                store = tmp / "store"
+                runs = _dagc_runs if backend == "ray" else _torch_runs
+                first = runs(_program(script, store, tmp / f"first_{backend}.py"), store, tmp, "first", reps)
+                # the same script compiled again, with no flag: planned from what the first runs took
+                second = runs(_program(script, store, tmp / f"second_{backend}.py"), store, tmp, "second", reps)
+            figures[f"{backend} first"], figures[f"{backend} second"] = statistics.median(first), statistics.median(second)
+        figures["ray"] = statistics.median(_hand_written(prep, seconds, reps))
+        figures["torchrun"] = statistics.median(_static_torchrun(prep, seconds, reps))
+        best = optimum(prep, seconds)
+        f = figures
+        rows.append(f"| {name} | {best:.2f} s | {f['ray']:.2f} s | {f['ray first']:.2f} s | {f['ray second']:.2f} s | "
+                    f"{f['ray first'] / f['ray']:.2f} | {f['ray second'] / f['ray']:.2f} | {f['torchrun']:.2f} s | "
+                    f"{f['torch first']:.2f} s | {f['torch second']:.2f} s | {f['torch second'] / best:.2f} |")
     return "\n".join([
-        f"Eight independent `time.sleep` tasks without `cost=` ({COUNT - 1} of {SHORT} s, one of {LONG} s) and a "
-        f"fan-in, on 2 devices (2 CPUs); medians of {reps} runs each against a warm local Ray.", "",
+        f"`time.sleep` tasks without `cost=` on 2 devices (2 CPUs), medians of {reps} runs each (Ray: against a "
+        "warm local Ray; torch: each run started as a user starts it, its makespan from its event log).", "",
         *rows, "",
-        "- first run: every task is a 1 s guess, so the plan spreads them evenly and the long task may share its "
+        "- first run: every task is a 1 s guess, so the plan spreads them evenly and a long task may share its "
         "device with short ones;",
-        "- second run: the same program compiled again, without a flag, after the first runs recorded their tasks "
-        "in the cost store.",
+        "- second run: the same script compiled again, without a flag, after the first runs recorded their tasks "
+        "in the cost store;",
+        "- goals: a first run within 1.05x of hand-written Ray, a second run at 0.80x of it or better where the "
+        "optimum allows, torch's second run within 10% of the optimum.",
     ]) + "\n"
 
 

@@ -226,6 +226,7 @@ class Runner:
         self.device = torch.device("cpu")
         self.comm_device = torch.device("cpu")
         self.moved_bytes = 0
+        self.sending: list[tuple[Any, Any]] = []  # sends of small values not completed yet (dagc.runtime.transfers)
         self.buffers: dict[int, Any] = {}  # tag -> a receive buffer (a list of them for a gather)
 
     # ---- setup -----------------------------------------------------------------------------------
@@ -464,7 +465,9 @@ class Runner:
             return
         name, _, _, dst, static = self.moves[tag]
         try:
-            self.moved_bytes += send_value(value, dst, tag, self.comm_device, static, self.compress.get(tag))
+            self.moved_bytes += send_value(value, dst, tag, self.comm_device, static, self.compress.get(tag),
+                                           pending=self.sending)
+            self.sending[:] = [(work, held) for work, held in self.sending if not work.is_completed()]
         except NOT_STORABLE as exc:  # it must leave this rank, so it must pickle: say whose value it is
             producer = next((t for t, info in self.tasks.items() if name in info[2]), name)
             raise TaskFailed(producer, self.attempt, None, self.rank, detail=(
@@ -526,6 +529,9 @@ class Runner:
         self.setup()
         try:
             result = program(self)
+            for work, _ in self.sending:  # every value this rank sent has arrived
+                work.wait()
+            self.sending.clear()
             records: list[Any] = [None] * self.world if self.rank == 0 else []
             dist.gather_object(self.records, records if self.rank == 0 else None, dst=0)
             if self.rank == 0:

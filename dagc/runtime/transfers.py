@@ -100,11 +100,26 @@ def _ready(src: int, tag: int, device: torch.device) -> None:
     dist.send(torch.ones(1, dtype=torch.int64, device=device), src, tag=tag)
 
 
+def _send(tensor: torch.Tensor, dst: int, tag: int, pending: list | None, owned: bool) -> None:
+    """Send `tensor` to `dst`. A small one goes without waiting for the receiver (`pending` keeps the send and
+    its tensor until it completes), so that a rank whose reader is still busy goes on to its next task; a
+    copy is sent unless the tensor is the sender's own (`owned`), since the task after may change the value
+    in place. A large one (at least `_HANDSHAKE` bytes) is sent and waited for, as its receiver asked for it."""
+    if pending is None or tensor.numel() * tensor.element_size() >= _HANDSHAKE:
+        dist.send(tensor, dst, tag=tag)
+        return
+    payload = tensor if owned else tensor.clone()
+    pending.append((dist.isend(payload, dst, tag=tag), payload))
+
+
 def send_value(value: Any, dst: int, tag: int, device: torch.device,
-               static: tuple[str, tuple[int, ...]] | None = None, compress: str | None = None) -> int:
+               static: tuple[str, tuple[int, ...]] | None = None, compress: str | None = None,
+               pending: list | None = None) -> int:
     """Send `value` to rank `dst`; returns the payload bytes. `device` is the transport's device
     (a CUDA device under nccl, the CPU under gloo). With `compress` ("bf16"/"fp16"), floating
-    tensors travel in 16 bits and are cast back on arrival (the receiver passes the same `compress`)."""
+    tensors travel in 16 bits and are cast back on arrival (the receiver passes the same `compress`).
+    `pending`: where sends of small values that have not completed yet are kept (`_send`); None: every send
+    is waited for."""
     restore = 0  # 1 + the dtype code a tensor sent narrowed is cast back to on arrival
     if compress is not None:
         packed = compress_value(value, compress)
@@ -117,7 +132,7 @@ def send_value(value: Any, dst: int, tag: int, device: torch.device,
     if static is not None and isinstance(value, torch.Tensor) and value.dtype == getattr(torch, static[0]) \
             and tuple(value.shape) == tuple(static[1]):
         payload = value.detach().to(device).contiguous()
-        dist.send(payload, dst, tag=tag)
+        _send(payload, dst, tag, pending, owned=payload.data_ptr() != value.data_ptr())
         return payload.numel() * payload.element_size()
     if (isinstance(value, torch.Tensor) and value.dtype in _DTYPE_CODE and value.dim() <= _MAX_DIMS
             and not value.is_sparse and static is None):
@@ -125,10 +140,10 @@ def send_value(value: Any, dst: int, tag: int, device: torch.device,
         nbytes = payload.numel() * payload.element_size()
         head = [_KIND_TENSOR, _DTYPE_CODE[value.dtype], value.dim(), int(value.is_cuda),
                 int(value.requires_grad), int(nbytes >= _HANDSHAKE), restore, *value.shape]
-        dist.send(_header(head, device), dst, tag=tag)
+        _send(_header(head, device), dst, tag, pending, owned=True)
         if nbytes >= _HANDSHAKE:
             _wait_ready(dst, tag, device)
-        dist.send(payload, dst, tag=tag)
+        _send(payload, dst, tag, pending, owned=payload.data_ptr() != value.data_ptr())
         return nbytes
     buffer = io.BytesIO()
     pickle.dump(value, buffer, protocol=pickle.HIGHEST_PROTOCOL)
@@ -136,14 +151,15 @@ def send_value(value: Any, dst: int, tag: int, device: torch.device,
     payload = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(device)
     if static is None:
         handshake = len(data) >= _HANDSHAKE
-        dist.send(_header([_KIND_PICKLE, 0, 0, 0, 0, int(handshake), 0, len(data)], device), dst, tag=tag)
+        _send(_header([_KIND_PICKLE, 0, 0, 0, 0, int(handshake), 0, len(data)], device), dst, tag, pending,
+              owned=True)
         if handshake:
             _wait_ready(dst, tag, device)
     else:  # the compiler expected a tensor of a known shape: say that something else comes
         raise TypeError(f"expected a {static[0]} tensor of shape {list(static[1])} to send to rank {dst}, "
                         f"got {type(value).__name__}"
                         + (f" {value.dtype} {list(value.shape)}" if isinstance(value, torch.Tensor) else ""))
-    dist.send(payload, dst, tag=tag)
+    _send(payload, dst, tag, pending, owned=True)
     return len(data)
 
 
