@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 
 from dagc.driver import compile_file
@@ -228,3 +229,38 @@ def test_check_points_at_torchrun_variables_read_at_import(tmp_path: Path) -> No
     assert proc.stderr.count("warning[DAGC162]") == 2  # the module-level reads, not the one in a task
     assert "nano.py:5:11: warning[DAGC162]: `RANK`" in proc.stderr and "`LOCAL_RANK`" in proc.stderr
     assert "DAGC162" not in run_dagc("check", str(script), "--backend", "ray").stderr
+
+
+def test_a_failing_task_shows_the_users_traceback_and_keeps_its_run(tmp_path: Path) -> None:
+    """`dagc run --backend local` of a failing task: the error line, then the frames of the user's own code
+    (none of dagc's, none of the emitted program's), then how to finish the run, from the run directory it
+    kept under .dagc/runs as Ray and torch programs do; the resumed run finishes once the bug is fixed."""
+    script = tmp_path / "flow.py"
+    script.write_text(textwrap.dedent("""
+        import dagc
+
+
+        def helper(x):
+            return 1 / x
+
+
+        @dagc.task
+        def boom(x: int) -> float:
+            return helper(x)
+
+
+        @dagc.pipeline
+        def p(x: int = 0):
+            return boom(x)
+    """).lstrip(), encoding="utf-8")
+    proc = run_dagc("run", str(script), "--backend", "local", cwd=tmp_path)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert lines[0] == "error: task `boom` failed (attempt 1): ZeroDivisionError: division by zero"
+    assert lines[1].startswith("Traceback (most recent call last, the user's code only)")
+    frames = [line for line in lines if line.strip().startswith("File ")]
+    assert [f.split(", line ")[1].split(",")[0] for f in frames] == ["10", "5"]
+    assert all("flow.py" in f for f in frames) and "dagc/" not in proc.stderr.replace(".dagc/", "")
+    assert lines[-2] == "ZeroDivisionError: division by zero"
+    run_dir = lines[-1].removeprefix("finish the run with: --resume ")
+    assert (tmp_path / run_dir / "events.jsonl").is_file()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -22,6 +23,7 @@ from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import Executor, TaskFailed, TaskRow
 from dagc.runtime.filetrace import before_reuse
 from dagc.runtime.program import (
+    KEEP_RUN_VARIABLE,
     ResultError,
     add_run_options,
     deliver_result,
@@ -31,6 +33,7 @@ from dagc.runtime.program import (
     priority_note,
     split_argv,
     store_result,
+    user_traceback,
 )
 from dagc.runtime.progress import Progress
 from dagc.runtime.store import StorageError
@@ -58,7 +61,7 @@ def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tas
     args = parser.parse_args(ours)
     priority_note(args.priority, "the local program runs every task in its one process")
     run_id = new_run_id()
-    store = open_run(parser, args, pipeline, run_id)
+    store = open_run(parser, args, pipeline, run_id, always=bool(os.environ.get(KEEP_RUN_VARIABLE)))
     cache = open_cache(args, parser)
     prepare_interpreter(str((args.source_root / script).resolve()), user_args)
     loaded = load_modules(args.source_root, search_paths, modules)
@@ -91,8 +94,11 @@ def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tas
     except TaskFailed as exc:
         if log is not None:
             log.write("run_failed", error=str(exc))
-        hint = f"; finish the run with: --resume {store.root}" if store is not None else ""
-        print(f"error: {exc}{hint}", file=sys.stderr)
+        # the error, the user's own frames, then what to do: the last lines of the output
+        print(f"error: {exc}", file=sys.stderr)
+        sys.stderr.write(user_traceback(exc.error))
+        if store is not None:
+            print(f"finish the run with: --resume {store.root}", file=sys.stderr)
         return 1
     except StorageError as exc:  # the run directory cannot be written: one line, and what to do
         if log is not None:

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from dagc.runtime.store import Cache, RunStore
+from dagc.runtime.store import Cache, RunStore, StorageError
 
 __all__ = ["ResultError", "split_argv", "prepare_interpreter", "default_run_dir", "add_run_options", "open_run", "open_cache",
            "run_directory", "store_result", "deliver_result", "DAGC_DIR"]
@@ -166,10 +166,39 @@ def open_run(parser: argparse.ArgumentParser, args: argparse.Namespace, pipeline
             parser.exit(2, f"error: cannot use {exc.filename or args.run_dir} for the run directory: "
                            f"{exc.strerror or exc}; give a writable --run-dir\n")
     if store is not None:
-        busy = store.lock(run_id)
+        try:
+            busy = store.lock(run_id)
+        except StorageError as exc:
+            parser.exit(2, f"error: {exc}\n")
         if busy is not None:
             parser.exit(2, f"error: {busy}\n")
     return store
+
+
+# `dagc run` asks the local program to keep a run directory, as Ray and torch programs always do (under
+# `.dagc/runs/`, bounded like theirs), so that a failed run's traceback and outputs are kept for --resume
+KEEP_RUN_VARIABLE = "DAGC_KEEP_RUN_DIR"
+
+
+def user_traceback(error: BaseException | None) -> str:
+    """The frames of `error`'s traceback in the user's code: dagc's own, the emitted program's and the engines'
+    (Ray, torch.distributed) trimmed away; "" when none is left (or the error crossed a process)."""
+    import traceback
+
+    if error is None or error.__traceback__ is None:
+        return ""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the dagc package
+    main = getattr(sys.modules.get("__main__"), "__file__", None)  # the emitted program (sys.argv[0] is the script's)
+    program = os.path.abspath(main) if main else ""
+    engines = (os.sep + os.path.join("ray", ""), os.sep + os.path.join("torch", "distributed", ""))
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not os.path.abspath(f.filename).startswith(here + os.sep)
+              and os.path.abspath(f.filename) != program and not any(e in f.filename for e in engines)]
+    if not frames:
+        return ""
+    lines = ["Traceback (most recent call last, the user's code only):\n", *traceback.format_list(frames),
+             *traceback.format_exception_only(type(error), error)]
+    return "".join(lines)
 
 
 def open_cache(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> Cache | None:
