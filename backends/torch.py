@@ -399,7 +399,7 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     programs = plan.programs()
     names = Names(reserved={"Runner", "launch_main", "RANKS", "TASKS", "MOVES", "COLLECTIVES", "COMPRESS", "RETURNS",
                             "STAGES", "PROGRAMS", "rt", "idle", "default_run_dir", "POLICY", "STATE", "THREADS", "EFFECTS", "ResultError", "StorageError", "CODE", "CODE_FILES", "SCRIPT", "TaskFailed", "FINAL_STATE",
-                            "report_failure", "program_args", "run_directory"} | {f"rank_{r}" for r in range(plan.world)})
+                            "report_failure", "another_rank_failed", "program_args", "run_directory"} | {f"rank_{r}" for r in range(plan.world)})
     aliases = module_aliases(graph, names)
     from dagc.backends.fingerprint import final_state_groups, task_rows
 
@@ -419,8 +419,8 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     for line in ("import argparse", "import importlib", "import os", "import sys", "from pathlib import Path", "",
                  "from dagc.runtime.code import current_digests, describe_changes, refresh",
                  "from dagc.runtime.costs import CostLog, cost_store_dir",
-                 "from dagc.runtime.distributed import (", "    Runner,", "    TaskFailed,", "    launch_main,",
-                 "    report_failure,", "    take_launcher_environment,", ")",
+                 "from dagc.runtime.distributed import (", "    Runner,", "    TaskFailed,", "    another_rank_failed,",
+                 "    launch_main,", "    report_failure,", "    take_launcher_environment,", ")",
                  *((f"from dagc.runtime.maps import map_items{', spread_map' if _spreads(graph) else ''}",)
                    if uses_map(graph.nodes) else ()),
                  "from dagc.runtime.program import (", "    ResultError,", "    add_run_options,",
@@ -538,9 +538,13 @@ def _emit_main(w: CodeWriter, graph: Graph) -> None:
     program = PROGRAMS[runner.rank] if runner.rank < len(PROGRAMS) else None
     try:
         result = runner.execute(lambda rt: program(rt, modules) if program else None, args.result)
-    except (TaskFailed, StorageError, ResultError) as exc:  # one line: the task, or the path and what to do
-        report_failure(exc)
+    except (TaskFailed, StorageError, ResultError) as exc:  # the task, or the path, and what to do
+        report_failure(exc, runner.run_dir)
         return 1
+    except Exception as exc:
+        if another_rank_failed(exc):  # that rank says why; this one's broken connection is no news
+            return 1
+        raise
     if runner.rank == 0 and args.result is None:
         print(repr(result))
     return 0

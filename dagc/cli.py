@@ -472,8 +472,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         result += ["--threads", args.threads] if args.threads != "plain" else []
         result += ["--cost-store", str(Path(args.cost_store).resolve())] if args.cost_store else []
         command = [sys.executable, str(program), *result, *args.program_args]
-        # the local program keeps a run directory too, as Ray and torch programs do (dagc.runtime.program)
-        env = {**os.environ, "DAGC_KEEP_RUN_DIR": "1"} if args.backend == "local" else None
+        # the local and torch programs keep a run directory too, as Ray programs do (dagc.runtime.program)
+        env = {**os.environ, "DAGC_KEEP_RUN_DIR": "1"}
         return subprocess.call(command, env=env)
 
 

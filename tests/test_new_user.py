@@ -7,6 +7,8 @@ import json
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from dagc.driver import compile_file
 from tests.conftest import REPO, run_dagc
 from tests.interpreters import run_python
@@ -264,3 +266,62 @@ def test_a_failing_task_shows_the_users_traceback_and_keeps_its_run(tmp_path: Pa
     assert lines[-2] == "ZeroDivisionError: division by zero"
     run_dir = lines[-1].removeprefix("finish the run with: --resume ")
     assert (tmp_path / run_dir / "events.jsonl").is_file()
+
+
+FAILING = '''
+import dagc
+
+
+def helper(x):
+    return 1 / x
+
+
+@dagc.task
+def boom(x: int) -> float:
+    return helper(x)
+
+
+@dagc.task
+def after(y: float) -> float:
+    return y + 1
+
+
+@dagc.task
+def other(x: int) -> int:
+    return x
+
+
+@dagc.pipeline
+def p():
+    return after(boom(0)), other(1)
+'''
+
+
+@pytest.mark.slow
+def test_a_failing_task_is_said_once_on_ray_and_torch(tmp_path: Path, ray_cluster) -> None:
+    """The same three parts as locally, as the last lines, once: no Ray "Unhandled error" dump, no gloo
+    traceback of the rank whose peer stopped, no torchrun report."""
+    from dagc.backends import emit
+    from dagc.cluster import parse_cluster_spec
+    from tests.interpreters import run_python
+
+    script = tmp_path / "flow.py"
+    script.write_text(FAILING, encoding="utf-8")
+    for backend in ("ray", "torch"):
+        program = tmp_path / f"flow_{backend}.py"
+        program.write_text(emit(compile_file(script, cluster=parse_cluster_spec("2"), backend=backend), backend,
+                                program))
+        extra = ["--address", ray_cluster.address] if backend == "ray" else []
+        proc = run_python([str(program), "--run-dir", str(tmp_path / f"run-{backend}"), *extra],
+                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
+        assert proc.returncode == 1, proc.stderr
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        error = next(i for i, line in enumerate(lines) if "error: task `boom` failed" in line)
+        tail = lines[error:]
+        assert tail[1].startswith("Traceback (most recent call last, the user's code only)"), backend
+        assert [f.split(", line ")[1].split(",")[0] for f in tail if f.strip().startswith("File ")] == ["11", "6"]
+        assert tail[-2] == "ZeroDivisionError: division by zero"
+        assert tail[-1] == f"finish the run with: --resume {tmp_path / f'run-{backend}'}", backend
+        for noise in ("Unhandled error", "Connection reset", "ChildFailedError", "[rank1]", "exitcode"):
+            assert noise not in proc.stderr, (backend, noise, proc.stderr[-3000:])
+        assert proc.stderr.count("error: task `boom` failed") == 1, backend

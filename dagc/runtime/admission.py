@@ -321,7 +321,9 @@ class Gatekeeper:
         other gates' outputs (each the ref of a task's output, handed to this task in its place)."""
         inputs = [v for v in values if isinstance(v, ray.ObjectRef)]
         if inputs:  # admitted only once it can start: a task waiting for its inputs holds nothing
-            await asyncio.wait([asyncio.ensure_future(_future(ref)) for ref in inputs])
+            ready = [asyncio.ensure_future(_future(ref)) for ref in inputs]
+            await asyncio.wait(ready)
+            _retrieved(ready)  # (an input that failed fails this task when it runs; nothing to log here)
         values = list(values)
         for i in admit.get("indirect", ()):  # another gate's output: the ref of its task's own output
             values[i] = await _future(values[i])
@@ -341,6 +343,7 @@ class Gatekeeper:
                 queue.renew.remote(key)
             if done.done() or not stopped.result():
                 queue.release.remote(key)
+                _retrieved([done])
                 try:
                     await _future(refs[-1])
                 except ray.exceptions.RayTaskError as exc:  # the task's own failure, as if it ran ungated
@@ -359,6 +362,14 @@ class Gatekeeper:
                 return tuple(refs)
             preempted += 1
             self.log.write("preempted", task=job.task, priority=admit["priority"], times=preempted)
+
+
+def _retrieved(futures: list[asyncio.Future]) -> None:
+    """Mark the failures of finished `futures` as seen: the run reports a task's failure once, from the task,
+    and asyncio would otherwise log each as "Future exception was never retrieved"."""
+    for future in futures:
+        if future.done() and not future.cancelled():
+            future.exception()
 
 
 def _future(ref: Any) -> Any:

@@ -25,6 +25,7 @@ record itself, since it is about to stop).
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import sys
@@ -69,7 +70,7 @@ from dagc.runtime.transfers import (
 
 __all__ = ["Runner", "take_launcher_environment", "TaskInfo", "MoveInfo", "CollectiveInfo", "plan_steps", "send_value", "recv_value",
            "broadcast_value", "reduce_value", "gather_value", "compress_value", "decompress_value", "COMPRESS_DTYPES", "DTYPES",
-           "launch_main", "report_failure", "failure_line", "TaskFailed", "train_pipeline", "train_layers",
+           "launch_main", "report_failure", "another_rank_failed", "failure_line", "TaskFailed", "train_pipeline", "train_layers",
            "current_stages", "use_stages"]
 
 # TASKS[name] = (ranks, inputs, outputs, fingerprint, retries)
@@ -637,6 +638,10 @@ def launch_main(path: str, argv: Sequence[str], nproc: int, max_restarts: int = 
     plain_wait = os.environ.get("OMP_WAIT_POLICY")
     passive_waiting()  # nproc ranks on the plain run's threads share these cores (dagc.runtime.threads)
     # a rank whose task fails writes one line here; it is the last thing printed, whatever torchrun says
+    # torchrun's log line for a rank that exited non-zero: the run says why itself, last (or prints torchrun's
+    # report when no rank did)
+    quiet = _ChildExit()
+    logging.getLogger("torch.distributed.elastic.multiprocessing.api").addFilter(quiet)
     with tempfile.TemporaryDirectory(prefix="dagc-") as tmp:
         os.environ[FAILURE_FILE] = os.path.join(tmp, "failure")
         try:
@@ -644,10 +649,12 @@ def launch_main(path: str, argv: Sequence[str], nproc: int, max_restarts: int = 
             code = 0
         except SystemExit as exc:
             code = int(exc.code or 0)
-        except Exception as exc:  # ChildFailedError: torchrun printed its report already
-            sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
+        except Exception as exc:  # ChildFailedError: torchrun's report, said unless a rank said why it failed
             code = 1
+            if not Path(tmp, "failure").exists():
+                sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
         finally:
+            logging.getLogger("torch.distributed.elastic.multiprocessing.api").removeFilter(quiet)
             del os.environ[FAILURE_FILE]
             del os.environ[PLAIN_THREADS_VARIABLE]
             if plain_wait is None:
@@ -657,9 +664,14 @@ def launch_main(path: str, argv: Sequence[str], nproc: int, max_restarts: int = 
             else:
                 os.environ["OMP_NUM_THREADS"] = plain_omp
         failure = Path(tmp, "failure")
-        if code and failure.exists():
-            sys.stderr.write(failure.read_text(encoding="utf-8").splitlines()[0] + "\n")
+        if code and failure.exists():  # the failed task, the user's frames and the resume hint: the last lines
+            sys.stderr.write(failure.read_text(encoding="utf-8"))
     return code
+
+
+class _ChildExit(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("failed (exitcode:")
 
 
 def _without_launch_options(argv: Sequence[str]) -> list[str]:
@@ -686,19 +698,40 @@ def _without_launch_options(argv: Sequence[str]) -> list[str]:
 FAILURE_FILE = "DAGC_FAILURE_FILE"
 
 
-def report_failure(exc: BaseException) -> None:
-    """Print the one line naming the failed task (and keep it for the launcher, which prints it last)."""
-    line = failure_line(exc)
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
+def report_failure(exc: BaseException, run_dir: Path | None = None) -> None:
+    """Say once why the run failed: the line naming the failed task, the frames of the user's code in its
+    traceback, and how to finish the run. Under dagc's launcher (`python PROGRAM`) the first rank to fail
+    hands this to the launcher, which prints it last, after torchrun's own lines; under `torchrun`, the rank
+    prints it."""
+    from dagc.runtime.program import user_traceback
+
+    text = failure_line(exc) + "\n" + user_traceback(getattr(exc, "error", None))
+    if run_dir is not None and isinstance(exc, TaskFailed):
+        text += f"finish the run with: --resume {run_dir}\n"
     path = os.environ.get(FAILURE_FILE)
-    if path:
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # the first failure wins
-        except OSError:
-            return
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(line + "\n")
+    if not path:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # the first failure wins
+    except OSError:
+        return
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def another_rank_failed(exc: BaseException) -> bool:
+    """Whether `exc` is this rank's communication breaking because another rank stopped (its failure is said
+    by that rank): the rank then ends without a traceback of its own."""
+    import torch.distributed as dist
+
+    if isinstance(exc, getattr(dist, "DistError", ())) or isinstance(exc, ConnectionError):
+        return True
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and any(
+        sign in text for sign in ("Connection reset by peer", "Connection closed by peer", "Broken pipe",
+                                  "Socket Timeout", "Connection refused"))
 
 
 def _whole_groups(done: set[str], state: Mapping[str, int]) -> set[str]:

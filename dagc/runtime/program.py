@@ -180,20 +180,44 @@ def open_run(parser: argparse.ArgumentParser, args: argparse.Namespace, pipeline
 KEEP_RUN_VARIABLE = "DAGC_KEEP_RUN_DIR"
 
 
+def _foreign(filename: str, program: str) -> bool:
+    """A frame of dagc's own code, the emitted program or an engine (Ray, torch.distributed)."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the dagc package
+    path = os.path.abspath(filename)
+    engines = (os.sep + os.path.join("ray", ""), os.sep + os.path.join("torch", "distributed", ""))
+    return path.startswith(here + os.sep) or path == program or any(e in path for e in engines)
+
+
+def user_frames(text: str, program: str = "") -> str:
+    """A traceback as a worker recorded it (the text of a `failure` event), with only the frames of the user's
+    code kept; "" when it has none."""
+    lines = text.splitlines(keepends=True)
+    frames: list[list[str]] = []
+    tail: list[str] = []
+    for line in lines:
+        if line.startswith('  File "'):
+            frames.append([line])
+        elif frames and line.startswith("    ") and not tail:
+            frames[-1].append(line)
+        elif frames and not line.startswith("Traceback"):
+            tail.append(line)
+    kept = [f for f in frames if not _foreign(f[0].split('"')[1], program)]
+    if not kept:
+        return ""
+    return "".join(["Traceback (most recent call last, the user's code only):\n", *(ln for f in kept for ln in f),
+                    *tail])
+
+
 def user_traceback(error: BaseException | None) -> str:
     """The frames of `error`'s traceback in the user's code: dagc's own, the emitted program's and the engines'
     (Ray, torch.distributed) trimmed away; "" when none is left (or the error crossed a process)."""
     import traceback
 
-    if error is None or error.__traceback__ is None:
-        return ""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the dagc package
+    if error is None or error.__traceback__ is None or isinstance(error, (SystemExit, KeyboardInterrupt)):
+        return ""  # (`sys.exit(...)` in a task: the line that names it says all)
     main = getattr(sys.modules.get("__main__"), "__file__", None)  # the emitted program (sys.argv[0] is the script's)
     program = os.path.abspath(main) if main else ""
-    engines = (os.sep + os.path.join("ray", ""), os.sep + os.path.join("torch", "distributed", ""))
-    frames = [f for f in traceback.extract_tb(error.__traceback__)
-              if not os.path.abspath(f.filename).startswith(here + os.sep)
-              and os.path.abspath(f.filename) != program and not any(e in f.filename for e in engines)]
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if not _foreign(f.filename, program)]
     if not frames:
         return ""
     lines = ["Traceback (most recent call last, the user's code only):\n", *traceback.format_list(frames),
@@ -225,7 +249,7 @@ def run_directory(parser: argparse.ArgumentParser, args: argparse.Namespace, pip
         return Path(args.resume)
     if args.run_dir is not None:
         return Path(args.run_dir)
-    if restarts:
+    if restarts or os.environ.get(KEEP_RUN_VARIABLE):  # (`dagc run` keeps one, as for the other backends)
         return default_run_dir(pipeline, run_id or "run")
     return None
 

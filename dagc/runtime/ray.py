@@ -37,7 +37,7 @@ from dagc.runtime.admission import AGING_SECONDS, Gate, admission_queue, unwrap
 from dagc.runtime.code import current_digests, describe_changes, refresh
 from dagc.runtime.console import load_console, replay
 from dagc.runtime.costs import CostLog, cost_store_dir
-from dagc.runtime.events import EventLog, new_run_id
+from dagc.runtime.events import EventLog, new_run_id, read_events
 from dagc.runtime.executor import Executor, TaskFailed, TaskRow
 from dagc.runtime.filetrace import before_reuse
 from dagc.runtime.placement import Placement, PlacementError, total_resources
@@ -51,6 +51,7 @@ from dagc.runtime.program import (
     priority_note,
     split_argv,
     store_result,
+    user_frames,
 )
 from dagc.runtime.progress import Progress
 from dagc.runtime.rayworker import (
@@ -72,7 +73,11 @@ PLACEMENTS = ("node", "bundles")
 
 
 class RunFailed(Exception):
-    """A task failed after its retries; the message names it."""
+    """A task failed after its retries; the message names it (`task`: the task that failed first)."""
+
+    def __init__(self, message: str, task: str | None = None) -> None:
+        super().__init__(message)
+        self.task = task
 
 
 @dataclass(frozen=True)
@@ -406,7 +411,9 @@ class Driver:
                     self.progress.advance(name=task)
             if failed:  # name the first in submission order: what fails after it may fail because of it
                 _, task, exc = min(failed, key=lambda f: f[0])
-                raise RunFailed(_failure_message(task, exc)) from exc
+                cause = getattr(exc, "cause", None)
+                raise RunFailed(_failure_message(task, exc),
+                                cause.task if isinstance(cause, TaskFailed) else task) from exc
             if time.monotonic() >= next_check:
                 self.watch()
                 next_check = time.monotonic() + min(5.0, self.pending_timeout)
@@ -474,8 +481,6 @@ def _ready(refs: list) -> bool:
 
 
 def _events(store: RunStore, run_id: str, event: str) -> list[dict[str, Any]]:
-    from dagc.runtime.events import read_events
-
     return read_events(store.events_path, run=run_id, event=event)
 
 
@@ -514,6 +519,9 @@ def connect(plan: Plan, address: str | None, source_root: Path) -> None:
     runtime_env = {"env_vars": {"PYTHONPATH": os.pathsep.join([*paths, *([inherited] if inherited else [])])}}
     if ray.is_initialized():  # main() called from a process that is already a Ray driver
         return
+    # a failed task's outputs that nothing fetched (its readers were never run) would each print Ray's
+    # "Unhandled error" dump at exit; the failure is said once, by the run (error, the user's frames, resume)
+    os.environ.setdefault("RAY_IGNORE_UNHANDLED_ERRORS", "1")
     if address:
         ray.init(address=address, runtime_env=runtime_env, log_to_driver=True)
     else:  # "local": a Ray of our own, even when another one runs on this machine
@@ -600,6 +608,12 @@ def ray_main(plan: Plan, run: Callable[[Driver], object], argv: Sequence[str] | 
         log.write("run_failed", error=str(exc))
         print(f"error: {exc}", file=sys.stderr)
         if isinstance(exc, RunFailed):
+            # the user's own frames, as the worker recorded them, then what to do: the last lines of the output
+            recorded = [e for e in read_events(store.events_path, event="failure", run=log.run_id)
+                        if e.get("task") == exc.task and isinstance(e.get("traceback"), str)]
+            if recorded:
+                main = getattr(sys.modules.get("__main__"), "__file__", None)
+                sys.stderr.write(user_frames(recorded[-1]["traceback"], os.path.abspath(main) if main else ""))
             print(f"finish the run with: --resume {store.root}", file=sys.stderr)
         return 1
     finally:
