@@ -386,6 +386,20 @@ def run_plan(files: list[str], cluster: Cluster, algo: str, as_json: bool, out: 
     return 0 if all(r.valid for r in results) else 1
 
 
+def _placement_lines(r: PlanResult, shown: int = 8) -> list[str]:
+    """Which tasks each device runs, in the order it runs them (what the program does: tests/test_plan_is_the_run)."""
+    by_device: dict[int, list[str]] = {}
+    for row in r.schedule:  # (by start time)
+        for device in row.get("devices", [row["device"]]):
+            by_device.setdefault(device, []).append(row["task"])
+    lines = []
+    for device in sorted(by_device):
+        tasks = by_device[device]
+        more = f" and {len(tasks) - shown} more" if len(tasks) > shown else ""
+        lines.append(f"  device {device}: {', '.join(tasks[:shown])}{more}")
+    return ["placement (tasks in the order each device runs them):", *lines] if lines else []
+
+
 def _fmt_time(x: float) -> str:
     return f"{x:.6g}"
 
@@ -417,6 +431,7 @@ def _table(results: list[PlanResult], cluster: Cluster, algo: str) -> str:
         if len(results) == 1 and r.utilization:
             lines.append("utilization per device: " + ", ".join(
                 f"{d}: {100 * u:.0f}%" for d, u in enumerate(r.utilization)))
+            lines.extend(_placement_lines(r))
         if r.tasks and not r.errors:
             fewer = f" on {r.devices} of the cluster's {cluster.n_devices} devices" if r.devices < cluster.n_devices \
                 else ""

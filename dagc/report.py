@@ -21,7 +21,6 @@ from typing import Any
 
 from dagc.ir.core import Graph
 from dagc.profile import RunRecord, load_run
-from dagc.units import format_size
 
 __all__ = ["build_report", "write_report", "find_run_graph"]
 
@@ -99,6 +98,16 @@ def _svg_body(svg: str) -> str:
 
 def _num(value: float | None, digits: int = 6) -> str:
     return "" if value is None else f"{value:.{digits}g}"
+
+
+def _size(nbytes: int) -> str:
+    """A size for people: three significant figures and a space (`70.5 KiB`, not `70.531KiB`)."""
+    value = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024:
+            return f"{value:.3g} {unit}" if unit != "B" else f"{int(value)} B"
+        value /= 1024
+    return f"{value:.3g} TiB"
 
 
 def _seconds(value: float | None) -> str:
@@ -264,7 +273,7 @@ def _table(run: RunRecord, graph: Graph | None, cost_model: Any, cluster: Any, d
             (None, f'<td data-value="{_num(est)}">{esc(_seconds(est))}</td>'),
             (None, f'<td data-value="{_num(measured)}">{esc(_seconds(measured))}</td>'),
             (None, f'<td data-value="{_num(ratio)}">{"" if ratio is None else f"{ratio:.2f}"}</td>'),
-            (None, f'<td data-value="{"" if out is None else out}">{"" if out is None else format_size(out)}</td>'),
+            (None, f'<td data-value="{"" if out is None else out}">{"" if out is None else _size(out)}</td>'),
             (None, f'<td data-value="{retries}">{retries}</td>'),
             (None, f'<td data-value="{esc(status)}" class="{"failed" if status == "failed" else ""}">'
                    f"{esc(status)}</td>"),

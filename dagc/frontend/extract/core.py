@@ -327,8 +327,8 @@ class Interpreter(Component):
                                hint=f"bind it to a name and pass it on: `{target.attr} = {receiver}.step(...)`, "
                                f"then `{receiver}.next_step({target.attr})`")
             raise ExtractError
-        self.cx.sink.error("DAGC109", "assigning into an attribute or item mutates a value; pipelines "
-                           "are dataflow and cannot", info.source.span(target),
+        self.cx.sink.error("DAGC109", f"`{ast.unparse(target)} = …` changes a value in place in a pipeline body, "
+                           "where values flow between tasks and are never changed", info.source.span(target),
                            hint="have a task return the updated value and bind it to a new name")
         raise ExtractError
 
