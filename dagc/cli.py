@@ -709,8 +709,15 @@ def main(argv: list[str] | None = None) -> int:
         argv, program_args = argv[:cut], argv[cut + 1:]
     args, unknown = parser.parse_known_args(argv)
     command_parser = getattr(args, "command_parser", parser)
-    if unknown:  # reported with the command's usage, not dagc's
-        command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if unknown:  # reported with the command's usage, not dagc's, with the option meant where one is close
+        import difflib
+
+        options = sorted(o for a in command_parser._actions for o in a.option_strings if o.startswith("--"))
+        close = [difflib.get_close_matches(u.split("=")[0], options, n=1, cutoff=0.75) for u in unknown
+                 if u.startswith("--")]
+        meant = next((c[0] for c in close if c), None)
+        command_parser.error(f"unrecognized arguments: {' '.join(unknown)}"
+                             + (f" (did you mean {meant}?)" if meant else ""))
     if args.command == "run":
         args.program_args = program_args
     from dagc.console import setup_logging

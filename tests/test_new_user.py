@@ -325,3 +325,11 @@ def test_a_failing_task_is_said_once_on_ray_and_torch(tmp_path: Path, ray_cluste
         for noise in ("Unhandled error", "Connection reset", "ChildFailedError", "[rank1]", "exitcode"):
             assert noise not in proc.stderr, (backend, noise, proc.stderr[-3000:])
         assert proc.stderr.count("error: task `boom` failed") == 1, backend
+
+
+def test_an_option_typo_gets_the_option_meant(tmp_path: Path) -> None:
+    proc = run_dagc("plan", "samples/quickstart.py", "--cluser", "2")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == ("dagc plan: error: unrecognized arguments: --cluser 2 "
+                                                    "(did you mean --cluster?)")
+    assert "did you mean" not in run_dagc("plan", "samples/quickstart.py", "--xyz").stderr
