@@ -333,3 +333,13 @@ def test_an_option_typo_gets_the_option_meant(tmp_path: Path) -> None:
     assert proc.stderr.strip().splitlines()[-1] == ("dagc plan: error: unrecognized arguments: --cluser 2 "
                                                     "(did you mean --cluster?)")
     assert "did you mean" not in run_dagc("plan", "samples/quickstart.py", "--xyz").stderr
+
+
+def test_decorators_without_import_dagc_say_so(tmp_path: Path) -> None:
+    script = tmp_path / "flow.py"
+    script.write_text("@dagc.task\ndef a() -> int:\n    return 1\n\n\n@dagc.pipeline\ndef p():\n    return a()\n",
+                      encoding="utf-8")
+    proc = run_dagc("check", str(script))
+    assert proc.returncode == 1
+    assert "flow.py:1:2: error[DAGC003]" in proc.stderr and "does not import dagc" in proc.stderr
+    assert "add `import dagc`" in proc.stderr

@@ -30,6 +30,26 @@ def _all_pipelines(project: Project) -> list[PipelineDef]:
     return list(info.pipelines.values()) if info is not None else []
 
 
+def _decorator_without_import(info: ModuleInfo) -> SourceSpan | None:
+    """Where the first `@dagc.task`/`@dagc.pipeline` decorator is when the module never binds `dagc`."""
+    import ast
+
+    tree = info.source.tree
+    if any(isinstance(n, ast.Import) and any((a.asname or a.name.split(".")[0]) == "dagc" for a in n.names)
+           or isinstance(n, (ast.ImportFrom, ast.Assign)) and "dagc" in {
+               getattr(a, "asname", None) or getattr(a, "name", None) for a in getattr(n, "names", [])}
+           for n in ast.walk(tree)):
+        return None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            for decorator in node.decorator_list:
+                target = decorator.func if isinstance(decorator, ast.Call) else decorator
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                        and target.value.id == "dagc":
+                    return info.source.span(decorator)
+    return None
+
+
 def _where_a_pipeline_belongs(info: ModuleInfo) -> tuple[SourceSpan | None, str]:
     """Point DAGC003 at the first task (or the first flow class), with the form that is missing."""
     import ast
@@ -92,8 +112,14 @@ def _compile_source(path: str | Path, pipeline_name: str | None, params: dict[st
         elif len(pipelines) == 1:
             chosen = pipelines[0]
         elif not pipelines:
-            where, hint = _where_a_pipeline_belongs(info)
-            sink.error("DAGC003", f"{project.entry_display} defines no @dagc.pipeline", where, hint=hint)
+            unimported = _decorator_without_import(info)
+            if unimported is not None:  # the decorators are there, but `dagc` names nothing in the module
+                sink.error("DAGC003", f"{project.entry_display} uses `@dagc...` decorators but does not import dagc",
+                           unimported, hint="add `import dagc` at the top of the file (the script then also runs as "
+                           "plain Python)")
+            else:
+                where, hint = _where_a_pipeline_belongs(info)
+                sink.error("DAGC003", f"{project.entry_display} defines no @dagc.pipeline", where, hint=hint)
         else:
             sink.error("DAGC004", f"{project.entry_display} defines {len(pipelines)} pipelines; choose one",
                        name_span(info.source, pipelines[1].node),
