@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import textwrap
 from pathlib import Path
 
@@ -343,3 +344,25 @@ def test_decorators_without_import_dagc_say_so(tmp_path: Path) -> None:
     assert proc.returncode == 1
     assert "flow.py:1:2: error[DAGC003]" in proc.stderr and "does not import dagc" in proc.stderr
     assert "add `import dagc`" in proc.stderr
+
+
+def test_an_address_where_no_ray_answers_is_one_line(tmp_path: Path) -> None:
+    """Ray itself would retry for minutes and then print a traceback: the program says it in one line."""
+    from dagc.backends import emit
+    from dagc.cluster import parse_cluster_spec
+    from tests.interpreters import run_python
+
+    with socket.socket() as s:  # a port where nothing listens
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    program = tmp_path / "quickstart_ray.py"
+    program.write_text(emit(compile_file(REPO / "samples" / "quickstart.py", cluster=parse_cluster_spec("2"),
+                                         backend="ray"), "ray", program))
+    proc = run_python([str(program), "--address", f"127.0.0.1:{port}", "--connect-timeout", "1"],
+                      capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"error: no Ray cluster answers at 127.0.0.1:{port}: Connection refused (tried for 1s; --connect-timeout); "
+        "start one there (`ray start --head`), give the address `ray start` printed, or drop --address to run on "
+        "a local Ray"]
+    assert not (tmp_path / ".dagc").exists()  # nothing made before the address was known to answer

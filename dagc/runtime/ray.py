@@ -508,6 +508,32 @@ def local_resources(plan: Plan) -> dict[str, object]:
     return {"num_cpus": cpus, "num_gpus": gpus, "resources": total}
 
 
+def unreachable(address: str, timeout: float) -> str | None:
+    """Why nothing answers at Ray address `address` (`HOST:PORT`, `ray://HOST:PORT`) within `timeout` seconds;
+    None when something accepts a connection there, or for `auto`/`local`, which Ray resolves itself."""
+    import socket
+
+    target = address.removeprefix("ray://")
+    if target in ("auto", "local") or ":" not in target:
+        return None
+    host, _, port = target.rpartition(":")
+    try:
+        number = int(port)
+    except ValueError:
+        return f"`{port}` is not a port number"
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while True:
+        try:
+            with socket.create_connection((host.strip("[]"), number), timeout=max(0.1, min(2.0, timeout))):
+                return None
+        except OSError as exc:
+            last = exc.strerror or str(exc) or type(exc).__name__
+        if time.monotonic() + 0.5 >= deadline:
+            return f"{last} (tried for {timeout:g}s; --connect-timeout)"
+        time.sleep(0.5)
+
+
 def connect(plan: Plan, address: str | None, source_root: Path) -> None:
     """Connect to the Ray cluster at `address`, or start a local one sized for the plan. Workers find the
     pipeline's modules through PYTHONPATH."""
@@ -565,8 +591,15 @@ def ray_main(plan: Plan, run: Callable[[Driver], object], argv: Sequence[str] | 
     parser.add_argument("--aging", type=float, default=AGING_SECONDS, metavar="SECONDS",
                         help="a waiting task gains one priority level per SECONDS waited (default: %(default)s; "
                              "the queue's first program sets it)")
+    parser.add_argument("--connect-timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="give up on an --address that does not answer within this long (default: %(default)s)")
     add_run_options(parser, plan.source_root)
     args = parser.parse_args(ours)
+    if args.address:
+        why = unreachable(args.address, args.connect_timeout)
+        if why is not None:  # Ray itself would retry for minutes, then print its own traceback
+            parser.exit(2, f"error: no Ray cluster answers at {args.address}: {why}; start one there (`ray start "
+                           "--head`), give the address `ray start` printed, or drop --address to run on a local Ray\n")
     priority = plan.priority if args.priority is None else args.priority
     shared = args.admission if args.admission is not None else bool(args.address)
     if not shared:
