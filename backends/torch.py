@@ -541,6 +541,10 @@ def _emit_main(w: CodeWriter, graph: Graph) -> None:
     except (TaskFailed, StorageError, ResultError) as exc:  # the task, or the path, and what to do
         report_failure(exc, runner.run_dir)
         return 1
+    except KeyboardInterrupt as exc:  # Ctrl-C reaches every rank: said once (rank 0, or the launcher)
+        if runner.rank == 0:
+            report_failure(exc, runner.run_dir)
+        return 130
     except Exception as exc:
         if another_rank_failed(exc):  # that rank says why; this one's broken connection is no news
             return 1

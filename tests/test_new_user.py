@@ -366,3 +366,68 @@ def test_an_address_where_no_ray_answers_is_one_line(tmp_path: Path) -> None:
         "start one there (`ray start --head`), give the address `ray start` printed, or drop --address to run on "
         "a local Ray"]
     assert not (tmp_path / ".dagc").exists()  # nothing made before the address was known to answer
+
+
+HANGS = '''
+import time
+from pathlib import Path
+
+import dagc
+
+
+@dagc.task
+def quick(x: int) -> int:
+    return x + 1
+
+
+@dagc.task
+def hangs(x: int) -> int:
+    while not Path("never").exists():  # until Ctrl-C
+        time.sleep(0.05)
+    return x
+
+
+@dagc.pipeline
+def p():
+    return hangs(quick(1))
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["local", "ray", "torch"])
+def test_ctrl_c_is_one_line_a_recorded_failure_and_a_resume_hint(tmp_path: Path, backend: str) -> None:
+    """SIGINT while a task runs: exit status 130, `error: interrupted (Ctrl-C)…` and the resume line as the
+    last lines, no KeyboardInterrupt traceback (on torch: from no rank, and no torchrun lines), a `run_failed`
+    event, and the finished task recorded."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from dagc.backends import emit
+    from dagc.cluster import parse_cluster_spec
+    from dagc.runtime.events import read_events
+
+    script = tmp_path / "flow.py"
+    script.write_text(HANGS, encoding="utf-8")
+    cluster = parse_cluster_spec("2") if backend != "local" else None
+    program = tmp_path / f"flow_{backend}.py"
+    program.write_text(emit(compile_file(script, cluster=cluster, backend=backend), backend, program))
+    run_dir = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, str(program), "--run-dir", str(run_dir)], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    events = run_dir / "events.jsonl"
+    deadline = time.monotonic() + 240
+    while not (events.exists() and any(e.get("task") == "hangs" for e in read_events(events, event="start"))):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1]
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines[-2].removeprefix("dagc: ") == "error: interrupted (Ctrl-C): the tasks still running were stopped"
+    assert lines[-1] == f"finish the run with: --resume {run_dir}", err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert [e["error"] for e in read_events(events, event="run_failed")] == [
+        "interrupted (Ctrl-C): the tasks still running were stopped"]
+    assert {e["task"] for e in read_events(events, event="end")} == {"quick"}

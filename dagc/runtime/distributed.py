@@ -552,7 +552,10 @@ class Runner:
             return result
         except BaseException as exc:
             if self.rank == 0:
-                self._event("run_failed", error=f"{type(exc).__name__}: {exc}")
+                from dagc.runtime.program import INTERRUPTED
+
+                self._event("run_failed", error=INTERRUPTED if isinstance(exc, KeyboardInterrupt)
+                            else f"{type(exc).__name__}: {exc}")
             raise
         finally:
             self._stop_following()
@@ -609,6 +612,10 @@ def failure_line(exc: BaseException) -> str:
     from dagc.runtime.program import ResultError
     from dagc.runtime.store import StorageError
 
+    if isinstance(exc, KeyboardInterrupt):
+        from dagc.runtime.program import INTERRUPTED
+
+        return f"dagc: error: {INTERRUPTED}"
     plain = isinstance(exc, (TaskFailed, StorageError, ResultError))  # their message says it all
     return f"dagc: error: {exc}" if plain else f"dagc: error: {type(exc).__name__}: {exc}"
 
@@ -641,7 +648,8 @@ def launch_main(path: str, argv: Sequence[str], nproc: int, max_restarts: int = 
     # torchrun's log line for a rank that exited non-zero: the run says why itself, last (or prints torchrun's
     # report when no rank did)
     quiet = _ChildExit()
-    logging.getLogger("torch.distributed.elastic.multiprocessing.api").addFilter(quiet)
+    for name in _ELASTIC_LOGGERS:
+        logging.getLogger(name).addFilter(quiet)
     with tempfile.TemporaryDirectory(prefix="dagc-") as tmp:
         os.environ[FAILURE_FILE] = os.path.join(tmp, "failure")
         try:
@@ -649,12 +657,17 @@ def launch_main(path: str, argv: Sequence[str], nproc: int, max_restarts: int = 
             code = 0
         except SystemExit as exc:
             code = int(exc.code or 0)
+        except KeyboardInterrupt:  # Ctrl-C here (the ranks got it too, and said it once)
+            code = 130
         except Exception as exc:  # ChildFailedError: torchrun's report, said unless a rank said why it failed
             code = 1
-            if not Path(tmp, "failure").exists():
+            if type(exc).__name__ == "SignalException":  # Ctrl-C forwarded to the ranks, which said it
+                code = 130
+            elif not Path(tmp, "failure").exists():
                 sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
         finally:
-            logging.getLogger("torch.distributed.elastic.multiprocessing.api").removeFilter(quiet)
+            for name in _ELASTIC_LOGGERS:
+                logging.getLogger(name).removeFilter(quiet)
             del os.environ[FAILURE_FILE]
             del os.environ[PLAIN_THREADS_VARIABLE]
             if plain_wait is None:
@@ -669,9 +682,14 @@ def launch_main(path: str, argv: Sequence[str], nproc: int, max_restarts: int = 
     return code
 
 
+_ELASTIC_LOGGERS = ("torch.distributed.elastic.multiprocessing.api", "torch.distributed.elastic.agent.server.api")
+
+
 class _ChildExit(logging.Filter):
+    """torchrun's lines about ranks that exited non-zero or were stopped by Ctrl-C: the run says it itself."""
+
     def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("failed (exitcode:")
+        return not record.getMessage().startswith(("failed (exitcode:", "Received ", "Sending process"))
 
 
 def _without_launch_options(argv: Sequence[str]) -> list[str]:
@@ -706,7 +724,7 @@ def report_failure(exc: BaseException, run_dir: Path | None = None) -> None:
     from dagc.runtime.program import user_traceback
 
     text = failure_line(exc) + "\n" + user_traceback(getattr(exc, "error", None))
-    if run_dir is not None and isinstance(exc, TaskFailed):
+    if run_dir is not None and isinstance(exc, (TaskFailed, KeyboardInterrupt)):
         text += f"finish the run with: --resume {run_dir}\n"
     path = os.environ.get(FAILURE_FILE)
     if not path:

@@ -23,6 +23,7 @@ from dagc.runtime.events import EventLog, new_run_id
 from dagc.runtime.executor import Executor, TaskFailed, TaskRow
 from dagc.runtime.filetrace import before_reuse
 from dagc.runtime.program import (
+    INTERRUPTED,
     KEEP_RUN_VARIABLE,
     ResultError,
     add_run_options,
@@ -105,6 +106,13 @@ def run_local(pipeline: str, run: Callable[[Executor, dict[str, Any]], Any], tas
             log.write("run_failed", error=str(exc))
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:  # Ctrl-C: said once, recorded, and resumable (what finished is stored)
+        if log is not None:
+            log.write("run_failed", error=INTERRUPTED)
+        print(f"error: {INTERRUPTED}", file=sys.stderr)
+        if store is not None:
+            print(f"finish the run with: --resume {store.root}", file=sys.stderr)
+        return 130
     finally:
         reset_context(token)
         progress.close()

@@ -178,6 +178,7 @@ def open_run(parser: argparse.ArgumentParser, args: argparse.Namespace, pipeline
 # `dagc run` asks the local program to keep a run directory, as Ray and torch programs always do (under
 # `.dagc/runs/`, bounded like theirs), so that a failed run's traceback and outputs are kept for --resume
 KEEP_RUN_VARIABLE = "DAGC_KEEP_RUN_DIR"
+INTERRUPTED = "interrupted (Ctrl-C): the tasks still running were stopped"
 
 
 def _foreign(filename: str, program: str) -> bool:

@@ -42,6 +42,7 @@ from dagc.runtime.executor import Executor, TaskFailed, TaskRow
 from dagc.runtime.filetrace import before_reuse
 from dagc.runtime.placement import Placement, PlacementError, total_resources
 from dagc.runtime.program import (
+    INTERRUPTED,
     ResultError,
     add_run_options,
     deliver_result,
@@ -436,6 +437,14 @@ class Driver:
             raise PlacementError("; ".join(lines) + f" (free in the cluster now: {free}); tasks never started "
                                  f"within --pending-timeout {self.pending_timeout:g}s")
 
+    def cancel(self) -> None:
+        """Stop every task submitted and not finished (Ctrl-C)."""
+        for ref in list(self.pending):
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:  # noqa: BLE001 - finished meanwhile, or an actor's call: the actors go in close()
+                pass
+
     def close(self) -> None:
         for actor in self.actors.values():
             ray.kill(actor)
@@ -633,10 +642,18 @@ def ray_main(plan: Plan, run: Callable[[Driver], object], argv: Sequence[str] | 
                                       current_digests(plan.code or {}, args.source_root, plan.code_files or {})))
         try:
             result = run(driver)
+        except KeyboardInterrupt:
+            driver.cancel()  # (on a shared cluster they would run on after the driver has gone)
+            raise
         finally:
             driver.close()
             if driver.gated:  # its tickets go now, not when their leases run out
                 admission_queue(args.aging).forget.remote(run_id)
+    except KeyboardInterrupt:  # Ctrl-C: said once, recorded, and resumable (what finished is stored)
+        log.write("run_failed", error=INTERRUPTED)
+        print(f"error: {INTERRUPTED}", file=sys.stderr)
+        print(f"finish the run with: --resume {store.root}", file=sys.stderr)
+        return 130
     except (RunFailed, PlacementError) as exc:
         log.write("run_failed", error=str(exc))
         print(f"error: {exc}", file=sys.stderr)
