@@ -27,6 +27,21 @@ PROBE = textwrap.dedent("""
 """) % (HEAVY,)
 
 
+SMALL = textwrap.dedent("""
+    import dagc
+
+
+    @dagc.task(cost="1s")
+    def double(x: int) -> int:
+        return 2 * x
+
+
+    @dagc.pipeline
+    def small(x: int = 2):
+        return double(double(x))
+""").lstrip()
+
+
 def loaded_by(*args: str, cwd: Path) -> dict:
     proc = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, cwd=cwd,
                           timeout=120)
@@ -36,19 +51,7 @@ def loaded_by(*args: str, cwd: Path) -> dict:
 
 @pytest.mark.parametrize("args", [("--help",), ("check", "small.py"), ("plan", "--help")])
 def test_commands_start_without_heavy_libraries(tmp_path: Path, args: tuple[str, ...]) -> None:
-    (tmp_path / "small.py").write_text(textwrap.dedent("""
-        import dagc
-
-
-        @dagc.task(cost="1s")
-        def double(x: int) -> int:
-            return 2 * x
-
-
-        @dagc.pipeline
-        def small(x: int = 2):
-            return double(double(x))
-    """).lstrip())
+    (tmp_path / "small.py").write_text(SMALL)
     result = loaded_by(*args, cwd=tmp_path)
     assert result["status"] == 0
     assert result["loaded"] == []
@@ -77,19 +80,7 @@ def test_the_dagc_command_ends_at_once_without_losing_output(tmp_path: Path) -> 
     what it printed to a pipe (block-buffered), its exit status and the files it wrote are all kept."""
     import shutil
 
-    (tmp_path / "small.py").write_text(textwrap.dedent("""
-        import dagc
-
-
-        @dagc.task(cost="1s")
-        def double(x: int) -> int:
-            return 2 * x
-
-
-        @dagc.pipeline
-        def small(x: int = 2):
-            return double(double(x))
-    """).lstrip())
+    (tmp_path / "small.py").write_text(SMALL)
     (tmp_path / "broken.py").write_text("import dagc\n\n\n@dagc.pipeline\ndef p():\n    return undefined_task(1)\n")
     command = shutil.which("dagc") or pytest.fail("the dagc command is not installed")
 
