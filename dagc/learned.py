@@ -66,15 +66,14 @@ def apply_learned_costs(graph: Graph, store: Path) -> tuple[list[str], int]:
             widths.setdefault(task, []).append(int(record["width"]))
         elif "wall" in record:
             runs.setdefault(task, []).append(record)
-    measured: list[str] = []
+    measured: dict[str, int] = {}  # node -> the runs its figures are the median of
     for node in graph:
         for each in (node, *walk(node)):
             if _learn(each, runs.get(each.name), widths.get(each.name), top=each is node):
-                measured.append(each.name)
+                measured[each.name] = each.attrs[RUNS_ATTR]
     if measured:
-        counts = {n.name: n.attrs[RUNS_ATTR] for node in graph for n in (node, *walk(node)) if n.name in set(measured)}
-        graph.attrs[LEARNED_ATTR] = {"store": str(store), "tasks": {n: counts[n] for n in measured}}
-    return measured, skipped
+        graph.attrs[LEARNED_ATTR] = {"store": str(store), "tasks": measured}
+    return list(measured), skipped
 
 
 def _learn(node: Node, found: list[Mapping[str, Any]] | None, widths: list[int] | None, top: bool) -> bool:

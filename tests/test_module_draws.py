@@ -116,3 +116,27 @@ def test_readers_read_one_draw_on_ray_and_torch(tmp_path: Path, ray_cluster) -> 
     work = tmp_path / "seeded" / "torch"
     work.mkdir()
     assert run_torch(seeded, "p", {}, work) == plain_result(seeded, "p", tmp_path / "seeded")
+
+
+def test_a_module_level_function_that_draws_when_called_is_no_draw_at_import(tmp_path: Path) -> None:
+    """`aug = lambda x: x + torch.randn(1)` draws when a task calls it (that task's own draw), not at import."""
+    path = tmp_path / "aug.py"
+    path.write_text('''import torch
+
+import dagc
+
+aug = lambda x: x + torch.randn(1)  # noqa: E731
+
+
+@dagc.task
+def a(k: int) -> float:
+    torch.manual_seed(k)
+    return float(aug(torch.zeros(1)))
+
+
+@dagc.pipeline
+def p():
+    return a(1), a(2)
+''', encoding="utf-8")
+    graph = compile_file(path)
+    assert [n.attrs.get("effects.drawn") for n in graph] == [None, None]

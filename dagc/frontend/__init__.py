@@ -35,11 +35,11 @@ def _decorator_without_import(info: ModuleInfo) -> SourceSpan | None:
     import ast
 
     tree = info.source.tree
-    if any(isinstance(n, ast.Import) and any((a.asname or a.name.split(".")[0]) == "dagc" for a in n.names)
-           or isinstance(n, (ast.ImportFrom, ast.Assign)) and "dagc" in {
-               getattr(a, "asname", None) or getattr(a, "name", None) for a in getattr(n, "names", [])}
-           for n in ast.walk(tree)):
-        return None
+    for node in ast.walk(tree):  # `import dagc`, `import dagc.x`, `import something as dagc`, `dagc = ...`
+        if isinstance(node, ast.Import) and any((a.asname or a.name.split(".")[0]) == "dagc" for a in node.names):
+            return None
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "dagc" for t in node.targets):
+            return None
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for decorator in node.decorator_list:

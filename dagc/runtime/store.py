@@ -147,7 +147,7 @@ def check_directory(directory: Path, manifest: object) -> str | None:
     if not (isinstance(manifest, dict) and isinstance(manifest.get("files"), dict)
             and isinstance(manifest.get("seal"), str)):
         return "it carries no seal (written by an older dagc, or by something else)"
-    if not hmac.compare_digest(seal_manifest(manifest)["seal"], manifest["seal"]):
+    if not is_sealed(manifest):
         return "its seal does not match (not written by this user's dagc)"
     if not directory.is_dir() or directory.is_symlink() or any(p.is_symlink() for p in directory.rglob("*")):
         return "it is missing or holds a symbolic link"

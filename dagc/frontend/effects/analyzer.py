@@ -132,7 +132,7 @@ class EffectAnalyzer:
         """Whether evaluating `tree` (a module-level expression, or a class's `__init__`) may draw from a global
         random number generator: a drawing function, a layer drawing its initial weights, a user class whose
         `__init__` does."""
-        for node in ast.walk(tree):
+        for node in _evaluated(tree):
             if not isinstance(node, ast.Call) or any(k.arg == "generator" for k in node.keywords):
                 continue
             name = module_qualified(node.func, info)
@@ -201,3 +201,16 @@ class EffectAnalyzer:
             found = self._kinds[key] = value_kind(self, expr, info, _depth)
         return found
 
+
+def _evaluated(tree: ast.AST) -> list[ast.AST]:
+    """The nodes of `tree` that run when it does: not the bodies of the lambdas, functions and classes it
+    defines (`aug = lambda x: x + torch.randn(1)` draws when called, not at import)."""
+    found: list[ast.AST] = []
+    pending = [] if isinstance(tree, ast.Lambda) else [tree]  # (a `def`'s body is walked: a class's `__init__`)
+    while pending:
+        node = pending.pop()
+        found.append(node)
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                pending.append(child)
+    return found
