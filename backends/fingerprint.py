@@ -155,7 +155,7 @@ def computes_the_same_again(node: Node) -> bool:
     from dagc.ir.effects import node_effects
 
     effects = node_effects(node)
-    varies = any(m.attrs.get("effects.varies") for m in (node, *walk(node)))  # the clock, a UUID: another value
+    varies = any(m.effects.varies for m in (node, *walk(node)))  # the clock, a UUID: another value
     return not (node.options.side_effects or effects.mutates or effects.io or effects.writes or effects.reads
                 or effects.files or varies or (effects.depends_on_rng and not node.options.pure))
 
@@ -401,7 +401,7 @@ def _downstream_of_uncached(graph: Graph, rows: dict[str, tuple]) -> dict[str, t
     for name in graph.topological_order():
         node = graph.node(name)
         members = [m for m in (node, *walk(node)) if m.op == "task"]
-        if any(m.options.side_effects or m.attrs.get("effects.io") for m in members):
+        if any(m.options.side_effects or m.effects.io for m in members):
             varies.add(name)
         row = rows.get(name)
         ups = []
@@ -433,12 +433,12 @@ def _unnamed_files(reader: Node, writer: Node) -> str:
     """What to declare so that `reader` no longer follows `writer` in file order (ir/effects.py: a task whose files
     are all named follows only the writers of those files): '' when both name theirs (the writer may write one it
     reads) or the order is not one of files."""
-    if writer.op != "task" or writer.attrs.get("effects.files") != "write" or not reader.attrs.get("effects.files"):
+    if writer.op != "task" or writer.effects.files != "write" or not reader.effects.files:
         return ""
     unnamed = []
-    if "effects.paths" not in writer.attrs:
+    if writer.effects.paths is None:
         unnamed.append(f"the files `{writer.name}` writes (`writes=[...]`)")
-    if reader.op == "task" and "effects.paths" not in reader.attrs:
+    if reader.op == "task" and reader.effects.paths is None:
         unnamed.append("the files it reads (`reads=[...]`)")
     return f"; declare {' and '.join(unnamed)} to keep the two independent" if unnamed else ""
 
@@ -493,8 +493,8 @@ def _cacheable(members: list[Node]) -> bool | str:
             return f"`{m.name}` is declared cache=False"
         if m.options.side_effects:
             return f"`{m.name}` is declared side_effects=True"
-        if m.attrs.get("effects.io"):
-            return f"`{m.name}` acts on the world: {m.attrs['effects.io']}"
+        if m.effects.io:
+            return f"`{m.name}` acts on the world: {m.effects.io}"
     return True
 
 

@@ -95,14 +95,6 @@ def _retries(node: Node) -> int:
     return max([node.options.retries, *(n.options.retries for n in walk(node))])
 
 
-def _device_list(value: Any) -> list[int]:
-    if value is None:
-        return []
-    if isinstance(value, (list, tuple)):
-        return [int(v) for v in value]
-    return [int(value)]
-
-
 def _cluster_nodes(graph: Graph, n_devices: int, cluster: Any = None) -> list[int]:
     """The cluster node of each device: from `cluster` (a dagc.cluster.Cluster), else the cluster the
     partition pass records in `graph.attrs["partition.cluster"]` ({"devices": [{"node": n}, …]}, or a
@@ -164,7 +156,7 @@ def placement_devices(graph: Graph, cluster: Any = None) -> list[tuple[int, dict
     """One entry per device of a placed graph: (cluster node, bundle resources, names of the tasks
     placed there). A bundle holds the largest demand of any one task on the device, so the tasks of
     a device run one at a time, as the schedule assumes. Empty when the graph is not placed."""
-    placed = {n.name: _device_list(n.attrs.get("partition.device")) for n in graph if n.op != "transfer"}
+    placed = {n.name: list(n.devices) for n in graph if n.op != "transfer"}
     if not any(placed.values()):
         return []
     n_devices = max(max(d) for d in placed.values() if d) + 1
@@ -199,10 +191,10 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     names.used_values = with_outputs_used(graph.nodes, used)  # type: ignore[attr-defined]
     aliases = module_aliases(graph, names)
     order = graph.topological_order()
-    if all("schedule.start" in graph.node(n).attrs for n in order):
+    if all(graph.node(n).placement.start is not None for n in order):
         # submit in the schedule's order, so that each device's queue runs its tasks in that order
         rank = {n: i for i, n in enumerate(order)}
-        order.sort(key=lambda n: (float(graph.node(n).attrs["schedule.start"]), rank[n]))
+        order.sort(key=lambda n: (float(graph.node(n).placement.start), rank[n]))  # type: ignore[arg-type]
     devices = placement_devices(graph, cluster)
     mode = placement_mode(graph, cluster)
     rows = task_rows(graph, final_state=True)
@@ -495,7 +487,7 @@ def _emit_run(w: CodeWriter, graph: Graph, order: list[str], functions: dict[str
                 continue
             inputs = [names[v] for v in node.input_values()]
             extra = []
-            placed = _device_list(node.attrs.get("partition.device")) if devices else []
+            placed = list(node.devices) if devices else []
             if placed and node.options.ranks <= 1:  # one process: the first of its devices (a map planned over
                 placed = placed[:1]  # several runs its region task there; its items go where Ray has room)
             if placed:

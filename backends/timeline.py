@@ -31,6 +31,7 @@ from dagc.backends.graphviz import (
     device_tint,
 )
 from dagc.ir.core import Graph
+from dagc.ir.facts import device_tuple, transfer_of
 from dagc.renderer import RenderError, render_dot
 from dagc.units import format_size
 
@@ -72,24 +73,13 @@ def _short(seconds: float) -> str:
     return short(seconds)
 
 
-def _device(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, list) and value and isinstance(value[0], int):
-        return value[0]
-    return None
+def _first(devices: tuple[int, ...]) -> int | None:
+    return devices[0] if devices else None
 
 
-def _devices(value: Any) -> list[int]:
-    if isinstance(value, bool):
-        return []
-    if isinstance(value, int):
-        return [value]
-    if isinstance(value, list):
-        return [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
-    return []
+def _encoded(devices: int | tuple[int, ...] | None) -> int | list[int] | None:
+    """A transfer end as the IR prints it (`3`, `[1, 2]`)."""
+    return list(devices) if isinstance(devices, tuple) else devices
 
 
 def _lane_name(device: int, cluster: Any) -> str:
@@ -107,11 +97,11 @@ def estimated(graph: Graph, cluster: Any = None, cost_model: Any = None) -> Char
     from dagc.backends.graphviz import cluster_of_graph
 
     cluster = cluster_of_graph(graph, cluster)
-    scheduled = [n for n in graph if "schedule.start" in n.attrs and n.op != "transfer"]
+    scheduled = [n for n in graph if n.placement.start is not None and n.op != "transfer"]
     if not scheduled:
         raise ValueError(f"pipeline `{graph.name}` has no schedule: compile it with --cluster "
                          "(or a pipeline with the `schedule` pass)")
-    used = sorted({d for n in graph for d in _devices(n.attrs.get("partition.device"))})
+    used = sorted({d for n in graph for d in n.devices})
     devices = list(range(cluster.n_devices)) if cluster is not None and cluster.n_devices <= 64 else used
     lanes = [_lane_name(d, cluster) for d in devices]
     crit = set(critical_path(graph, cost_model, cluster))
@@ -123,21 +113,22 @@ def estimated(graph: Graph, cluster: Any = None, cost_model: Any = None) -> Char
         if isinstance(bound, (int, float)) and bound > 0:
             chart.note += f", lower bound {_short(float(bound))}"
     for node in scheduled:
-        start, finish = float(node.attrs["schedule.start"]), float(node.attrs["schedule.finish"])
-        for d in _devices(node.attrs.get("partition.device")) or [0]:
+        start, finish = float(node.placement.start or 0.0), float(node.placement.finish or 0.0)
+        for d in node.devices or (0,):
             tip = (f"{node.name}\n{_short(start)} → {_short(finish)} ({_short(finish - start)})\n"
                    f"{_lane_name(d, cluster)}\nat {node.span}")
             chart.bars.append(Bar(_lane_name(d, cluster), node.name, start, finish, device_colour(d), tip,
                                   critical=node.name in crit))
-    transfers = [n for n in graph if n.op == "transfer" and "schedule.start" in n.attrs]
+    transfers = [n for n in graph if n.op == "transfer" and n.placement.start is not None]
     if transfers:
         for t in transfers:
-            src, dst = t.attrs.get("transfer.src"), t.attrs.get("transfer.dst")
-            start, finish = float(t.attrs["schedule.start"]), float(t.attrs["schedule.finish"])
-            nbytes = int(t.attrs.get("transfer.bytes", 0))
-            dst_d = _device(dst) if _device(dst) is not None else 0
+            move = transfer_of(t)
+            src, dst = _encoded(move.src), _encoded(move.dst)
+            start, finish = float(t.placement.start or 0.0), float(t.placement.finish or 0.0)
+            nbytes = int(move.bytes or 0)
+            dst_d = _first(device_tuple(move.dst)) or 0
             chart.bars.append(Bar(_lane_name(dst_d, cluster), t.name, start, finish,
-                                  device_colour(_device(src) or 0),
+                                  device_colour(_first(device_tuple(move.src)) or 0),
                                   f"transfer {t.args[0] if t.args else ''}: {format_size(nbytes)}\n"
                                   f"device {src} → device {dst}\n{_short(start)} → {_short(finish)}",
                                   kind="transfer"))
@@ -148,10 +139,10 @@ def estimated(graph: Graph, cluster: Any = None, cost_model: Any = None) -> Char
                 src_node, dst_node = graph.node(src_name), graph.node(dst_name)
             except (ValueError, KeyError, TypeError):
                 continue
-            a, b = _device(src_node.attrs.get("partition.device")), _device(dst_node.attrs.get("partition.device"))
-            if a is None or b is None or "schedule.finish" not in src_node.attrs:
+            a, b = _first(src_node.devices), _first(dst_node.devices)
+            if a is None or b is None or src_node.placement.finish is None:
                 continue
-            start = float(src_node.attrs["schedule.finish"])
+            start = float(src_node.placement.finish)
             seconds = (cluster.transfer_time(nbytes, a, b) if cluster is not None and max(a, b) < cluster.n_devices
                        else 0.0)
             chart.bars.append(Bar(_lane_name(b, cluster), f"{value}@{b}", start, start + seconds, device_colour(a),
@@ -165,7 +156,7 @@ def measured(run: Any, graph: Graph | None = None) -> Chart:
     planned: dict[str, int] = {}
     if graph is not None:
         for node in graph:
-            d = _device(node.attrs.get("partition.device"))
+            d = _first(node.devices)
             if d is not None:
                 planned[node.name] = d
     lane_order: list[str] = []

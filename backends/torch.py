@@ -43,6 +43,7 @@ from dagc.backends.toolkit import (
     with_outputs_used,
 )
 from dagc.ir.core import REGION_OPS, Graph, Node
+from dagc.ir.facts import reduction_of
 from dagc.ir.types import Ref, Seq
 from dagc.passes.commcheck import (
     CommPlan,
@@ -344,8 +345,8 @@ def _collective_entry(graph: Graph, plan: CommPlan, step: Step, types: dict[str,
         static = statics.pop() if len(statics) == 1 else None  # one buffer shape for every sender
         return ("gather", tuple((value, src) for value, _, src in parts), tuple(out for _, out, _ in parts),
                 step.src, tuple(step.ranks), static, None, None)
-    attrs = graph.node(step.node).attrs
-    divisor, start = attrs.get("comm.divisor"), attrs.get("comm.start")
+    reduction = reduction_of(graph.node(step.node))
+    divisor, start = (reduction.divisor, reduction.start) if reduction is not None else (None, None)
     kind = "all_reduce" if step.kind == "allreduce" else "reduce"
     return (kind, plan.operands[step.node], step.out, step.src, tuple(step.ranks), None,
             float(divisor) if divisor is not None else None, int(start) if start is not None else None)
@@ -394,7 +395,8 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     if steps:  # a training step over staged layers runs on the ranks of its stages
         graph = graph.copy()
         for name, (_, ranks) in steps.items():
-            graph.node(name).attrs["partition.device"] = list(ranks)
+            node = graph.node(name)
+            node.placement = node.placement.on(tuple(ranks))
     plan = build_plan(graph)
     programs = plan.programs()
     names = Names(reserved={"Runner", "launch_main", "RANKS", "TASKS", "MOVES", "COLLECTIVES", "COMPRESS", "RETURNS",

@@ -23,9 +23,14 @@ from __future__ import annotations
 from dagc.cluster import Cluster
 from dagc.cost import CostModel, allreduce_time, broadcast_time, gather_time, reduce_time
 from dagc.ir.core import Graph
+from dagc.ir.facts import device_tuple, reduction_of, transfer_of
 from dagc.passes.commcheck import gather_members, node_ranks, priority_order, transfer_source
 
 __all__ = ["timed_makespan"]
+
+
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else value
 
 
 def timed_makespan(graph: Graph, cluster: Cluster, cost: CostModel | None = None) -> float:
@@ -54,13 +59,14 @@ def timed_makespan(graph: Graph, cluster: Cluster, cost: CostModel | None = None
     for name in priority_order(graph):
         node = graph.node(name)
         ranks = [r for r in node_ranks(node) if r < cluster.n_devices] or [0]
-        gather = node.attrs.get("transfer.gather") if node.op == "transfer" else None
+        move = transfer_of(node)
+        gather = move.gather if node.op == "transfer" else None
         if isinstance(gather, str) and gather in members:
             arrived[gather] = arrived.get(gather, 0) + 1
             if arrived[gather] < len(members[gather]):
                 continue  # the gather starts with its last value
             parts = [(m.input_values()[0], m.outputs[0], transfer_source(m),
-                      float(m.attrs.get("transfer.bytes", cost.wire_bytes(m)))) for m in members[gather]]
+                      float(_or(transfer_of(m).bytes, cost.wire_bytes(m)))) for m in members[gather]]
             group = sorted({ranks[0], *(src for _, _, src, _ in parts)})
             start = max([*(at(v, src) for v, _, src, _ in parts), *(link_free.get(r, 0.0) for r in group)])
             finish = start + gather_time(cluster, [n for *_, n in parts], ranks[0], [src for _, _, src, _ in parts])
@@ -72,11 +78,11 @@ def timed_makespan(graph: Graph, cluster: Cluster, cost: CostModel | None = None
             continue
         if node.op == "transfer":
             (value,) = node.input_values()[:1]
-            src = int(node.attrs.get("transfer.src", ranks[0]))
-            nbytes = float(node.attrs.get("transfer.bytes", cost.wire_bytes(node)))
+            src = (device_tuple(move.src) or (ranks[0],))[0]
+            nbytes = float(_or(move.bytes, cost.wire_bytes(node)))
             group = sorted({src, *ranks})
             start = max([at(value, src), *(link_free.get(r, 0.0) for r in group)])
-            if node.attrs.get("transfer.kind") == "broadcast":
+            if move.kind == "broadcast":
                 finish = start + broadcast_time(cluster, nbytes, src, ranks)
             else:
                 finish = start + cluster.transfer_time(nbytes, src, ranks[0])
@@ -86,14 +92,15 @@ def timed_makespan(graph: Graph, cluster: Cluster, cost: CostModel | None = None
                 ready[(node.outputs[0], r)] = finish
             end = max(end, finish)
             continue
-        if node.attrs.get("comm.reduce"):
-            operands = [str(v) for v in node.attrs.get("comm.operands") or ()]
-            sources = [int(s) for s in node.attrs.get("comm.sources") or ()]
+        reduction = reduction_of(node)
+        if reduction is not None:
+            operands = [ref.name for ref in reduction.operands]
+            sources = list(reduction.sources)
             root = ranks[0]
             group = sorted({root, *sources})
-            nbytes = float(node.attrs.get("comm.bytes", cost.default_out_size))
+            nbytes = float(_or(reduction.bytes, cost.default_out_size))
             start = max([*(at(v, s) for v, s in zip(operands, sources)), *(link_free.get(r, 0.0) for r in group)])
-            everywhere = node.attrs["comm.reduce"] == "all"
+            everywhere = reduction.everywhere
             took = allreduce_time(cluster, nbytes, group) if everywhere else \
                 reduce_time(cluster, nbytes, root, [s for s in sources if s != root])
             finish = start + took

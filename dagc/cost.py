@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from dagc.cluster import Cluster, Device, Link
 from dagc.ir import regions
 from dagc.ir.core import REGION_OPS, Graph, Node
+from dagc.ir.facts import Transfer
 
 __all__ = [
     "LAUNCH_OVERHEAD",
@@ -132,8 +133,8 @@ class CostModel:
         """Bytes of each value `node` produces."""
         if node.options.out_size is not None:
             return node.options.out_size
-        if node.op == "transfer" and "transfer.bytes" in node.attrs:
-            return int(node.attrs["transfer.bytes"])
+        if node.op == "transfer" and isinstance(node.comm, Transfer) and node.comm.bytes is not None:
+            return int(node.comm.bytes)
         return self.default_out_size
 
     def wire_bytes(self, node: Node) -> int:

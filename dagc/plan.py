@@ -348,6 +348,7 @@ def _comm_estimates(result: PlanResult, path: str, cluster: Cluster, cost: CostM
                     budget: float, pipeline: str | None = None, params: dict[str, Any] | None = None) -> None:
     """The makespan with the transfers `comm` emits, point-to-point only and with collectives."""
     from dagc.commtime import timed_makespan
+    from dagc.ir.facts import reduction_of, transfer_of
     from dagc.driver import compile_file
 
     for collectives in (False, True):
@@ -361,9 +362,9 @@ def _comm_estimates(result: PlanResult, path: str, cluster: Cluster, cost: CostM
         makespan = timed_makespan(graph, cluster, cost)
         if collectives:
             result.comm_makespan = makespan
-            result.collectives = sum(1 for n in graph if n.attrs.get("transfer.kind") in ("broadcast",)
-                                     or n.attrs.get("comm.reduce")) \
-                + len({n.attrs.get("transfer.gather") for n in graph if n.attrs.get("transfer.kind") == "gather"})
+            result.collectives = sum(1 for n in graph if transfer_of(n).kind == "broadcast"
+                                     or reduction_of(n) is not None) \
+                + len({transfer_of(n).gather for n in graph if transfer_of(n).kind == "gather"})
         else:
             result.p2p_makespan = makespan
 

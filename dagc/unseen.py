@@ -57,9 +57,9 @@ def unseen_effects(graph: Any, run_dir: str | Path | list[Path]) -> list[Diagnos
                          f"{calls} call(s) recorded in {run_dir}, though dagc assumes it may",
                          first.span, hint=f"if it only reads them, declare it: `@dagc.task(readonly={never!r})`; "
                          "the calls then stay free to run in parallel and be cached")
-        if first.attrs.get("effects.rng") and sum(unseen_rng[n.name] for n in nodes) >= calls:
+        if first.effects.rng and sum(unseen_rng[n.name] for n in nodes) >= calls:
             sink.warning("DAGC158", f"task `{function}` never drew from the global random generator in the {calls} "
-                         f"call(s) recorded in {run_dir}, though dagc assumes it may ({first.attrs['effects.rng']})",
+                         f"call(s) recorded in {run_dir}, though dagc assumes it may ({first.effects.rng})",
                          first.span, hint="if its draws never matter, declare it `pure=True`; if it draws only "
                          "sometimes, seed inside it to make it independent")
     return sink.diagnostics

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .core import OPS, Graph, Node, Param
+    from .facts import Effects, Placement, Reduction, Transfer
     from .location import SourceSpan
     from .parser import IRParseError, parse_graph
     from .payload import Exit, Region
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 _HOMES = {
     **dict.fromkeys(("OPS", "Graph", "Node", "Param"), "core"),
     "SourceSpan": "location",
+    **dict.fromkeys(("Effects", "Placement", "Transfer", "Reduction"), "facts"),
     **dict.fromkeys(("Region", "Exit"), "payload"),
     **dict.fromkeys(("IRParseError", "parse_graph"), "parser"),
     "print_graph": "printer",
@@ -45,6 +47,10 @@ __all__ = [
     "Graph",
     "Node",
     "Param",
+    "Effects",
+    "Placement",
+    "Transfer",
+    "Reduction",
     "Region",
     "Exit",
     "OPS",

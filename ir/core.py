@@ -2,20 +2,20 @@
 
 A `Graph` holds its nodes in program order (a topological order when the graph is valid). Edges
 are derived from the operands that nodes consume and from explicit ordering dependencies, so there
-is one source of truth. Adjacency is kept in plain dicts; networkx is imported only for the rare
-questions of invalid graphs and tests (a cycle's path, the transitive closure), because importing it
-costs more than a whole `dagc check` of a small file.
+is one source of truth; the graph keeps a users index (value → readers) and a waiters index (node →
+nodes ordered after it) current as nodes change, and orders nodes with the one helper of dagc.ir.order.
 """
 
 from __future__ import annotations
 
 import copy
-import heapq
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .facts import FACT_PREFIXES, NO_EFFECTS, UNPLACED, Comm, Effects, Placement, record_attrs, split_attrs
 from .location import SourceSpan
+from .order import CycleError, topological_order
 from .payload import Region
 from .types import Operand, TaskOptions, iter_refs
 
@@ -76,6 +76,10 @@ def output_name(node_name: str, index: int, count: int) -> str:
     return node_name if count == 1 else f"{node_name}#{index}"
 
 
+# the node fields the graph's indexes follow (what it reads, what it makes, what it waits for)
+_INDEXED = frozenset({"args", "kwargs", "outputs", "deps"})
+
+
 @dataclass(eq=False)
 class Node:
     """One unit of work.
@@ -85,7 +89,10 @@ class Node:
     several names has several; by convention `name`, or `name#0`, `name#1`, … — see `output_name`),
     with `types` giving each one's declared type when known. `deps` are explicit ordering
     dependencies on other nodes.
-    `attrs` holds pass results under namespaced keys such as `partition.device`. A region node
+    `effects`, `placement` and `comm` are the typed records passes write and read (dagc.ir.facts: what the
+    task may do besides computing its result; the device and times `partition` and `schedule` gave it; what a
+    transfer moves or a reduction sums); `attrs` holds other pass results under namespaced keys such as
+    `stages.stage`. A region node
     (`cond`, `loop`, `map`, `try`) owns its `bodies`: named lists of the nodes it runs (see REGION_BODIES); their
     names and values are unique in the whole graph, and they read outer values only through the
     region's operands. Its `region` is the payload that ties the bodies to the node: what each body
@@ -106,14 +113,55 @@ class Node:
     attrs: dict[str, Any] = field(default_factory=dict)
     bodies: dict[str, list[Node]] = field(default_factory=dict)
     region: Region | None = None
+    effects: Effects = NO_EFFECTS
+    placement: Placement = UNPLACED
+    comm: Comm | None = None
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        object.__setattr__(self, key, value)
+        if key == "attrs" and "comm" in self.__dict__:  # (after __init__, which __post_init__ finishes)
+            self._route_facts()
+        elif key in _INDEXED:  # the graph that holds this node keeps its users index current
+            owner = self.__dict__.get("_owner")
+            if owner is not None:
+                owner._reindex(self)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a copy (or a pickle) belongs to no graph until one adds it
+        state = dict(self.__dict__)
+        state.pop("_owner", None)
+        return state
+
+    def _route_facts(self) -> None:
+        """Typed fields given among `attrs` in their text-form spelling (`{"partition.device": 0}`) go to their
+        records (raises dagc.ir.facts.FactError for a value of the wrong shape)."""
+        if self.attrs and any(key.startswith(FACT_PREFIXES) for key in self.attrs):
+            rest, effects, placement, comm = split_attrs(self.attrs)
+            object.__setattr__(self, "attrs", rest)
+            self.effects = effects if not self.effects else self.effects
+            self.placement = placement if not self.placement else self.placement
+            self.comm = comm if self.comm is None else self.comm
 
     def __post_init__(self) -> None:
+        self._route_facts()
         if self.region is None and self.op in REGION_BODIES:
             self.region = Region()
         if not self.outputs:
             self.outputs = (self.name,)
         if len(self.types) != len(self.outputs):
             self.types = tuple(self.types[i] if i < len(self.types) else None for i in range(len(self.outputs)))
+
+    def attributes(self) -> dict[str, Any]:
+        """Its attributes and typed records together, keyed as the text form prints them
+        (`{"partition.device": 0, "effects.rng": "…", "stages.stage": 1}`)."""
+        if not self.effects and not self.placement and self.comm is None:
+            return dict(self.attrs)
+        return {**self.attrs, **record_attrs(self.effects, self.placement, self.comm)}
+
+    @property
+    def devices(self) -> tuple[int, ...]:
+        """The device(s) `partition` placed this node on; () before it ran."""
+        return self.placement.devices
 
     @property
     def n_outputs(self) -> int:
@@ -152,7 +200,12 @@ class Param:
 
 
 class Graph:
-    """A compiled pipeline."""
+    """A compiled pipeline.
+
+    The graph owns the nodes it holds (each knows its graph) and keeps, for each value, the nodes that read
+    it, and for each node, the nodes that wait for it by an ordering dependency: a node's setters keep them
+    current (as xDSL's operand setters and torch.fx's `args` setter keep uses), so `consumers`, `successors`
+    and `replace_uses` never scan the whole graph."""
 
     def __init__(
         self,
@@ -176,8 +229,11 @@ class Graph:
         self.attrs: dict[str, Any] = dict(attrs or {})
         self._nodes: dict[str, Node] = {}
         self._producer: dict[str, str] = {}  # value name -> node name
-        self._adj: dict[str, dict[str, None]] | None = None  # successors of each node, built on demand
-        self._succ: dict[str, list[str]] | None = None
+        self._users: dict[str, dict[str, None]] = {}  # value name -> the nodes that read it
+        self._waiters: dict[str, dict[str, None]] = {}  # node name -> the nodes with an ordering dep on it
+        self._indexed: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
+        self._position: dict[str, int] = {}  # program order (increasing, not dense)
+        self._next_position = 0
 
     # ---- nodes -------------------------------------------------------------------------------
     def __iter__(self) -> Iterator[Node]:
@@ -199,29 +255,29 @@ class Graph:
     def add_node(self, node: Node) -> Node:
         if node.name in self._nodes:
             raise ValueError(f"duplicate node name {node.name!r}")
-        self._nodes[node.name] = node
-        for value in node.outputs:
-            # a second producer is kept out of the map; the verifier reports it
-            self._producer.setdefault(value, node.name)
-        self._adj = None
+        self._adopt(node, self._next_position)
+        self._next_position += 1
         return node
 
     def remove_node(self, name: str) -> Node:
         node = self._nodes.pop(name)
-        for value in node.outputs:
-            if self._producer.get(value) == name:
-                del self._producer[value]
-        self._adj = None
+        self._unindex(node)
+        del self._position[name]
+        node.__dict__.pop("_owner", None)
         return node
 
     def replace_node(self, old: str, new: Node) -> None:
         """Put `new` where `old` was in program order (it may have a different name)."""
+        position = self._position[old]
         items = list(self._nodes.items())
+        self.remove_node(old)
         self._nodes.clear()
-        self._producer.clear()
         for name, node in items:
-            self._nodes_add_unchecked(new if name == old else node)
-        self._adj = None
+            if name == old:
+                self._adopt(new, position)
+            else:
+                self._nodes[name] = node
+        self._rebuild_producers()
 
     def reorder(self, names: Iterable[str]) -> None:
         """Set the program order to `names`, which must be a permutation of the node names."""
@@ -229,41 +285,101 @@ class Graph:
         if sorted(order) != sorted(self._nodes):
             raise ValueError("reorder() needs every node exactly once")
         self._nodes = {name: self._nodes[name] for name in order}
-        self._adj = None
+        self._position = {name: i for i, name in enumerate(order)}
+        self._next_position = len(order)
 
-    def _nodes_add_unchecked(self, node: Node) -> None:
+    def _adopt(self, node: Node, position: int) -> None:
+        previous = node.__dict__.get("_owner")
+        if previous is not None and previous is not self and node.name in previous._nodes \
+                and previous._nodes[node.name] is node:
+            raise ValueError(f"node {node.name!r} belongs to another graph (add a copy: dagc.ir.clone_node)")
         self._nodes[node.name] = node
+        self._position[node.name] = position
+        node.__dict__["_owner"] = self
+        self._index(node)
+
+    def _index(self, node: Node) -> None:
+        try:
+            reads = tuple(node.input_values())
+        except (TypeError, ValueError, AttributeError):  # a malformed operand: the verifier reports it
+            reads = ()
+        for value in reads:
+            self._users.setdefault(value, {})[node.name] = None
+        for dep in node.deps:
+            self._waiters.setdefault(dep, {})[node.name] = None
         for value in node.outputs:
+            # a second producer is kept out of the map; the verifier reports it
             self._producer.setdefault(value, node.name)
+        self._indexed[node.name] = (reads, tuple(node.deps), tuple(node.outputs))
 
-    def replace_uses(self, mapping: Mapping[str, str], only: Iterable[str] | None = None) -> None:
-        """Read `mapping[v]` wherever value `v` is read: in every node (or the nodes named in `only`), in
-        region payloads and bodies, in fused members, and (without `only`) in the returns."""
-        from .regions import substitute, substitute_node
+    def _unindex(self, node: Node) -> None:
+        reads, deps, outputs = self._indexed.pop(node.name)
+        for value in reads:
+            users = self._users.get(value)
+            if users is not None:
+                users.pop(node.name, None)
+                if not users:
+                    del self._users[value]
+        for dep in deps:
+            waiters = self._waiters.get(dep)
+            if waiters is not None:
+                waiters.pop(node.name, None)
+                if not waiters:
+                    del self._waiters[dep]
+        lost = [value for value in outputs if self._producer.get(value) == node.name]
+        for value in lost:
+            del self._producer[value]
+        for value in lost:  # another node that also makes it (an invalid graph) becomes its producer
+            for other in self._nodes.values():
+                if other is not node and value in other.outputs:
+                    self._producer[value] = other.name
+                    break
 
-        if not mapping:
-            return
-        chosen = None if only is None else set(only)
-        for node in self._nodes.values():
-            if chosen is None or node.name in chosen:
-                substitute_node(node, mapping)
-        if chosen is None and self.returns is not None:
-            self.returns = substitute(self.returns, mapping)
-        self._adj = None  # edges follow the operands
+    def _reindex(self, node: Node) -> None:
+        """Called by a node's setters: its reads, deps or outputs changed."""
+        if self._nodes.get(node.name) is not node:
+            return  # a node this graph no longer holds
+        self._unindex(node)
+        self._index(node)
 
-    def set_deps(self, name: str, deps: Iterable[str]) -> None:
-        """Set node `name`'s ordering dependencies (keeping the graph's edges current)."""
-        self._nodes[name].deps = tuple(deps)
-        self._adj = None
-
-    def invalidate(self) -> None:
-        """Rebuild the graph's indexes after a node's operands or deps were changed in place, by code that
-        does not go through `replace_uses` or `set_deps`."""
-        self._adj = None
+    def _rebuild_producers(self) -> None:
         self._producer = {}
         for node in self._nodes.values():
             for value in node.outputs:
                 self._producer.setdefault(value, node.name)
+
+    def replace_uses(self, mapping: Mapping[str, str], only: Iterable[str] | None = None) -> None:
+        """Read `mapping[v]` wherever value `v` is read: in every node (or the nodes named in `only`), in
+        region payloads and bodies, in fused members, in typed records, and (without `only`) in the returns."""
+        from .regions import substitute, substitute_node
+
+        if not mapping:
+            return
+        if only is None:  # the readers, from the users index: no scan of the graph
+            readers: dict[str, None] = {}
+            for value in mapping:
+                readers.update(self._users.get(value, {}))
+            chosen: Iterable[str] = sorted(readers, key=self._position.__getitem__)
+        else:
+            chosen = [name for name in dict.fromkeys(only) if name in self._nodes]
+        for name in list(chosen):
+            substitute_node(self._nodes[name], mapping)
+        if only is None and self.returns is not None:
+            self.returns = substitute(self.returns, mapping)
+
+    def set_deps(self, name: str, deps: Iterable[str]) -> None:
+        """Set node `name`'s ordering dependencies."""
+        self._nodes[name].deps = tuple(deps)
+
+    def invalidate(self) -> None:
+        """Rebuild the graph's indexes from scratch (after a node's fields were changed behind its setters, for
+        instance by writing to `node.__dict__`)."""
+        self._users.clear()
+        self._waiters.clear()
+        self._indexed.clear()
+        self._producer.clear()
+        for node in self._nodes.values():
+            self._index(node)
 
     def fresh_name(self, base: str) -> str:
         """A node name not yet used: `base`, else `base.1`, `base.2`, …"""
@@ -308,7 +424,13 @@ class Graph:
 
     def successors(self, name: str) -> list[str]:
         """Nodes that depend on this node, in program order."""
-        return self._successor_map()[name]
+        node = self._nodes[name]
+        out: dict[str, None] = {}
+        for value in node.outputs:
+            if self._producer.get(value) == name:
+                out.update(self._users.get(value, {}))
+        out.update(self._waiters.get(name, {}))
+        return sorted(out, key=self._position.__getitem__)
 
     def edges(self) -> list[tuple[str, str]]:
         """(producer, consumer) node pairs, data and ordering edges, deterministic order."""
@@ -325,25 +447,8 @@ class Graph:
         return out
 
     def consumers(self, value: str) -> list[str]:
-        return [n.name for n in self._nodes.values() if value in n.input_values()]
-
-    def _successor_map(self) -> dict[str, list[str]]:
-        graph = self._graph()
-        if self._succ is None:
-            index = {name: i for i, name in enumerate(self._nodes)}
-            self._succ = {n: sorted(graph[n], key=index.__getitem__) for n in self._nodes}
-        return self._succ
-
-    def _graph(self) -> dict[str, dict[str, None]]:
-        """Each node's successors (edges from names that are not nodes are dropped)."""
-        if self._adj is None:
-            succ: dict[str, dict[str, None]] = {name: {} for name in self._nodes}
-            for src, dst in self.edges():
-                if src in succ:
-                    succ[src][dst] = None
-            self._adj = succ
-            self._succ = None
-        return self._adj
+        """The nodes that read `value`, in program order (from the users index)."""
+        return sorted(self._users.get(value, {}), key=self._position.__getitem__)
 
     def _reach(self, start: str, step: Any) -> set[str]:
         seen: set[str] = set()
@@ -355,66 +460,36 @@ class Graph:
                 stack.extend(step(name))
         return seen
 
+    def _node_predecessors(self, name: str) -> list[str]:
+        return [p for p in self.predecessors(name) if p in self._nodes]
+
     def topological_order(self) -> list[str]:
-        """A topological order that prefers program order among ready nodes (deterministic)."""
-        index = {name: i for i, name in enumerate(self._nodes)}
-        indegree = {name: 0 for name in self._nodes}
-        succs: dict[str, list[str]] = {name: [] for name in self._nodes}
-        for src, dst in self.edges():
-            if src in index:
-                indegree[dst] += 1
-                succs[src].append(dst)
-        ready = [index[n] for n, d in indegree.items() if d == 0]
-        heapq.heapify(ready)
-        names = list(self._nodes)
-        order: list[str] = []
-        while ready:
-            name = names[heapq.heappop(ready)]
-            order.append(name)
-            for succ in succs[name]:
-                indegree[succ] -= 1
-                if indegree[succ] == 0:
-                    heapq.heappush(ready, index[succ])
-        if len(order) != len(names):
-            raise ValueError("graph has a cycle")
-        return order
+        """A topological order that prefers program order among ready nodes (deterministic); raises
+        ValueError when the graph has a cycle."""
+        try:
+            return topological_order(list(self._nodes), self._node_predecessors)
+        except CycleError:
+            raise ValueError("graph has a cycle") from None
 
     def find_cycle(self) -> list[str] | None:
         """Node names along one cycle (first node not repeated), or None if acyclic."""
         try:
-            self.topological_order()
+            topological_order(list(self._nodes), self._node_predecessors)
             return None
-        except ValueError:
-            pass
-        import networkx as nx  # only for a graph that is invalid anyway
-
-        try:
-            cycle = nx.find_cycle(self._digraph())
-        except nx.NetworkXNoCycle:
-            return None
-        return [src for src, _ in cycle]
+        except CycleError as exc:
+            return exc.cycle
 
     def ancestors(self, name: str) -> set[str]:
         if name not in self._nodes:
             raise KeyError(name)
-        return self._reach(name, lambda n: [p for p in self.predecessors(n) if p in self._nodes])
+        return self._reach(name, self._node_predecessors)
 
     def descendants(self, name: str) -> set[str]:
-        graph = self._graph()
-        return self._reach(name, graph.__getitem__)
+        return self._reach(name, self.successors)
 
     def reachability_pairs(self) -> set[tuple[str, str]]:
         """All (a, b) with a path a → b; for tests of structure-preserving passes."""
         return {(a, b) for a in self._nodes for b in self.descendants(a)}
-
-    def _digraph(self) -> Any:
-        import networkx as nx
-
-        g = nx.DiGraph()
-        g.add_nodes_from(self._nodes)
-        for src, targets in self._graph().items():
-            g.add_edges_from((src, dst) for dst in targets)
-        return g
 
     # ---- misc --------------------------------------------------------------------------------
     def copy(self) -> Graph:

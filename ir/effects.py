@@ -1,7 +1,7 @@
 """Effects of IR nodes, and the state they share: the one place passes and backends ask about them.
 
-The frontend records on each node what its task may do besides computing its result
-(docs/ir.md, "Effects and state"):
+The frontend records on each node what its task may do besides computing its result, in its typed
+record `Node.effects` (dagc.ir.facts.Effects; docs/ir.md, "Effects and state"), whose fields print as:
   effects.mutates  value names the node may change in place (its arguments, as in plain Python)
   effects.io       why it may act on the world (prints, writes files, calls code dagc does not know)
   effects.rng      why it draws from (or seeds) a global random number generator
@@ -42,14 +42,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .core import Graph, Node
+from .facts import FilePaths
 
 __all__ = ["NodeEffects", "node_effects", "has_effects", "StateGroup", "state_groups", "state_cells", "order_by_effects",
-           "final_writers", "changed_after_made", "RNG_CELL", "EFFECT_ATTRS", "state_touches",
+           "final_writers", "changed_after_made", "RNG_CELL", "state_touches",
            "is_immutable_type", "immutable_values"]
 
 RNG_CELL = "rng:global"
-EFFECT_ATTRS = ("effects.mutates", "effects.io", "effects.rng", "effects.writes", "effects.reads", "effects.files",
-                "effects.output", "effects.drawn")
 _SCALARS = frozenset({"int", "float", "str", "bool", "None", "bytes", "complex", "frozenset", "range", "Path",
                       "pathlib.Path", "PurePath", "pathlib.PurePath", "PosixPath", "pathlib.PosixPath", "datetime",
                       "datetime.datetime", "date", "datetime.date", "timedelta", "datetime.timedelta", "Decimal",
@@ -94,19 +93,13 @@ _NONE = NodeEffects()
 
 def node_effects(node: Node) -> NodeEffects:
     """The effects a node records (a fused group: the union of its members')."""
-    if node.op != "fused" and not node.options.side_effects and (not node.attrs or node.attrs.keys().isdisjoint(
-            EFFECT_ATTRS)):
-        return _NONE  # the common case, asked of every node by several passes: keep it cheap
-    if node.op != "fused":  # one node: its attributes as they are
-        attrs = node.attrs
-        rng = attrs.get("effects.rng")
-        return NodeEffects(tuple(attrs.get("effects.mutates") or ()),
-                           attrs.get("effects.io") or ("declared side_effects=True" if node.options.side_effects
-                                                       else None),
-                           rng, tuple(attrs.get("effects.writes") or ()), tuple(attrs.get("effects.reads") or ()),
-                           bool(rng) and bool(attrs.get("effects.seeded")), attrs.get("effects.files"),
-                           attrs.get("effects.output"), bool(rng) and bool(attrs.get("effects.rng_advances")),
-                           tuple(attrs.get("effects.drawn") or ()))
+    if node.op != "fused":  # one node: its record as it is
+        e = node.effects
+        if not e and not node.options.side_effects:
+            return _NONE  # the common case, asked of every node by several passes: keep it cheap
+        return NodeEffects(e.mutated, e.io or ("declared side_effects=True" if node.options.side_effects else None),
+                           e.rng, e.writes, e.reads, bool(e.rng) and e.seeded, e.files, e.output,
+                           bool(e.rng) and e.rng_advances, e.drawn)
     nodes = [node, *_members(node)]
     mutates: dict[str, None] = {}
     writes: dict[str, None] = {}
@@ -115,17 +108,17 @@ def node_effects(node: Node) -> NodeEffects:
     io = rng = files = output = None
     seeded = advances = True
     for n in nodes:
-        advances = advances and (bool(n.attrs.get("effects.rng_advances")) or not n.attrs.get("effects.rng"))
-        output = output or n.attrs.get("effects.output")
-        mode = n.attrs.get("effects.files")
-        files = "write" if "write" in (files, mode) else files or mode
-        seeded = seeded and (bool(n.attrs.get("effects.seeded")) or not n.attrs.get("effects.rng"))
-        mutates.update(dict.fromkeys(n.attrs.get("effects.mutates") or ()))
-        writes.update(dict.fromkeys(n.attrs.get("effects.writes") or ()))
-        reads.update(dict.fromkeys(n.attrs.get("effects.reads") or ()))
-        drawn.update(dict.fromkeys(n.attrs.get("effects.drawn") or ()))
-        io = io or n.attrs.get("effects.io") or ("declared side_effects=True" if n.options.side_effects else None)
-        rng = rng or n.attrs.get("effects.rng")
+        e = n.effects
+        advances = advances and (e.rng_advances or not e.rng)
+        output = output or e.output
+        files = "write" if "write" in (files, e.files) else files or e.files
+        seeded = seeded and (e.seeded or not e.rng)
+        mutates.update(dict.fromkeys(e.mutated))
+        writes.update(dict.fromkeys(e.writes))
+        reads.update(dict.fromkeys(e.reads))
+        drawn.update(dict.fromkeys(e.drawn))
+        io = io or e.io or ("declared side_effects=True" if n.options.side_effects else None)
+        rng = rng or e.rng
     return NodeEffects(tuple(mutates), io, rng, tuple(writes), tuple(reads), bool(rng) and seeded, files, output,
                        bool(rng) and advances, tuple(drawn))
 
@@ -286,9 +279,9 @@ def _analysis(graph: Graph) -> _Analysis:
         inputs, outputs, implicit = _cells(node, eff, rng_shared, immutable)
         # (a task the frontend found returns new objects only, `effects.fresh`: its outputs are cells of their own,
         # touched by it as their maker, but share none with its inputs)
-        fresh = node.op == "task" and bool(node.attrs.get("effects.fresh"))
+        fresh = node.op == "task" and node.effects.fresh
         # (or, unpacked into as many outputs as the tuple it returns has items, those of them that are new)
-        items = node.attrs.get("effects.fresh_items") if node.op == "task" else None
+        items = node.effects.fresh_items if node.op == "task" else None
         fresh_outputs = [node.outputs[k] for k, new in enumerate(items) if new] \
             if isinstance(items, list) and len(items) == len(node.outputs) > 1 else []
         for out in fresh_outputs[1:]:  # new objects of one call may share among themselves (a model, its optimizer)
@@ -426,13 +419,13 @@ def _order_files(graph: Graph, effects: dict[str, NodeEffects]) -> int:
     """Program order among the nodes that read or write files (they may name the same file). A node
     whose files are all known (`effects.paths`) is ordered only after nodes that may touch one of them:
     tasks writing statically different paths stay independent."""
-    history: list[tuple[str, str, dict[str, list[str]] | None]] = []  # (node, mode, paths) in program order
+    history: list[tuple[str, str, FilePaths | None]] = []  # (node, mode, paths) in program order
     added = 0
     for node in graph:
         mode = effects[node.name].files
         if mode is None or node.op == "transfer":
             continue
-        paths = node.attrs.get("effects.paths") if node.op == "task" else None
+        paths = node.effects.paths if node.op == "task" else None
         needed = _file_predecessors(history, mode, paths)
         history.append((node.name, mode, paths))
         have = set(node.deps) | set(graph.predecessors(node.name))
@@ -443,17 +436,17 @@ def _order_files(graph: Graph, effects: dict[str, NodeEffects]) -> int:
     return added
 
 
-def _file_predecessors(history: list[tuple[str, str, dict[str, list[str]] | None]], mode: str,
-                       paths: dict[str, list[str]] | None) -> list[str]:
+def _file_predecessors(history: list[tuple[str, str, FilePaths | None]], mode: str,
+                       paths: FilePaths | None) -> list[str]:
     """The earlier nodes a file access must follow: for a writer, every reader since the last
     conflicting write (and that write); for a reader, the last conflicting write."""
     needed: dict[str, None] = {}
     readers_since = False
-    mine_written = None if paths is None else paths.get("write", [])
-    mine_all = None if paths is None else [*paths.get("read", []), *paths.get("write", [])]
+    mine_written = None if paths is None else list(paths.write)
+    mine_all = None if paths is None else [*paths.read, *paths.write]
     for name, other_mode, other in reversed(history):
-        other_written = None if other is None else other.get("write", [])
-        other_all = None if other is None else [*other.get("read", []), *other.get("write", [])]
+        other_written = None if other is None else list(other.write)
+        other_all = None if other is None else [*other.read, *other.write]
         if other_mode == "write" and _overlap(mine_all, other_written):
             needed.setdefault(name, None)
             if other is None or (mine_all is not None and set(mine_all) <= set(other_written or ())):

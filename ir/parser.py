@@ -45,7 +45,7 @@ from dagc import units
 from .core import Graph, Node, Param
 from .cursor import WORD_CHAR, WS, IRParseError, LineCursor
 from .payload import Exit
-from .printer import ATTR_KEY_RE, DURATION_RE, IDENT_RE, SIZE_RE, TARGET_RE
+from .printer import ATTR_KEY_RE, DURATION_RE, IDENT_RE, SIZE_RE, TARGET_RE, VERSION_LINE
 from .serialize import READABLE_VERSIONS, IRFormatError, make_node, no_gc, upgrade_payload, upgrade_v1_node
 from .types import Const, Map, Operand, Ref, Seq, TaskOptions, operand_to_python
 
@@ -259,6 +259,7 @@ def _parse_node(cursor: LineCursor) -> Node:
         options = _parse_options(cursor)
         cursor.ws()
     attrs: dict[str, Any] = {}
+    attrs_at = cursor.pos
     if cursor.peek() == "[":
         cursor.pos += 1
         attrs = _parse_attrs(cursor, "]")
@@ -282,9 +283,12 @@ def _parse_node(cursor: LineCursor) -> Node:
                 cursor.expect(")", "',' or ')' in after(...)")
                 break
     span = cursor.span_or_end()
-    return make_node(
-        name, op, target, args, kwargs, tuple(outputs), tuple(types), options, span, tuple(deps), attrs
-    )
+    try:
+        return make_node(
+            name, op, target, args, kwargs, tuple(outputs), tuple(types), options, span, tuple(deps), attrs
+        )
+    except IRFormatError as exc:  # a typed field of the wrong shape (`partition.device="gpu"`)
+        raise cursor.error(f"node {name!r}: {exc}", attrs_at) from None
 
 
 def _indent(line: str) -> int:
@@ -467,11 +471,11 @@ def parse_graph(text: str) -> Graph:
 def _parse_graph(text: str) -> Graph:
     lines = _significant_lines(text)
     if not lines:
-        raise IRParseError("empty input: expected the header 'dagc_ir 3'", 1, 1)
+        raise IRParseError(f"empty input: expected the header '{VERSION_LINE}'", 1, 1)
     number, line = lines[0]
     cursor = LineCursor(line, number)
     cursor.ws()
-    cursor.expect("dagc_ir", "the header 'dagc_ir 3'")
+    cursor.expect("dagc_ir", f"the header '{VERSION_LINE}'")
     cursor.ws()
     start = cursor.pos
     match = re.compile(r"\d+").match(line, start)

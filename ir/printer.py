@@ -52,7 +52,7 @@ from .types import Const, Map, Operand, Ref, Seq, TaskOptions
 
 __all__ = ["print_graph", "print_node", "format_operand", "format_span", "VERSION_LINE"]
 
-VERSION_LINE = "dagc_ir 3"
+VERSION_LINE = "dagc_ir 4"
 
 # Shared with the parser, which scans exactly these forms.
 NAME_RE = re.compile(r"(?:[\w.#@\-]|\[[\w.#@\-]*\])+")
@@ -303,7 +303,8 @@ def print_node(node: Node) -> str:
     options = format_options(node.options)
     if options:
         parts.append(" " + options)
-    attrs = node.attrs
+    # the typed records print among the attributes, by their keys (dagc.ir.facts)
+    attrs = node.attributes()
     if attrs:
         parts.append(" [" + format_attrs(attrs) + "]")
     if node.deps:

@@ -86,10 +86,14 @@ def payload_operands(node: Node) -> list[Operand]:
 
 
 def operands_read(node: Node) -> Iterator[Operand]:
-    """Every operand `node` reads: its arguments, its region payload, and, recursively, what the nodes in its
-    bodies and fused members read (values defined inside a region are among them)."""
+    """Every operand `node` reads: its arguments, its region payload, the values its typed records name (what
+    it mutates, what a reduction sums), and, recursively, what the nodes in its bodies and fused members read
+    (values defined inside a region are among them)."""
     yield from node.operands()
     yield from payload_operands(node)
+    yield from node.effects.operands()
+    if node.comm is not None:
+        yield from node.comm.operands()
     for child in _children(node):
         yield from operands_read(child)
 
@@ -115,6 +119,10 @@ def substitute_node(node: Node, mapping: Mapping[str, str]) -> None:
             substitute_node(inner, mapping)
     if node.region is not None:
         node.region = node.region.mapped(lambda operand: substitute(operand, mapping))
+    if node.effects.mutates:
+        node.effects = node.effects.mapped(lambda operand: substitute(operand, mapping))
+    if node.comm is not None:
+        node.comm = node.comm.mapped(lambda operand: substitute(operand, mapping))
 
 
 def bodies(node: Node) -> dict[str, list[Node]]:
@@ -145,10 +153,7 @@ def leaves(node: Node) -> list[Node]:
 
 def devices(node: Node) -> tuple[int, ...]:
     """The device(s) `partition` placed `node` on; () when it has not run."""
-    dev = node.attrs.get("partition.device")
-    if dev is None:
-        return ()
-    return tuple(dev) if isinstance(dev, list) else (int(dev),)
+    return node.placement.devices
 
 
 def demand(node: Node) -> Demand:

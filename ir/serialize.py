@@ -1,17 +1,23 @@
 """JSON form of the IR: versioned, canonical, exact.
 
-    {"dagc_ir": 3, "name": ..., "root": ..., "module": ..., "modules": {...}, "span": [...],
+    {"dagc_ir": 4, "name": ..., "root": ..., "module": ..., "modules": {...}, "span": [...],
      "attrs": {...}, "params": [...], "returns": <operand> | null, "nodes": [...]}
 
 A node is {"name", "op", "target", "args", "kwargs", "outputs", "types", "options", "span", "deps",
-"attrs"}. A node that holds bodies (a region; a `fused` group, whose body is `members`) also has
+"attrs"}, and the typed records it carries (dagc.ir.facts), each only when set, by field name:
+"effects" ({"mutates": [name, ...], "rng": "why", "seeded": true, ...}), "placement" ({"device": 0 or
+[0, 1], "start", "finish", "order"}), and "transfer" ({"kind", "src", "dst", "bytes", "gather", "group"}) or
+"reduction" ({"reduce", "operands": [name, ...], "sources", "bytes", "divisor", "start", "holders"}).
+A node that holds bodies (a region; a `fused` group, whose body is `members`) also has
 "bodies": {"then": [node, ...], ...}, its nested nodes written the same way, and a region node has
 "region", its payload (dagc.ir.payload):
 
     {"yields": {"then": [operand, ...], ...}, "args": {"body": [name, ...]}, "iter": operand | null,
      "init": [operand, ...], "exit": null | {"at": int, "cond": operand, "values": [operand, ...]}}
 
-Older versions are upgraded on load. Version 2 kept the payload as JSON in the attributes
+Older versions are upgraded on load. Version 3 kept the typed records as attributes (`effects.rng`,
+`partition.device`, `schedule.start`, `transfer.src`, `comm.reduce`, ...), the spelling the text form
+still prints them in. Version 2 kept the payload as JSON in the attributes
 (`region.yield`, `region.then.yield`, `region.carried`, `region.items`, `region.iter`, `region.init`,
 `region.break`, ...) and a fused group's members in `fuse.members`; version 1 also kept the bodies there
 (`region.then`, `region.else`, `region.body`).
@@ -42,6 +48,7 @@ from dataclasses import fields
 from typing import Any
 
 from .core import REGION_BODIES, REGION_OPS, Graph, Node, Param, body_names
+from .facts import Effects, FactError, Placement, Reduction, Transfer
 from .location import SourceSpan
 from .payload import Exit, Region
 from .types import Const, Map, Operand, Ref, Seq, TaskOptions
@@ -66,9 +73,9 @@ __all__ = [
     "loads",
 ]
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 # Versions `graph_from_json` reads; older ones are upgraded on load (`_upgrade_v1`, `upgrade_payload`).
-READABLE_VERSIONS = (1, 2, 3)
+READABLE_VERSIONS = (1, 2, 3, 4)
 
 _OPTION_FIELDS = tuple(f.name for f in fields(TaskOptions))
 _OPTION_SET = frozenset(_OPTION_FIELDS)
@@ -331,7 +338,40 @@ def _plain_node_json(node: Node) -> dict[str, Any]:
         "span": _span_to_json(node.span),
         "deps": list(node.deps),
         "attrs": node.attrs,
+        **_facts_to_json(node),
     }
+
+
+# the typed records' keys in a node's JSON (IR version 4; present only when set)
+_FACT_KEYS = ("effects", "placement", "transfer", "reduction")
+
+
+def _facts_to_json(node: Node) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if node.effects:
+        out["effects"] = node.effects.to_json()
+    if node.placement:
+        out["placement"] = node.placement.to_json()
+    if node.comm:
+        out[node.comm.NAME] = node.comm.to_json()
+    return out
+
+
+def _facts_from_json(node: Node, d: dict[str, Any]) -> None:
+    """Set the typed records a version-4 node's JSON carries (after any its attributes gave, which they replace)."""
+    try:
+        if "effects" in d:
+            node.effects = Effects.from_json(d["effects"])
+        if "placement" in d:
+            node.placement = Placement.from_json(d["placement"])
+        if "transfer" in d and "reduction" in d:
+            raise IRFormatError("a node is either a transfer or a reduction, not both")
+        if "transfer" in d:
+            node.comm = Transfer.from_json(d["transfer"])
+        if "reduction" in d:
+            node.comm = Reduction.from_json(d["reduction"])
+    except FactError as exc:
+        raise IRFormatError(str(exc)) from None
 
 
 def _check_keys(data: object, required: frozenset[str], what: str) -> dict[str, Any]:
@@ -367,8 +407,13 @@ def make_node(
     deps: tuple[str, ...],
     attrs: dict[str, Any],
 ) -> Node:
-    """A Node with exactly these fields (no defaulting of empty `outputs` or padding of `types`)."""
-    node = Node(name, op, target, args, kwargs, outputs, types, options, span, deps, attrs)
+    """A Node with exactly these fields (no defaulting of empty `outputs` or padding of `types`). Attributes
+    that name a typed field (`effects.*`, `partition.device`, `schedule.*`, `transfer.*`, `comm.*`: the text
+    form, and IR version 3 and older) go to the node's records (dagc.ir.facts)."""
+    try:
+        node = Node(name, op, target, args, kwargs, outputs, types, options, span, deps, attrs)
+    except FactError as exc:
+        raise IRFormatError(str(exc)) from None
     node.outputs = outputs
     node.types = types
     return node
@@ -379,7 +424,10 @@ def node_from_json(data: object) -> Node:
     has_bodies = isinstance(data, dict) and "bodies" in data
     has_region = isinstance(data, dict) and "region" in data
     keys = _REGION_NODE_KEY_SET if has_bodies else _NODE_KEY_SET
-    d = _check_keys(data, keys | {"region"} if has_region else keys, "node")
+    if has_region:
+        keys = keys | {"region"}
+    keys = keys | {key for key in _FACT_KEYS if key in data}  # type: ignore[operator]
+    d = _check_keys(data, keys, "node")
     name = d["name"]
     where = f"node {name!r}" if isinstance(name, str) else "node"
     try:
@@ -410,6 +458,7 @@ def node_from_json(data: object) -> Node:
             dict(d["attrs"]),
         )
         node.bodies = bodies
+        _facts_from_json(node, d)
         if has_region:
             node.region = region_from_json(d["region"])
         return node

@@ -25,6 +25,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from dagc.ir.core import OPS, Graph, Node, Param, output_name
+from dagc.ir.facts import Effects, FilePaths, Placement, Reduction, Transfer
 from dagc.ir.location import SourceSpan
 from dagc.ir.types import Const, Map, Operand, Ref, Seq, TaskOptions
 
@@ -78,6 +79,7 @@ _TYPES = ("Tensor", "int", "float", "list[int]", "dict[str, Tensor]", "tuple[int
           "torch.nn.Module", "Optional[list[dict[str, int]]]", "'quoted'")
 _ATTR_KEYS = ("partition.device", "schedule.start", "schedule.finish", "cost.estimate",
               "comm.bytes", "x.with-dash", "odd key.with space")
+_NODE_ATTR_KEYS = ("cost.estimate", "stages.stage", "x.with-dash", "odd key.with space")
 _MODULE_NAMES = st.sampled_from(("quickstart", "pkg.data", "models.resnet", "ü.mod"))
 _MODULE_MAPS = st.dictionaries(_MODULE_NAMES, st.sampled_from(("quickstart.py", "pkg/data.py", "ü.py")), max_size=3)
 _GRAPH_NAMES = st.one_of(st.sampled_from(("quickstart", "train-pipeline", "my pipeline")), st.text(max_size=8))
@@ -220,6 +222,47 @@ def attrs() -> st.SearchStrategy[dict[str, Any]]:
 
 
 @cache
+def node_attrs() -> st.SearchStrategy[dict[str, Any]]:
+    """A node's untyped attributes (the typed ones are drawn as records: `placements`, `effect_records`)."""
+    keys = st.one_of(st.sampled_from(_NODE_ATTR_KEYS), st.text(min_size=1, max_size=8).map(lambda s: "ns." + s))
+    return st.dictionaries(keys, json_values(), max_size=3)
+
+
+_FINITE = st.floats(allow_nan=False, allow_infinity=False, width=32)
+_DEVICE = st.one_of(st.integers(0, 7), st.lists(st.integers(0, 7), min_size=2, max_size=3).map(tuple))
+_WHY = st.one_of(st.none(), st.text(min_size=1, max_size=12))
+
+
+@cache
+def placements() -> st.SearchStrategy[Placement]:
+    return st.builds(Placement, st.one_of(st.none(), _DEVICE), st.one_of(st.none(), _FINITE),
+                     st.one_of(st.none(), _FINITE), st.one_of(st.none(), st.integers(0, 50)))
+
+
+@cache
+def effect_records() -> st.SearchStrategy[Effects]:
+    names = st.lists(st.text(min_size=1, max_size=6), max_size=2).map(tuple)
+    paths = st.one_of(st.none(), st.builds(FilePaths, st.one_of(st.none(), names), st.one_of(st.none(), names)))
+    # (no values named: a drawn graph's values are not known here; renaming is tested on real graphs)
+    return st.builds(Effects, st.just(()), _WHY, _WHY, st.booleans(), st.booleans(), names, names, names,
+        st.sampled_from((None, "read", "write")), paths, _WHY, st.booleans(),
+        st.one_of(st.none(), st.lists(st.booleans(), max_size=3).map(tuple)), _WHY)
+
+
+@cache
+def comms() -> st.SearchStrategy[Transfer | Reduction | None]:
+    return st.one_of(
+        st.none(),
+        st.builds(Transfer, st.sampled_from((None, "broadcast", "gather")), st.one_of(st.none(), _DEVICE),
+                  st.one_of(st.none(), _DEVICE), st.one_of(st.none(), st.integers(0, 10**9)),
+                  st.one_of(st.none(), st.text(min_size=1, max_size=6)),
+                  st.one_of(st.none(), st.lists(st.integers(0, 7), max_size=3).map(tuple))),
+        st.builds(Reduction, st.sampled_from(("sum", "all")), st.just(()), st.lists(st.integers(0, 7), max_size=3).map(tuple),
+            st.one_of(st.none(), st.integers(0, 10**9)), st.sampled_from((None, 2, 4.0)), st.sampled_from((None, 0)),
+            st.one_of(st.none(), st.lists(st.integers(0, 7), max_size=3).map(tuple))))
+
+
+@cache
 def type_names() -> st.SearchStrategy[str | None]:
     return st.one_of(st.none(), st.sampled_from(_TYPES), st.text(max_size=8))
 
@@ -270,7 +313,10 @@ def _graph(
             options=draw(task_options()),
             span=draw(spans()),
             deps=tuple(dict.fromkeys(deps)),
-            attrs=draw(attrs()),
+            attrs=draw(node_attrs()),
+            effects=draw(effect_records()),
+            placement=draw(placements()),
+            comm=draw(comms()),
         )
         graph.add_node(node)
         values.extend(outputs)

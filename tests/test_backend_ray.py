@@ -211,7 +211,7 @@ def test_placement_on_two_nodes_follows_partition(tmp_path: Path, cluster, write
     spec = parse_cluster_spec("2x2")
     graph = compile_file(root / "fan.py", passes="verify,dce,cse,partition", cluster=spec)
     graph.attrs["cluster"] = "2x2"
-    device = {n.name: n.attrs["partition.device"] for n in graph}
+    device = {n.name: n.attributes()["partition.device"] for n in graph}
     assert {spec.devices[d].node for d in device.values()} == {0, 1}, device
     program = _write(tmp_path, graph)
     _ruff_clean(program)
@@ -258,7 +258,7 @@ def test_infeasible_request_fails_fast(tmp_path: Path, cluster, write_project) -
     assert "task `needs_tpu` needs {'CPU': 1, 'tpu': 1}" in proc.stderr, proc.stderr
     # placed on a device whose node (2 GPUs each) cannot hold it: refused before anything runs
     graph = compile_file(root / "big.py", pipeline_name="gpus")
-    graph.node("needs_3_gpus").attrs["partition.device"] = 0
+    graph.node("needs_3_gpus").placement = graph.node("needs_3_gpus").placement.on((0,))
     proc = _run(_write(tmp_path, graph, "gpus.py"), cluster, "--run-dir", str(tmp_path / "r2"), timeout=90)
     assert proc.returncode == 1
     assert "no Ray node can hold node 0 of the plan" in proc.stderr and "'GPU': 3" in proc.stderr, proc.stderr
@@ -356,7 +356,7 @@ def test_region_sample_placed_on_two_nodes_equals_plain_run(tmp_path: Path, clus
     ends = {e["task"]: e for e in events if e["event"] == "end"}
     assert set(ends) == {n.name for n in graph}
     for node in graph:
-        assert ends[node.name]["node"] == nodes[spec.devices[node.attrs["partition.device"]].node], node.name
+        assert ends[node.name]["node"] == nodes[spec.devices[node.attributes()["partition.device"]].node], node.name
 
 
 def test_region_asks_for_what_its_body_needs(tmp_path: Path, write_project) -> None:
@@ -424,8 +424,8 @@ def test_ordering_dependencies_are_kept(tmp_path: Path, cluster, write_project) 
     """})
     graph = compile_file(root / "files.py", params={"path": str(tmp_path / "msg.txt")})
     assert graph.node("read").deps == ("write",)
-    graph.node("write").attrs["partition.device"] = 2  # node 1 of 2x2
-    graph.node("read").attrs["partition.device"] = 0
+    graph.node("write").placement = graph.node("write").placement.on((2,))  # node 1 of 2x2
+    graph.node("read").placement = graph.node("read").placement.on((0,))
     graph.attrs["cluster"] = "2x2"
     program = _write(tmp_path, graph)
     _ruff_clean(program)
@@ -501,7 +501,7 @@ def test_a_value_read_on_two_nodes_is_stored_once_and_fetched(tmp_path: Path, cl
     graph = compile_file(root / "share.py", passes="verify,dce,cse,partition,schedule,comm", cluster=spec)
     graph.attrs["cluster"] = "2x2"
     readers = [n for n in graph if n.target.endswith(":use")]
-    assert {spec.devices[n.attrs["partition.device"]].node for n in readers} == {0, 1}
+    assert {spec.devices[n.attributes()["partition.device"]].node for n in readers} == {0, 1}
     program = _write(tmp_path, graph)
     _ruff_clean(program)
     spy, out = tmp_path / "spy.py", tmp_path / "calls.json"

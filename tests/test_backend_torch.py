@@ -470,7 +470,7 @@ def test_stages_make_a_pipeline_training_step(tmp_path: Path, write_project) -> 
     graph = compile_file(root / "model.py", passes=PIPELINE_PASSES, cluster=parse_cluster_spec("2"), backend="torch")
     assert pipeline_steps(graph) == {"train": ((0, 0, 1, 1), (0, 1))}
     plan = build_plan(graph)  # the graph itself is unchanged; the emitted plan runs `train` on both ranks
-    assert graph.node("train").attrs["partition.device"] in (0, 1)
+    assert graph.node("train").attributes()["partition.device"] in (0, 1)
     program = tmp_path / "model_torch.py"
     program.write_text(emit(graph, "torch", program))
     _ruff_clean(program)

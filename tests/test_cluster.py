@@ -187,7 +187,7 @@ def test_tasks_go_only_where_their_cpus_and_resources_are(write_project, cpus: o
 
     script, cluster_file = _offers_project(write_project, cpus, resources)
     graph = compile_file(script, cluster=parse_cluster_spec(str(cluster_file)))
-    assert graph.node("work").attrs["partition.device"] in (2, 3)  # only the second node has them
+    assert graph.node("work").attributes()["partition.device"] in (2, 3)  # only the second node has them
 
 
 @pytest.mark.parametrize("cpus, resources, text", [
@@ -213,4 +213,4 @@ def test_custom_resources_are_not_checked_on_a_cluster_that_states_none(write_pr
 
     script, _ = _offers_project(write_project, 2, {"tpu": 1})
     graph = compile_file(script, cluster=parse_cluster_spec("2"))  # "2" says nothing of CPUs or resources
-    assert graph.node("work").attrs["partition.device"] in (0, 1)
+    assert graph.node("work").attributes()["partition.device"] in (0, 1)

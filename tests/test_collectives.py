@@ -65,12 +65,12 @@ def run_comm(graph: Graph, devices: int, spec: str = "comm,commcheck") -> Graph:
 def test_comm_chooses_a_broadcast_when_the_model_says_it_is_faster(readers: int, broadcasts: int) -> None:
     graph = run_comm(fan_graph(readers), readers + 1)
     transfers = [n for n in graph if n.op == "transfer"]
-    kinds = [n.attrs.get("transfer.kind") for n in transfers]
+    kinds = [n.attributes().get("transfer.kind") for n in transfers]
     assert kinds.count("broadcast") == broadcasts
     if broadcasts:
         (node,) = transfers
         assert node.outputs == (f"x@{'-'.join(str(d) for d in range(1, readers + 1))}",)
-        assert node.attrs["transfer.dst"] == list(range(1, readers + 1))
+        assert node.attributes()["transfer.dst"] == list(range(1, readers + 1))
         assert all(graph.node(f"use{d}").args == (Ref(node.outputs[0]),) for d in range(1, readers + 1))
         plan = plan_communication(graph)
         assert len(plan.collectives) == 1 and all(m.node == "<return>" for m in plan.moves)
@@ -82,7 +82,7 @@ def test_comm_chooses_a_broadcast_when_the_model_says_it_is_faster(readers: int,
 
 def test_collectives_can_be_turned_off() -> None:
     graph = run_comm(fan_graph(3), 4, "comm{collectives=false},commcheck")
-    assert [n.attrs.get("transfer.kind") for n in graph if n.op == "transfer"] == [None, None, None]
+    assert [n.attributes().get("transfer.kind") for n in graph if n.op == "transfer"] == [None, None, None]
 
 
 # ---- deadlock freedom with collectives ---------------------------------------------------------------
@@ -274,7 +274,7 @@ def test_a_sum_over_four_ranks_becomes_one_reduce_with_a_warning_at_its_line() -
     graph = sum_graph("_0 + _1 + _2 + _3", ["torch.Tensor"] * 4, [0, 1, 2, 3], 2)
     sink = run_comm_with_sink(graph, 4)
     node = graph.node("s")
-    assert node.attrs["comm.reduce"] == "sum" and node.attrs["comm.sources"] == [0, 1, 2, 3]
+    assert node.attributes()["comm.reduce"] == "sum" and node.attributes()["comm.sources"] == [0, 1, 2, 3]
     assert not any(n.op == "transfer" for n in graph)
     (warning,) = sink.diagnostics
     assert warning.code == "DAGC311" and not warning.is_error and warning.span == SourceSpan("m.py", 9, 9)
@@ -294,7 +294,7 @@ def test_a_sum_over_four_ranks_becomes_one_reduce_with_a_warning_at_its_line() -
 def test_sums_that_stay_messages(devices: list[int], at: int, spec: str) -> None:
     graph = sum_graph("+".join(f"_{i}" for i in range(len(devices))), ["torch.Tensor"] * len(devices), devices, at)
     sink = run_comm_with_sink(graph, 4, spec)
-    assert "comm.reduce" not in graph.node("s").attrs and sink.diagnostics == []
+    assert "comm.reduce" not in graph.node("s").attributes() and sink.diagnostics == []
     assert plan_communication(graph).collectives == []
 
 
@@ -435,7 +435,7 @@ def test_a_sum_read_on_every_rank_of_its_group_becomes_an_all_reduce() -> None:
                             attrs={"partition.device": d}))
     graph.returns = Seq("list", tuple(Ref(f"step{d}") for d in range(4)))
     sink = run_comm_with_sink(graph, 4)
-    assert graph.node("s").attrs["comm.reduce"] == "all" and "all-reduce" in sink.diagnostics[0].message
+    assert graph.node("s").attributes()["comm.reduce"] == "all" and "all-reduce" in sink.diagnostics[0].message
     assert not any(n.op == "transfer" for n in graph)  # no broadcast of the sum afterwards
     plan = plan_communication(graph)
     assert [s.kind for s in plan.collectives] == ["allreduce"]
@@ -446,8 +446,8 @@ def test_a_sum_read_on_every_rank_of_its_group_becomes_an_all_reduce() -> None:
                         attrs={"partition.device": 4}))
     graph.returns = Ref("far")
     run_comm_with_sink(graph, 5)
-    assert graph.node("s").attrs["comm.reduce"] == "sum"
-    assert [n.attrs["transfer.dst"] for n in graph if n.op == "transfer"] == [4]
+    assert graph.node("s").attributes()["comm.reduce"] == "sum"
+    assert [n.attributes()["transfer.dst"] for n in graph if n.op == "transfer"] == [4]
 
 
 def test_a_task_declared_a_reduction_becomes_a_reduce() -> None:
@@ -458,8 +458,8 @@ def test_a_task_declared_a_reduction_becomes_a_reduce() -> None:
                         attrs={"partition.device": 2}))
     sink = run_comm_with_sink(graph, 4)
     node = graph.node("s")
-    assert node.attrs["comm.reduce"] == "sum" and node.attrs["comm.divisor"] == 4.0
-    assert node.attrs["comm.operands"] == ["p0", "p1", "p2", "p3"]
+    assert node.attributes()["comm.reduce"] == "sum" and node.attributes()["comm.divisor"] == 4.0
+    assert node.attributes()["comm.operands"] == ["p0", "p1", "p2", "p3"]
     assert "`average`'s body does not run there" in sink.diagnostics[0].message
     assert [s.kind for s in plan_communication(graph).collectives] == ["reduce"]
     undeclared = sum_graph("_0", ["torch.Tensor"], [0], 0)  # the same call without reduce= stays a task

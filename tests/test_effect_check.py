@@ -201,7 +201,7 @@ def test_check_profile_names_what_no_call_changed(tmp_path: Path) -> None:
     script = tmp_path / "loose.py"
     script.write_text(LOOSE, encoding="utf-8")
     graph = compile_file(script)
-    assert "make" in graph.node("use").attrs["effects.mutates"]  # `config` may be changed
+    assert "make" in graph.node("use").attributes()["effects.mutates"]  # `config` may be changed
     program = tmp_path / "loose_local.py"
     program.write_text(emit(graph, "local", program))
     run_python([str(program), "--run-dir", str(tmp_path / "run")], check=True, timeout=120)

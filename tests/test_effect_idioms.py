@@ -389,7 +389,7 @@ def test_module_level_logger_config_device_and_loss_are_not_state(idioms) -> Non
         assert not effects.mutates and not effects.writes and effects.io is None
         assert effects.output is not None  # it prints and logs: kept, cached, never ordered
         assert not [d for d in node.deps if d.startswith("train")]
-    assert len({n.attrs["partition.device"] for n in trains}) == 4
+    assert len({n.attributes()["partition.device"] for n in trains}) == 4
 
 
 def test_a_search_grid_and_a_seeding_task_are_not_refused(idioms) -> None:
@@ -407,12 +407,12 @@ def test_tasks_writing_different_files_are_independent(idioms) -> None:
     graph = compile_file(script, pipeline_name="regions", params={"root": "/data/models"},
                          cluster=parse_cluster_spec("3"))
     fits = ["fit_region[0]", "fit_region[1]", "fit_region[2]"]
-    assert graph.node(fits[0]).attrs["effects.paths"] == {"write": ["/data/models/eu.pt"]}
+    assert graph.node(fits[0]).attributes()["effects.paths"] == {"write": ["/data/models/eu.pt"]}
     for i, fit in enumerate(fits):
         predict = graph.node(f"predict_region[{i}]")
         assert predict.deps == (fit,)  # each prediction waits for its own model's file only
         assert not [d for d in graph.node(fit).deps if d.startswith(("fit", "predict"))]
-    assert len({graph.node(f).attrs["partition.device"] for f in fits}) == 3
+    assert len({graph.node(f).attributes()["partition.device"] for f in fits}) == 3
 
 
 def test_a_sweep_plan_uses_every_device(idioms) -> None:

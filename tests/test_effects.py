@@ -282,8 +282,8 @@ def test_declarations_relax_and_are_checked(tmp_path: Path) -> None:
     """))
     compilation = compile_file(path, details=True, passes="verify")
     graph = compilation.graph
-    assert graph.node("peek").attrs["effects.mutates"] == ["load.1"]  # not `load`: declared readonly
-    assert "effects.mutates" not in graph.node("lies").attrs  # trusted, but...
+    assert graph.node("peek").attributes()["effects.mutates"] == ["load.1"]  # not `load`: declared readonly
+    assert "effects.mutates" not in graph.node("lies").attributes()  # trusted, but...
     warnings = [(d.code, d.span.line) for d in compilation.warnings]
     assert warnings == [("DAGC155", 16),  # ...the certain change is reported at its line,
                         ("DAGC151", 23)]  # and the call, now without effects, at the call
@@ -491,8 +491,8 @@ def test_state_is_placed_on_one_device(tmp_path: Path) -> None:
     graph = compile_file(path, cluster=parse_cluster_spec("4"))
     (group,) = state_groups(graph)
     assert group.nodes == ["new_log", "add[0]", "add[1]", "add[2]", "add[3]"]
-    assert len({graph.node(n).attrs["partition.device"] for n in group.nodes}) == 1
-    assert len({graph.node(f"work[{i}]").attrs["partition.device"] for i in range(4)}) > 1  # free to spread
+    assert len({graph.node(n).attributes()["partition.device"] for n in group.nodes}) == 1
+    assert len({graph.node(f"work[{i}]").attributes()["partition.device"] for i in range(4)}) > 1  # free to spread
 
 
 # ---- one value semantics on every backend --------------------------------------------------------------
@@ -716,7 +716,7 @@ def _torch_program(script: Path, name: str, params: dict[str, object], out: Path
         graph = compile_file(script, pipeline_name=name, params=params, passes="verify,dce,cse,partition",
                              cluster=cluster, backend="torch")
         first, second = split
-        graph.node(second).attrs["partition.device"] = 1 - int(graph.node(first).attrs["partition.device"])
+        graph.node(second).placement = graph.node(second).placement.on((1 - int(graph.node(first).attributes()["partition.device"]),))
         ctx = PassContext(cluster=cluster, cost_model=CostModel(backend="torch"), backend="torch")
         PassManager(parse_pipeline("schedule,comm,commcheck")).run(ctx, graph)
     out.write_text(emit(graph, "torch", out))
@@ -842,7 +842,7 @@ def test_tasks_sharing_state_placed_apart_by_hand_are_refused(idioms) -> None:
     graph = compile_file(script, pipeline_name="inplace_training", passes="verify,dce,cse,partition", cluster=cluster)
     [group] = [g for g in state_groups(graph) if len(g.nodes) > 1][:1]
     moved = graph.node(group.nodes[-1])
-    moved.attrs["partition.device"] = 1 - int(moved.attrs["partition.device"])
+    moved.placement = moved.placement.on((1 - int(moved.attributes()["partition.device"]),))
     ctx = PassContext(cluster=cluster, cost_model=CostModel(backend="torch"), backend="torch")
     with pytest.raises(CompileError) as failure:
         PassManager(parse_pipeline("schedule,comm")).run(ctx, graph)
@@ -949,7 +949,7 @@ def test_an_immutable_result_is_never_state(tmp_path: Path) -> None:
     """))
     graph = compile_file(script)
     assert not state_groups(graph)
-    assert not any(n.attrs.get("effects.mutates") for n in graph)
+    assert not any(n.attributes().get("effects.mutates") for n in graph)
 
 
 @pytest.mark.parametrize("body, rng, depends", [
@@ -1078,8 +1078,8 @@ def p():
 def test_an_unannotated_parameter_takes_the_type_of_what_the_call_passes(tmp_path: Path) -> None:
     graph = compile_file(_write(tmp_path, LOADERS))
     for name in ("test", "test.1"):  # the loader's type: from the producer's annotation, or the class it returns
-        assert "(a DataLoader) draws a seed" in graph.node(name).attrs.get("effects.rng", ""), name
-    assert "effects.rng" not in graph.node("count").attrs  # a literal list: no type, nothing drawn
+        assert "(a DataLoader) draws a seed" in graph.node(name).attributes().get("effects.rng", ""), name
+    assert "effects.rng" not in graph.node("count").attributes()  # a literal list: no type, nothing drawn
     (group,) = state_groups(graph)
     assert group.name == "rng:global" and group.nodes == ["test", "test.1"]
 
@@ -1376,7 +1376,7 @@ def test_an_estimator_fit_in_another_task_than_the_one_that_built_it_draws_at_th
             return fit(make_forest(), x, y), fit(make_linear(), x, y), fit_annotated(make_forest(), x, y)
     """))
     graph = compile_file(script)
-    drawing = {n.name for n in graph if n.attrs.get("effects.rng")}
+    drawing = {n.name for n in graph if n.attributes().get("effects.rng")}
     assert {"fit", "fit_annotated"} <= drawing  # the forest's fits
     assert "fit.1" not in drawing  # a LogisticRegression fit draws nothing
-    assert "fits `model`" in graph.node("fit_annotated").attrs["effects.rng"]
+    assert "fits `model`" in graph.node("fit_annotated").attributes()["effects.rng"]

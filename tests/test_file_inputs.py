@@ -73,7 +73,7 @@ def _ran(run_dir: Path) -> set[str]:
 def test_a_task_that_reads_files_is_cacheable(tmp_path: Path) -> None:
     graph = compile_file(_project(tmp_path))
     for name in ("load", "total", "listing", "constant"):
-        assert "effects.io" not in graph.node(name).attrs, name
+        assert "effects.io" not in graph.node(name).attributes(), name
 
 
 def test_snapshot_and_change(tmp_path: Path) -> None:
@@ -330,10 +330,10 @@ def test_a_task_loading_a_checkpoint_is_cached_until_the_checkpoint_changes(tmp_
     graph = compile_file(script)
     rows = task_rows(graph)
     for name in ("load", "scale", "stats"):
-        assert "effects.io" not in graph.node(name).attrs, name
+        assert "effects.io" not in graph.node(name).attributes(), name
         assert rows[name][3] is True, (name, rows[name][3])
-    assert graph.node("load").attrs["effects.paths"] == {"read": [str(ckpt)]}
-    assert "torch.save" in graph.node("save").attrs["effects.io"]
+    assert graph.node("load").attributes()["effects.paths"] == {"read": [str(ckpt)]}
+    assert "torch.save" in graph.node("save").attributes()["effects.io"]
     assert "acts on the world" in rows["save"][3]
     program = tmp_path / "p_local.py"
     program.write_text(emit(graph, "local", program))

@@ -551,7 +551,7 @@ class Trainer:
 
 def test_a_static_method_task_body_is_analysed_for_effects(write_project, tmp_path: Path) -> None:
     graph = compile_file(write_project({"flow.py": METHOD_EFFECTS}) / "flow.py")
-    assert [n.attrs.get("effects.mutates") for n in graph if n.name.startswith("grow")] == [["make"]] * 3
+    assert [n.attributes().get("effects.mutates") for n in graph if n.name.startswith("grow")] == [["make"]] * 3
     assert _local_equals_plain(write_project, tmp_path, METHOD_EFFECTS) == {"seen": [0, 1, 2]}
 
 

@@ -67,8 +67,8 @@ def test_a_list_from_three_ranks_is_gathered_onto_its_reader() -> None:
     assert run_passes(graph, 4).diagnostics == []
     transfers = [n for n in graph if n.op == "transfer"]
     assert sorted(n.outputs[0] for n in transfers) == ["v1@0", "v2@0", "v3@0"]
-    assert {n.attrs["transfer.kind"] for n in transfers} == {"gather"}
-    assert all(n.attrs["transfer.gather"] == "reader" and n.attrs["transfer.group"] == [0, 3, 1, 2] for n in transfers)
+    assert {n.attributes()["transfer.kind"] for n in transfers} == {"gather"}
+    assert all(n.attributes()["transfer.gather"] == "reader" and n.attributes()["transfer.group"] == [0, 3, 1, 2] for n in transfers)
     reader = graph.node("reader")
     assert reader.args[0] == Seq("list", (Ref("v0"), Ref("v1@0"), Ref("v2@0"), Ref("v3@0")))
     plan = plan_communication(graph)
@@ -91,14 +91,14 @@ def test_a_list_from_three_ranks_is_gathered_onto_its_reader() -> None:
 def test_lists_that_stay_messages(devices: list[int], at: int, also: int | None, spec: str) -> None:
     graph = list_graph(devices, at, also=also)
     assert run_passes(graph, 4, spec).diagnostics == []
-    assert not any(n.attrs.get("transfer.kind") == "gather" for n in graph)
+    assert not any(n.attributes().get("transfer.kind") == "gather" for n in graph)
     assert plan_communication(graph).collectives == []
 
 
 def test_a_value_also_read_elsewhere_is_gathered_and_sent_on() -> None:
     graph = list_graph([0, 1, 2, 3], 0, also=2)  # v1 read on rank 2 as well: a message there
     run_passes(graph, 4)
-    kinds = sorted((n.outputs[0], n.attrs.get("transfer.kind")) for n in graph if n.op == "transfer")
+    kinds = sorted((n.outputs[0], n.attributes().get("transfer.kind")) for n in graph if n.op == "transfer")
     assert kinds == [("v1@0", "gather"), ("v1@2", None), ("v2@0", "gather"), ("v3@0", "gather")]
     plan = plan_communication(graph)
     assert check_plan(plan) == [] and [s.kind for s in plan.collectives] == ["gather"]
@@ -158,7 +158,7 @@ def test_plans_with_gathers_reduces_and_broadcasts_never_deadlock(seed: int, n: 
         assert members == list(step.ranks)
     for name, parts in plan.gathers.items():  # every gathered value is held by its root, read by its reader
         root = plan.home[name][0]
-        assert all(graph.node(name).attrs["partition.device"] == root for _ in parts)
+        assert all(graph.node(name).attributes()["partition.device"] == root for _ in parts)
         assert {out for _, out, _ in parts} <= set(plan.inputs[name])
     assert timed_makespan(graph, parse_cluster_spec(str(devices))) > 0
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 import math
 import os
 from pathlib import Path
@@ -83,7 +84,7 @@ def quickstart() -> Graph:
 
 
 GOLDEN = """\
-dagc_ir 3
+dagc_ir 4
 graph @quickstart  # samples/quickstart.py:60:1-70:20
   root 'samples'
   module 'quickstart'
@@ -119,7 +120,7 @@ def test_golden_text_parses_back_to_the_same_graph() -> None:
 
 def test_golden_json_shape() -> None:
     data = json.loads(dumps(quickstart()))
-    assert data["dagc_ir"] == 3
+    assert data["dagc_ir"] == 4
     assert data["nodes"][1]["kwargs"] == [["seed", {"const": 0}]]
     assert data["nodes"][1]["options"] == {"cost": 1.0, "out_size": 65536}
     assert data["nodes"][2]["args"][1] == {"list": [{"ref": "n"}, {"ref": "make_data#1"}, {"const": 3}]}
@@ -195,7 +196,7 @@ def test_schema_is_valid_and_rejects_bad_documents() -> None:
     good = json.loads(dumps(quickstart()))
     assert validator.is_valid(good)
     for mutate in (
-        lambda d: d.update(dagc_ir=4),
+        lambda d: d.update(dagc_ir=5),
         lambda d: d["nodes"][0].pop("span"),
         lambda d: d["nodes"][0]["args"].append({"ref": 3}),
         lambda d: d["nodes"][0]["args"].append({"cosnt": 3}),
@@ -385,15 +386,15 @@ def test_straight_line_10k_nodes_round_trip() -> None:
 
 
 # ---- errors -----------------------------------------------------------------------------------------
-HEAD = "dagc_ir 3\ngraph @g  # g.py:1:1\n"
+HEAD = "dagc_ir 4\ngraph @g  # g.py:1:1\n"
 
 
 @pytest.mark.parametrize(
     "text, line, col, fragment",
     [
         ("", 1, 1, "empty input"),
-        ("dagc_ir 4\ngraph @g\n", 1, 9, "unsupported IR version 4"),
-        ("dagc 1\n", 1, 1, "expected the header 'dagc_ir 3'"),
+        ("dagc_ir 5\ngraph @g\n", 1, 9, "unsupported IR version 5"),
+        ("dagc 1\n", 1, 1, "expected the header 'dagc_ir 4'"),
         ("dagc_ir 1\n", 2, 1, "expected a 'graph @name' line"),
         ("dagc_ir 1\nnode @g\n", 2, 1, "expected 'graph @name'"),
         (HEAD + "  %a = task @m:f(1, 'open)\n", 3, 21, "unterminated string"),
@@ -434,7 +435,7 @@ def test_parse_errors_point_at_line_and_column(text: str, line: int, col: int, f
 @pytest.mark.parametrize(
     "mutate, fragment",
     [
-        (lambda d: d.update(dagc_ir=4), "unsupported dagc IR version 4: this dagc reads versions 1, 2, 3"),
+        (lambda d: d.update(dagc_ir=5), "unsupported dagc IR version 5: this dagc reads versions 1, 2, 3, 4"),
         (lambda d: d.update(dagc_ir=True), "unsupported dagc IR version True"),
         (lambda d: d.pop("dagc_ir"), "not a dagc IR document"),
         (lambda d: d.pop("nodes"), "graph has no 'nodes' key"),
@@ -519,8 +520,7 @@ def _without_newer_facts(graph):  # type: ignore[no-untyped-def]
 
     for node in list(graph):
         for n in (node, *walk(node)):
-            for key in _NEWER_FACTS:
-                n.attrs.pop(key, None)
+            n.effects = replace(n.effects, fresh=False, rng_advances=False)
     return graph
 
 
@@ -543,7 +543,7 @@ def test_version_1_files_load_as_the_current_graph(monkeypatch: pytest.MonkeyPat
     assert "region.body" not in loop.attrs and [n.op for n in loop.bodies["body"]] == ["glue", "cond", "glue"]
     cond = loop.bodies["body"][1]
     assert [n.name for n in cond.bodies["then"]] == ["loop.cond.then.step"]
-    assert json.loads(dumps(from_json))["dagc_ir"] == 3
+    assert json.loads(dumps(from_json))["dagc_ir"] == 4
 
 
 # ---- every sample and port ---------------------------------------------------------------------------
@@ -560,6 +560,46 @@ def test_compiled_samples_round_trip_through_text_and_json(source: Path) -> None
     assert print_graph(parse_graph(text)) == text and dumps(parse_graph(text)) == js
     assert dumps(loads(js)) == js and print_graph(loads(js)) == text
     assert ir.verify(parse_graph(text)) == []
+
+
+# ---- version 3 -----------------------------------------------------------------------------------------
+V3 = REPO / "tests" / "golden" / "v3"
+
+
+def test_version_3_files_load_as_the_current_graph(capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """IR saved by a release that kept effects, placement and schedule as attributes (version 3) loads, from
+    JSON and from text, as exactly the graph this release compiles: typed records, the same text but for the
+    version line, and the values they name renamed like operands."""
+    from dagc.cli import main
+
+    old_json = (V3 / "quickstart_v3.ir.json").read_text(encoding="utf-8")
+    old_text = (V3 / "quickstart_v3.ir.txt").read_text(encoding="utf-8")
+    assert '"dagc_ir": 3' in old_json and '"partition.device"' in old_json and old_text.startswith("dagc_ir 3\n")
+    monkeypatch.chdir(REPO)
+    assert main(["ir", "samples/quickstart.py", "--format", "json", "--cluster", "2"]) == 0
+    fresh = capsys.readouterr().out
+    from_json, from_text = loads(old_json), parse_graph(old_text)
+    assert dumps(from_json) == dumps(from_text) == fresh
+    assert print_graph(from_text) == "dagc_ir 4" + old_text[len("dagc_ir 3"):]
+    train = from_json.node("train")
+    assert "partition.device" not in train.attrs and train.placement.devices == (1,)
+    assert train.effects.rng and train.effects.seeded and train.placement.finish > train.placement.start
+    data = json.loads(fresh)
+    assert data["dagc_ir"] == 4 and all("partition.device" not in n["attrs"] for n in data["nodes"])
+
+
+def test_typed_records_name_values_as_operands() -> None:
+    """A value a record names (what a task mutates) is renamed with the node's arguments, and its readers are
+    found from the graph's users index."""
+    g = parse_graph(HEAD + "  %x = task @m:f()  # g.py:2:1\n"
+                    "  %y = task @m:g(%x) [effects.mutates=[\"x\"]]  # g.py:3:1\n")
+    assert g.node("y").effects.mutated == ("x",) and g.consumers("x") == ["y"]
+    g.replace_uses({"x": "x2"})
+    assert g.node("y").effects.mutated == ("x2",) and g.node("y").args == (Ref("x2"),)
+    assert g.consumers("x") == [] and g.consumers("x2") == ["y"]
+    with pytest.raises(IRParseError, match="partition.device"):
+        parse_graph(HEAD + "  %x = task @m:f() [partition.device=\"gpu\"]  # g.py:2:1\n")
 
 
 # ---- version 2 -----------------------------------------------------------------------------------------

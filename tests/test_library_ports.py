@@ -80,8 +80,8 @@ def test_port_compiles_without_errors_and_keeps_its_parallelism(port: str) -> No
     assert not [d for d in compiled.warnings if d.is_error]
     graph = compiled.graph
     nodes = [graph.node(name) for name in independent]
-    devices = {n.attrs["partition.device"] for n in nodes}
-    assert len(devices) > 1, [(n.name, n.attrs["partition.device"], n.deps) for n in nodes]
+    devices = {n.attributes()["partition.device"] for n in nodes}
+    assert len(devices) > 1, [(n.name, n.attributes()["partition.device"], n.deps) for n in nodes]
     grouped = {name: group.name for group in state_groups(graph) for name in group.nodes}
     assert not {n.name: grouped[n.name] for n in nodes if n.name in grouped}, [
         (g.name, g.nodes, g.why) for g in state_groups(graph)]

@@ -351,7 +351,7 @@ def test_spread_gives_an_independent_map_its_ranks_and_keeps_a_stateful_one_on_o
     spread = compile_file(_project(tmp_path / "a", FLOW), pipeline_name="forms", passes=REQUIRED_PASSES, cluster=parse_cluster_spec("2"),
                           backend="torch")
     for node in (n for n in spread if n.op == "map"):
-        assert node.options.ranks == 2 and sorted(node.attrs["partition.device"]) == [0, 1], node.name
+        assert node.options.ranks == 2 and sorted(node.attributes()["partition.device"]) == [0, 1], node.name
     stateful = compile_file(_project(tmp_path / "b", STATE), passes=REQUIRED_PASSES,
                             cluster=parse_cluster_spec("2"), backend="torch")
     assert [n.options.ranks for n in stateful if n.op == "map"] == [1]

@@ -139,4 +139,4 @@ def p():
     return a(1), a(2)
 ''', encoding="utf-8")
     graph = compile_file(path)
-    assert [n.attrs.get("effects.drawn") for n in graph] == [None, None]
+    assert [n.attributes().get("effects.drawn") for n in graph] == [None, None]

@@ -63,22 +63,22 @@ def test_partition_schedule_valid(g, spec, algo):
     run(f"verify,partition{{algo={algo} budget=0.02}},schedule", g, cluster)
     assert g.attrs["partition.algo"] == algo
     p = Problem.from_graph(g, CostModel(), cluster)
-    devs = [tuple(d) if isinstance(d, list) else (d,) for d in (n.attrs["partition.device"] for n in g)]
-    s = Schedule(devs, [n.attrs["schedule.start"] for n in g], [n.attrs["schedule.finish"] for n in g])
+    devs = [tuple(d) if isinstance(d, list) else (d,) for d in (n.attributes()["partition.device"] for n in g)]
+    s = Schedule(devs, [n.attributes()["schedule.start"] for n in g], [n.attributes()["schedule.finish"] for n in g])
     assert validate(p, s) == []
     assert g.attrs["schedule.makespan"] == pytest.approx(s.makespan)
     assert g.attrs["schedule.makespan"] >= g.attrs["schedule.lower_bound"] - 1e-9
     assert g.attrs["schedule.ratio"] >= 1 - 1e-9
     assert len(g.attrs["schedule.utilization"]) == cluster.n_devices
     for src, dst, value, nbytes in g.attrs["schedule.cut_edges"]:
-        assert g.node(src).attrs["partition.device"] != g.node(dst).attrs["partition.device"]
+        assert g.node(src).attributes()["partition.device"] != g.node(dst).attributes()["partition.device"]
         assert value in g.node(src).outputs and nbytes >= 0
     # order = position on the device
     per: dict[int, list[Node]] = {}
     for n in g:
         per.setdefault(devs[g.nodes.index(n)][0], []).append(n)
     for nodes in per.values():
-        assert sorted(n.attrs["schedule.order"] for n in nodes) == list(range(len(nodes)))
+        assert sorted(n.attributes()["schedule.order"] for n in nodes) == list(range(len(nodes)))
 
 
 @SETTINGS
@@ -96,18 +96,18 @@ def test_partition_deterministic(g, seed):
 def test_comm_makes_transfers_explicit(g):
     cluster = parse_cluster_spec("2x2")
     run("partition{algo=heft},schedule,comm", g, cluster)
-    dev = {n.name: n.attrs["partition.device"] for n in g}
+    dev = {n.name: n.attributes()["partition.device"] for n in g}
     for src, dst, value in g.data_edges():
         s, d = g.node(src), g.node(dst)
-        if s.op == "transfer" and s.attrs.get("transfer.kind") == "broadcast":  # one value to several devices
-            targets = s.attrs["transfer.dst"]
+        if s.op == "transfer" and s.attributes().get("transfer.kind") == "broadcast":  # one value to several devices
+            targets = s.attributes()["transfer.dst"]
             assert dev[dst] in targets and value.endswith("@" + "-".join(map(str, targets)))
             assert s.args == (Ref(value.rsplit("@", 1)[0]),)
-            assert s.attrs["transfer.src"] == dev[g.producer(s.args[0].name).name] not in targets
+            assert s.attributes()["transfer.src"] == dev[g.producer(s.args[0].name).name] not in targets
         elif s.op == "transfer":
-            assert s.attrs["transfer.dst"] == dev[dst] and value.endswith(f"@{dev[dst]}")
+            assert s.attributes()["transfer.dst"] == dev[dst] and value.endswith(f"@{dev[dst]}")
             assert s.args == (Ref(value.rsplit("@", 1)[0]),)
-            assert s.attrs["transfer.src"] == dev[g.producer(s.args[0].name).name]
+            assert s.attributes()["transfer.src"] == dev[g.producer(s.args[0].name).name]
         else:
             assert dev[src] == dev[dst] or d.op == "transfer"
 
@@ -117,13 +117,13 @@ def test_comm_example():
     g.add_node(Node("a", "task", "m:a", options=TaskOptions(cost=1.0, out_size=4096), span=span(1)))
     g.add_node(Node("b", "task", "m:b", args=(Ref("a"),), options=TaskOptions(cost=1.0), span=span(2)))
     g.add_node(Node("c", "task", "m:c", args=(Ref("a"), Ref("b")), options=TaskOptions(cost=1.0), span=span(3)))
-    g.node("a").attrs["partition.device"] = 0
-    g.node("b").attrs["partition.device"] = 1
-    g.node("c").attrs["partition.device"] = 1
+    g.node("a").placement = g.node("a").placement.on((0,))
+    g.node("b").placement = g.node("b").placement.on((1,))
+    g.node("c").placement = g.node("c").placement.on((1,))
     run("comm", g, parse_cluster_spec("2"))
     t = g.node("a@1")
     assert t.op == "transfer" and t.outputs == ("a@1",) and t.span == g.node("a").span
-    assert t.attrs["transfer.src"] == 0 and t.attrs["transfer.dst"] == 1 and t.attrs["transfer.bytes"] == 4096
+    assert t.attributes()["transfer.src"] == 0 and t.attributes()["transfer.dst"] == 1 and t.attributes()["transfer.bytes"] == 4096
     assert g.node("b").args == (Ref("a@1"),) and g.node("c").args == (Ref("a@1"), Ref("b"))
     assert [n.name for n in g] == ["a", "a@1", "b", "c"]
 
@@ -156,7 +156,7 @@ def test_fuse_keeps_reachability(g, backend, spec):
             members = n.bodies["members"]
             assert len(members) >= 2 and n.span == before.node(members[0].name).span
             olds = [before.node(m.name) for m in members]
-            assert len({(o.options.retries, o.options.gpus, o.attrs.get("partition.device")) for o in olds}) == 1
+            assert len({(o.options.retries, o.options.gpus, o.attributes().get("partition.device")) for o in olds}) == 1
     assert g.output_values() == before.output_values()
     assert all(r.pass_name == "fuse" for r in ctx.remarks)
 
@@ -191,7 +191,7 @@ def test_multi_gpu_task_gets_device_list():
     g.add_node(Node("a", "task", "m:a", options=TaskOptions(cost=1.0, gpus=2.0), span=span(1)))
     g.add_node(Node("b", "task", "m:b", args=(Ref("a"),), options=TaskOptions(cost=1.0), span=span(2)))
     run("partition,schedule", g, parse_cluster_spec("2x2"))
-    devs = g.node("a").attrs["partition.device"]
+    devs = g.node("a").attributes()["partition.device"]
     assert isinstance(devs, list) and len(devs) == 2 and devs[0] // 2 == devs[1] // 2
 
 
@@ -228,7 +228,7 @@ def test_stages_pass_on_layer_chain():
         g.add_node(Node(f"l{i}", "task", "m:layer", args=args, options=TaskOptions(cost=c, out_size=0), span=span(i)))
     run("stages{k=3}", g, parse_cluster_spec("3"))
     assert [n.attrs["stages.stage"] for n in g] == [0, 1, 1, 1, 1, 2]
-    assert [n.attrs["partition.device"] for n in g] == [0, 1, 1, 1, 1, 2]
+    assert [n.attributes()["partition.device"] for n in g] == [0, 1, 1, 1, 1, 2]
     assert g.attrs["stages.bottleneck"] == pytest.approx(4.0 + 4 * CostModel().overhead)
 
 

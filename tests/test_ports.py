@@ -41,8 +41,8 @@ def test_port_compiles_without_errors_and_keeps_its_parallelism(port: str) -> No
     graph = compile_file(PORTS / f"{port}.py", pipeline_name=pipeline, cluster=parse_cluster_spec("4"))
     if independent is not None:
         nodes = [n for n in graph if n.name.startswith(independent)]
-        assert len({n.attrs["partition.device"] for n in nodes}) == devices, [
-            (n.name, n.attrs["partition.device"], n.deps) for n in nodes]
+        assert len({n.attributes()["partition.device"] for n in nodes}) == devices, [
+            (n.name, n.attributes()["partition.device"], n.deps) for n in nodes]
         grouped = {name for group in state_groups(graph) for name in group.nodes}
         assert not grouped & {n.name for n in nodes}  # module-level logger, config, device: not state
 
@@ -59,7 +59,7 @@ def test_what_must_stay_together_does() -> None:
     features = compile_file(PORTS / "hamilton_features.py", pipeline_name="features", cluster=parse_cluster_spec("4"))
     assert state_groups(features) == []
     branches = ["avg_3wk_spend", "spend_per_signup", "spend_zero_mean_unit_variance"]
-    assert len({features.node(b).attrs["partition.device"] for b in branches}) >= 2
+    assert len({features.node(b).attributes()["partition.device"] for b in branches}) >= 2
 
 
 @pytest.mark.parametrize("port", sorted(CASES))

@@ -215,7 +215,7 @@ def test_plain_nodes_answer_for_themselves() -> None:
     assert regions.leaves(t) == [t] and regions.devices(t) == ()
     assert regions.demand(t) == regions.Demand(gpus=1.0, memory=None, ranks=1, cpus=2.0)
     assert regions.expected_trips(t) == 1.0 and CostModel().work(t) == (3.0, 0.0)
-    t.attrs["partition.device"] = [2, 3]
+    t.placement = t.placement.on((2, 3))
     assert regions.devices(t) == (2, 3)
 
 

@@ -153,7 +153,7 @@ def test_torch_equals_plain_run(tmp_path: Path, sample: str, devices: str, plain
 
 # ---- what the samples are for ------------------------------------------------------------------------
 def _overlap(a, b) -> bool:
-    return a.attrs["schedule.start"] < b.attrs["schedule.finish"] and b.attrs["schedule.start"] < a.attrs[
+    return a.attributes()["schedule.start"] < b.attributes()["schedule.finish"] and b.attributes()["schedule.start"] < a.attributes()[
         "schedule.finish"]
 
 
@@ -167,7 +167,7 @@ def test_mixed_precision_updates_run_in_parallel() -> None:
         assert not any(dep.startswith(("update[", "cast_half[")) for dep in graph.ancestors(node.name))
     pairs = [(a, b) for i, a in enumerate(updates) for b in updates[i + 1:] if _overlap(a, b)]
     assert pairs, "no two updates overlap in the schedule"
-    assert all(a.attrs["partition.device"] != b.attrs["partition.device"] for a, b in pairs)
+    assert all(a.attributes()["partition.device"] != b.attributes()["partition.device"] for a, b in pairs)
 
 
 def test_gpt_pretrain_fans_out_and_trains_on_two_ranks() -> None:
@@ -194,7 +194,7 @@ def test_pipeline_parallel_loss_matches_single_process(plain) -> None:
 def test_pipeline_parallel_places_layers_as_a_pipeline() -> None:
     """On 4 devices, the micro-batches keep every device busy (the schedule is a pipeline)."""
     graph = compile_file(SAMPLES / "pipeline_parallel.py", cluster=parse_cluster_spec("4"))
-    used = {n.attrs["partition.device"] for n in graph if n.op == "task" and n.function == "block_forward"}
+    used = {n.attributes()["partition.device"] for n in graph if n.op == "task" and n.function == "block_forward"}
     assert len(used) >= 2
     utilization = graph.attrs["schedule.utilization"]
     assert sum(utilization) / len(utilization) > 0.8, utilization
@@ -214,4 +214,4 @@ def test_plan_says_all_reduce_beats_a_parameter_server_on_slow_links() -> None:
     assert ar.comm_makespan < ar.p2p_makespan  # the all-reduces are what make it faster
     graph = compile_file(SAMPLES / "sgd_allreduce.py", passes="verify,dce,cse,partition,schedule,comm",
                          cluster=cluster)
-    assert sum(1 for n in graph if n.attrs.get("comm.reduce") == "all") == 3  # one all-reduce per step
+    assert sum(1 for n in graph if n.attributes().get("comm.reduce") == "all") == 3  # one all-reduce per step

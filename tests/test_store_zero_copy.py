@@ -312,7 +312,7 @@ def test_a_large_output_cheaper_to_compute_again_is_not_stored(tmp_path: Path) -
         return pickle.loads(out.read_bytes())
 
     graph = compile_file(script)
-    assert "calls `_header`, which calls `time.time()`" in graph.node("stamped").attrs["effects.varies"]
+    assert "calls `_header`, which calls `time.time()`" in graph.node("stamped").attributes()["effects.varies"]
     n = 40 * 2**20
     run_dir = tmp_path / "run"
     assert run("--run-dir", str(run_dir)) == (n, n, n + 8)

@@ -490,7 +490,7 @@ def test_the_new_items_of_a_returned_tuple_are_no_part_of_the_arguments_state(tm
     script.write_text(TUPLE_OF_NEW_AND_HELD, encoding="utf-8")
     graph = compile_file(script, cluster=parse_cluster_spec("2"))
     (setup,) = [n for n in graph if n.name == "setup"]
-    assert setup.attrs["effects.fresh_items"] == [True, False, False]
-    assert {graph.node("make_dataset").attrs["partition.device"],
-            graph.node("make_dataset.1").attrs["partition.device"]} == {0, 1}
+    assert setup.attributes()["effects.fresh_items"] == [True, False, False]
+    assert {graph.node("make_dataset").attributes()["partition.device"],
+            graph.node("make_dataset.1").attributes()["partition.device"]} == {0, 1}
     assert run_local(script, "main", {}, tmp_path) == plain_result(script, "main", tmp_path)

@@ -107,7 +107,7 @@ def test_nanogpt_loop_unrolls_and_the_model_stays_in_one_process() -> None:
                                                             "get_batch"))}
     groups = [g for g in state_groups(graph) if training & set(g.nodes)]
     assert len(groups) == 1 and training <= set(groups[0].nodes)  # the model, the optimizer, the generator
-    assert len({graph.node(name).attrs["partition.device"] for name in training}) == 1
+    assert len({graph.node(name).attributes()["partition.device"] for name in training}) == 1
 
 
 def test_reinforce_loop_is_a_region_reading_the_environment_where_it_runs() -> None:
@@ -115,7 +115,7 @@ def test_reinforce_loop_is_a_region_reading_the_environment_where_it_runs() -> N
     (env,) = [n for n in graph if n.attrs.get(MODULE_VALUE_ATTR)]
     assert env.target == "reinforce:env"
     (loop,) = [n for n in graph if n.op == "loop"]
-    assert loop.attrs["partition.device"] == env.attrs["partition.device"]
+    assert loop.attributes()["partition.device"] == env.attributes()["partition.device"]
 
 
 def test_mnist_builds_its_two_datasets_on_separate_devices() -> None:
@@ -124,7 +124,7 @@ def test_mnist_builds_its_two_datasets_on_separate_devices() -> None:
     graph = _compile("mnist", devices=2)
     datasets = _named(graph, "synthetic_mnist")
     assert len(datasets) == 2
-    assert len({n.attrs["partition.device"] for n in datasets}) == 2, [(n.name, n.attrs) for n in datasets]
+    assert len({n.attributes()["partition.device"] for n in datasets}) == 2, [(n.name, n.attrs) for n in datasets]
 
 
 # -- the runs ------------------------------------------------------------------------------------------------
@@ -210,7 +210,7 @@ def test_nanogpt_with_dropout_draws_where_dagc_says(tmp_path: Path) -> None:
     generator: seen, so the local program runs (the check of effects agrees) and equals plain."""
     script = _as_written("nanogpt", [("dropout = 0.0  #", "dropout = 0.1  #")], tmp_path)
     graph = _compile("nanogpt", script=script)
-    assert all("effects.rng" in n.attrs for n in _named(graph, "forward_backward")), [
+    assert all("effects.rng" in n.attributes() for n in _named(graph, "forward_backward")), [
         n.attrs for n in _named(graph, "forward_backward")[:1]]
     assert run_local(script, "main", {}, tmp_path) == plain_result(script, "main", tmp_path)
 
@@ -221,4 +221,4 @@ def test_mnist_without_annotations_draws_where_dagc_says(tmp_path: Path) -> None
                          tmp_path)
     graph = _compile("mnist", script=script)
     drawing = [n for n in graph if n.name.startswith(("train[", "test["))]
-    assert all("effects.rng" in n.attrs for n in drawing), [(n.name, sorted(n.attrs)) for n in drawing]
+    assert all("effects.rng" in n.attributes() for n in drawing), [(n.name, sorted(n.attrs)) for n in drawing]

@@ -116,7 +116,7 @@ def test_critical_path_of_quickstart(quickstart_2x2) -> None:
     path = critical_path(graph, CostModel(), cluster)
     assert path[0] == "make_data" and path[-1] == "report"
     assert path[path.index("concat") + 1:] == ["train", "evaluate", "report"]
-    total = sum(float(graph.node(n).attrs["schedule.finish"]) - float(graph.node(n).attrs["schedule.start"])
+    total = sum(float(graph.node(n).attributes()["schedule.finish"]) - float(graph.node(n).attributes()["schedule.start"])
                 for n in path)
     assert total <= graph.attrs["schedule.makespan"] + 1e-9
 
@@ -158,7 +158,7 @@ def test_fused_groups_are_boxes_inside_their_device() -> None:
     fused = [n for n in graph if n.op == "fused"]
     assert fused
     for node in fused:
-        device = node.attrs["partition.device"]
+        device = node.attributes()["partition.device"]
         body = dot[dot.index(f"subgraph cluster_device_{device} {{"):]
         box = body.index(f"subgraph cluster_fused_{re.sub(r'[^A-Za-z0-9_]', '_', node.name)} {{")
         assert box < body.index("\n\t\t}") or box < len(body)

@@ -91,7 +91,7 @@ def test_measured_chart_from_event_log(tmp_path: Path, quickstart) -> None:
     assert [(b.name, b.start, b.finish) for b in failed] == [("split", pytest.approx(2.1), pytest.approx(2.5))]
     standardize = next(b for b in chart.bars if b.name == "standardize")
     # coloured by the device the plan chose
-    assert standardize.colour == device_colour(graph.node("standardize").attrs["partition.device"])
+    assert standardize.colour == device_colour(graph.node("standardize").attributes()["partition.device"])
 
 
 @pytest.mark.parametrize("suffix,magic", [(".svg", b"<svg"), (".png", b"\x89PNG"), (".pdf", b"%PDF")])

@@ -41,6 +41,7 @@ from dagc.backends.graphviz.style import (
 )
 from dagc.ir import regions
 from dagc.ir.core import REGION_OPS, Node
+from dagc.ir.facts import Placement
 
 
 class Drawing:
@@ -232,7 +233,8 @@ class Drawing:
                          penwidth="2.5" if critical else "1.2", fontsize="10",
                          tooltip=node_tooltip(node, m.cost_model, m.cluster, critical))
                 for member in members:
-                    member.attrs.setdefault("partition.device", node.attrs.get("partition.device"))
+                    if not member.placement.placed:  # drawn in its group's colour
+                        member.placement = Placement(device=node.placement.device)
                     box.node(node_id(member.name), label=node_label(member, m.cost_model, None),
                              tooltip=node_tooltip(member, m.cost_model, None) + f"\nmember of {node.name}",
                              **node_style(member, colour, False))

@@ -9,6 +9,7 @@ from dagc.backends.graphviz.model import node_devices, node_duration
 from dagc.backends.graphviz.style import CRITICAL_COLOUR, CROSS_COLOUR, device_tint, swatch_box, swatch_line
 from dagc.ir import regions
 from dagc.ir.core import Graph, Node
+from dagc.ir.facts import transfer_of
 from dagc.ir.types import Seq
 from dagc.units import format_duration, format_size
 
@@ -59,21 +60,27 @@ def node_tooltip(node: Node, cost_model: Any, cluster: Any, critical: bool = Fal
         estimate += f" (flops={opts.flops:g})"
     parts.append(estimate)
     if node.op == "transfer":
-        parts.append(f"moves {format_size(int(node.attrs.get('transfer.bytes', 0)))} "
-                     f"from device {node.attrs.get('transfer.src')} to device {node.attrs.get('transfer.dst')}")
+        move = transfer_of(node)
+        parts.append(f"moves {format_size(int(move.bytes or 0))} "
+                     f"from device {_end(move.src)} to device {_end(move.dst)}")
     elif opts.out_size is not None or "profile.bytes" in node.attrs:
         parts.append(f"output {format_size(cost_model.value_bytes(node))}")
     if opts.retries:
         parts.append(f"retries={opts.retries}")
     placement = placement_text(node_devices(node), cluster)
-    if "schedule.start" in node.attrs:
-        placement += (f", {short_time(float(node.attrs['schedule.start']))} → "
-                      f"{short_time(float(node.attrs['schedule.finish']))}")
+    if node.placement.start is not None:
+        placement += (f", {short_time(float(node.placement.start))} → "
+                      f"{short_time(float(node.placement.finish or 0.0))}")
     if placement:
         parts.append("placement: " + placement.lstrip(", "))
     if critical:
         parts.append("on the critical path")
     return "\n".join(parts)
+
+
+def _end(devices: int | tuple[int, ...] | None) -> object:
+    """A transfer end as the IR prints it (`3`, `[1, 2]`)."""
+    return list(devices) if isinstance(devices, tuple) else devices
 
 
 def node_label(node: Node, cost_model: Any, cluster: Any) -> str:
@@ -83,7 +90,7 @@ def node_label(node: Node, cost_model: Any, cluster: Any) -> str:
     if node.options.gpus:
         extra.append(f"{node.options.gpus:g} GPU")
     if node.op != "glue" and (node.options.cost is not None or node.options.flops is not None
-                              or "schedule.start" in node.attrs or "profile.duration" in node.attrs):
+                              or node.placement.start is not None or "profile.duration" in node.attrs):
         extra.append(short_time(node_duration(node, cost_model, cluster)))
     detail = f'<BR/><FONT POINT-SIZE="9">{html.escape(" · ".join(extra))}</FONT>' if extra else ""
     if callee and callee != title:

@@ -47,21 +47,15 @@ def cluster_of_graph(graph: Graph, cluster: Any = None) -> Any:
 
 
 def node_devices(node: Node) -> tuple[int, ...]:
-    device = node.attrs.get("partition.device")
-    if isinstance(device, bool):
-        return ()
-    if isinstance(device, int):
-        return (device,)
-    if isinstance(device, (list, tuple)):
-        return tuple(d for d in device if isinstance(d, int) and not isinstance(d, bool))
-    return ()
+    return node.devices
 
 
 # ---- estimates ------------------------------------------------------------------------------------
 def node_duration(node: Node, cost_model: Any, cluster: Any) -> float:
     """Estimated seconds of `node`: its scheduled duration, else the cost model's time."""
-    if "schedule.start" in node.attrs and "schedule.finish" in node.attrs:
-        return max(0.0, float(node.attrs["schedule.finish"]) - float(node.attrs["schedule.start"]))
+    start, finish = node.placement.start, node.placement.finish
+    if start is not None and finish is not None:
+        return max(0.0, float(finish) - float(start))
     seconds, flops = cost_model.work(node)
     devices = node_devices(node)
     if cluster is not None and devices and devices[0] < cluster.n_devices:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from dagc.cost import (
@@ -16,11 +16,11 @@ from dagc.cost import (
 )
 from dagc.diagnostics import CompileError, Diagnostic, Severity
 from dagc.ir.core import Graph, Node
+from dagc.ir.facts import Placement, Reduction, Transfer
 from dagc.ir.types import Ref, Seq, TaskOptions
 from dagc.passes.base import Pass, PassContext, register
 from dagc.passes.partition import cluster_of, cost_model_of
 from dagc.passes.reductions import glue_sum, task_sum
-from dagc.passes.schedule import device_list
 
 __all__ = ["Comm", "TRANSFER_TARGET", "REDUCE_ORDER_CODE"]
 
@@ -38,8 +38,7 @@ def check_state_placement(graph: Graph) -> None:
 
     diags = []
     for group in state_groups(graph):
-        placed = {name: tuple(device_list(graph.node(name).attrs.get("partition.device")))
-                  for name in group.nodes if name in graph}
+        placed = {name: graph.node(name).devices for name in group.nodes if name in graph}
         if len(set(placed.values())) > 1:
             where = ", ".join(f"`{name}` on {list(devices)}" for name, devices in placed.items())
             diags.append(Diagnostic(
@@ -90,20 +89,21 @@ class Comm(Pass):
     collectives: bool = True  # comm{collectives=false}: point-to-point messages only
 
     def apply(self, ctx: PassContext, graph: Graph) -> None:
-        if any("partition.device" not in n.attrs for n in graph):
+        if any(not n.placement.placed for n in graph):
             ctx.remark(self.name, "graph is not partitioned: no transfers inserted")
             return
         check_state_placement(graph)
         cluster = cluster_of(ctx)
         cost = cost_model_of(ctx)
-        home = {n.name: (device_list(n.attrs["partition.device"]) or (0,)) for n in graph}
+        home = {n.name: n.devices or (0,) for n in graph}
         reduced = self._reductions(ctx, graph, home) if self.collectives else set()
         # value -> dst -> consumers (dicts keep first-use order: output is deterministic)
         needed: dict[str, dict[int, list[str]]] = {}
         for src, dst, value in graph.data_edges():
             if graph.node(src).op == "transfer" or dst in reduced:
                 continue
-            if src in reduced and home[dst][0] in (graph.node(src).attrs.get("comm.holders") or ()):
+            reduction = graph.node(src).comm
+            if src in reduced and isinstance(reduction, Reduction) and home[dst][0] in (reduction.holders or ()):
                 continue  # an all-reduce leaves the sum on every rank of its group
             d_src, d_dst = home[src][0], home[dst][0]
             if d_src != d_dst:
@@ -139,8 +139,8 @@ class Comm(Pass):
                 producer = graph.producer(value)
                 assert producer is not None
                 name = self._insert(graph, producer, value, src, [root], nbytes, time, [reader])
-                graph.node(name).attrs.update({"transfer.kind": "gather", "transfer.gather": reader,
-                                               "transfer.group": group})
+                moved = graph.node(name)
+                moved.comm = replace(moved.comm, kind="gather", gather=reader, group=tuple(group))
                 inserted.setdefault(producer.name, []).append(name)
         new = {t for ts in inserted.values() for t in ts}
         order: list[str] = []
@@ -210,23 +210,21 @@ class Comm(Pass):
             others = [d for d in sources if d != root]
             if not reduce_time(cluster, nbytes, root, others) < fanin_time(cluster, nbytes, root, others):
                 continue
-            node.attrs.update({"comm.reduce": "sum", "comm.operands": list(total.values), "comm.sources": sources,
-                               "comm.bytes": nbytes})
-            if total.divisor is not None:
-                node.attrs["comm.divisor"] = total.divisor
-            if total.start is not None:
-                node.attrs["comm.start"] = total.start  # `sum(xs)`: Python adds the operands to 0
+            # (`start`: `sum(xs)` adds the operands to 0, as Python does)
+            reduction = Reduction("sum", tuple(Ref(v) for v in total.values), tuple(sources), nbytes,
+                                  total.divisor, total.start)
             readers = {home[c][0] for c in graph.consumers(node.outputs[0])} - {root}
             if readers and readers <= set(sources):
                 then_move = (broadcast_time if len(readers) > 1 else fanout_time)(cluster, nbytes, root, sorted(readers))
                 if allreduce_time(cluster, nbytes, sources) <= reduce_time(cluster, nbytes, root, others) + then_move:
-                    node.attrs["comm.reduce"] = "all"  # every rank of the group gets the sum
-                    node.attrs["comm.holders"] = sorted(sources)
+                    # every rank of the group gets the sum
+                    reduction = replace(reduction, reduce="all", holders=tuple(sorted(sources)))
+            node.comm = reduction
             out.add(node.name)
             ctx.sink.warning(
                 REDUCE_ORDER_CODE,
                 f"this sum of tensors on ranks {sorted(sources)} becomes "
-                + ("an all-reduce collective" if node.attrs["comm.reduce"] == "all"
+                + ("an all-reduce collective" if reduction.everywhere
                    else f"a reduce collective onto rank {root}") + ": "
                 "floating-point additions may run in another order than Python's left to right, so the "
                 "result may differ in the last bits (integer tensors are exact)"
@@ -245,18 +243,12 @@ class Comm(Pass):
         """Add the transfer of `value` from `d_src` to `readers` (one: a message; several: a broadcast)."""
         new_value = f"{value}@{'-'.join(str(d) for d in readers)}"
         name = graph.fresh_name(new_value)
-        attrs: dict[str, object] = {
-            "transfer.src": d_src,
-            "transfer.dst": readers[0] if len(readers) == 1 else list(readers),
-            "transfer.bytes": nbytes,
-            "partition.device": readers[0] if len(readers) == 1 else list(readers),
-        }
-        if len(readers) > 1:
-            attrs["transfer.kind"] = "broadcast"
-        if "schedule.finish" in producer.attrs:
-            start = float(producer.attrs["schedule.finish"])
-            attrs["schedule.start"] = start
-            attrs["schedule.finish"] = start + time
+        dst = readers[0] if len(readers) == 1 else tuple(readers)
+        transfer = Transfer("broadcast" if len(readers) > 1 else None, d_src, dst, nbytes)
+        placement = Placement(device=dst)
+        if producer.placement.finish is not None:
+            start = float(producer.placement.finish)
+            placement = replace(placement, start=start, finish=start + time)
         index = producer.outputs.index(value)
         graph.add_node(Node(
             name=name,
@@ -267,7 +259,8 @@ class Comm(Pass):
             types=(producer.types[index],),
             options=TaskOptions(out_size=producer.options.out_size),
             span=producer.span,
-            attrs=attrs,
+            placement=placement,
+            comm=transfer,
         ))
         graph.replace_uses({value: new_value}, only=consumers)
         return name

@@ -29,13 +29,14 @@ Post: graph unchanged; `graph.attrs["commcheck.ranks"]`, `["commcheck.messages"]
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from dagc.diagnostics import Diagnostic, Note, Severity
 from dagc.ir.core import Graph, Node
+from dagc.ir.facts import device_tuple, reduction_of, transfer_of
+from dagc.ir.order import topological_order
 from dagc.ir.location import SourceSpan
 from dagc.passes.base import Pass, PassContext, register
 
@@ -61,26 +62,16 @@ __all__ = [
 DEADLOCK_CODE = "DAGC310"
 
 
-def _device_list(value: object) -> tuple[int, ...] | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return (value,)
-    if isinstance(value, (list, tuple)) and value and all(
-        isinstance(v, int) and not isinstance(v, bool) for v in value
-    ):
-        return tuple(value)
-    return None
 
 
 def node_ranks(node: Node) -> tuple[int, ...]:
     """The ranks that execute `node`: its `partition.device` (int or list); a `ranks=N` task placed
     on one device d runs on d … d+N-1; a transfer node belongs to its destination(s)."""
     if node.op == "transfer":
-        dst = _device_list(node.attrs.get("transfer.dst"))
-        if dst is not None:
+        dst = device_tuple(transfer_of(node).dst)
+        if dst:
             return dst
-    devices = _device_list(node.attrs.get("partition.device")) or (0,)
+    devices = node.devices or (0,)
     n = max(int(node.options.ranks), 1)
     if n > 1 and len(devices) == 1:
         devices = tuple(range(devices[0], devices[0] + n))
@@ -218,27 +209,11 @@ def priority_order(graph: Graph) -> list[str]:
     topo = graph.topological_order()
     index = {name: i for i, name in enumerate(topo)}
 
-    def key(name: str) -> tuple[float, int]:
-        start = graph.node(name).attrs.get("schedule.start")
-        return (float(start) if isinstance(start, (int, float)) else float(index[name]), index[name])
+    def key(name: str) -> float:
+        start = graph.node(name).placement.start
+        return float(start) if start is not None else float(index[name])
 
-    indegree = {name: 0 for name in topo}
-    succs: dict[str, list[str]] = {name: [] for name in topo}
-    for src, dst in graph.edges():
-        if src in indegree:
-            indegree[dst] += 1
-            succs[src].append(dst)
-    ready = [(key(n), n) for n, d in indegree.items() if d == 0]
-    heapq.heapify(ready)
-    order: list[str] = []
-    while ready:
-        _, name = heapq.heappop(ready)
-        order.append(name)
-        for succ in succs[name]:
-            indegree[succ] -= 1
-            if indegree[succ] == 0:
-                heapq.heappush(ready, (key(succ), succ))
-    return order
+    return topological_order(topo, lambda name: [p for p in graph.predecessors(name) if p in index], key)
 
 
 def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
@@ -248,8 +223,7 @@ def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
     used = [r for ranks in home.values() for r in ranks]
     for n in graph:
         if n.op == "transfer":
-            src = _device_list(n.attrs.get("transfer.src"))
-            used += list(src or ())
+            used += list(device_tuple(transfer_of(n).src))
     n_ranks = max([*used, 0]) + 1
     if world is not None:
         if world < n_ranks:
@@ -303,7 +277,7 @@ def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
     arrived: dict[str, int] = {}
     for name in order:
         node = graph.node(name)
-        gather = node.attrs.get("transfer.gather") if node.op == "transfer" else None
+        gather = transfer_of(node).gather if node.op == "transfer" else None
         if isinstance(gather, str) and gather in members:
             # one collective for all of a gather's transfers, once the last of their values exists
             arrived[gather] = arrived.get(gather, 0) + 1
@@ -324,16 +298,17 @@ def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
                 holders[out] = [target]
                 copies.setdefault((root(out), target), out)
             continue
-        if node.attrs.get("comm.reduce") and _device_list(node.attrs.get("comm.sources")):
+        reduction = reduction_of(node)
+        if reduction is not None and reduction.sources:
             # a sum computed by a reduce collective: each operand stays on its own rank
-            sources = _device_list(node.attrs["comm.sources"]) or ()
-            values = [str(v) for v in node.attrs.get("comm.operands") or ()]
+            sources = reduction.sources
+            values = [ref.name for ref in reduction.operands]
             target = home[name][0]
             for value, src in zip(values, sources):
                 fetch(name, value, src)
             operands[name] = tuple(zip(values, sources))
             group = tuple(sorted({*sources, target}))
-            everywhere = node.attrs["comm.reduce"] == "all"
+            everywhere = reduction.everywhere
             steps.append(Step("allreduce" if everywhere else "reduce", name, ranks=group, out=node.outputs[0],
                               src=target, tag=tag))
             tag += 1
@@ -346,10 +321,10 @@ def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
             (value,) = node.input_values()[:1] or (None,)
             if value is None:
                 raise ValueError(f"transfer `{name}` reads no value")
-            src_attr = _device_list(node.attrs.get("transfer.src"))
+            src_attr = device_tuple(transfer_of(node).src)
             src = src_attr[0] if src_attr else (holders.get(value) or [0])[0]
             fetch(name, value, src)
-            if node.attrs.get("transfer.kind") == "broadcast":
+            if transfer_of(node).kind == "broadcast":
                 group = tuple(sorted({src, *home[name]}))
                 steps.append(Step("bcast", name, ranks=group, value=value, out=node.outputs[0], src=src, tag=tag))
                 tag += 1
@@ -387,7 +362,7 @@ def plan_communication(graph: Graph, world: int | None = None) -> CommPlan:
 
 def transfer_source(node: Node) -> int:
     """The rank a transfer node's value leaves from."""
-    src = _device_list(node.attrs.get("transfer.src"))
+    src = device_tuple(transfer_of(node).src)
     return src[0] if src else 0
 
 
@@ -396,10 +371,10 @@ def gather_members(graph: Graph) -> dict[str, list[Node]]:
     root, then the senders in the order the reader lists their values)."""
     out: dict[str, list[Node]] = {}
     for node in graph:
-        if node.op == "transfer" and node.attrs.get("transfer.kind") == "gather":
-            out.setdefault(str(node.attrs.get("transfer.gather")), []).append(node)
+        if node.op == "transfer" and transfer_of(node).kind == "gather":
+            out.setdefault(str(transfer_of(node).gather), []).append(node)
     for nodes in out.values():
-        group = list(_device_list(nodes[0].attrs.get("transfer.group")) or ())
+        group = list(transfer_of(nodes[0]).group or ())
         nodes.sort(key=lambda n: group.index(transfer_source(n)) if transfer_source(n) in group else len(group))
     return out
 

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from dagc.cost import CostModel
 from dagc.ir.core import Graph, Node
+from dagc.ir.facts import Placement
 from dagc.ir.types import Ref
 from dagc.passes.base import Pass, PassContext, register
 from dagc.passes.partition import cost_model_of
@@ -32,8 +33,7 @@ def _resources(node: Node) -> tuple[Any, ...]:
 
 
 def _device(node: Node) -> Any:
-    dev = node.attrs.get("partition.device")
-    return tuple(dev) if isinstance(dev, list) else dev
+    return node.placement.device
 
 
 def _why_not(a: Node, b: Node) -> str | None:
@@ -192,8 +192,6 @@ class Fuse(Pass):
                 writes=tuple(dict.fromkeys(w for n in nodes for w in n.options.writes)),
             )
             attrs: dict[str, Any] = {}
-            if "partition.device" in first.attrs:
-                attrs["partition.device"] = first.attrs["partition.device"]
             for n in members:
                 graph.remove_node(n)
             fused = Node(
@@ -208,6 +206,7 @@ class Fuse(Pass):
                 deps=tuple(deps),
                 attrs=attrs,
                 bodies={"members": nodes},
+                placement=Placement(device=first.placement.device),
             )
             graph.add_node(fused)
             # ordering deps on a member now point at the fused node

@@ -113,7 +113,7 @@ class Partition(Pass):
         if p.D > 1 and pin_state(ctx, graph, p, s):
             s = schedule(p, self.algo, seed=self.seed, budget=self.budget)
         for node, devs in zip(graph.nodes, s.devices):
-            node.attrs["partition.device"] = device_attr(devs)
+            node.placement = node.placement.on(devs)
         graph.attrs["partition.algo"] = self.algo
         graph.attrs["partition.cluster"] = cluster_record(ctx.cluster)
         remember(ctx, graph, p, s)

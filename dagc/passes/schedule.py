@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from dagc.cost import CostModel
@@ -31,27 +31,27 @@ def device_list(value: object) -> tuple[int, ...] | None:
 @dataclass(frozen=True)
 class ScheduleTasks(Pass):
     """Pre: verified graph (runs `partition` first when a node lacks `partition.device`).
-    Post: every node has `schedule.start`, `schedule.finish` (seconds) and `schedule.order` (its
-    position on its device); the graph has `schedule.makespan`, `schedule.lower_bound`,
+    Post: every node's placement has `start`, `finish` (seconds) and `order` (its position on its device;
+    printed `schedule.start`, ...); the graph has `schedule.makespan`, `schedule.lower_bound`,
     `schedule.ratio` (makespan / lower bound), `schedule.utilization` (busy fraction per device)
     and `schedule.cut_edges` ([src, dst, value, bytes] for data crossing devices)."""
 
     name: ClassVar[str] = "schedule"
 
     def apply(self, ctx: PassContext, graph: Graph) -> None:
-        if any("partition.device" not in n.attrs for n in graph):
+        if any(not n.placement.placed for n in graph):
             Partition().apply(ctx, graph)
         cluster = cluster_of(ctx)
         assign: list[tuple[int, ...]] = []
         bad = []
         for node in graph:
-            devs = device_list(node.attrs["partition.device"])
-            if devs is None or any(not (0 <= d < cluster.n_devices) for d in devs):
+            devs = node.devices
+            if not devs or any(not (0 <= d < cluster.n_devices) for d in devs):
                 bad.append(
                     Diagnostic(
                         "DAGC302",
                         Severity.ERROR,
-                        f"task `{node.name}` is placed on device {node.attrs['partition.device']!r}, "
+                        f"task `{node.name}` is placed on device {node.placement.device!r}, "
                         f"which the cluster does not have",
                         node.span,
                         hint=f"the cluster has devices 0..{cluster.n_devices - 1}; run `partition` again",
@@ -79,9 +79,7 @@ def annotate(graph: Graph, p: Problem, s: Schedule, cost_model: CostModel) -> No
             if s.devices[i][0] == d:
                 order[i] = k
     for i, node in enumerate(nodes):
-        node.attrs["schedule.start"] = s.start[i]
-        node.attrs["schedule.finish"] = s.finish[i]
-        node.attrs["schedule.order"] = order.get(i, 0)
+        node.placement = replace(node.placement, start=s.start[i], finish=s.finish[i], order=order.get(i, 0))
     bound = lower_bound(p)
     makespan = s.makespan
     graph.attrs["schedule.makespan"] = makespan

@@ -118,7 +118,7 @@ class Stages(Pass):
             for name in order[bounds[j] : bounds[j + 1]]:
                 node = graph.node(name)
                 node.attrs["stages.stage"] = j
-                node.attrs["partition.device"] = j % D
+                node.placement = node.placement.on((j % D,))
         graph.attrs["stages.k"] = k
         graph.attrs["stages.bottleneck"] = bottleneck
         graph.attrs["stages.times"] = stage_times(times, cuts, boundary)

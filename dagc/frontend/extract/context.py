@@ -96,7 +96,7 @@ class Context:
         self.configs: dict[int, tuple[Any, Value]] = {}  # id(config instance) -> (instance, its node's value)
         self.config_nodes: dict[str, Any] = {}  # node building a config -> the instance
         self.module_configs: set[int] = set()  # ids of module-level constants (configs among them)
-        self.task_summaries: dict[int, tuple[Any, dict[str, Any], list[tuple[str, bool]]]] = {}
+        self.task_summaries: dict[int, tuple[Any, Any, list[str], list[tuple[str, bool]]]] = {}
         self.typed_summaries: dict[tuple[int, frozenset[tuple[str, str]]], Any] = {}  # per types passed
         # value -> the class a task without a return annotation returns (`return DataLoader(...)`)
         self.returned: dict[str, str] = {}

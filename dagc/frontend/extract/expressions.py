@@ -49,6 +49,7 @@ from dagc.frontend.modules import (
 )
 from dagc.frontend.static import BUILTIN, MAX_INT_BITS, STATIC_BUILTINS, NotStatic, eval_static
 from dagc.ir.core import MODULE_VALUE_ATTR, Node
+from dagc.ir.facts import Effects
 from dagc.ir.types import Map, Ref, Seq, TaskOptions, operand_from_python
 
 
@@ -293,10 +294,8 @@ class Expressions(Component):
             node.attrs["code.reaches"] = [target]
             # read where it runs, after the tasks before it that change the object through its global name,
             # in their process (the state analysis keeps the readers and writers of a global together)
-            node.attrs["effects.reads"] = [f"{owner.name}.{name}"]
-            drawn = self.cx.state.drawn_globals([target])
-            if drawn:  # (drawn at import: read in one process with the tasks that read it by name)
-                node.attrs["effects.drawn"] = drawn
+            # (drawn at import: read in one process with the tasks that read it by name)
+            node.effects = Effects(reads=(f"{owner.name}.{name}",), drawn=tuple(self.cx.state.drawn_globals([target])))
             assert self.cx.graph is not None
             self.cx.graph.add_node(node)
             self.cx.producer.setdefault(made, made)
@@ -318,7 +317,7 @@ class Expressions(Component):
             made = self.cx.node_name("args")
             node = Node(made, "task", "argparse:Namespace", (), kwargs, (made,), ("argparse.Namespace",),
                         TaskOptions(), info.source.span(expr))
-            node.attrs["effects.fresh"] = True
+            node.effects = Effects(fresh=True)
             assert self.cx.graph is not None
             self.cx.graph.add_node(node)
             self.cx.producer.setdefault(made, made)

@@ -24,6 +24,7 @@ from dagc.frontend.extract.values import (
 from dagc.frontend.forms import GLUE_CALLS, as_literal
 from dagc.frontend.modules import ImportedModule, ModuleInfo, Opaque, PipelineDef, TaskDef
 from dagc.ir.core import Node
+from dagc.ir.facts import Effects
 from dagc.ir.types import Const, Map, Operand, Ref, Seq, iter_refs, operand_from_python
 
 GLUE_EXPRS = (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Subscript, ast.Attribute, ast.JoinedStr,
@@ -240,7 +241,7 @@ class Glue(Component):
         node = Node(name, "glue", text, tuple(args), (), (name,), (None,), span=info.source.span(expr),
                     deps=tuple(self.cx.take_extra_deps()))
         if prints:
-            node.attrs["effects.output"] = f"prints ({info.source.display}:{expr.lineno})"
+            node.effects = Effects(output=f"prints ({info.source.display}:{expr.lineno})")
         self.cx.add_node(node)
         return Dyn(Ref(name))
 

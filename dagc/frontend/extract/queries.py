@@ -6,7 +6,8 @@ from __future__ import annotations
 import ast
 
 from dagc.ir.core import Node
-from dagc.ir.types import iter_refs
+from dagc.ir.facts import Effects
+from dagc.ir.types import Ref, iter_refs
 
 
 def assigned_names(body: list[ast.stmt]) -> set[str]:
@@ -172,12 +173,8 @@ def aggregate_effects(node: Node, body: list[Node]) -> None:
         reads.update(dict.fromkeys(eff.reads))
         io = io or eff.io
         rng = rng or eff.rng
-    for key, value in (("effects.mutates", list(mutates)), ("effects.io", io), ("effects.rng", rng),
-                       ("effects.writes", sorted(writes)), ("effects.reads", sorted(reads)),
-                       ("effects.seeded", bool(rng) and seeded), ("effects.files", files),
-                       ("effects.output", output)):
-        if value:
-            node.attrs[key] = value
+    node.effects = Effects(mutates=tuple(Ref(v) for v in mutates), io=io, rng=rng, seeded=bool(rng) and seeded,
+                           writes=tuple(sorted(writes)), reads=tuple(sorted(reads)), files=files, output=output)
 
 
 TRY_STATEMENTS = (ast.Try, ast.TryStar) if hasattr(ast, "TryStar") else (ast.Try,)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import os
+from dataclasses import replace
 from typing import Any
 
 from dagc.diagnostics import Note
@@ -14,6 +15,7 @@ from dagc.frontend.extract.values import Dyn, ExtractError, Scope, Static, Value
 from dagc.frontend.modules import ModuleInfo, TaskDef
 from dagc.frontend.source import name_span
 from dagc.ir.core import Graph, Node
+from dagc.ir.facts import Effects, FilePaths
 from dagc.ir.location import SourceSpan
 from dagc.ir.types import Map, Operand, Ref, Seq, iter_refs
 
@@ -27,7 +29,7 @@ class StateChecks(Component):
 
     def record_effects(self, node: Node, task: TaskDef, named: dict[str, Operand], scope: Scope,
                        info: ModuleInfo) -> None:
-        """Write what the call may do into `node.attrs` (see dagc.ir.effects), after the task's
+        """Write what the call may do into `node.effects` (see dagc.ir.effects), after the task's
         declarations; a list or dict built in the pipeline that the task changes becomes a value."""
         options = task.options
         summary = self.cx.task_summaries.get(id(task))
@@ -40,31 +42,30 @@ class StateChecks(Component):
             if typed is None:
                 typed = self.cx.typed_summaries[key] = self._summarize_effects(task, types)
             summary = typed
-        effects, attrs, mutable = summary
+        effects, facts, reaches, mutable = summary
         observed = self._observed(node.name)
         if observed is not None and not options.pure:  # what an earlier run saw it do (dagc.frontend.observed)
             known = {param for param, _ in mutable}
             mutable = [*mutable, *((p, False) for p in sorted(observed.params)
                                    if p in named and p not in known and p not in options.readonly)]
-            if observed.rng and "effects.rng" not in attrs:
-                attrs = {**attrs, "effects.rng": f"drew from the global generator ({', '.join(sorted(observed.rng))}) "
-                         f"in an earlier run ({observed.run_dir})"}
+            if observed.rng and not facts.rng:
+                facts = replace(facts, rng=f"drew from the global generator ({', '.join(sorted(observed.rng))}) "
+                                f"in an earlier run ({observed.run_dir})")
             self._warn_observed(node, task, observed)
-        if "code.reaches" in attrs:  # their files, in graph.modules
-            self.cx.modules_used.update(name.partition(":")[0] for name in attrs["code.reaches"])
+        if reaches:  # their files, in graph.modules
+            self.cx.modules_used.update(name.partition(":")[0] for name in reaches)
+            node.attrs["code.reaches"] = list(reaches)  # (a copy per node: passes may edit one node's attributes)
         self.cx.bound_args[node.name] = named  # for hints that name the parameters (`readonly=[...]`)
-        # (a copy per node: passes may edit one node's attributes)
-        for key, value in attrs.items():
-            node.attrs[key] = list(value) if isinstance(value, list) else value
-            if key == "effects.files":
-                paths = self._static_paths(task, effects, named)
-                if paths is None and (node.options.reads or node.options.writes):  # declared: the files it touches
-                    paths = {"read": sorted(node.options.reads), "write": sorted(node.options.writes)}
-                if paths is not None:  # every file it touches is named at this call: ordered by path
-                    node.attrs["effects.paths"] = paths
-                elif effects.file_write is not None and not options.writes:  # (for DAGC164)
-                    self.cx.unnamed_writes[node.name] = (effects.file_write.reason, SourceSpan(
-                        task.source.display, effects.file_write.line, effects.file_write.col + 1))
+        if facts.files:
+            paths = self._static_paths(task, effects, named)
+            if paths is None and (node.options.reads or node.options.writes):  # declared: the files it touches
+                paths = FilePaths(tuple(sorted(node.options.reads)), tuple(sorted(node.options.writes)))
+            if paths is not None:  # every file it touches is named at this call: ordered by path
+                facts = replace(facts, paths=paths)
+            elif effects.file_write is not None and not options.writes:  # (for DAGC164)
+                self.cx.unnamed_writes[node.name] = (effects.file_write.reason, SourceSpan(
+                    task.source.display, effects.file_write.line, effects.file_write.col + 1))
+        node.effects = facts
         if options.pure:
             return
         if effects.rng is not None and effects.rng_depends:
@@ -93,7 +94,7 @@ class StateChecks(Component):
                 mutated.update(dict.fromkeys(r for r in iter_refs(operand)
                                              if not is_scalar_type(self.cx.types.get(r, (None, None))[0])))
         if mutated:
-            node.attrs["effects.mutates"] = list(mutated)
+            node.effects = replace(node.effects, mutates=tuple(Ref(v) for v in mutated))
             self._config_changed(mutated, scope)
 
     def _observed(self, name: str) -> Any:
@@ -133,53 +134,44 @@ class StateChecks(Component):
         return frozenset(found)
 
     def _summarize_effects(self, task: TaskDef, types: frozenset[tuple[str, str]] = frozenset(),
-                           ) -> tuple[Any, dict[str, Any], list[tuple[str, bool]]]:
+                           ) -> tuple[Any, Effects, list[str], list[tuple[str, bool]]]:
         """What every call of `task` shares (with `types`: every call passing values of those types): its
-        effects, the node attributes they give, and the parameters it may change (with whether each is
-        `*args`/`**kwargs`). Checks its declarations once."""
+        effects, the node record they give, the code it reaches, and the parameters it may change (with whether
+        each is `*args`/`**kwargs`). Checks its declarations once."""
         options = task.options
         effects = self.cx.analyzer.of_task(task, types)
         if not types:
             self._check_declarations(task, effects)
-        attrs: dict[str, Any] = {}
+        # the code its run-time fingerprint covers besides its own (backends/fingerprint.py)
         reaches = sorted(effects.reaches - {task.target})
-        if reaches:  # the code its run-time fingerprint covers besides its own (backends/fingerprint.py)
-            attrs["code.reaches"] = reaches
-            drawn = self.drawn_globals(reaches)
-            if drawn:
-                attrs["effects.drawn"] = drawn
+        drawn = tuple(self.drawn_globals(reaches)) if reaches else ()
         if options.pure:
-            return effects, attrs, []
+            return effects, Effects(drawn=drawn), reaches, []
         where = task.source.display
-        if options.side_effects:
-            attrs["effects.io"] = "declared side_effects=True"
-        elif effects.world is not None:
-            attrs["effects.io"] = f"{effects.world.reason} ({where}:{effects.world.line})"
-        if effects.output is not None:
-            attrs["effects.output"] = f"{effects.output.reason} ({where}:{effects.output.line})"
-        if effects.fresh_result and not options.pure:  # its result is no part of its arguments' state
-            attrs["effects.fresh"] = True
-        elif effects.fresh_items is not None and not options.pure:  # items of its tuple that are (ir/effects.py)
-            attrs["effects.fresh_items"] = list(effects.fresh_items)
-        if effects.varies is not None:  # not an effect: only what the local program may compute again
-            attrs["effects.varies"] = f"{effects.varies.reason} ({where}:{effects.varies.line})"
-        if effects.rng is not None:
-            attrs["effects.rng"] = f"{effects.rng.reason} ({where}:{effects.rng.line})"
-            if effects.seeds:
-                attrs["effects.seeded"] = True
-            if not effects.rng_depends:  # its draws only advance the generator (orders later drawers only)
-                attrs["effects.rng_advances"] = True
-        if effects.file_write is not None or effects.file_read is not None:
-            attrs["effects.files"] = "write" if effects.file_write is not None else "read"
-        if effects.globals_written:
-            attrs["effects.writes"] = sorted(effects.globals_written)
-        if effects.globals_read:
-            attrs["effects.reads"] = sorted(effects.globals_read)
+
+        def said(evidence: Any) -> str | None:
+            return None if evidence is None else f"{evidence.reason} ({where}:{evidence.line})"
+
+        rng = said(effects.rng)
+        files = None if effects.file_write is None and effects.file_read is None else \
+            "write" if effects.file_write is not None else "read"
+        facts = Effects(
+            io="declared side_effects=True" if options.side_effects else said(effects.world),
+            output=said(effects.output),
+            # its result is no part of its arguments' state (or these items of its tuple are not: ir/effects.py)
+            fresh=bool(effects.fresh_result),
+            fresh_items=None if effects.fresh_result or effects.fresh_items is None else tuple(effects.fresh_items),
+            varies=said(effects.varies),  # not an effect: only what the local program may compute again
+            rng=rng, seeded=bool(rng) and bool(effects.seeds),
+            # its draws only advance the generator (orders later drawers only)
+            rng_advances=bool(rng) and not effects.rng_depends,
+            files=files, writes=tuple(sorted(effects.globals_written)), reads=tuple(sorted(effects.globals_read)),
+            drawn=drawn)
         spread = {p.name for p in task.sig.params if p.kind in ("var_positional", "var_keyword")}
         mutable = [(param, param in spread)
                    for param in dict.fromkeys([*effects.mutates, *options.mutates])  # read in the body, and declared
                    if param not in options.readonly]
-        return effects, attrs, mutable
+        return effects, facts, reaches, mutable
 
     def drawn_globals(self, reaches: list[str]) -> list[str]:
         """`module.NAME: why` for each module-level value among `reaches` (`module:NAME`) that holds random
@@ -196,7 +188,7 @@ class StateChecks(Component):
         return sorted(set(found))
 
     @staticmethod
-    def _static_paths(task: TaskDef, effects: Any, named: dict[str, Operand]) -> dict[str, list[str]] | None:
+    def _static_paths(task: TaskDef, effects: Any, named: dict[str, Operand]) -> FilePaths | None:
         """The files a call reads and writes, when its body names each by a literal or a parameter that
         this call binds to a literal string (a default included); None when any is unknown."""
         from dagc.ir.types import Const
@@ -204,7 +196,7 @@ class StateChecks(Component):
         if not effects.file_paths_known:
             return None
         defaults = {p.name: p.default for p in task.sig.params}
-        out: dict[str, list[str]] = {}
+        out: dict[str, tuple[str, ...]] = {}
         for mode in ("read", "write"):
             found: list[str] = []
             for term in sorted(effects.file_paths[mode]):
@@ -220,8 +212,8 @@ class StateChecks(Component):
                         return None
                 found.append(os.path.normpath(value))
             if found:
-                out[mode] = sorted(set(found))
-        return out
+                out[mode] = tuple(sorted(set(found)))
+        return FilePaths(out.get("read"), out.get("write"))
 
     def _config_changed(self, refs: dict[str, None], scope: Scope) -> None:
         """A task may change a config instance: from now on its fields are read from the object at
@@ -375,7 +367,7 @@ class StateChecks(Component):
         node = self.cx.last_task
         if node is None or not isinstance(call, ast.Call) or has_effects(node):
             return  # (the common case, checked before the span: computing it costs more)
-        if node.attrs.get("effects.seeded"):
+        if node.effects.seeded:
             return  # it seeds the generator: kept when a later task draws from it (dce says DAGC152 if not)
         if node.span != info.source.span(call) or (id(call), "discarded") in self.cx.effect_warned:
             return
@@ -396,7 +388,7 @@ class StateChecks(Component):
         pending = list(graph)
         while pending:
             node = pending.pop(0)
-            for name in node.attrs.get("effects.writes") or ():
+            for name in node.effects.writes:
                 writers.setdefault(name, node.name)
             for body in region_bodies(node).values():
                 pending.extend(body)
@@ -425,8 +417,8 @@ class StateChecks(Component):
             if not names or len(calls) < 2 and len(group.nodes) < 2:
                 continue
             short = names[0].rpartition(".")[2]
-            writer = next((graph.node(n) for n in group.nodes if names[0] in (graph.node(n).attrs.get(
-                "effects.writes") or ())), graph.node(group.nodes[0]))
+            writer = next((graph.node(n) for n in group.nodes if names[0] in graph.node(n).effects.writes),
+                          graph.node(group.nodes[0]))
             shown = ", ".join(f"`{c}`" for c in calls[:4]) + (f" and {len(calls) - 4} more" if len(calls) > 4 else "")
             self.cx.sink.warning(
                 "DAGC157", f"{shown} touch module-level `{short}`, which `{writer.name}` may change: dagc runs "
@@ -441,7 +433,7 @@ class StateChecks(Component):
     def explain_drawn_globals(self, graph: Graph) -> None:
         """Say, once per module-level value drawn at import with no seed, that the tasks reading it run in one
         process (each process importing the module would draw its own), at the line that draws it, with the fix."""
-        if not any(n.attrs.get("effects.drawn") for n in graph):
+        if not any(n.effects.drawn for n in graph):
             return
         from dagc.ir.effects import state_groups
 
@@ -455,7 +447,7 @@ class StateChecks(Component):
                 if info is None or expr is None:
                     continue
                 readers = [n for n in group.nodes if any(e.startswith(f"{module}.{name}: ")
-                                                         for e in graph.node(n).attrs.get("effects.drawn") or ())]
+                                                         for e in graph.node(n).effects.drawn)]
                 shown = ", ".join(f"`{r}`" for r in readers[:4]) + (f" and {len(readers) - 4} more"
                                                                     if len(readers) > 4 else "")
                 self.cx.sink.warning(
