@@ -90,6 +90,9 @@ def test_declared_it_equals_plain_everywhere_locally(tmp_path: Path) -> None:
 def test_switched_off_it_runs_as_before(tmp_path: Path) -> None:
     proc = _local(tmp_path, _script(tmp_path), "--no-check-effects")
     assert proc.returncode == 0, proc.stderr
+    assert "did more than dagc assumed" not in proc.stderr  # nothing checked, nothing said
+    read, n = pickle.loads((tmp_path / "r.pkl").read_bytes())
+    assert n == 0 and len(read) == 2 and all(len(x) == 2 for x in read), (read, n)
 
 
 @pytest.mark.slow

@@ -354,7 +354,7 @@ def test_one_run_at_a_time_per_run_directory(tmp_path: Path) -> None:
     # released with its process: the next run goes ahead
     done = run_python([str(program), "--resume", str(run_dir)], capture_output=True, text=True,
                           timeout=120)
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0 and done.stdout.strip() == "'held'", done.stderr
 
 
 # ---- environment errors: one line naming the path and what to do, never a traceback ------------------------
