@@ -9,6 +9,7 @@ import sys
 import threading
 from collections.abc import Callable
 
+
 class WriteBehind:
     """Seals and writes outputs on one background thread, so that the next task starts while the last
     one's output goes to disk. At most `limit` bytes are in flight (a submit waits for room); `flush()`
