@@ -191,8 +191,10 @@ def test_a_killed_writers_temporary_file_is_ignored_then_removed(tmp_path: Path)
     assert killed.returncode == -signal.SIGKILL
     (orphan,) = _temporaries(output.parent)
     assert orphan.startswith(f".{output.name}.")
-    other = output.parent / f".{'b' * 32}.pkl.x1y2z3.tmp"  # another entry's: not this entry's to remove
+    other = output.parent / f".{'b' * 32}.pkl.x1y2z3ab.tmp"  # other entries': not this entry's to remove
     other.write_bytes(b"")
+    longer = output.parent / f".{output.name}.trace.x1y2z3ab.tmp"  # (the entry `….pkl.trace`)
+    longer.write_bytes(b"")
     planted = output.parent / f".{output.name}.link0000.tmp"
     planted.symlink_to(tmp_path / "victim")
     (tmp_path / "victim").write_text("kept", encoding="utf-8")
@@ -202,7 +204,7 @@ def test_a_killed_writers_temporary_file_is_ignored_then_removed(tmp_path: Path)
     assert RunStore.open(store.root).load("make", "a" * 32) == "first"
     # removed by the next write of that entry
     store.save("make", "a" * 32, "second")
-    assert _temporaries(output.parent) == sorted([other.name, planted.name])
+    assert _temporaries(output.parent) == sorted([other.name, longer.name, planted.name])
     assert (tmp_path / "victim").read_text(encoding="utf-8") == "kept"
     assert RunStore.open(store.root).load("make", "a" * 32) == "second"
 

@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 from dagc.runtime.store.errors import StorageError
 
 _TMP = ".tmp"
+_RANDOM = 8  # the letters mkstemp puts in a temporary name
 
 
 def atomic_write(path: Path, data: bytes | memoryview | list[bytes | memoryview]) -> int:
@@ -66,7 +67,7 @@ def _remove_orphans(path: Path) -> None:
     """Remove this user's temporary files of `path` that no writer holds (its writer was killed)."""
     prefix = f".{path.name}."
     try:
-        entries = [e for e in os.scandir(path.parent) if e.name.startswith(prefix) and e.name.endswith(_TMP)]
+        entries = [e for e in os.scandir(path.parent) if _is_temporary_of(e.name, prefix)]
     except OSError:
         return
     for entry in entries:
@@ -83,6 +84,14 @@ def _remove_orphans(path: Path) -> None:
             pass
         finally:
             os.close(fd)
+
+
+def _is_temporary_of(name: str, prefix: str) -> bool:
+    """Whether `name` is a temporary file `atomically` made for the entry whose temporaries start with `prefix`
+    (mkstemp's eight random letters, digits or underscores between them: not another entry's, `NAME.x`)."""
+    middle = name[len(prefix):-len(_TMP)]
+    return (name.startswith(prefix) and name.endswith(_TMP) and len(middle) == _RANDOM
+            and all(c.isalnum() or c == "_" for c in middle))
 
 
 def open_no_follow(path: Path, flags: int, mode: int = 0o600) -> int:
