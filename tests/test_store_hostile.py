@@ -265,3 +265,12 @@ def test_resuming_a_run_json_of_the_wrong_shape_is_one_line(tmp_path: Path) -> N
     assert proc.stderr.strip().splitlines()[-1].endswith(
         f"error: --resume: {run / 'run.json'} is not a dagc run record (JSON list, not an object); give --resume "
         "the directory of a dagc run, or start a new run with another --run-dir")
+
+
+def test_a_lock_record_of_the_wrong_shape_still_names_the_holder_in_one_line(tmp_path: Path) -> None:
+    holder = RunStore(tmp_path / "run")
+    assert holder.lock("r1") is None
+    (holder.root / ".lock").write_text("[]", encoding="utf-8")  # (what a foreign writer left in it)
+    busy = RunStore.open(holder.root).lock("r2")
+    assert busy == (f"{holder.root} is in use by run ? (pid ? on ?, since ?); wait for it to end, or give another "
+                    "--run-dir")
