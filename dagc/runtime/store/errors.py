@@ -51,9 +51,3 @@ def unwritable(path: Path, exc: OSError, run_dir: Path | None = None) -> str:
     resume = f", then finish the run with --resume {run_dir}" if run_dir is not None else ""
     return f"cannot write {path}: {why}; {todo}{resume}"
 
-
-def storage_error(path: Path, exc: OSError, run_dir: Path | None = None) -> StorageError:
-    """`exc`, met writing `path`, as a StorageError saying what to do (see `unwritable`)."""
-    if isinstance(exc, StorageError):
-        return exc
-    return StorageError(unwritable(path, exc, run_dir), exc, run_dir or path)
