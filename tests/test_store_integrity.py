@@ -368,13 +368,12 @@ def _run_injected(program: Path, fault: str, *args: str) -> subprocess.Completed
 
 
 FULL_DISK = '''
-import dagc.runtime.store as store
-real = store.atomic_write
-def full(path, data):
-    if "outputs" in str(path):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-    return real(path, data)
-store.atomic_write = full
+real = os.replace
+def full(source, target, *args, **kwargs):
+    if "outputs" in str(target):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(target))
+    return real(source, target, *args, **kwargs)
+os.replace = full
 '''
 
 

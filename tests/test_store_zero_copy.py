@@ -100,8 +100,6 @@ def _o_direct(fd: int) -> bool:
 @pytest.mark.parametrize("direct", ["1", "0"])
 def test_large_buffers_go_to_the_disk_directly_at_any_alignment(tmp_path: Path, direct: str,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    from dagc.runtime import store
-
     monkeypatch.setenv("DAGC_DIRECT_IO", direct)
     written_directly: list[int] = []
     real_pwrite = os.pwrite
@@ -111,7 +109,7 @@ def test_large_buffers_go_to_the_disk_directly_at_any_alignment(tmp_path: Path, 
             written_directly.append(len(data))
         return real_pwrite(fd, data, offset)
 
-    monkeypatch.setattr(store.os, "pwrite", pwrite)
+    monkeypatch.setattr(os, "pwrite", pwrite)
     arrays = _arrays_at_every_phase()
     path = tmp_path / "out.pkl"
     written = write_sealed(path, dumps((arrays, torch.arange(10.0), "tag")))
@@ -133,8 +131,6 @@ def test_large_buffers_go_to_the_disk_directly_at_any_alignment(tmp_path: Path, 
 
 def test_a_file_system_that_refuses_direct_writes_gets_them_through_the_page_cache(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dagc.runtime import store
-
     refused: list[int] = []
     real_pwrite = os.pwrite
 
@@ -144,7 +140,7 @@ def test_a_file_system_that_refuses_direct_writes_gets_them_through_the_page_cac
             raise OSError(22, "Invalid argument")  # EINVAL: what a file system with larger blocks says
         return real_pwrite(fd, data, offset)
 
-    monkeypatch.setattr(store.os, "pwrite", pwrite)
+    monkeypatch.setattr(os, "pwrite", pwrite)
     x = torch.rand(4 << 20)  # 16 MiB
     path = tmp_path / "out.pkl"
     write_sealed(path, dumps(x))
@@ -155,8 +151,6 @@ def test_a_file_system_that_refuses_direct_writes_gets_them_through_the_page_cac
 
 def test_a_file_system_that_refuses_direct_reads_gets_them_through_the_page_cache(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from dagc.runtime import store
-
     x = torch.rand(4 << 20)  # 16 MiB
     path = tmp_path / "out.pkl"
     write_sealed(path, dumps(x))
@@ -166,7 +160,7 @@ def test_a_file_system_that_refuses_direct_reads_gets_them_through_the_page_cach
         tried.append(_o_direct(fd))
         raise OSError(22, "Invalid argument")  # EINVAL: what a file system that refuses O_DIRECT says
 
-    monkeypatch.setattr(store.os, "preadv", preadv)
+    monkeypatch.setattr(os, "preadv", preadv)
     assert torch.equal(load_sealed(path), x)
     assert tried == ([True] if _accepts_direct_writes(tmp_path) else [])
 
