@@ -446,6 +446,10 @@ class Graph:
                     out.append((producer, node.name, value))
         return out
 
+    def waiters(self, name: str) -> list[str]:
+        """The nodes with an ordering dependency on node `name`, in program order (from the waiters index)."""
+        return sorted(self._waiters.get(name, {}), key=self._position.__getitem__)
+
     def consumers(self, value: str) -> list[str]:
         """The nodes that read `value`, in program order (from the users index)."""
         return sorted(self._users.get(value, {}), key=self._position.__getitem__)

@@ -28,6 +28,7 @@ from dagc.diagnostics import Diagnostic, Note, Severity
 
 from .core import ALL_OPS, NODE_BODIES, REGION_OPS, Graph, Node
 from .location import SourceSpan
+from .order import CycleError, topological_order
 from .payload import Region
 from .types import Const, Map, Operand, Ref, Seq, TaskOptions
 
@@ -89,38 +90,13 @@ def _operands(node: Node, bad: list[str]) -> Iterator[Operand]:
 
 
 def _find_cycle(preds: list[list[int]]) -> list[int] | None:
-    """Indices along one cycle, in data-flow order, or None. Iterative DFS: linear time."""
-    n = len(preds)
-    color = bytearray(n)  # 0 unvisited, 1 on the current path, 2 done
-    where = [0] * n  # position on the current path
-    for start in range(n):
-        if color[start]:
-            continue
-        path = [start]
-        cursor = [0]
-        color[start] = 1
-        while path:
-            v = path[-1]
-            k = cursor[-1]
-            edges = preds[v]
-            if k < len(edges):
-                cursor[-1] = k + 1
-                w = edges[k]
-                if color[w] == 0:
-                    color[w] = 1
-                    where[w] = len(path)
-                    path.append(w)
-                    cursor.append(0)
-                elif color[w] == 1:
-                    # path[where[w]:] follows "depends on" edges and v depends on w: reverse it
-                    loop = path[where[w] :]
-                    flow = [loop[0], *reversed(loop[1:])]
-                    first = flow.index(min(flow))
-                    return flow[first:] + flow[:first]
-            else:
-                color[v] = 2
-                path.pop()
-                cursor.pop()
+    """Indices along one cycle, in data-flow order, starting at the smallest, or None (dagc.ir.order)."""
+    try:
+        topological_order(range(len(preds)), preds.__getitem__)  # type: ignore[arg-type]
+    except CycleError as exc:
+        flow: list[int] = exc.cycle
+        first = flow.index(min(flow))
+        return flow[first:] + flow[:first]
     return None
 
 

@@ -40,13 +40,15 @@ class DeadCodeElimination(Pass):
             live.add(name)
             stack.extend(graph.predecessors(name))
         removed: dict[object, list[str]] = {}  # call site -> tasks removed there (a loop unrolls one call)
-        for node in graph:
-            if node.name not in live:
-                graph.remove_node(node.name)
-                ctx.remark(self.name, f"removed `{node.name}` ({node.span}): its result is never used "
-                           "and it has no effects", node.name)
-                if node.op == "task":
-                    removed.setdefault(node.span, []).append(node.name)
+        dead = [node for node in graph if node.name not in live]
+        # the nodes ordered after a removed one (from the graph's index): their deps on it no longer order anything
+        waiting = {w for node in dead for w in graph.waiters(node.name)}
+        for node in dead:
+            graph.remove_node(node.name)
+            ctx.remark(self.name, f"removed `{node.name}` ({node.span}): its result is never used "
+                       "and it has no effects", node.name)
+            if node.op == "task":
+                removed.setdefault(node.span, []).append(node.name)
         told = {d.span for d in ctx.sink.diagnostics if d.code == "DAGC151"}  # the frontend said so already
         for span, names in removed.items():
             if span in told:
@@ -55,7 +57,6 @@ class DeadCodeElimination(Pass):
             ctx.sink.warning("DAGC152", f"`{names[0]}` is removed{more}: its result is never used and it has no "
                              "effects", span,  # type: ignore[arg-type]
                              hint="use its result, or mark the task side_effects=True to run it anyway")
-        # ordering deps on removed nodes no longer order anything
-        for node in graph:
-            if any(dep not in graph for dep in node.deps):
-                graph.set_deps(node.name, (dep for dep in node.deps if dep in graph))
+        for name in sorted(waiting):
+            if name in graph:
+                graph.set_deps(name, (dep for dep in graph.node(name).deps if dep in graph))

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dagc.ir.order import CycleError, topological_order
+
 if TYPE_CHECKING:
     from dagc.cluster import Cluster
     from dagc.cost import CostModel
@@ -85,22 +87,11 @@ class Problem:
     # ---- derived data ------------------------------------------------------------------------
     def _prepare(self) -> None:
         n, D = self.n, self.D
-        # topological order (Kahn, smallest index first) and each task's position in it
-        indeg = [len(ps) for ps in self.preds]
-        import heapq
-
-        ready = [i for i in range(n) if indeg[i] == 0]
-        heapq.heapify(ready)
-        topo: list[int] = []
-        while ready:
-            i = heapq.heappop(ready)
-            topo.append(i)
-            for s, _ in self.succs[i]:
-                indeg[s] -= 1
-                if indeg[s] == 0:
-                    heapq.heappush(ready, s)
-        if len(topo) != n:
-            raise ValueError("the task graph has a cycle")
+        # topological order (smallest index first among the ready) and each task's position in it
+        try:
+            topo = topological_order(range(n), lambda i: [j for j, _ in self.preds[i]])  # type: ignore[arg-type]
+        except CycleError:
+            raise ValueError("the task graph has a cycle") from None
         self.topo = topo
         self.pos = [0] * n
         for k, i in enumerate(topo):
@@ -218,19 +209,9 @@ class Problem:
         rev = Problem.__new__(Problem)
         rev.__dict__.update(self.__dict__)
         rev.preds, rev.succs = self.succs, self.preds
-        indeg = [len(ps) for ps in rev.preds]
-        import heapq
-
-        ready = [-i for i in range(self.n) if indeg[i] == 0]
-        heapq.heapify(ready)
-        topo: list[int] = []
-        while ready:
-            i = -heapq.heappop(ready)
-            topo.append(i)
-            for s, _ in rev.succs[i]:
-                indeg[s] -= 1
-                if indeg[s] == 0:
-                    heapq.heappush(ready, -s)
+        # (the largest index first among the ready: the forward order's mirror)
+        topo = topological_order(range(self.n), lambda i: [j for j, _ in rev.preds[i]],  # type: ignore[arg-type]
+                                 priority=lambda i: -i)
         rev.topo = topo
         rev.pos = [0] * self.n
         for k, i in enumerate(topo):
