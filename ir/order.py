@@ -20,7 +20,8 @@ T = TypeVar("T", bound=Hashable)
 
 
 class CycleError(ValueError):
-    """The items do not form a DAG; `cycle` lists the items along one cycle (the first not repeated)."""
+    """The items do not form a DAG; `cycle` lists the items along one cycle, each read by the next, starting at
+    the one given first (the first not repeated)."""
 
     def __init__(self, cycle: list[Any]) -> None:
         super().__init__("cycle: " + " -> ".join(map(str, [*cycle, *cycle[:1]])))
@@ -40,9 +41,11 @@ def topological_order(items: Sequence[T], predecessors: Callable[[T], Iterable[T
     try:
         sorter.prepare()
     except _GraphlibCycle as exc:
-        # graphlib gives the cycle in edge order, its first item repeated at the end
+        # graphlib gives the cycle in edge order, its first item repeated at the end: start it at the item
+        # given first, so that the same graph always names the same cycle the same way
         cycle = list(exc.args[1])[:-1]
-        raise CycleError(cycle) from None
+        first = min(range(len(cycle)), key=lambda k: index.get(cycle[k], len(index)))
+        raise CycleError(cycle[first:] + cycle[:first]) from None
     ready: list[tuple[Any, int, T]] = []
     order: list[T] = []
     while sorter.is_active():

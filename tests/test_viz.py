@@ -5,7 +5,6 @@ fused groups, loop collapsing, --focus, and determinism."""
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -189,9 +188,8 @@ def test_large_graph_stays_readable() -> None:
     dot = to_dot(graph, cluster=cluster)  # collapse="auto"
     boxes = re.findall(r'^\t+"(?:task|loop)\.[^"]*" \[', dot, re.M)
     assert len(boxes) <= 60, len(boxes)
-    start = time.perf_counter()
-    svg = pipe(dot, "svg")
-    assert b"</svg>" in svg and time.perf_counter() - start < 20
+    svg = pipe(dot, "svg")  # dot lays out the collapsed picture: as many boxes as the DOT has, not 1,200
+    assert b"</svg>" in svg and len(re.findall(rb'<g id="node\d+" class="node"', svg)) <= len(boxes) + 10
 
 
 def test_focus_draws_a_neighbourhood(quickstart_2x2) -> None:

@@ -41,7 +41,7 @@ from dagc.backends.graphviz.style import (
 )
 from dagc.ir import regions
 from dagc.ir.core import REGION_OPS, Node
-from dagc.ir.facts import Placement
+from dagc.ir.facts import Placement, transfer_of
 
 
 class Drawing:
@@ -242,7 +242,8 @@ class Drawing:
         attrs = node_style(node, colour, critical)
         if node.op == "transfer":
             attrs.update(shape="cds", style="filled", fontsize="9", height="0.3")
-            label = f"→ {node.attrs.get('transfer.dst', '?')}"
+            dst = transfer_of(node).dst
+            label = f"→ {'?' if dst is None else list(dst) if isinstance(dst, tuple) else dst}"
             sub.node(node_id(node.name), label=label, tooltip=node_tooltip(node, m.cost_model, m.cluster, critical),
                      **attrs)
             return
