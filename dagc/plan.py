@@ -348,8 +348,8 @@ def _comm_estimates(result: PlanResult, path: str, cluster: Cluster, cost: CostM
                     budget: float, pipeline: str | None = None, params: dict[str, Any] | None = None) -> None:
     """The makespan with the transfers `comm` emits, point-to-point only and with collectives."""
     from dagc.commtime import timed_makespan
-    from dagc.ir.facts import reduction_of, transfer_of
     from dagc.driver import compile_file
+    from dagc.ir.facts import reduction_of, transfer_of
 
     for collectives in (False, True):
         passes = (f"verify,dce,cse,partition{{algo={algo},seed={seed},budget={budget}}},schedule,"

@@ -381,6 +381,22 @@ class Graph:
         for node in self._nodes.values():
             self._index(node)
 
+    def stale_index(self) -> str | None:
+        """What of the graph's indexes disagrees with its nodes (for the verifier), or None."""
+        for name, node in self._nodes.items():
+            reads, deps, outputs = self._indexed.get(name, ((), (), ()))
+            try:
+                now = tuple(node.input_values())
+            except (TypeError, ValueError, AttributeError):
+                now = ()
+            if now != reads:
+                return f"what `{name}` reads"
+            if tuple(node.deps) != deps:
+                return f"what `{name}` waits for"
+            if tuple(node.outputs) != outputs:
+                return f"what `{name}` makes"
+        return None
+
     def fresh_name(self, base: str) -> str:
         """A node name not yet used: `base`, else `base.1`, `base.2`, …"""
         if base not in self._nodes and not self.is_param(base):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any, ClassVar, Protocol, Union
+from typing import Any, ClassVar, Protocol
 
 from .types import Operand, Ref
 
@@ -285,7 +285,7 @@ class Reduction(_Record):
         return self.reduce == "all"
 
 
-Comm = Union[Transfer, Reduction]
+Comm = Transfer | Reduction
 NO_EFFECTS = Effects()
 UNPLACED = Placement()
 _NO_TRANSFER = Transfer()

@@ -250,6 +250,13 @@ def _verify(graph: Graph) -> list[Diagnostic]:
         elif _stray_bodies(node) is not None:
             _error(out, "DAGC205", f"node `{node.name}`: {_stray_bodies(node)}", _span(node))
 
+    # ---- the graph's own indexes (kept by the nodes' setters; stale only after a write behind them) ---------
+    stale = graph.stale_index()
+    if stale is not None:
+        _error(out, "DAGC205", f"the graph's index of {stale} is out of date: a node was changed behind its "
+               "setters (through `node.__dict__`)", graph.span, hint="set node fields as attributes, or call "
+               "Graph.invalidate() after such a change")
+
     # ---- acyclicity and program order --------------------------------------------------------------
     cycle = _find_cycle(preds)
     if cycle is not None:

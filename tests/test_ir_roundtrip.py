@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 import math
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import jsonschema

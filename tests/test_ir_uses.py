@@ -9,6 +9,7 @@ import pytest
 from dagc.ir import regions
 from dagc.ir.core import Graph, Node, clone_node
 from dagc.ir.facts import Effects, Placement, Reduction
+from dagc.ir.location import SourceSpan
 from dagc.ir.order import CycleError, topological_order
 from dagc.ir.types import Ref, Seq
 
@@ -92,6 +93,20 @@ def test_a_node_belongs_to_one_graph_and_copies_to_none() -> None:
     twin.args = ()
     deep.args = ()
     assert g.consumers("n0") == ["n1"] and other.consumers("n0") == []
+
+
+def test_a_change_behind_the_setters_is_reported_by_the_verifier() -> None:
+    from dagc.ir.verifier import verify
+
+    g = chain(3)
+    for node in g:
+        node.span = SourceSpan("g.py", 1, 1)
+    assert verify(g) == []
+    g.node("n2").__dict__["args"] = (Ref("n0"),)
+    (diag,) = verify(g)
+    assert diag.code == "DAGC205" and "what `n2` reads" in diag.message
+    g.invalidate()
+    assert verify(g) == [] and g.consumers("n0") == ["n1", "n2"]
 
 
 def test_one_order_prefers_the_given_order_and_names_a_cycle() -> None:

@@ -36,8 +36,8 @@ from typing import ClassVar
 from dagc.diagnostics import Diagnostic, Note, Severity
 from dagc.ir.core import Graph, Node
 from dagc.ir.facts import device_tuple, reduction_of, transfer_of
-from dagc.ir.order import topological_order
 from dagc.ir.location import SourceSpan
+from dagc.ir.order import topological_order
 from dagc.passes.base import Pass, PassContext, register
 
 __all__ = [
