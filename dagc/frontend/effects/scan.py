@@ -178,7 +178,7 @@ class FunctionScan:
 
     def _builds_loader(self, call: ast.Call) -> bool:
         name = self.qualified(call.func)
-        return name in ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader") and not any(
+        return name in lib.DATA_LOADERS and not any(
             k.arg == "generator" for k in call.keywords)
 
     def evaluation_only(self, name: str) -> bool:
@@ -336,7 +336,7 @@ class FunctionScan:
         if len(args) != 1 or not on_name(args[0]):
             return None
         qualified = self.qualified(func)
-        if qualified in ("copy.deepcopy", "numpy.copy", "torch.clone", "numpy.array"):
+        if qualified in lib.DEEP_COPIES:
             return "deep"
         if qualified == "copy.copy" or isinstance(func, ast.Name) and func.id in ("dict", "list", "set", "tuple", "sorted") \
                 and not self.shadowed(func.id):

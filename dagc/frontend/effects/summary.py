@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dagc.frontend.library import DATA_ANNOTATION_WORDS
 from dagc.ir.effects import _SCALARS, is_immutable_type
 
 
@@ -70,7 +71,7 @@ def is_data_annotation(annotation: str | None) -> bool:
     """A parameter annotated as a tensor, an array or a container of them (not as a module)."""
     if annotation is None or "Module" in annotation:
         return False
-    return any(word in annotation for word in ("Tensor", "ndarray", "array", "DataFrame", "Series"))
+    return any(word in annotation for word in DATA_ANNOTATION_WORDS)
 
 
 def summary_key(effects: Effects) -> tuple:
