@@ -302,3 +302,7 @@ FILE_PATH_ARGUMENT: dict[str, int] = _K.positions("file_path_argument")  # the a
 PATH_METHODS = _K.names("path_methods")  # their receiver is the path (`Path(p).write_text(...)`)
 ALIASING_FUNCTIONS = _K.names("aliasing_functions")  # return a view of an argument, or hold references to it
 DATA_ANNOTATION_WORDS = _K.names("data_annotation_words")  # a tensor, an array, a frame
+DEVICE_TYPES = _K.names("device_types")  # `"cuda:0"` names a device
+CONTAINER_CONSTRUCTORS = _K.names("container_constructors")  # a new container of the body's own
+SHALLOW_COPIES = _K.names("shallow_copies")  # a new container holding the caller's items
+ITERATION_WRAPPERS = _K.names("iteration_wrappers")  # `enumerate(loader)` iterates `loader`

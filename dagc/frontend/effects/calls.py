@@ -228,7 +228,7 @@ def _moves_device(scan: FunctionScan, call: ast.Call, method: str) -> bool:
 
 def _is_device(scan: FunctionScan, expr: ast.expr) -> bool:
     if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-        return expr.value.split(":")[0] in ("cpu", "cuda", "mps", "xpu", "meta")
+        return expr.value.split(":")[0] in lib.DEVICE_TYPES
     if isinstance(expr, ast.Attribute) and expr.attr == "device":
         return True
     if isinstance(expr, ast.Call):

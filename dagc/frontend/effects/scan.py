@@ -65,7 +65,7 @@ def _builds_container(value: ast.expr | None) -> bool:
         return True
     if isinstance(value, ast.Call):
         func = value.func
-        if isinstance(func, ast.Name) and func.id in ("dict", "list", "set", "sorted", "OrderedDict", "defaultdict"):
+        if isinstance(func, ast.Name) and func.id in lib.CONTAINER_CONSTRUCTORS:
             return True
         if isinstance(func, ast.Attribute) and func.attr == "copy" and not value.args:
             return True
@@ -162,7 +162,7 @@ class FunctionScan:
         """A `torch.utils.data.DataLoader` given no `generator=`: a parameter annotated as one, or a local
         built by one in this body (through `enumerate(...)`, `iter(...)`, `zip(...)` and `tqdm(...)` too)."""
         while isinstance(iterable, ast.Call) and iterable.args and isinstance(iterable.func, ast.Name) \
-                and iterable.func.id in ("enumerate", "iter", "zip", "tqdm", "reversed"):
+                and iterable.func.id in lib.ITERATION_WRAPPERS:
             iterable = iterable.args[0]
         if isinstance(iterable, ast.Call):
             return self._builds_loader(iterable)
@@ -338,7 +338,7 @@ class FunctionScan:
         qualified = self.qualified(func)
         if qualified in lib.DEEP_COPIES:
             return "deep"
-        if qualified == "copy.copy" or isinstance(func, ast.Name) and func.id in ("dict", "list", "set", "tuple", "sorted") \
+        if qualified == "copy.copy" or isinstance(func, ast.Name) and func.id in lib.SHALLOW_COPIES \
                 and not self.shadowed(func.id):
             return "shallow"
         return None
