@@ -20,7 +20,6 @@ import ast
 from collections.abc import Iterator
 
 from dagc.diagnostics import DiagnosticSink, Note
-
 from dagc.frontend.library import SEEDING
 from dagc.frontend.modules import ModuleInfo
 from dagc.frontend.scan import is_main_guard
