@@ -196,6 +196,10 @@ def test_every_hand_written_section_is_documented_and_of_one_kind() -> None:
 def test_a_malformed_section_is_refused_when_read() -> None:
     with pytest.raises(ValueError, match="needs a `\\$doc`"):
         lib.Knowledge({"read_methods": {"names": ["get"]}})
+    with pytest.raises(ValueError, match="section `read_methods`"):
+        lib.Knowledge({"read_methods": {"$doc": "x", "names": "get"}})
+    with pytest.raises(ValueError, match="section `read_methods`"):
+        lib.Knowledge({"read_methods": {"$doc": "x", "names": ["get"], "prefixes": ["g"]}})
     with pytest.raises(KeyError, match="no `prefixes` section `read_methods`"):
         lib.Knowledge({"read_methods": {"$doc": "x", "names": ["get"]}}).prefixes("read_methods")
 

@@ -28,13 +28,14 @@ from typing import Any
 
 from dagc.ir.effects import is_immutable_type
 
-__all__ = ["Knowledge", "knowledge", "Catalogue", "catalogue", "FunctionFacts", "LayerFacts", "is_output_function", "is_output_constructor",
-           "is_immutable_constructor", "is_no_effect_function", "is_varying_function", "OUTPUT_METHODS"]
+__all__ = ["Knowledge", "knowledge", "Catalogue", "catalogue", "FunctionFacts", "LayerFacts", "is_output_function",
+           "is_output_constructor", "is_immutable_constructor", "is_no_effect_function", "is_varying_function",
+           "OUTPUT_METHODS", "SEEDING"]
 
 _CATALOGUE = Path(__file__).with_name("torch_effects.json")  # generated
 _LIBRARIES = Path(__file__).with_name("library_effects.json")  # generated
 _KNOWLEDGE = Path(__file__).with_name("effect_knowledge.json")  # written by hand
-_SECTION_KINDS = ("names", "prefixes", "positions", "functions", "methods")
+_SECTION_KINDS = {"names": list, "prefixes": list, "positions": dict, "functions": dict, "methods": dict}
 
 
 class Knowledge:
@@ -48,8 +49,10 @@ class Knowledge:
             if name.startswith("$"):
                 continue
             kinds = [k for k in section if k != "$doc"] if isinstance(section, dict) else []
-            if len(kinds) != 1 or kinds[0] not in _SECTION_KINDS or not isinstance(section.get("$doc"), str):
-                raise ValueError(f"{_KNOWLEDGE.name}: section `{name}` needs a `$doc` and one of {_SECTION_KINDS}")
+            if len(kinds) != 1 or kinds[0] not in _SECTION_KINDS or not isinstance(section.get("$doc"), str) \
+                    or not isinstance(section[kinds[0]], _SECTION_KINDS[kinds[0]]):
+                raise ValueError(f"{_KNOWLEDGE.name}: section `{name}` needs a `$doc` and one of "
+                                 f"{', '.join(_SECTION_KINDS)} (a list of names or prefixes, else an object)")
             self._sections[name] = (kinds[0], section[kinds[0]])
 
     def _section(self, name: str, kind: str) -> Any:
