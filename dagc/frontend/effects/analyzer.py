@@ -63,12 +63,15 @@ class EffectAnalyzer:
         self._numbered += 1
         self._component_stack.append(key)
         self._pending[key] = (fn, info)
-        effects = self._scan(key, fn, info)
-        self._partial[key] = effects
-        if self._low[key] == self._order[key]:  # the root of a component: every member is now known
-            members = self._component_stack[self._component_stack.index(key):]
-            del self._component_stack[len(self._component_stack) - len(members):]
-            return self._finish(members)[key]
+        try:
+            effects = self._scan(key, fn, info)
+            self._partial[key] = effects
+            if self._low[key] == self._order[key]:  # the root of a component: every member is now known
+                return self._finish(self._component_stack.index(key))[key]
+        except BaseException:  # (too deep a body: the caller reports it; nothing half-done is kept)
+            if key in self._component_stack:
+                self._forget(self._component_stack[self._component_stack.index(key):])
+            raise
         if self._scanning:  # a member of a component whose root is still being scanned
             caller = self._scanning[-1]
             self._low[caller] = min(self._low[caller], self._low[key])
@@ -89,10 +92,12 @@ class EffectAnalyzer:
         finally:
             self._scanning.pop()
 
-    def _finish(self, members: list[int]) -> dict[int, Effects]:
-        """Summaries of one strongly connected component of the call graph: scanned again, each with the
-        others' summaries so far, until none changes (f calls g calls f: each gets what the other does
-        through the arguments it passes); not stable after a few rounds: the worst is assumed for all."""
+    def _finish(self, start: int) -> dict[int, Effects]:
+        """Summaries of one strongly connected component of the call graph (the functions on the component
+        stack from `start`): scanned again, each with the others' summaries so far, until none changes (f
+        calls g calls f: each gets what the other does through the arguments it passes); not stable after a
+        few rounds: the worst is assumed for all."""
+        members = self._component_stack[start:]
         current = {m: self._partial[m] for m in members}
         base = len(self._component_stack)
         if len(members) > 1 or members[0] in self._recursive:
@@ -112,14 +117,18 @@ class EffectAnalyzer:
                                                      "recursive call")) for m in members}
         # (a function first reached by a scan again and calling back into the component: its summary so far)
         current.update({m: self._partial[m] for m in self._component_stack[base:]})
-        members = [*members, *self._component_stack[base:]]
-        del self._component_stack[base:]
+        members = self._component_stack[start:]
+        self._forget(members)
+        self._cache.update(current)
+        return current
+
+    def _forget(self, members: list[int]) -> None:
+        """Take finished (or abandoned) functions off the component stack and out of the walk's tables."""
+        del self._component_stack[len(self._component_stack) - len(members):]
         for member in members:
-            self._cache[member] = current[member]
             for table in (self._order, self._low, self._pending, self._partial):
                 table.pop(member, None)
             self._recursive.discard(member)
-        return current
 
     def methods_named(self, attr: str) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ModuleInfo, bool]]:
         """Every method called `attr` of a class in the user's loaded modules, with its module and whether
