@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from dagc.frontend import library as lib
 from dagc.frontend.effects.calls import fresh_library_result, scan_call
 from dagc.frontend.effects.lookup import loaded_modules
-from dagc.frontend.effects.summary import Effects, Evidence, is_scalar_type
+from dagc.frontend.effects.summary import Effects, Evidence
 from dagc.frontend.modules import Constant, ImportedModule, ImportedName, ModuleInfo, Opaque
 from dagc.frontend.values import (
     IMMUTABLE,
@@ -19,6 +19,7 @@ from dagc.frontend.values import (
     is_immutable_constant,
     module_qualified,
 )
+from dagc.ir.effects import is_immutable_type
 
 if TYPE_CHECKING:
     from dagc.frontend.effects.analyzer import EffectAnalyzer
@@ -96,7 +97,7 @@ class FunctionScan:
         self.annotations = annotations
         # name -> parameters it may alias (scalars cannot be changed in place, so they alias nothing)
         # (nor do instances of the user's frozen dataclasses and NamedTuples)
-        self.alias: dict[str, set[str]] = {p: {p} for p in self.params if not is_scalar_type(annotations.get(p))
+        self.alias: dict[str, set[str]] = {p: {p} for p in self.params if not is_immutable_type(annotations.get(p))
                                            and not self._frozen_annotation(annotations.get(p))}
         # the body only: decorators, annotations and defaults run once, when the function is defined
         self.body_nodes = [n for stmt in fn.body for n in ast.walk(stmt)]

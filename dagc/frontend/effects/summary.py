@@ -58,13 +58,9 @@ class Effects:
 
 
 SCALAR_TYPES = _SCALARS  # immutable types: a value of one cannot change in place, whoever holds it
-
-
-def is_scalar_type(annotation: str | None) -> bool:
-    """An annotation whose values cannot share mutable objects with anything (int, str, tuple[int, …], Path):
-    the IR's own predicate (dagc.ir.effects.is_immutable_type), so that the frontend and the state analysis
-    agree on `Literal`, `Optional` and unions."""
-    return is_immutable_type(annotation)
+# the IR's one predicate, under the frontend's older name: the frontend and the state analysis agree on
+# `Literal`, `Optional`, unions, tuples and frozensets because they call the same function
+is_scalar_type = is_immutable_type
 
 
 def is_data_annotation(annotation: str | None) -> bool:
