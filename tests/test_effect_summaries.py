@@ -217,3 +217,13 @@ def test_hand_written_library_facts_are_merged_over_the_generated_ones() -> None
     assert "numpy.copyto" not in generated["functions"] and "tables" not in generated
     assert lib.catalogue().library_function("numpy.copyto").mutates == (0,)
     assert lib.catalogue().method("fill").changes_self  # ndarray.fill: no signature says so
+
+
+def test_the_three_data_files_are_packaged_with_the_frontend() -> None:
+    import tomllib
+
+    from tests.conftest import REPO
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert {"torch_effects.json", "library_effects.json", "effect_knowledge.json"} <= set(
+        config["package-data"]["dagc.frontend"])
