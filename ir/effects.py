@@ -130,25 +130,34 @@ def has_effects(node: Node) -> bool:
 
 def is_immutable_type(type_text: str | None) -> bool:
     """A type whose values cannot change in place, whoever holds them: numbers, strings, bytes, `None`,
-    `Path`, dates, devices, `Literal[...]`, and tuples, `Optional[...]` and unions of those. The one predicate
-    the frontend's effect analysis and the state analysis here share."""
-    if type_text is None:
+    `Path`, dates, devices, and built of those only: `Literal[...]` (always), `Optional[X]`, `X | None`,
+    `Union[...]`, `tuple[...]` (`tuple[()]`, `tuple[X, ...]`), `frozenset[...]`, `Annotated[X, ...]`; a
+    bare `tuple` says nothing of its items (no), a bare `frozenset` holds hashable items (yes). A quoted
+    annotation is read as its text. The one predicate the frontend's effect analysis and the state
+    analysis here share."""
+    if not type_text:
         return False
-    text = type_text.replace(" ", "")
-    if text in _SCALARS:
-        return True
+    text = type_text.replace(" ", "").strip("'\"")
     for prefix in ("typing.", "t."):
         if text.startswith(prefix):
             text = text[len(prefix):]
-    if text.startswith("Literal[") and text.endswith("]"):
+    if text in _SCALARS:
         return True
-    for prefix in ("tuple[", "Tuple[", "Optional[", "frozenset[", "FrozenSet["):
-        if text.startswith(prefix) and text.endswith("]"):
-            return all(p == "..." or is_immutable_type(p) for p in _split_top(text[len(prefix):-1]))
-    if text.startswith("Union[") and text.endswith("]"):
-        return all(is_immutable_type(p) for p in _split_top(text[6:-1]))
     parts = _split_top(text, "|")
-    return len(parts) > 1 and all(is_immutable_type(p) for p in parts)
+    if len(parts) > 1:
+        return all(is_immutable_type(p) for p in parts)
+    if not text.endswith("]"):
+        return False
+    head, _, inner = text[:-1].partition("[")
+    if head == "Literal":
+        return True
+    if head == "Annotated":
+        return is_immutable_type(_split_top(inner)[0])
+    if head in ("tuple", "Tuple"):
+        return inner == "()" or all(p == "..." or is_immutable_type(p) for p in _split_top(inner))
+    if head in ("Optional", "Union", "frozenset", "FrozenSet"):
+        return all(is_immutable_type(p) for p in _split_top(inner))
+    return False
 
 
 def _split_top(text: str, sep: str = ",") -> list[str]:

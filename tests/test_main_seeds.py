@@ -93,6 +93,15 @@ def test_a_seed_in_the_main_block_is_dagc156_at_its_line(tmp_path: Path, seed: s
     assert found == [("DAGC156", _line_of(tmp_path, seed))]
 
 
+@pytest.mark.parametrize(("imported", "seed"), [("from numpy.random import seed as reseed", "reseed(0)"),
+                                                ("import torch as t", "t.random.manual_seed(0)"),
+                                                ("from random import seed", "seed(0)")])
+def test_a_seed_imported_under_another_name_is_dagc156(tmp_path: Path, imported: str, seed: str) -> None:
+    # (the one list of seeding functions, matched on the name the module's imports give the call)
+    found = _codes(tmp_path, module_seed=imported, main=f"    {seed}")
+    assert found == [("DAGC156", _line_of(tmp_path, seed))]
+
+
 def test_a_module_level_seed_or_no_unseeded_draw_is_fine(tmp_path: Path) -> None:
     assert _codes(tmp_path, module_seed="random.seed(0)") == []
     seeded_task = TASKS.replace("return x + random.random()", "return x + random.Random(x).random()")

@@ -1,21 +1,21 @@
-"""What dagc knows about library code, for effect inference (docs/ir.md, "Effects and state").
+"""All of dagc's effect knowledge, read by this one loader (docs/ir.md, "Effects and state").
 
-Three sources, read by one loader (`catalogue()`):
-  * `library_effects.json`, generated from numpy's, pandas' and scikit-learn's own metadata by
-    `scripts/gen_library_catalog.py` (ufuncs' and signatures' `out=`, pandas' `inplace=` parameters and file
-    arguments, scikit-learn's estimators, their `fit*`/`set_*` methods and `random_state=None` defaults).
-    A library call the catalogues do not list reads its arguments and returns a new value; the run-time
-    check of effects (dagc.runtime.effectcheck) is the backstop.
+Three data files, each read once (cached):
   * `torch_effects.json`, generated from torch's own metadata by `scripts/gen_effect_catalog.py`
     (operator schemas' write annotations, the `nondeterministic_seeded` tag, and the operators that
     `torch.nn.init`, `torch.nn.functional` and the `torch.nn` layers reach when run once): which argument a
     torch function or tensor method changes in place, which draw from the global generator, which layers
     draw their initial weights at random and which hold no state at all. The frontend reads the file; it
     never imports torch.
-  * the hand-written tables, in `library_effects.json` too (written from `HAND_TABLES` in the same script),
-    for the standard library and a few common libraries: methods that only read their receiver, functions
-    that act on the world or on files, and *output channels* (print, logging, warnings, progress bars,
-    metric loggers), which are not state.
+  * `library_effects.json`, generated from numpy's, pandas' and scikit-learn's own metadata by
+    `scripts/gen_library_catalog.py` (ufuncs' and signatures' `out=`, pandas' `inplace=` parameters and file
+    arguments, scikit-learn's estimators, their `fit*`/`set_*` methods and `random_state=None` defaults).
+  * `effect_knowledge.json`, written by hand: what no library's metadata says (the standard library,
+    output channels, files, the seeding functions, calls whose value varies, methods that only read their
+    receiver, ...), one section per table, each with a `$doc`. Its `library_functions` and
+    `receiver_methods` are merged over the generated numpy and pandas facts.
+A library call none of them lists reads its arguments and returns a new value; the run-time check of
+effects (dagc.runtime.effectcheck) is the backstop.
 """
 
 from __future__ import annotations
@@ -26,11 +26,62 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Catalogue", "catalogue", "FunctionFacts", "LayerFacts", "is_output_function", "is_output_constructor",
-           "is_immutable_constructor", "is_no_effect_function", "is_varying_function", "OUTPUT_METHODS"]
+from dagc.ir.effects import is_immutable_type
 
-_CATALOGUE = Path(__file__).with_name("torch_effects.json")
-_LIBRARIES = Path(__file__).with_name("library_effects.json")
+__all__ = ["Knowledge", "knowledge", "Catalogue", "catalogue", "FunctionFacts", "LayerFacts", "is_output_function",
+           "is_output_constructor", "is_immutable_constructor", "is_no_effect_function", "is_varying_function",
+           "OUTPUT_METHODS", "SEEDING"]
+
+_CATALOGUE = Path(__file__).with_name("torch_effects.json")  # generated
+_LIBRARIES = Path(__file__).with_name("library_effects.json")  # generated
+_KNOWLEDGE = Path(__file__).with_name("effect_knowledge.json")  # written by hand
+_SECTION_KINDS = {"names": list, "prefixes": list, "positions": dict, "functions": dict, "methods": dict}
+
+
+class Knowledge:
+    """The hand-written file: sections of one kind each (`names`, `prefixes`, `positions`, `functions`,
+    `methods`), checked when read, so that a misspelt section or kind fails at once rather than matching
+    nothing."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._sections: dict[str, tuple[str, Any]] = {}
+        for name, section in data.items():
+            if name.startswith("$"):
+                continue
+            kinds = [k for k in section if k != "$doc"] if isinstance(section, dict) else []
+            if len(kinds) != 1 or kinds[0] not in _SECTION_KINDS or not isinstance(section.get("$doc"), str) \
+                    or not isinstance(section[kinds[0]], _SECTION_KINDS[kinds[0]]):
+                raise ValueError(f"{_KNOWLEDGE.name}: section `{name}` needs a `$doc` and one of "
+                                 f"{', '.join(_SECTION_KINDS)} (a list of names or prefixes, else an object)")
+            self._sections[name] = (kinds[0], section[kinds[0]])
+
+    def _section(self, name: str, kind: str) -> Any:
+        found = self._sections.get(name)
+        if found is None or found[0] != kind:
+            raise KeyError(f"{_KNOWLEDGE.name} has no `{kind}` section `{name}`")
+        return found[1]
+
+    def names(self, section: str) -> frozenset[str]:
+        """Names matched exactly."""
+        return frozenset(self._section(section, "names"))
+
+    def prefixes(self, section: str) -> tuple[str, ...]:
+        """Name prefixes, for `str.startswith`."""
+        return tuple(self._section(section, "prefixes"))
+
+    def positions(self, section: str) -> dict[str, int]:
+        return {str(k): int(v) for k, v in self._section(section, "positions").items()}
+
+    def functions(self, section: str) -> dict[str, dict[str, Any]]:
+        return {str(k): dict(v) for k, v in self._section(section, "functions").items()}
+
+    def methods(self, section: str) -> dict[str, str]:
+        return {str(k): str(v) for k, v in self._section(section, "methods").items()}
+
+
+@lru_cache(maxsize=1)
+def knowledge() -> Knowledge:
+    return Knowledge(json.loads(_KNOWLEDGE.read_text(encoding="utf-8")))
 
 
 @dataclass(frozen=True)
@@ -92,11 +143,17 @@ class Catalogue:
         return LayerFacts(bool(entry.get("init_rng")), bool(entry.get("forward_rng")), bool(entry.get("stateless")))
 
     # ---- numpy, pandas, scikit-learn (library_effects.json) ------------------------------------------
-    def add_libraries(self, data: dict[str, Any]) -> None:
+    def add_libraries(self, data: dict[str, Any], known: Knowledge) -> None:
         self.library_versions: dict[str, str] = data.get("versions", {})
-        self._library_functions: dict[str, dict[str, Any]] = data.get("functions", {})
+        self._library_functions: dict[str, dict[str, Any]] = {k: dict(v) for k, v in data.get("functions", {}).items()}
         self._library_classes: dict[str, dict[str, Any]] = data.get("classes", {})
-        self._library_methods: dict[str, dict[str, Any]] = data.get("methods", {})
+        self._library_methods: dict[str, dict[str, Any]] = {k: dict(v) for k, v in data.get("methods", {}).items()}
+        # what no signature says, written by hand: in-place functions, receiver-changing methods
+        for name, facts in known.functions("library_functions").items():
+            self._library_functions.setdefault(name, {}).update(facts)
+        for name in known.methods("receiver_methods"):
+            self._library_methods.setdefault(name, {})["self"] = True
+        self._seeding = known.names("seeding_functions")
         # libraries whose derived objects behave as copies (pandas 3's Copy-on-Write): results never alias inputs
         # (only where the installed pandas has it: before 3.0, a derived object may be a view that writes through)
         self.copy_on_write: frozenset[str] = frozenset(lib for lib in data.get("copy_on_write", ())
@@ -109,7 +166,7 @@ class Catalogue:
         if entry is None:
             return None
         return LibraryFacts(tuple(entry.get("mutates", ())), bool(entry.get("out")), bool(entry.get("rng")),
-                            entry.get("rng_unless"), entry.get("reads_file"), bool(entry.get("seeds")),
+                            entry.get("rng_unless"), entry.get("reads_file"), name in self._seeding,
                             bool(entry.get("estimator")), entry.get("rng_unless_false"),
                             bool(entry.get("rng_advances")), entry.get("rng_depends_if"))
 
@@ -167,36 +224,28 @@ class MethodFacts:
 @lru_cache(maxsize=1)
 def catalogue() -> Catalogue:
     found = Catalogue(json.loads(_CATALOGUE.read_text(encoding="utf-8")))
-    found.add_libraries(json.loads(_LIBRARIES.read_text(encoding="utf-8")))
+    found.add_libraries(json.loads(_LIBRARIES.read_text(encoding="utf-8")), knowledge())
     return found
 
 
-# ---- the hand-written tables (library_effects.json's "tables", written by scripts/gen_library_catalog.py from
-# its HAND_TABLES, where each says why): what no library's metadata says ---------------------------------------
-def _tables() -> dict[str, Any]:
-    return json.loads(_LIBRARIES.read_text(encoding="utf-8"))["tables"]
-
-
-_T = _tables()
-
-
-def _set(key: str) -> frozenset[str]:
-    return frozenset(_T[key])
-
-
-_OUTPUT_FUNCTIONS = _set("output_functions")
-_OUTPUT_PREFIXES = tuple(_T["output_prefixes"])
-_OUTPUT_CONSTRUCTORS = _set("output_constructors")
-OUTPUT_METHODS = _set("output_methods")  # methods of a logger, a progress bar, a metric writer
-_VARYING = _set("varying")  # the clock, the process, a fresh UUID: another value on each call
-_NO_EFFECT = _VARYING | _set("no_effect")
-_IMMUTABLE_CONSTRUCTORS = _set("immutable_constructors")
+# ---- the hand-written sections (effect_knowledge.json, where each says why), as typed constants -------------
+_K = knowledge()
+_OUTPUT_FUNCTIONS = _K.names("output_functions")
+_OUTPUT_PREFIXES = _K.prefixes("output_prefixes")
+_OUTPUT_PREFIX_EXCEPTIONS = _K.prefixes("output_prefix_exceptions")  # configure or build a channel
+_OUTPUT_CONSTRUCTORS = _K.names("output_constructors")
+OUTPUT_METHODS = _K.names("output_methods")  # methods of a logger, a progress bar, a metric writer
+OUTPUT_STREAMS = _K.names("output_streams")  # `print(..., file=sys.stderr)` is output, not a file
+LOG_METHODS = _K.names("log_methods")
+WORLD_METHODS = _K.names("world_methods")
+_VARYING = _K.names("varying")  # the clock, the process, a fresh UUID: another value on each call
+_NO_EFFECT = _VARYING | _K.names("no_effect")
+_IMMUTABLE_RESULTS = _K.names("immutable_results")
 
 
 def is_output_function(name: str) -> bool:
     return name in _OUTPUT_FUNCTIONS or name.startswith(_OUTPUT_PREFIXES) and not name.startswith(
-        ("logging.getLogger", "logging.basicConfig", "logging.Logger", "logging.Handler", "logging.Formatter",
-         "logging.FileHandler", "logging.StreamHandler"))
+        _OUTPUT_PREFIX_EXCEPTIONS)
 
 
 def is_output_constructor(name: str) -> bool:
@@ -204,7 +253,9 @@ def is_output_constructor(name: str) -> bool:
 
 
 def is_immutable_constructor(name: str) -> bool:
-    return name in _IMMUTABLE_CONSTRUCTORS
+    """A call whose result cannot change: a constructor of an immutable type (the IR's one predicate,
+    dagc.ir.effects.is_immutable_type, on its qualified name) or a function listed as returning one."""
+    return name in _IMMUTABLE_RESULTS or is_immutable_type(name)
 
 
 def is_no_effect_function(name: str) -> bool:
@@ -215,38 +266,46 @@ def is_varying_function(name: str) -> bool:
     return name in _VARYING
 
 
-READ_METHODS = _set("read_methods")  # leave their receiver unchanged
-KNOWN_MUTATORS = _set("known_mutators")  # certainly change their receiver (checked against declarations)
-STATEFUL_METHODS = _set("stateful_methods")  # change their receiver, with no trailing `_`
-SHUFFLES = _set("shuffles")  # shuffle their first argument in place
-CONTAINER_METHODS = _set("container_methods")
-CONVERSIONS = _set("conversions")  # a new tensor or array, but the same module converted in place
-FRESH_METHODS = _set("fresh_methods")  # no effect, and never return an alias
-SCALAR_ATTRS = _set("scalar_attrs")  # plain data: reading them never yields an alias
-PURE_BUILTINS = _set("pure_builtins")
-FRESH_BUILTINS = _set("fresh_builtins")
-WORLD_BUILTINS = _set("world_builtins")
-PURE_MODULES = tuple(_T["pure_modules"])
-IMPURE_FUNCTIONS = _set("impure_functions")
-RNG_FUNCTIONS = _set("rng_functions")
-SEEDING = _set("seeding")
-SEED_CALLS = _set("seed_calls")  # as written, with common import aliases (dagc/frontend/seeds.py)
-RNG_PREFIXES = tuple(_T["rng_prefixes"])
-RNG_EXEMPT = _set("rng_exempt")
-WORLD_PREFIXES = tuple(_T["world_prefixes"])
-MUTATING_KWARGS = set(_T["mutating_kwargs"])
-STORING_METHODS = _set("storing_methods")  # store their arguments into their receiver
-NATIVE_FILE_READERS = tuple(_T["native_file_readers"])  # open files where the audit hook cannot see them
-FILE_READS = _set("file_reads")
+READ_METHODS = _K.names("read_methods")  # leave their receiver unchanged
+KNOWN_MUTATORS = _K.names("known_mutators")  # certainly change their receiver (checked against declarations)
+STATEFUL_METHODS = _K.names("stateful_methods")  # change their receiver, with no trailing `_`
+SHUFFLES = _K.names("shuffles")  # shuffle their first argument in place
+CONTAINER_METHODS = _K.names("container_methods")
+CONVERSIONS = _K.names("conversions")  # a new tensor or array, but the same module converted in place
+RETURNS_SELF = _K.names("returns_self_methods")  # `model.to(device)` is `model`
+FRESH_METHODS = _K.names("fresh_methods")  # no effect, and never return an alias
+SCALAR_ATTRS = _K.names("scalar_attrs")  # plain data: reading them never yields an alias
+PURE_BUILTINS = _K.names("pure_builtins")
+FRESH_BUILTINS = _K.names("fresh_builtins")
+WORLD_BUILTINS = _K.names("world_builtins")
+PURE_MODULES = _K.prefixes("pure_modules")
+IMPURE_FUNCTIONS = _K.names("impure_functions")
+FRESH_RESULT_PREFIXES = _K.prefixes("fresh_result_prefixes")
+DEEP_COPIES = _K.names("deep_copies")
+# the one list of seeding functions: seeding is also an effect on the global generator
+SEEDING = _K.names("seeding_functions")
+RNG_FUNCTIONS = SEEDING | _K.names("draw_functions")
+RNG_PREFIXES = _K.prefixes("rng_prefixes")
+RNG_EXEMPT = _K.names("rng_exempt")
+DATA_LOADERS = _K.names("data_loaders")
+WORLD_PREFIXES = _K.prefixes("world_prefixes")
+MUTATING_KWARGS = _K.names("mutating_kwargs")
+STORING_METHODS = _K.names("storing_methods")  # store their arguments into their receiver
+NATIVE_FILE_READERS = _K.prefixes("native_file_readers")  # open files where the audit hook cannot see them
+FILE_READS = _K.names("file_reads")
 # Reads the run records (dagc.runtime.filetrace: opened files and listed directories) and checks before a stored
 # output is reused: not an action on the world. (`os.stat`, `os.path.exists`: no record; they stay one.)
-TRACED_READS = FILE_READS - {"os.stat", "os.path.exists", "os.path.isfile", "os.path.isdir", "os.path.getsize",
-                             "os.path.getmtime", "os.path.lexists"}
-FILE_WRITES = _set("file_writes")
-FILE_PREFIXES_READ = tuple(_T["file_prefixes_read"])
-FILE_PREFIXES_WRITE = tuple(_T["file_prefixes_write"])
-FILE_READ_METHODS = _set("file_read_methods")
-FILE_WRITE_METHODS = _set("file_write_methods")
-FILE_PATH_ARGUMENT: dict[str, int] = dict(_T["file_path_argument"])  # the argument naming the file
-PATH_METHODS = _set("path_methods")  # their receiver is the path (`Path(p).write_text(...)`)
-ALIASING_FUNCTIONS = _set("aliasing_functions")  # return a view of an argument, or hold references to it
+TRACED_READS = FILE_READS - _K.names("untraced_file_checks")
+FILE_WRITES = _K.names("file_writes")
+FILE_PREFIXES_READ = _K.prefixes("file_prefixes_read")
+FILE_PREFIXES_WRITE = _K.prefixes("file_prefixes_write")
+FILE_READ_METHODS = _K.names("file_read_methods")
+FILE_WRITE_METHODS = _K.names("file_write_methods")
+FILE_PATH_ARGUMENT: dict[str, int] = _K.positions("file_path_argument")  # the argument naming the file
+PATH_METHODS = _K.names("path_methods")  # their receiver is the path (`Path(p).write_text(...)`)
+ALIASING_FUNCTIONS = _K.names("aliasing_functions")  # return a view of an argument, or hold references to it
+DATA_ANNOTATION_WORDS = _K.names("data_annotation_words")  # a tensor, an array, a frame
+DEVICE_TYPES = _K.names("device_types")  # `"cuda:0"` names a device
+CONTAINER_CONSTRUCTORS = _K.names("container_constructors")  # a new container of the body's own
+SHALLOW_COPIES = _K.names("shallow_copies")  # a new container holding the caller's items
+ITERATION_WRAPPERS = _K.names("iteration_wrappers")  # `enumerate(loader)` iterates `loader`

@@ -20,17 +20,21 @@ import ast
 from collections.abc import Iterator
 
 from dagc.diagnostics import DiagnosticSink, Note
-
-# calls that seed a process-wide generator, by their dotted name as written (common import aliases)
-from dagc.frontend.library import SEED_CALLS
+from dagc.frontend.library import SEEDING
 from dagc.frontend.modules import ModuleInfo
 from dagc.frontend.scan import is_main_guard
+from dagc.frontend.values import module_qualified
 from dagc.ir.core import Graph, Node
 from dagc.ir.effects import node_effects
 from dagc.ir.location import SourceSpan
 from dagc.ir.regions import walk
 
 __all__ = ["check_main_seeds"]
+
+# the last part of a seeding function's name identifies it however it was imported, and from whatever module
+# (`from utils import set_seed`, `L.seed_everything`), except plain `seed`, which many objects have
+_SEEDING_NAMES = frozenset(name.rpartition(".")[2] for name in SEEDING) - {"seed"}
+
 
 def _dotted(expr: ast.expr) -> str | None:
     if isinstance(expr, ast.Name):
@@ -41,8 +45,10 @@ def _dotted(expr: ast.expr) -> str | None:
     return None
 
 
-def _seed_calls(stmts: list[ast.stmt], helpers: dict[str, ast.FunctionDef]) -> Iterator[tuple[ast.Call, str]]:
-    """Calls in `stmts` that seed a global generator: directly, or through a module function that does."""
+def _seed_calls(stmts: list[ast.stmt], helpers: dict[str, ast.FunctionDef],
+                info: ModuleInfo) -> Iterator[tuple[ast.Call, str]]:
+    """Calls in `stmts` that seed a global generator (dagc.frontend.library.SEEDING, following the module's
+    imports): directly, or through a module function that does."""
     for stmt in stmts:
         for node in ast.walk(stmt):
             if not isinstance(node, ast.Call):
@@ -50,9 +56,9 @@ def _seed_calls(stmts: list[ast.stmt], helpers: dict[str, ast.FunctionDef]) -> I
             name = _dotted(node.func)
             if name is None:
                 continue
-            if name in SEED_CALLS or name.rpartition(".")[2] == "manual_seed":
+            if module_qualified(node.func, info) in SEEDING or name.rpartition(".")[2] in _SEEDING_NAMES:
                 yield node, name
-            elif name in helpers and any(True for _ in _seed_calls(helpers[name].body, {})):
+            elif name in helpers and any(True for _ in _seed_calls(helpers[name].body, {}, info)):
                 yield node, name
 
 
@@ -109,7 +115,7 @@ def check_main_seeds(graph: Graph, info: ModuleInfo, sink: DiagnosticSink) -> No
     for guard in guards:
         if not _runs_pipeline(guard.body, graph.name, every):
             continue  # the plain run of this pipeline is not this main block's
-        for call, name in _seed_calls(guard.body, helpers):
+        for call, name in _seed_calls(guard.body, helpers, info):
             sink.error(
                 "DAGC156", f"`{name}(...)` under `if __name__ == \"__main__\":` seeds the global random generator "
                 "for the plain run only: dagc's programs call the pipeline without that block, so task "

@@ -76,8 +76,8 @@ def value_kind(analyzer: Any, expr: ast.AST, info: ModuleInfo, depth: int) -> Gl
     if depth > 20:
         return GlobalValue("mutable")
     if isinstance(expr, ast.Constant):
-        return GlobalValue("immutable", device=isinstance(expr.value, str) and expr.value.split(":")[0] in (
-            "cpu", "cuda", "mps"))
+        return GlobalValue("immutable", device=isinstance(expr.value, str)
+                           and expr.value.split(":")[0] in lib.DEVICE_TYPES)
     if isinstance(expr, (ast.JoinedStr, ast.Compare, ast.BoolOp)):
         return IMMUTABLE
     if isinstance(expr, ast.IfExp):

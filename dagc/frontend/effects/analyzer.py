@@ -25,8 +25,16 @@ class EffectAnalyzer:
         self._init_draws: dict[int, bool] = {}
         self._drawn: dict[tuple[str, str], tuple[str, str] | None] = {}
         self.code_of: dict[int, str] = {}  # id(function node) -> `module:function` / `module:Class`
-        self._recursive: set[int] = set()  # functions found calling themselves during their own scan
-        self._partial: dict[int, Effects] = {}  # their summary so far
+        # the user's call graph, walked depth first as summaries are asked for (Tarjan's strongly connected
+        # components, found on the fly): a function is summarised with its whole component (mutual recursion)
+        self._order: dict[int, int] = {}  # functions being summarised -> their depth-first number
+        self._numbered = 0
+        self._low: dict[int, int] = {}  # the smallest number reachable from each through unfinished calls
+        self._component_stack: list[int] = []  # functions not yet finished, in depth-first order
+        self._scanning: list[int] = []  # the functions whose bodies are being scanned, innermost last
+        self._recursive: set[int] = set()  # functions calling themselves (a component of one that needs a fixpoint)
+        self._pending: dict[int, tuple[ast.FunctionDef | ast.AsyncFunctionDef, ModuleInfo]] = {}
+        self._partial: dict[int, Effects] = {}  # the summary so far of each unfinished function
         self._typed: dict[tuple[int, frozenset[tuple[str, str]]], Effects] = {}  # of_task with the callers' types
 
     def of_task(self, task: TaskDef, types: frozenset[tuple[str, str]] = frozenset()) -> Effects:
@@ -48,28 +56,79 @@ class EffectAnalyzer:
         found = self._cache.get(key)
         if found is not None:
             return found
-        if key in self._active:  # recursion: the summary so far (a fixpoint below completes it)
-            self._recursive.add(key)
+        if key in self._order:  # a call back into an unfinished component: its summary so far
+            self._calls_unfinished(key)
             return self._partial.get(key, Effects())
-        self._active.add(key)
+        self._order[key] = self._low[key] = self._numbered
+        self._numbered += 1
+        self._component_stack.append(key)
+        self._pending[key] = (fn, info)
         try:
-            effects = FunctionScan(self, fn, info).run()
-            for _ in range(5):  # a recursive function: scan again with its own summary until it is stable
-                if key not in self._recursive:
-                    break
-                self._recursive.discard(key)
-                self._partial[key] = effects
-                again = FunctionScan(self, fn, info).run()
-                if summary_key(again) == summary_key(effects):
-                    break
-                effects = again
-            else:  # not stable: assume the worst
-                effects = Effects(world=Evidence(fn.lineno, fn.col_offset, "recursive call"))
-        finally:
-            self._active.discard(key)
-            self._partial.pop(key, None)
-        self._cache[key] = effects
+            effects = self._scan(key, fn, info)
+            self._partial[key] = effects
+            if self._low[key] == self._order[key]:  # the root of a component: every member is now known
+                return self._finish(self._component_stack.index(key))[key]
+        except BaseException:  # (too deep a body: the caller reports it; nothing half-done is kept)
+            if key in self._component_stack:
+                self._forget(self._component_stack[self._component_stack.index(key):])
+            raise
+        if self._scanning:  # a member of a component whose root is still being scanned
+            caller = self._scanning[-1]
+            self._low[caller] = min(self._low[caller], self._low[key])
         return effects
+
+    def _calls_unfinished(self, key: int) -> None:
+        if not self._scanning:
+            return
+        caller = self._scanning[-1]
+        self._low[caller] = min(self._low[caller], self._order[key])
+        if caller == key:
+            self._recursive.add(key)
+
+    def _scan(self, key: int, fn: ast.FunctionDef | ast.AsyncFunctionDef, info: ModuleInfo) -> Effects:
+        self._scanning.append(key)
+        try:
+            return FunctionScan(self, fn, info).run()
+        finally:
+            self._scanning.pop()
+
+    def _finish(self, start: int) -> dict[int, Effects]:
+        """Summaries of one strongly connected component of the call graph (the functions on the component
+        stack from `start`): scanned again, each with the others' summaries so far, until none changes (f
+        calls g calls f: each gets what the other does through the arguments it passes); not stable after a
+        few rounds: the worst is assumed for all."""
+        members = self._component_stack[start:]
+        current = {m: self._partial[m] for m in members}
+        base = len(self._component_stack)
+        if len(members) > 1 or members[0] in self._recursive:
+            for member in members:
+                self._partial[member] = current[member]
+            for _ in range(max(5, 2 * len(members) + 3)):
+                changed = False
+                for member in members:  # (each scan sees the summaries of this round's earlier scans)
+                    again = self._scan(member, *self._pending[member])
+                    if summary_key(again) != summary_key(current[member]):
+                        current[member] = self._partial[member] = again
+                        changed = True
+                if not changed:
+                    break
+            else:
+                current = {m: Effects(world=Evidence(self._pending[m][0].lineno, self._pending[m][0].col_offset,
+                                                     "recursive call")) for m in members}
+        # (a function first reached by a scan again and calling back into the component: its summary so far)
+        current.update({m: self._partial[m] for m in self._component_stack[base:]})
+        members = self._component_stack[start:]
+        self._forget(members)
+        self._cache.update(current)
+        return current
+
+    def _forget(self, members: list[int]) -> None:
+        """Take finished (or abandoned) functions off the component stack and out of the walk's tables."""
+        del self._component_stack[len(self._component_stack) - len(members):]
+        for member in members:
+            for table in (self._order, self._low, self._pending, self._partial):
+                table.pop(member, None)
+            self._recursive.discard(member)
 
     def methods_named(self, attr: str) -> list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ModuleInfo, bool]]:
         """Every method called `attr` of a class in the user's loaded modules, with its module and whether

@@ -45,7 +45,7 @@ def scan_call(scan: FunctionScan, call: ast.Call) -> None:
     if isinstance(func, ast.Name) and not scan.shadowed(func.id):  # a builtin
         if func.id == "print":
             target = next((k.value for k in call.keywords if k.arg == "file"), None)
-            if target is None or ast.unparse(target) in ("sys.stdout", "sys.stderr"):
+            if target is None or ast.unparse(target) in lib.OUTPUT_STREAMS:
                 _output(scan, call, "prints")
             else:
                 scan.file(call, f"prints to `{ast.unparse(target)}`", write=True)
@@ -151,9 +151,9 @@ def _method_call(scan: FunctionScan, call: ast.Call, func: ast.Attribute, args: 
         scan.rng(call, f"`.{func.attr}()` uses the global random number generator")
     if func.attr.startswith(("fit", "partial_fit")) and isinstance(receiver, ast.Name):
         _fit_elsewhere(scan, call, func.attr, receiver.id)
-    if func.attr in ("debug", "info", "warning", "error", "exception", "critical"):
+    if func.attr in lib.LOG_METHODS:
         _output(scan, call, f"calls `.{func.attr}()`")
-    elif func.attr in ("send", "sendall", "put", "emit", "post", "upload", "upload_file"):
+    elif func.attr in lib.WORLD_METHODS:
         scan.world(call, f"calls `.{func.attr}()`")
     # a method of one of the user's own classes (any class defining it: the receiver's class is not known)
     for fn, module, static in scan.analyzer.methods_named(func.attr):
@@ -228,7 +228,7 @@ def _moves_device(scan: FunctionScan, call: ast.Call, method: str) -> bool:
 
 def _is_device(scan: FunctionScan, expr: ast.expr) -> bool:
     if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
-        return expr.value.split(":")[0] in ("cpu", "cuda", "mps", "xpu", "meta")
+        return expr.value.split(":")[0] in lib.DEVICE_TYPES
     if isinstance(expr, ast.Attribute) and expr.attr == "device":
         return True
     if isinstance(expr, ast.Call):
@@ -319,8 +319,7 @@ def fresh_library_result(scan: FunctionScan, name: str) -> bool:
     last = name.rsplit(".", 1)[-1]
     if last[:1].isupper():  # a class: the object may keep references to its arguments
         return False
-    return name.startswith(("torch.", "numpy.", "math.", "statistics.", "json.", "pickle.", "hashlib.",
-                            "base64.", "copy.deepcopy"))
+    return name.startswith(lib.FRESH_RESULT_PREFIXES)
 
 
 def _rng_only(scan: FunctionScan, name: str) -> bool:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from dagc.frontend import library as lib
 from dagc.frontend.effects.calls import fresh_library_result, scan_call
 from dagc.frontend.effects.lookup import loaded_modules
-from dagc.frontend.effects.summary import Effects, Evidence, is_scalar_type
+from dagc.frontend.effects.summary import Effects, Evidence
 from dagc.frontend.modules import Constant, ImportedModule, ImportedName, ModuleInfo, Opaque
 from dagc.frontend.values import (
     IMMUTABLE,
@@ -19,6 +19,7 @@ from dagc.frontend.values import (
     is_immutable_constant,
     module_qualified,
 )
+from dagc.ir.effects import is_immutable_type
 
 if TYPE_CHECKING:
     from dagc.frontend.effects.analyzer import EffectAnalyzer
@@ -65,7 +66,7 @@ def _builds_container(value: ast.expr | None) -> bool:
         return True
     if isinstance(value, ast.Call):
         func = value.func
-        if isinstance(func, ast.Name) and func.id in ("dict", "list", "set", "sorted", "OrderedDict", "defaultdict"):
+        if isinstance(func, ast.Name) and func.id in lib.CONTAINER_CONSTRUCTORS:
             return True
         if isinstance(func, ast.Attribute) and func.attr == "copy" and not value.args:
             return True
@@ -96,7 +97,7 @@ class FunctionScan:
         self.annotations = annotations
         # name -> parameters it may alias (scalars cannot be changed in place, so they alias nothing)
         # (nor do instances of the user's frozen dataclasses and NamedTuples)
-        self.alias: dict[str, set[str]] = {p: {p} for p in self.params if not is_scalar_type(annotations.get(p))
+        self.alias: dict[str, set[str]] = {p: {p} for p in self.params if not is_immutable_type(annotations.get(p))
                                            and not self._frozen_annotation(annotations.get(p))}
         # the body only: decorators, annotations and defaults run once, when the function is defined
         self.body_nodes = [n for stmt in fn.body for n in ast.walk(stmt)]
@@ -162,7 +163,7 @@ class FunctionScan:
         """A `torch.utils.data.DataLoader` given no `generator=`: a parameter annotated as one, or a local
         built by one in this body (through `enumerate(...)`, `iter(...)`, `zip(...)` and `tqdm(...)` too)."""
         while isinstance(iterable, ast.Call) and iterable.args and isinstance(iterable.func, ast.Name) \
-                and iterable.func.id in ("enumerate", "iter", "zip", "tqdm", "reversed"):
+                and iterable.func.id in lib.ITERATION_WRAPPERS:
             iterable = iterable.args[0]
         if isinstance(iterable, ast.Call):
             return self._builds_loader(iterable)
@@ -178,7 +179,7 @@ class FunctionScan:
 
     def _builds_loader(self, call: ast.Call) -> bool:
         name = self.qualified(call.func)
-        return name in ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader") and not any(
+        return name in lib.DATA_LOADERS and not any(
             k.arg == "generator" for k in call.keywords)
 
     def evaluation_only(self, name: str) -> bool:
@@ -336,9 +337,9 @@ class FunctionScan:
         if len(args) != 1 or not on_name(args[0]):
             return None
         qualified = self.qualified(func)
-        if qualified in ("copy.deepcopy", "numpy.copy", "torch.clone", "numpy.array"):
+        if qualified in lib.DEEP_COPIES:
             return "deep"
-        if qualified == "copy.copy" or isinstance(func, ast.Name) and func.id in ("dict", "list", "set", "tuple", "sorted") \
+        if qualified == "copy.copy" or isinstance(func, ast.Name) and func.id in lib.SHALLOW_COPIES \
                 and not self.shadowed(func.id):
             return "shallow"
         return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dagc.frontend.library import DATA_ANNOTATION_WORDS
 from dagc.ir.effects import _SCALARS, is_immutable_type
 
 
@@ -57,20 +58,16 @@ class Effects:
 
 
 SCALAR_TYPES = _SCALARS  # immutable types: a value of one cannot change in place, whoever holds it
-
-
-def is_scalar_type(annotation: str | None) -> bool:
-    """An annotation whose values cannot share mutable objects with anything (int, str, tuple[int, …], Path):
-    the IR's own predicate (dagc.ir.effects.is_immutable_type), so that the frontend and the state analysis
-    agree on `Literal`, `Optional` and unions."""
-    return is_immutable_type(annotation)
+# the IR's one predicate, under the frontend's older name: the frontend and the state analysis agree on
+# `Literal`, `Optional`, unions, tuples and frozensets because they call the same function
+is_scalar_type = is_immutable_type
 
 
 def is_data_annotation(annotation: str | None) -> bool:
     """A parameter annotated as a tensor, an array or a container of them (not as a module)."""
     if annotation is None or "Module" in annotation:
         return False
-    return any(word in annotation for word in ("Tensor", "ndarray", "array", "DataFrame", "Series"))
+    return any(word in annotation for word in DATA_ANNOTATION_WORDS)
 
 
 def summary_key(effects: Effects) -> tuple:

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from dagc.diagnostics import Note
+from dagc.frontend import library as lib
 from dagc.frontend.configs import ConfigClass, StaticFunction
 from dagc.frontend.extract.context import Component
 from dagc.frontend.extract.queries import split_types
@@ -562,7 +563,7 @@ class Calls(Component):
                 return None
             if isinstance(expr, ast.Call):
                 func = expr.func
-                if isinstance(func, ast.Attribute) and func.attr in _RETURNS_SELF:  # `Net().to(device)`
+                if isinstance(func, ast.Attribute) and func.attr in lib.RETURNS_SELF:  # `Net().to(device)`
                     return class_of(func.value, depth + 1)
                 last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
                 return ast.unparse(func) if last[:1].isupper() else None
@@ -599,7 +600,3 @@ class Calls(Component):
                 if any(n is node for n in ast.walk(inner)):
                     return True
         return False
-
-
-# methods that return the object they are called on: a module moved to a device is the same module
-_RETURNS_SELF = frozenset({"to", "cuda", "cpu", "train", "eval", "double", "float", "half", "bfloat16", "requires_grad_"})
