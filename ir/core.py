@@ -71,13 +71,33 @@ def clone_node(node: Node) -> Node:
     return twin
 
 
+def _nested(node: Node) -> Iterator[Node]:
+    """Every node inside `node`'s bodies, depth first."""
+    for body in node.bodies.values():
+        for inner in body:
+            yield inner
+            yield from _nested(inner)
+
+
+def _names_read(node: Node) -> tuple[str, ...]:
+    """Every value name `node` names anywhere (dagc.ir.regions.operands_read), once each; () when an operand is
+    malformed (the verifier reports it)."""
+    from .regions import operands_read
+
+    try:
+        return tuple(dict.fromkeys(name for operand in operands_read(node) for name in iter_refs(operand)))
+    except (TypeError, ValueError, AttributeError):
+        return ()
+
+
 def output_name(node_name: str, index: int, count: int) -> str:
     """Value name of a node's `index`-th output: `name` for a single output, else `name#index`."""
     return node_name if count == 1 else f"{node_name}#{index}"
 
 
-# the node fields the graph's indexes follow (what it reads, what it makes, what it waits for)
-_INDEXED = frozenset({"args", "kwargs", "outputs", "deps"})
+# the node fields the graph's indexes follow (what it reads, what it makes, what it waits for; what it names
+# anywhere inside: its region payload, its bodies, its typed records)
+_INDEXED = frozenset({"args", "kwargs", "outputs", "deps", "region", "bodies", "effects", "comm"})
 
 
 @dataclass(eq=False)
@@ -130,6 +150,7 @@ class Node:
         # a copy (or a pickle) belongs to no graph until one adds it
         state = dict(self.__dict__)
         state.pop("_owner", None)
+        state.pop("_root", None)
         return state
 
     def _route_facts(self) -> None:
@@ -299,10 +320,10 @@ class Graph:
         self._index(node)
 
     def _index(self, node: Node) -> None:
-        try:
-            reads = tuple(node.input_values())
-        except (TypeError, ValueError, AttributeError):  # a malformed operand: the verifier reports it
-            reads = ()
+        reads = _names_read(node)
+        for inner in _nested(node):  # a change inside its bodies re-indexes the node that holds them
+            inner.__dict__["_owner"] = self
+            inner.__dict__["_root"] = node.name
         for value in reads:
             self._users.setdefault(value, {})[node.name] = None
         for dep in node.deps:
@@ -336,9 +357,12 @@ class Graph:
                     break
 
     def _reindex(self, node: Node) -> None:
-        """Called by a node's setters: its reads, deps or outputs changed."""
+        """Called by a node's setters: its reads, deps or outputs changed (or those of a node in its bodies)."""
         if self._nodes.get(node.name) is not node:
-            return  # a node this graph no longer holds
+            root = self._nodes.get(node.__dict__.get("_root", ""))
+            if root is None or not any(inner is node for inner in _nested(root)):
+                return  # a node this graph no longer holds
+            node = root
         self._unindex(node)
         self._index(node)
 
@@ -364,6 +388,7 @@ class Graph:
             chosen = [name for name in dict.fromkeys(only) if name in self._nodes]
         for name in list(chosen):
             substitute_node(self._nodes[name], mapping)
+            self._reindex(self._nodes[name])  # (its bodies changed after its own fields)
         if only is None and self.returns is not None:
             self.returns = substitute(self.returns, mapping)
 
@@ -385,11 +410,7 @@ class Graph:
         """What of the graph's indexes disagrees with its nodes (for the verifier), or None."""
         for name, node in self._nodes.items():
             reads, deps, outputs = self._indexed.get(name, ((), (), ()))
-            try:
-                now = tuple(node.input_values())
-            except (TypeError, ValueError, AttributeError):
-                now = ()
-            if now != reads:
+            if _names_read(node) != reads:
                 return f"what `{name}` reads"
             if tuple(node.deps) != deps:
                 return f"what `{name}` waits for"
@@ -444,7 +465,8 @@ class Graph:
         out: dict[str, None] = {}
         for value in node.outputs:
             if self._producer.get(value) == name:
-                out.update(self._users.get(value, {}))
+                out.update(dict.fromkeys(user for user in self._users.get(value, {})
+                                         if value in self._nodes[user].input_values()))
         out.update(self._waiters.get(name, {}))
         return sorted(out, key=self._position.__getitem__)
 
@@ -467,7 +489,13 @@ class Graph:
         return sorted(self._waiters.get(name, {}), key=self._position.__getitem__)
 
     def consumers(self, value: str) -> list[str]:
-        """The nodes that read `value`, in program order (from the users index)."""
+        """The nodes that read `value` as an operand, in program order (from the users index)."""
+        return sorted((name for name in self._users.get(value, {}) if value in self._nodes[name].input_values()),
+                      key=self._position.__getitem__)
+
+    def users(self, value: str) -> list[str]:
+        """The nodes that name `value` anywhere (operands, region payload, bodies, typed records), in program
+        order: those a renaming of `value` changes."""
         return sorted(self._users.get(value, {}), key=self._position.__getitem__)
 
     def _reach(self, start: str, step: Any) -> set[str]:

@@ -292,7 +292,7 @@ def _analysis(graph: Graph) -> _Analysis:
         # (or, unpacked into as many outputs as the tuple it returns has items, those of them that are new)
         items = node.effects.fresh_items if node.op == "task" else None
         fresh_outputs = [node.outputs[k] for k, new in enumerate(items) if new] \
-            if isinstance(items, list) and len(items) == len(node.outputs) > 1 else []
+            if items is not None and len(items) == len(node.outputs) > 1 else []
         for out in fresh_outputs[1:]:  # new objects of one call may share among themselves (a model, its optimizer)
             cells.union(out, fresh_outputs[0])
         for out in outputs:

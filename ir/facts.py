@@ -167,8 +167,8 @@ class _Record:
             raise FactError(f"`{cls.NAME}` has unknown field {unknown[0]!r}")
         return cls(**{name: _decode(kinds[name], value, f"{cls.NAME}.{name}") for name, value in data.items()})
 
-    def operands(self) -> Iterator[Operand]:
-        """The values the record names."""
+    def value_refs(self) -> Iterator[Operand]:
+        """The values the record names (as `Ref` operands)."""
         for name, _, kind in self.FIELDS:
             if kind == "refs":
                 yield from getattr(self, name)

@@ -91,9 +91,9 @@ def operands_read(node: Node) -> Iterator[Operand]:
     (values defined inside a region are among them)."""
     yield from node.operands()
     yield from payload_operands(node)
-    yield from node.effects.operands()
+    yield from node.effects.value_refs()
     if node.comm is not None:
-        yield from node.comm.operands()
+        yield from node.comm.value_refs()
     for child in _children(node):
         yield from operands_read(child)
 

@@ -79,7 +79,7 @@ def test_a_list_holding_a_constant_or_an_untyped_value_is_not_a_reduction() -> N
 def test_comm_marks_a_python_sum_as_a_reduce_starting_from_zero() -> None:
     graph = list_sum_graph("sum(_0) / len(_0)", 4)
     sink = run_comm_with_sink(graph, 4)
-    attrs = graph.node("s").attrs
+    attrs = graph.node("s").attributes()
     assert (attrs["comm.reduce"], attrs["comm.start"], attrs["comm.divisor"]) == ("sum", 0, 4.0)
     assert attrs["comm.operands"] == ["p0", "p1", "p2", "p3"] and not any(n.op == "transfer" for n in graph)
     assert [d.code for d in sink.diagnostics] == ["DAGC311"]
