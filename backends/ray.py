@@ -231,9 +231,9 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
                  *(("import ray", "") if remote else ()),
                  *(("from dagc.runtime.maps import map_items",) if uses_map(graph.nodes) else ()),
                  "from dagc.runtime.ray import Driver, Job, Plan, ray_main",
-                 "from dagc.runtime.rows import TaskRow",
                  *(("from dagc.runtime.raymap import run_items, run_map",)
-                   if any(fans_out(graph.node(n)) and n not in state for n in functions) else ()), ""):
+                   if any(fans_out(graph.node(n)) and n not in state for n in functions) else ()),
+                 "from dagc.runtime.rows import TaskRow", ""):
         w.line(line)
     w.line(f"PIPELINE = {graph.name!r}")
     w.line(f"SOURCE_ROOT = {source_root_expr(graph, out_path)}")

@@ -68,6 +68,7 @@ class Engine(Protocol):
     backend: str  # "local", "ray", "torch"
     # the exceptions (besides TaskFailed, StorageError, ResultError) that end a run with status 1
     failures: tuple[type[BaseException], ...]
+    announces: bool  # the program names its run and run directory as it starts (one it made itself)
 
     def describe(self, pipeline: Pipeline) -> str:
         """The options parser's description."""
@@ -166,7 +167,7 @@ class Program:
             self.run_dir = self.store.root
             self.log = EventLog(self.store.events_path, self.run_id)
         prepare_interpreter(str((self.args.source_root / self.pipeline.script).resolve()), self.user_args)
-        if self.engine.backend == "ray" and self.store is not None:
+        if self.engine.announces and self.store is not None:
             print(f"run {self.run_id}: run directory {self.store.root}", file=sys.stderr)
         if self.pipeline.modules:
             self.modules = load_modules(self.args.source_root, self.pipeline.search_paths, self.pipeline.modules)
@@ -220,13 +221,13 @@ class Program:
             log.write("stale_inputs", tasks=sorted(stale))
         return stale
 
-    def run_start(self, log: EventLog | None, tasks: int | None = None, resume: bool | None = None,
-                  **fields: Any) -> None:
+    def run_start(self, log: EventLog | None, **fields: Any) -> None:
+        """The `run_start` event, with the engine's own `fields`; the run's duration counts from here."""
+        self.started = time.perf_counter()
         if log is not None:
-            self.started = time.perf_counter()
-            log.write("run_start", pipeline=self.pipeline.name, tasks=len(self.tasks) if tasks is None else tasks,
-                      resume=self.resume if resume is None else resume, run_dir=str(self.run_dir) if
-                      self.run_dir is not None else None, **fields, backend=self.engine.backend)
+            log.write("run_start", pipeline=self.pipeline.name, tasks=len(self.tasks), resume=self.resume,
+                      run_dir=str(self.run_dir) if self.run_dir is not None else None, **fields,
+                      backend=self.engine.backend)
 
     def costs(self) -> CostLog:
         """Where each finished task's time and sizes go, for the next compile to plan with (dagc.runtime.costs)."""

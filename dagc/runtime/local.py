@@ -29,6 +29,7 @@ class Local:
 
     backend = "local"
     failures: tuple[type[BaseException], ...] = ()
+    announces = False
 
     def __init__(self, run: Callable[[Executor, dict[str, Any]], Any]) -> None:
         self.run = run

@@ -567,6 +567,7 @@ class Ray:
 
     backend = "ray"
     failures: tuple[type[BaseException], ...] = (RunFailed, PlacementError)
+    announces = True
 
     def __init__(self, plan: Plan, run: Callable[[Driver], object]) -> None:
         self.plan, self.run = plan, run

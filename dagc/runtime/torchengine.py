@@ -47,6 +47,7 @@ class Torch:
 
     backend = "torch"
     failures: tuple[type[BaseException], ...] = ()
+    announces = False
 
     def __init__(self, plan: TorchPlan) -> None:
         self.plan = plan
