@@ -135,7 +135,7 @@ class Program:
         self.run_dir: Path | None = None  # the run directory (torch: its ranks open it themselves)
         self.cache: Cache | None = None
         self.log: EventLog | None = None
-        self.tasks: Mapping[str, TaskRow] = pipeline.tasks
+        self.tasks: Mapping[str, TaskRow] = {name: TaskRow.of(row) for name, row in pipeline.tasks.items()}
         self.changed: list[str] = []  # tasks whose code changed since the program was emitted
         self.modules: dict[str, Any] = {}
         self.speaks = True  # this process says what the run says once (torch: rank 0)

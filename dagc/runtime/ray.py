@@ -170,7 +170,7 @@ class Driver:
         return [self.warm]
 
     def fingerprint(self, task: str) -> str:
-        return self.plan.tasks[task][0]
+        return self.plan.tasks[task].fingerprint
 
     def check(self, task: str, ranks: int = 1) -> None:
         """Fail now, naming the task, when no live Ray node has what one of its processes needs."""

@@ -63,7 +63,7 @@ def run_map(job: Any, item_fn: Any, items: Sequence[object], args: tuple, inits:
     """Run `item_fn(job, chunk, *args)` over chunks of the items as Ray tasks; the region's outputs:
     each output's initial list followed by what every item appended, in item order."""
     store = RunStore(job.run_dir)
-    base = job.row[0]
+    base = job.row.fingerprint
     results: list[tuple | None] = [None] * len(items)
     todo: list[tuple[int, str, str | None, object]] = []
     log = EventLog(store.events_path, job.run_id)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +104,7 @@ class Torch:
                         final_state=pipeline.final_state, code=pipeline.code, costs=program.costs(),
                         changed=program.changed if reusing else ())
         function = plan.programs[runner.rank] if runner.rank < len(plan.programs) else None
+        program.started = time.perf_counter()  # (rank 0 writes `run_start` once the process group is up)
         try:
             runner.execute(lambda rt: function(rt, program.modules) if function else None, program.finish)
         except (TaskFailed, StorageError, ResultError, KeyboardInterrupt):
