@@ -452,7 +452,7 @@ class Driver:
             if isinstance(value, Stored) and value.loaded:
                 out.append(value.value)
             elif isinstance(value, Stored):
-                stored = self.store.load(value.task, self.fingerprint(value.task))
+                stored = self.reuse.value(value.task, self.fingerprint(value.task))
                 out.append(stored if value.outputs == 1 else stored[value.index])
             else:
                 got = ray.get(value)

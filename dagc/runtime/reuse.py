@@ -112,6 +112,17 @@ class StoredOutputs:
         assert self.store is not None
         return load_console(self.store.path(spec.name, spec.fingerprint))
 
+    def in_run(self, name: str, fp: str) -> bool:
+        """Whether the run directory holds a sound output of `name` under `fp` (an item of a Ray map region,
+        stored one by one, is reused by this alone)."""
+        return self.store is not None and self.store.usable(name, fp)
+
+    def value(self, name: str, fp: str) -> Any:
+        """The output of task `name` stored in the run directory under `fp`, once it was decided reused (and
+        one from the cache taken there): what a Ray worker that reads it loads, where it runs."""
+        assert self.store is not None
+        return self.store.load(name, fp)
+
     def held_here(self, spec: Any) -> str:
         """Where the output of a task decided reused is now: "run" once taken into the run directory."""
         if self.final(spec):
