@@ -1,9 +1,9 @@
 """Runtime of the programs the torch.distributed backend emits: process group, transfers, tasks.
 
 An emitted program holds a static plan — `TASKS` (each task's typed row, dagc.runtime.rows: its
-fingerprint and policy, its ranks, the values it reads and defines), `MOVES` (each point-to-point message: value, source, destination, and the static
-tensor shape when the compiler knows it) — and one straight-line function per rank. `Runner`
-gives those functions three verbs:
+fingerprint and policy, its ranks, the values it reads and defines), `MOVES` (each point-to-point
+message: value, source, destination, and the static tensor shape when the compiler knows it) — and
+one straight-line function per rank. `Runner` gives those functions three verbs:
 
     value = rt.task("train", module.train, features, data, epochs=80)   # run, or load, or skip
     rt.send(value, 3)                                                   # message with tag 3

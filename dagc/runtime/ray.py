@@ -2,7 +2,8 @@
 
 An emitted Ray program holds its plan (`Plan`: devices, each task's demand, the executor's task
 table, shared state groups) and one `@ray.remote` function per task whose body is
-`job.run(body)`; `ray_main(PLAN, run, argv)` does the rest:
+`job.run(body)`; `ray_main(PLAN, run, argv)` does the rest, as the one program lifecycle of every
+backend (dagc.runtime.lifecycle: options, run directory, result, failures) on the `Ray` engine:
 
   * `Job` runs a task on a worker through dagc.runtime.executor (attempt numbers, retries of
     exceptions and `SystemExit`, `timeout=`, events, the run directory and the cache), after making
