@@ -32,7 +32,8 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     """The local program's source text for `graph`."""
     from dagc.backends.fingerprint import final_state_groups, task_rows, try_body_rows
 
-    names = Names({"rt", "Executor", "run_local", "TASKS", "SCRIPT", "CODE", "CODE_FILES", "FINAL_STATE"})
+    names = Names({"rt", "Executor", "Pipeline", "TaskRow", "run_local", "TASKS", "SCRIPT", "CODE", "CODE_FILES",
+                   "FINAL_STATE", "PIPELINE_SPEC"})
     read = used_values(graph)
     # a unit (below) computes every output, as a Ray or torch task does: its stored outputs are the same file
     names.used_values = with_outputs_used([n for n in graph.nodes if n.op in UNITS], read)  # type: ignore[attr-defined]
@@ -47,9 +48,11 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     w.line("from pathlib import Path")
     w.line()
     w.line("from dagc.runtime.executor import Executor")
+    w.line("from dagc.runtime.lifecycle import Pipeline")
     w.line("from dagc.runtime.local import run_local")
     if uses_map(graph.nodes):
         w.line("from dagc.runtime.maps import map_items")
+    w.line("from dagc.runtime.rows import TaskRow")
     w.line()
     rows = task_rows(graph, final_state=True)
     names.rows = rows  # type: ignore[attr-defined]  # (for the units keyed on what they read)
@@ -58,6 +61,8 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     final = final_state_groups(graph)
     if final:  # the pipeline returns objects of these groups that tasks change after they were made
         w.line(f"FINAL_STATE = {final!r}  # state groups stored as they are at their end (dagc.runtime.executor)")
+    w.line("PIPELINE_SPEC = Pipeline(PIPELINE, SOURCE_ROOT, SEARCH_PATHS, MODULES, SCRIPT, TASKS, CODE, CODE_FILES"
+           + (", FINAL_STATE)" if final else ")"))
     w.line()
     w.line()
     w.line("def run(rt: Executor, modules: dict[str, object]) -> object:")
@@ -83,13 +88,7 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     w.line("def main(argv: list[str] | None = None) -> int:")
     with w.indent():
         emit_argument_check(w, graph)
-        if final:
-            w.line("return run_local(PIPELINE, run, TASKS, SOURCE_ROOT, SEARCH_PATHS, MODULES, SCRIPT, argv, CODE, "
-                   "CODE_FILES,")
-            w.line("                 final_state=FINAL_STATE)")
-        else:
-            w.line("return run_local(PIPELINE, run, TASKS, SOURCE_ROOT, SEARCH_PATHS, MODULES, SCRIPT, argv, CODE, "
-                   "CODE_FILES)")
+        w.line("return run_local(PIPELINE_SPEC, run, argv)")
     w.line()
     w.line()
     w.line('if __name__ == "__main__":')

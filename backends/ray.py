@@ -71,7 +71,7 @@ from dagc.ir.regions import independent_items, walk
 __all__ = ["emit_ray", "placement_devices", "placement_mode", "task_demand", "task_fingerprints"]
 
 _RESERVED = {
-    "ray", "Driver", "Job", "Plan", "ray_main", "PLAN", "PIPELINE", "SOURCE_ROOT", "SEARCH_PATHS", "SCRIPT",
+    "ray", "Driver", "Job", "Plan", "ray_main", "TaskRow", "PLAN", "PIPELINE", "SOURCE_ROOT", "SEARCH_PATHS", "SCRIPT",
     "DEVICES", "DEMANDS", "TASKS", "STATE", "STATE_GROUPS", "PLACEMENT", "driver", "job", "body",
     "INNER_TASKS", "rt", "CODE", "CODE_FILES",
 }
@@ -224,7 +224,8 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
                  *(("from dagc.runtime.maps import map_items",) if uses_map(graph.nodes) else ()),
                  "from dagc.runtime.ray import Driver, Job, Plan, ray_main",
                  *(("from dagc.runtime.raymap import run_items, run_map",)
-                   if any(fans_out(graph.node(n)) and n not in state for n in functions) else ()), ""):
+                   if any(fans_out(graph.node(n)) and n not in state for n in functions) else ()),
+                 "from dagc.runtime.rows import TaskRow", ""):
         w.line(line)
     w.line(f"PIPELINE = {graph.name!r}")
     w.line(f"SOURCE_ROOT = {source_root_expr(graph, out_path)}")

@@ -1,6 +1,6 @@
 """What every backend's emitted program shares: the statements that run a task or a region (`cond`, `loop`,
 `map`, `try`) in plain Python, which the local program is made of and which Ray and torch programs use inside
-a task (a region's body, a fused group); the prologue, the tables (`TASKS`, `CODE`), the module loader; and
+a task (a region's body, a fused group); the prologue, the tables (`TASKS` of typed rows, `CODE`); and
 what those need to know of a graph (the values used, a fused group's members, the modules tasks come from).
 """
 
@@ -23,7 +23,7 @@ from dagc.backends.emitter import (
 from dagc.ir.core import SCRIPT_ARGUMENTS_ATTR, Graph, Node, region_bodies
 from dagc.ir.regions import max_trips, members
 
-__all__ = ["emit_task_lines", "emit_argument_table", "emit_argument_check", "emit_prologue", "emit_tables", "emit_code_table", "emit_task_table", "emit_loader",
+__all__ = ["emit_task_lines", "emit_argument_table", "emit_argument_check", "emit_prologue", "emit_tables", "emit_code_table", "emit_task_table", "task_row_source",
            "emit_map", "emit_map_collect", "map_items_call", "map_target", "uses_map", "used_values",
            "with_outputs_used", "fused_members", "module_aliases", "task_modules", "loaded_modules", "region_body",
            "region_yields", "region_inits", "script_path"]
@@ -393,25 +393,6 @@ def module_aliases(graph: Graph, names: Names) -> dict[str, str]:
     return {m: names.claim(f"module:{m}", m.replace(".", "_")) for m in modules if m}
 
 
-def emit_loader(w: CodeWriter, graph: Graph, out_path: Path | None, aliases: dict[str, str]) -> None:
-    w.line(f"PIPELINE = {graph.name!r}")
-    w.line(f"SOURCE_ROOT = {source_root_expr(graph, out_path)}")
-    w.line(f"SEARCH_PATHS = {tuple(module_search_paths(graph))!r}")
-    w.line(f"MODULES = {loaded_modules(graph, aliases)!r}")
-    w.line()
-    w.line()
-    w.line("def load_modules(source_root: Path) -> dict[str, object]:")
-    with w.indent():
-        w.line('"""Import the pipeline\'s own modules from their source tree."""')
-        w.line("for entry in reversed(SEARCH_PATHS):")
-        with w.indent():
-            w.line("path = str((source_root / entry).resolve())")
-            w.line("if path not in sys.path:")
-            with w.indent():
-                w.line("sys.path.insert(0, path)")
-        w.line("return {name: importlib.import_module(name) for name in MODULES}")
-
-
 def emit_tables(w: CodeWriter, graph: Graph, out_path: Path | None, aliases: dict[str, str],
                 rows: dict[str, tuple]) -> None:
     """Where the pipeline's sources are, and the executor's table of tasks."""
@@ -456,17 +437,30 @@ def emit_code_table(w: CodeWriter, graph: Graph) -> None:
     w.line(f"CODE_FILES = {files!r}")
 
 
-def emit_task_table(w: CodeWriter, rows: dict[str, tuple], name: str = "TASKS") -> None:
-    """The executor's table of tasks (backends/fingerprint.py `task_rows`), as every program has it."""
-    w.line("# task: (fingerprint, retries, timeout in seconds, cache, state group, what it may change:")
-    w.line("#        (parameters, parameters it changes, random draws, files, module names)); see dagc.runtime.executor")
-    if any(len(row) > 6 for row in rows.values()):
-        w.line("#        and the threads its cpus= declares (dagc.runtime.threads)")
+def emit_task_table(w: CodeWriter, rows: dict[str, tuple], name: str = "TASKS", where: str = "") -> None:
+    """The table of tasks (backends/fingerprint.py `task_rows`) as every program has it: one typed row per task
+    (dagc.runtime.rows.TaskRow), each field that is not its default named."""
+    w.line("# task: TaskRow(fingerprint, retries, timeout in seconds, cache (True, or why not), state group, what it")
+    w.line("#        may change: (parameters, parameters it changes, random draws, files, module names), the threads its")
+    w.line("#        cpus= declares); see dagc.runtime.rows")
+    if where:
+        w.line(where)
     w.line(f"{name} = {{")
     with w.indent():
-        for name, row in rows.items():
-            w.line(f"{name!r}: {row!r},")
+        for task, row in rows.items():
+            w.line(f"{task!r}: {task_row_source(row)},")
     w.line("}")
+
+
+def task_row_source(row: tuple) -> str:
+    """`TaskRow('fingerprint', retries=1, ...)`: a row as the constructor call that makes it."""
+    from dagc.runtime.rows import TaskRow
+
+    typed = TaskRow.of(row)
+    defaults = TaskRow._field_defaults
+    named = [f"{field}={value!r}" for field, value in zip(TaskRow._fields[1:], typed[1:])
+             if value != defaults[field] or type(value) is not type(defaults[field])]
+    return f"TaskRow({', '.join([repr(typed.fingerprint), *named])})"
 
 
 def script_path(graph: Graph) -> str:

@@ -5,12 +5,14 @@ The partitioned, scheduled graph is turned into a communication plan
 moves, projected onto the ranks. The plan is checked for deadlocks (`check_plan`) before anything
 is written; an order that could block is a compiler error, never a hung job. The program holds:
 
-    TASKS   task → (ranks, inputs, outputs, fingerprint, retries)
+    TASKS   task → TaskRow(fingerprint, retries, ..., ranks, inputs, outputs)  (dagc.runtime.rows)
     MOVES   tag  → (value, value on the receiver, src, dst, static tensor (dtype, shape) or None)
     STAGES  task → stage of each layer, for pipeline-parallel training steps (see `pipeline_steps`)
     rank_0(rt, modules), rank_1(rt, modules), …   straight-line code, one function per rank
 
-and runs through `dagc.runtime.distributed.Runner` (process group, transfers, checkpoints, events).
+and ends with `torch_main(PIPELINE_SPEC, PLAN, argv, __file__)` (dagc.runtime.torchengine): the one program
+lifecycle of dagc.runtime.lifecycle, each rank's function run by `dagc.runtime.distributed.Runner` (process
+group, transfers, checkpoints, events).
 A `cond`/`loop`/`try` region, a fused group and a glue node are each one task of their rank; a region's
 body is the local backend's code for it (the reference semantics): a `try` region's finally tasks run
 on its rank whether its body succeeds or fails, then the failure ends the job as any task's does.
@@ -24,17 +26,26 @@ import re
 from pathlib import Path
 
 from dagc.backends import REGISTRY as _REGISTRY
-from dagc.backends.emitter import CodeWriter, Names, call_source, render_operand, task_function
+from dagc.backends.emitter import (
+    CodeWriter,
+    Names,
+    call_source,
+    module_search_paths,
+    render_operand,
+    source_root_expr,
+    task_function,
+)
 from dagc.backends.fingerprint import key_values
 from dagc.backends.glue import glue_source
 from dagc.backends.toolkit import (
     emit_argument_check,
     emit_argument_table,
     emit_code_table,
-    emit_loader,
     emit_prologue,
     emit_task_lines,
+    emit_task_table,
     fused_members,
+    loaded_modules,
     module_aliases,
     script_path,
     task_modules,
@@ -55,6 +66,7 @@ from dagc.passes.commcheck import (
     plan_communication,
     problems_to_diagnostics,
 )
+from dagc.runtime.rows import TaskRow
 
 __all__ = ["emit_torch", "REQUIRED_PASSES", "PIPELINE_PASSES", "static_tensor", "fingerprints", "pipeline_steps",
            "CommunicationError"]
@@ -399,16 +411,15 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
             node.placement = node.placement.on(tuple(ranks))
     plan = build_plan(graph)
     programs = plan.programs()
-    names = Names(reserved={"Runner", "launch_main", "RANKS", "TASKS", "MOVES", "COLLECTIVES", "COMPRESS", "RETURNS",
-                            "STAGES", "PROGRAMS", "rt", "idle", "default_run_dir", "POLICY", "STATE", "THREADS", "EFFECTS", "ResultError", "StorageError", "CODE", "CODE_FILES", "SCRIPT", "TaskFailed", "FINAL_STATE",
-                            "report_failure", "another_rank_failed", "program_args", "run_directory"} | {f"rank_{r}" for r in range(plan.world)})
+    names = Names(reserved={"Runner", "Pipeline", "TaskRow", "TorchPlan", "torch_main", "RANKS", "TASKS", "MOVES",
+                            "COLLECTIVES", "COMPRESS", "RETURNS", "STAGES", "PROGRAMS", "PIPELINE_SPEC", "PLAN", "rt",
+                            "CODE", "CODE_FILES", "SCRIPT", "FINAL_STATE"} | {f"rank_{r}" for r in range(plan.world)})
     aliases = module_aliases(graph, names)
     from dagc.backends.fingerprint import final_state_groups, task_rows
 
     rows = task_rows(graph, final_state=True)
     names.rows = rows  # type: ignore[attr-defined]  # (for the units keyed on what they read)
     final = final_state_groups(graph)
-    fps = {name: row[0] for name, row in rows.items()}
     types = _value_types(graph)
     w = CodeWriter()
     n_tasks = sum(1 for s in plan.steps if s.kind == "run")
@@ -418,49 +429,32 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
         f"Usage: torchrun --nproc-per-node {plan.world} THIS_FILE [--run-dir DIR | --resume RUN_DIR] [--cache DIR]\n"
         "                  [--result PATH] [-- SCRIPT_ARGS...]\n"
         "       python THIS_FILE [...]   (starts torchrun itself)"))
-    for line in ("import argparse", "import importlib", "import os", "import sys", "from pathlib import Path", "",
-                 "from dagc.runtime.code import current_digests, describe_changes, refresh",
-                 "from dagc.runtime.costs import CostLog, cost_store_dir",
-                 "from dagc.runtime.distributed import (", "    Runner,", "    TaskFailed,", "    another_rank_failed,",
-                 "    launch_main,", "    report_failure,", "    take_launcher_environment,", ")",
+    for line in ("import sys", "from pathlib import Path", "",
+                 "from dagc.runtime.distributed import Runner",
+                 "from dagc.runtime.lifecycle import Pipeline",
                  *((f"from dagc.runtime.maps import map_items{', spread_map' if _spreads(graph) else ''}",)
                    if uses_map(graph.nodes) else ()),
-                 "from dagc.runtime.program import (", "    ResultError,", "    add_run_options,",
-                 "    prepare_interpreter,", "    priority_note,",
-                 "    run_directory,", "    split_argv,", ")", "from dagc.runtime.store import StorageError", ""):
+                 "from dagc.runtime.rows import TaskRow",
+                 "from dagc.runtime.torchengine import TorchPlan, torch_main", ""):
         w.line(line)
-    emit_loader(w, graph, out_path, aliases)
+    w.line(f"PIPELINE = {graph.name!r}")
+    w.line(f"SOURCE_ROOT = {source_root_expr(graph, out_path)}")
+    w.line(f"SEARCH_PATHS = {tuple(module_search_paths(graph))!r}")
+    w.line(f"MODULES = {loaded_modules(graph, aliases)!r}")
     w.line(f"SCRIPT = {script_path(graph)!r}  # sys.argv[0] of the user's code, relative to SOURCE_ROOT")
     w.line()
     w.line()
     w.line(f"RANKS = {plan.world}")
-    w.line("# task: (ranks, inputs, outputs, fingerprint, retries)")
-    w.line("TASKS = {")
-    with w.indent():
-        for step in plan.steps:
-            if step.kind != "run":
-                continue
+    run_rows = {}
+    for step in plan.steps:
+        if step.kind == "run":
             node = graph.node(step.node)
-            entry = (tuple(step.ranks), plan.inputs[step.node], plan.outputs[step.node], fps[step.node],
-                     int(node.options.retries))
-            w.line(f"{step.node!r}: {entry!r},")
-    w.line("}")
-    w.line("# task: (timeout in seconds, cache), where not (None, True)")
-    w.line("POLICY = {" + ", ".join(f"{name!r}: {(row[2], row[3])!r}" for name, row in rows.items()
-                                    if name in plan.inputs and (row[2], row[3]) != (None, True)) + "}")
-    w.line("# task: the threads its cpus= declares (dagc.runtime.threads); the others compute on what the plain run")
-    w.line("# uses, at most this machine's cores / its ranks")
-    w.line("THREADS = {" + ", ".join(f"{name!r}: {row[6]!r}" for name, row in rows.items()
-                                     if name in plan.inputs and len(row) > 6) + "}")
-    w.line("# task: state group (tasks sharing objects: reused from the run directory or cache only together)")
-    w.line("STATE = {" + ", ".join(f"{name!r}: {row[4]!r}" for name, row in rows.items()
-                                   if name in plan.inputs and row[4] is not None) + "}")
-    w.line("# state groups stored as they are at their end, in one pickle (dagc.runtime.executor)")
-    w.line(f"FINAL_STATE = {final!r}")
+            run_rows[step.node] = TaskRow.of(rows[step.node])._replace(
+                retries=int(node.options.retries), ranks=tuple(step.ranks), inputs=tuple(plan.inputs[step.node]),
+                outputs=tuple(plan.outputs[step.node]))
+    emit_task_table(w, run_rows, where="#        and where it runs: its ranks, the values it reads and defines there")
+    w.line(f"FINAL_STATE = {final!r}  # state groups stored as they are at their end, in one pickle")
     emit_code_table(w, graph)
-    w.line("# task: what dagc assumes it may change, checked as it runs (dagc.runtime.effectcheck)")
-    w.line("EFFECTS = {" + ", ".join(f"{name!r}: {row[5]!r}" for name, row in rows.items()
-                                     if name in plan.inputs and row[5] is not None) + "}")
     w.line("# tag: (value, value on the receiver, source rank, destination rank, static tensor or None);")
     w.line("# a tag whose source and destination are the same rank is a local alias, not a message")
     w.line("MOVES = {")
@@ -491,70 +485,19 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     w.line(f"PROGRAMS = ({', '.join(functions)}{',' if len(functions) == 1 else ''})")
     w.line()
     w.line()
+    w.line("PIPELINE_SPEC = Pipeline(PIPELINE, SOURCE_ROOT, SEARCH_PATHS, MODULES, SCRIPT, TASKS, CODE, CODE_FILES, "
+           "FINAL_STATE)")
+    w.line("PLAN = TorchPlan(RANKS, PROGRAMS, MOVES, COLLECTIVES, COMPRESS, RETURNS, STAGES)")
+    w.line()
+    w.line()
     emit_argument_table(w, graph)
-    _emit_main(w, graph)
-    return w.text()
-
-
-def _emit_main(w: CodeWriter, graph: Graph) -> None:
     w.line("def main(argv: list[str] | None = None) -> int:")
     with w.indent():
         emit_argument_check(w, graph)
-    w.block('''\
-    ours, user_args = split_argv(argv)
-    parser = argparse.ArgumentParser(description=f"Run pipeline {PIPELINE!r} with torch.distributed "
-                                     f"({RANKS} ranks). Arguments after `--` are the script's own.")
-    add_run_options(parser, SOURCE_ROOT)
-    parser.add_argument("--timeout", type=float, default=1800.0, metavar="SECONDS",
-                        help="process group timeout: how long a rank waits for a lost peer (default: 1800)")
-    parser.add_argument("--dist-backend", choices=("nccl", "gloo"),
-                        help="torch.distributed backend (default: nccl with CUDA, else gloo)")
-    parser.add_argument("--nproc", type=int, default=RANKS, metavar="N",
-                        help="ranks to start when run without torchrun (default: %(default)s)")
-    parser.add_argument("--max-restarts", type=int, default=0, metavar="K",
-                        help="restarts allowed when run without torchrun (default: 0)")
-    args = parser.parse_args(ours)
-    if os.environ.get("RANK", "0") == "0" and not os.environ.get("DAGC_PRIORITY_SAID"):
-        priority_note(args.priority, "torch.distributed ranks have their devices to themselves")
-        os.environ["DAGC_PRIORITY_SAID"] = "1"  # said once: not again by the ranks this process starts
-    if "RANK" not in os.environ:
-        if args.nproc > 1 or args.max_restarts > 0:
-            return launch_main(__file__, sys.argv[1:] if argv is None else argv, args.nproc, args.max_restarts)
-        os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
-    # user code sees the plain run's environment: no RANK, WORLD_SIZE, MASTER_ADDR, ...
-    launcher = take_launcher_environment()
-    run_dir = run_directory(parser, args, PIPELINE, launcher.get("TORCHELASTIC_RUN_ID"),
-                            restarts=int(launcher.get("TORCHELASTIC_MAX_RESTARTS", "0")) > 0)
-    prepare_interpreter(str((args.source_root / SCRIPT).resolve()), user_args)
-    modules = load_modules(args.source_root)
-    # fingerprints that cover the code as it is now: edited code is recomputed (dagc.runtime.code)
-    tasks, changed = refresh(TASKS, CODE, args.source_root, CODE_FILES, index=3)
-    if changed and (args.resume is not None or args.cache is not None) and launcher.get("RANK") == "0":
-        print(describe_changes(changed), file=sys.stderr)
-    runner = Runner(PIPELINE, tasks, MOVES, RETURNS, RANKS, run_dir=run_dir, timeout=args.timeout,
-                    backend=args.dist_backend, stages=STAGES, collectives=COLLECTIVES, compress=COMPRESS,
-                    cache=args.cache, policy=POLICY, state=STATE, effects=EFFECTS if args.check_effects is not False else None,
-                    launcher=launcher, threads=THREADS, threads_mode=args.threads, final_state=FINAL_STATE,
-                    code=CODE, costs=CostLog(cost_store_dir(args.cost_store).resolve(), PIPELINE,
-                                             current_digests(CODE, args.source_root, CODE_FILES)))
-    program = PROGRAMS[runner.rank] if runner.rank < len(PROGRAMS) else None
-    try:
-        result = runner.execute(lambda rt: program(rt, modules) if program else None, args.result)
-    except (TaskFailed, StorageError, ResultError) as exc:  # the task, or the path, and what to do
-        report_failure(exc, runner.run_dir)
-        return 1
-    except KeyboardInterrupt as exc:  # Ctrl-C reaches every rank: said once (rank 0, or the launcher)
-        if runner.rank == 0:
-            report_failure(exc, runner.run_dir)
-        return 130
-    except Exception as exc:
-        if another_rank_failed(exc):  # that rank says why; this one's broken connection is no news
-            return 1
-        raise
-    if runner.rank == 0 and args.result is None:
-        print(repr(result))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())''')
+        w.line("return torch_main(PIPELINE_SPEC, PLAN, argv, __file__)")
+    w.line()
+    w.line()
+    w.line('if __name__ == "__main__":')
+    with w.indent():
+        w.line("sys.exit(main())")
+    return w.text()

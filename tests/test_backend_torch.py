@@ -476,7 +476,8 @@ def test_stages_make_a_pipeline_training_step(tmp_path: Path, write_project) -> 
     _ruff_clean(program)
     text = program.read_text()
     assert "STAGES = {'train': (0, 0, 1, 1)}" in text
-    assert "'train': ((0, 1)," in text
+    train = next(line for line in text.splitlines() if line.strip().startswith("'train': TaskRow("))
+    assert "ranks=(0, 1)," in train
     assert plan.world == 2
 
 

@@ -86,12 +86,13 @@ def test_resumed_runs_drop_whole_steps_and_stay_safe(seed: int, n: int, devices:
     """A restart skips completed tasks and the messages nobody needs; every rank drops the same steps."""
     pytest.importorskip("torch")
     from dagc.runtime.distributed import plan_steps
+    from dagc.runtime.rows import TaskRow
 
     graph = with_comm(random_graph(seed, n, devices), devices)
     plan = plan_communication(graph)
     rng = random.Random(done_seed)
-    tasks = {s.node: (s.ranks, plan.inputs[s.node], plan.outputs[s.node], "fp", 0) for s in plan.steps
-             if s.kind == "run"}
+    tasks = {s.node: TaskRow("fp", ranks=tuple(s.ranks), inputs=tuple(plan.inputs[s.node]),
+                             outputs=tuple(plan.outputs[s.node])) for s in plan.steps if s.kind == "run"}
     moves = {s.tag: (s.value, s.out, s.src, s.dst, None) for s in plan.all_moves}
     collectives = {s.tag: ("broadcast", s.value, s.out, s.src, s.ranks, None, None) if s.kind == "bcast" else
                    (s.kind.replace("allreduce", "all_reduce"), plan.operands[s.node], s.out, s.src, s.ranks, None, None)

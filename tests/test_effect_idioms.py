@@ -558,7 +558,8 @@ def test_torch_cache_twice_equals_plain_run(tmp_path: Path) -> None:
     script = tmp_path / "chain.py"
     script.write_text(CHAIN, encoding="utf-8")
     program = _torch_program(script, "chain", {}, tmp_path / "chain_torch.py")
-    assert "STATE = {'build': 0," in program.read_text()
+    assert any(line.strip().startswith("'build': TaskRow(") and "state=0," in line
+               for line in program.read_text().splitlines())
     first, second = _twice_with_one_cache(lambda argv: launch(program, 2, argv), tmp_path)
     assert first == second == [1.0, 2.0, 3.0]
 

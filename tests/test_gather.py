@@ -270,9 +270,10 @@ def test_torch_program_gathers_and_equals_plain_run(tmp_path: Path, write_projec
 def test_a_resumed_run_keeps_or_drops_a_gather_whole() -> None:
     pytest.importorskip("torch")
     from dagc.runtime.distributed import plan_steps
+    from dagc.runtime.rows import TaskRow
 
-    tasks = {f"v{r}": ((r,), (), (f"v{r}",), f"fp{r}", 0) for r in (1, 2, 3)}
-    tasks["reader"] = ((0,), ("v1@0", "v2@0", "v3@0"), ("reader",), "fpr", 0)
+    tasks = {f"v{r}": TaskRow(f"fp{r}", ranks=(r,), outputs=(f"v{r}",)) for r in (1, 2, 3)}
+    tasks["reader"] = TaskRow("fpr", ranks=(0,), inputs=("v1@0", "v2@0", "v3@0"), outputs=("reader",))
     collectives = {0: ("gather", (("v1", 1), ("v2", 2), ("v3", 3)), ("v1@0", "v2@0", "v3@0"), 0, (0, 1, 2, 3),
                        None, None, None)}
     run, load, active = plan_steps(tasks, {}, ("reader",), {"v2"}, collectives)

@@ -26,11 +26,14 @@ _SUBMIT = re.compile(r"driver\.submit(?:_state)?\(\w+, '([^']+)'.*?device=(\d+|\
 
 
 def _table(program: str, name: str) -> dict:
-    """The literal dict the program assigns to `name` at its top level."""
+    """The literal dict the program assigns to `name` at its top level; a typed row (`TaskRow(...)`) as the
+    TaskRow it makes."""
+    from dagc.runtime.rows import TaskRow
+
     for stmt in ast.parse(program).body:
         targets = [stmt.target] if isinstance(stmt, ast.AnnAssign) else getattr(stmt, "targets", [])
         if any(isinstance(t, ast.Name) and t.id == name for t in targets) and stmt.value is not None:
-            return ast.literal_eval(stmt.value)
+            return eval(compile(ast.Expression(stmt.value), "<table>", "eval"), {"TaskRow": TaskRow})
     raise AssertionError(f"the program assigns no {name}")
 
 
@@ -66,7 +69,7 @@ def test_the_plan_is_what_the_programs_run(tmp_path: Path, script: Path, pipelin
     planned = {row["task"]: tuple(row.get("devices", [row["device"]])) for row in plan.schedule}
     graph = compile_file(script, pipeline_name=pipeline, cluster=cluster, backend="torch")
     program = emit(graph, "torch", tmp_path / "p_torch.py")
-    ranks = {task: row[0] for task, row in _table(program, "TASKS").items() if task in planned}
+    ranks = {task: row.ranks for task, row in _table(program, "TASKS").items() if task in planned}
     assert ranks == planned
     for group in groups:  # one rank runs every task of a piece of state, as the plan and Ray do
         assert len({ranks[n] for n in group.nodes}) == 1, (group.name, {n: ranks[n] for n in group.nodes})

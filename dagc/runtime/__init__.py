@@ -3,7 +3,8 @@ event log, progress.
 
     from dagc.runtime import Executor, RunStore, Cache, EventLog, Progress, fingerprint, context
 
-The engines' drivers (`dagc.runtime.local`, `dagc.runtime.ray`, `dagc.runtime.distributed`) are
+Every program runs one lifecycle (`dagc.runtime.lifecycle.Program`); the engines that execute its tasks
+(`dagc.runtime.local`, `dagc.runtime.ray`, `dagc.runtime.torchengine` with `dagc.runtime.distributed`) are
 imported by the programs of their backend only.
 
 Nothing here imports the compiler, an engine or torch at import time; see docs/runtime.md for

@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
+from dagc.runtime.rows import TaskRow
+
 __all__ = ["code_digest", "current_digests", "refresh", "definitions", "describe_changes", "CodeRow"]
 
 CodeRow = tuple  # (code names, upstream tasks, digest when emitted)
@@ -144,26 +146,26 @@ def current_digests(code: Mapping[str, CodeRow], root: Path, files: Mapping[str,
     return {task: code_digest(tuple(names), root, files) for task, (names, _upstream, _emitted) in code.items()}
 
 
-def refresh(rows: Mapping[str, tuple], code: Mapping[str, CodeRow], root: Path, files: Mapping[str, str],
-            index: int = 0) -> tuple[dict[str, tuple], dict[str, list[str]]]:
-    """`rows` with each task's fingerprint (at `index`) chained with the current digest of its code and the
+def refresh(rows: Mapping[str, TaskRow], code: Mapping[str, CodeRow], root: Path, files: Mapping[str, str]
+            ) -> tuple[dict[str, TaskRow], dict[str, list[str]]]:
+    """`rows` (dagc.runtime.rows) with each task's fingerprint chained with the current digest of its code and the
     refreshed fingerprints of its upstream tasks; and, per task whose own code changed since the program
     was emitted, the names that changed."""
     fresh: dict[str, str] = {}
     changed: dict[str, list[str]] = {}
-    out = dict(rows)
+    out = {task: TaskRow.of(row) for task, row in rows.items()}
     for task, (names, upstream, emitted) in code.items():
-        row = rows.get(task)
+        row = out.get(task)
         if row is None:
             continue
         digest = code_digest(tuple(names), root, files)
         if digest != emitted:
             changed[task] = list(names)
-        h = hashlib.sha256(f"{row[index]}|{digest}".encode())
+        h = hashlib.sha256(f"{row.fingerprint}|{digest}".encode())
         for up in upstream:
-            h.update(f"|{fresh.get(up) or (rows[up][index] if up in rows else up)}".encode())
+            h.update(f"|{fresh.get(up) or (rows[up][0] if up in rows else up)}".encode())
         fresh[task] = h.hexdigest()[:32]
-        out[task] = (*row[:index], fresh[task], *row[index + 1:])
+        out[task] = row._replace(fingerprint=fresh[task])
     return out, changed
 
 

@@ -1,9 +1,9 @@
 """Runtime of the programs the torch.distributed backend emits: process group, transfers, tasks.
 
-An emitted program holds a static plan — `TASKS` (each task's ranks, inputs, outputs,
-fingerprint), `MOVES` (each point-to-point message: value, source, destination, and the static
-tensor shape when the compiler knows it) — and one straight-line function per rank. `Runner`
-gives those functions three verbs:
+An emitted program holds a static plan — `TASKS` (each task's typed row, dagc.runtime.rows: its
+fingerprint and policy, its ranks, the values it reads and defines), `MOVES` (each point-to-point
+message: value, source, destination, and the static tensor shape when the compiler knows it) — and
+one straight-line function per rank. `Runner` gives those functions three verbs:
 
     value = rt.task("train", module.train, features, data, epochs=80)   # run, or load, or skip
     rt.send(value, 3)                                                   # message with tag 3
@@ -12,8 +12,12 @@ gives those functions three verbs:
 The messages and collectives themselves, and their wire formats, are in `dagc.runtime.transfers`;
 pipeline-parallel training in `dagc.runtime.stages`. This module re-exports both for the programs.
 
+The program's lifecycle (options, run directory, result, failures) is dagc.runtime.lifecycle's, on the
+torch engine (dagc.runtime.torchengine); the launcher, dagc.runtime.launcher.
+
 Restarts: with a run directory, every task's output is stored under its fingerprint
-(`dagc.runtime.store`). At start, rank 0 lists the tasks already stored and broadcasts the list;
+(`dagc.runtime.store`). At start, rank 0 lists the tasks already stored (dagc.runtime.reuse, as every
+program decides) and broadcasts the list;
 every rank then prunes the same steps from its sequence (completed tasks not needed downstream,
 and messages nobody still needs). Dropping whole steps keeps the compiler's deadlock-freedom proof
 valid (see `dagc.passes.commcheck`).
@@ -25,7 +29,6 @@ record itself, since it is about to stop).
 
 from __future__ import annotations
 
-import logging
 import os
 import socket
 import sys
@@ -43,17 +46,22 @@ os.environ.setdefault("THP_MEM_ALLOC_ENABLE", "1")
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from dagc.runtime.console import load_console, replay
+from dagc.runtime.console import replay
 from dagc.runtime.costs import CostLog
-from dagc.runtime.effectcheck import Assumed
 from dagc.runtime.events import EventLog, new_run_id
-from dagc.runtime.executor import NEVER_REUSED, NOT_STORABLE, Executor, TaskFailed, TaskSpec, unpicklable_type
+from dagc.runtime.executor import NOT_STORABLE, Executor, TaskFailed, TaskSpec, unpicklable_type
 from dagc.runtime.filetrace import before_reuse
-from dagc.runtime.program import LAUNCHER_VARIABLES, deliver_result, store_result
+from dagc.runtime.launcher import (
+    another_rank_failed,
+    launch_main,
+    take_launcher_environment,
+)
 from dagc.runtime.progress import Progress
+from dagc.runtime.reuse import StoredOutputs
+from dagc.runtime.rows import TaskRow
 from dagc.runtime.stages import current_stages, train_layers, train_pipeline, use_stages
 from dagc.runtime.store import Cache, RunStore
-from dagc.runtime.threads import current_threads, passive_waiting, plain_threads, set_threads, task_threads
+from dagc.runtime.threads import current_threads, task_threads
 from dagc.runtime.transfers import (
     COMPRESS_DTYPES,
     DTYPES,
@@ -68,13 +76,11 @@ from dagc.runtime.transfers import (
     wire_static,
 )
 
-__all__ = ["Runner", "take_launcher_environment", "TaskInfo", "MoveInfo", "CollectiveInfo", "plan_steps", "send_value", "recv_value",
+__all__ = ["Runner", "take_launcher_environment", "MoveInfo", "CollectiveInfo", "plan_steps", "send_value", "recv_value",
            "broadcast_value", "reduce_value", "gather_value", "compress_value", "decompress_value", "COMPRESS_DTYPES", "DTYPES",
-           "launch_main", "report_failure", "another_rank_failed", "failure_line", "TaskFailed", "train_pipeline", "train_layers",
+           "launch_main", "another_rank_failed", "TaskFailed", "train_pipeline", "train_layers",
            "current_stages", "use_stages"]
 
-# TASKS[name] = (ranks, inputs, outputs, fingerprint, retries)
-TaskInfo = tuple[tuple[int, ...], tuple[str, ...], tuple[str, ...], str, int]
 # MOVES[tag] = (value on src, value on dst, src, dst, static tensor (dtype, shape) or None)
 MoveInfo = tuple[str, str, int, int, "tuple[str, tuple[int, ...]] | None"]
 # COLLECTIVES[tag] = (kind, value(s), value defined, root, group, static, divisor, start):
@@ -90,7 +96,7 @@ CollectiveInfo = tuple[str, Any, str, int, tuple[int, ...], "tuple[str, tuple[in
 
 # ---- which steps a (re)started run still has to do -------------------------------------------------
 def plan_steps(
-    tasks: Mapping[str, TaskInfo], moves: Mapping[int, MoveInfo], returns: Sequence[str], done: set[str],
+    tasks: Mapping[str, TaskRow], moves: Mapping[int, MoveInfo], returns: Sequence[str], done: set[str],
     collectives: Mapping[int, CollectiveInfo] | None = None,
 ) -> tuple[set[str], set[str], set[int]]:
     """(tasks to run, completed tasks to load, message and collective tags to exchange) when `done`
@@ -102,7 +108,7 @@ def plan_steps(
     run = {name for name in tasks if name not in done}
     needed: set[tuple[str, int]] = {(value, 0) for value in returns}
     for name in run:
-        ranks, inputs = tasks[name][0], tasks[name][1]
+        ranks, inputs = tasks[name].ranks, tasks[name].inputs
         needed.update((value, rank) for value in inputs for rank in ranks)
     active: set[int] = set()
     for tag in sorted({*moves, *collectives}, reverse=True):
@@ -124,30 +130,8 @@ def plan_steps(
             active.add(tag)
             needed.add((value, src))
     load = {name for name in tasks if name in done
-            and any((value, tasks[name][0][0]) in needed for value in tasks[name][2])}
+            and any((value, tasks[name].ranks[0]) in needed for value in tasks[name].outputs)}
     return run, load, active
-
-
-# ---- the launcher's environment -----------------------------------------------------------------------
-
-
-PLAIN_THREADS_VARIABLE = "DAGC_PLAIN_OMP_NUM_THREADS"  # OMP_NUM_THREADS before torchrun set it ("": unset)
-
-
-def take_launcher_environment() -> dict[str, str]:
-    """Remove the launcher's per-rank variables from `os.environ` and return them, before user code is
-    imported: a module that reads `RANK` at import (nanoGPT's `ddp = int(os.environ.get("RANK", -1)) != -1`)
-    must see what the plain run sees, and must not start a process group of its own. torch then computes
-    on the threads the plain run starts with (torchrun sets OMP_NUM_THREADS=1; dagc.runtime.threads)."""
-    launcher = {name: os.environ.pop(name) for name in LAUNCHER_VARIABLES if name in os.environ}
-    plain = os.environ.pop(PLAIN_THREADS_VARIABLE, None)
-    if plain is not None:  # started by launch_main: OMP_NUM_THREADS as it was before torchrun
-        if plain:
-            os.environ["OMP_NUM_THREADS"] = plain
-        else:
-            os.environ.pop("OMP_NUM_THREADS", None)
-    set_threads(plain_threads(os.environ))
-    return launcher
 
 
 # ---- the runner --------------------------------------------------------------------------------------
@@ -157,7 +141,7 @@ class Runner:
     def __init__(
         self,
         pipeline: str,
-        tasks: Mapping[str, TaskInfo],
+        tasks: Mapping[str, TaskRow],
         moves: Mapping[int, MoveInfo],
         returns: Sequence[str],
         ranks: int,
@@ -168,34 +152,32 @@ class Runner:
         stages: Mapping[str, Sequence[int]] | None = None,
         collectives: Mapping[int, CollectiveInfo] | None = None,
         compress: Mapping[int, str] | None = None,
-        cache: Path | None = None,
-        policy: Mapping[str, tuple[float | None, bool]] | None = None,
-        state: Mapping[str, int] | None = None,
-        effects: Mapping[str, tuple] | None = None,
+        cache: Cache | Path | None = None,
+        check: bool = False,
         launcher: Mapping[str, str] | None = None,
-        threads: Mapping[str, int] | None = None,
         threads_mode: str = "plain",
         costs: CostLog | None = None,
         final_state: Sequence[int] = (),
         code: Mapping[str, tuple] | None = None,
+        changed: Sequence[str] = (),
     ) -> None:
         self.pipeline = pipeline
+        self.changed = list(changed)  # tasks whose code changed since the program was emitted (a `code_changed`)
         self.costs = costs  # where each task's owner records what it measured (dagc.runtime.costs)
         self.code = dict(code or {})  # task -> (code names, upstream tasks, digest): dagc.runtime.code
         # state groups stored as they are at their end, in one pickle (dagc.runtime.executor's final_state)
         self.final_state = frozenset(final_state)
         self.held: dict[int, list[Any]] = {}  # such a group's outputs, until its last task has run
-        self.finals: Executor | None = None
         # the launcher's variables (take_launcher_environment), else the environment's own
         self.launcher = dict(launcher if launcher is not None else os.environ)
-        self.state = dict(state or {})  # task -> state group: such tasks are reused only all together
-        self.effects = dict(effects) if effects is not None else None  # --check-effects: task -> assumed
+        self.check = check  # --check-effects: what each task changes is compared with what was assumed
         self.collectives = dict(collectives or {})
         self.compress = dict(compress or {})  # tag -> "bf16" | "fp16": sent narrowed
-        self.cache = Cache(cache) if cache is not None else None
-        self.policy = dict(policy or {})  # task -> (timeout, cache)
+        self.cache = Cache(cache) if isinstance(cache, (str, Path)) else cache
         self.stages = {name: tuple(s) for name, s in (stages or {}).items()}
-        self.tasks = dict(tasks)
+        self.tasks = {name: TaskRow.of(row) for name, row in tasks.items()}
+        self.specs = {name: TaskSpec.from_row(name, row) for name, row in self.tasks.items()}
+        self.stored = StoredOutputs(self.specs, None, self.cache, resume=True, final_state=self.final_state)
         self.moves = dict(moves)
         self.returns = tuple(returns)
         self.ranks = ranks
@@ -209,7 +191,6 @@ class Runner:
         # threads: those a task's cpus= declares, else the process's own (the user's modules are loaded by
         # now, and may have set it); under --threads share at most this machine's cores / its ranks
         # (dagc.runtime.threads)
-        self.threads = dict(threads or {})
         baseline = current_threads()
         self.default_threads = task_threads(baseline, int(self.launcher.get("LOCAL_WORLD_SIZE", "1")),
                                             threads_mode) if baseline is not None else None
@@ -251,7 +232,7 @@ class Runner:
                                 timeout=timedelta(seconds=self.timeout))
         self._keep_default_group()
         # every group is created once, up front, by every rank in the same (sorted) order
-        groups = {info[0] for info in self.tasks.values() if len(info[0]) > 1}
+        groups = {row.ranks for row in self.tasks.values() if len(row.ranks) > 1}
         groups |= {info[4] for info in self.collectives.values()}
         for group in sorted(groups):
             self.groups[group] = dist.new_group(list(group))
@@ -264,12 +245,12 @@ class Runner:
                 raise SystemExit(f"error: {busy[0]}")
             if self.store is None:
                 self.store = RunStore(self.run_dir)
+        self.stored.store = self.store  # a restarted run reuses what its earlier attempts stored
         done: set[str] = set()
         if self.rank == 0 and (self.store is not None or self.cache is not None):
             # a file a stored output was computed from changed: that task and everything after it run again
-            before_reuse(self.tasks, self.code, self.store, self.cache, index=3)
-            done = {name for name, info in self.tasks.items() if self._stored(name, info[3])}
-            done = _whole_groups(done, self.state)
+            before_reuse(self.tasks, self.code, self.store, self.cache)
+            done = {name for name in self.tasks if self._reusable(name)}
         shared: list[Any] = [run_id, sorted(done)]
         dist.broadcast_object_list(shared, src=0)
         run_id, done = shared[0], set(shared[1])
@@ -293,6 +274,8 @@ class Runner:
                 self.buffers[tag] = static_buffer(static, self.comm_device)
         if self.store is not None:
             self.log = EventLog(self.store.events_path, run_id)
+            if self.rank == 0 and self.changed:
+                self.log.write("code_changed", tasks=self.changed)
         if self.rank == 0:  # the whole run's progress: every rank counts its tasks in the store
             self.progress = Progress(len(self.run))
             if self.progress.enabled:
@@ -303,80 +286,23 @@ class Runner:
                         run_dir=str(self.run_dir) if self.run_dir else None, world_size=self.world,
                         backend=backend, restart=self.attempt)
         for name in sorted(done):
-            if self.tasks[name][0][0] == self.rank:
-                self._event("skip", name, fingerprint=self.tasks[name][3], rank=self.rank)
-        for name, info in self.tasks.items():  # what reused tasks printed, in program order, by their owner
-            if name in done and info[0][0] == self.rank:
-                self._replay(name, info[3])
+            if self.tasks[name].ranks[0] == self.rank:
+                self._event("skip", name, fingerprint=self.tasks[name].fingerprint, rank=self.rank)
+        for name, row in self.tasks.items():  # what reused tasks printed, in program order, by their owner
+            if name in done and row.ranks[0] == self.rank:
+                spec = self.specs[name]
+                held = self.stored.held_here(spec)
+                replay(self.stored.console(spec, held), name,
+                       "the run directory or the cache" if held == "run" else "the cache")
 
-    def _spec(self, name: str) -> TaskSpec:
-        _, _, _, fp, retries = self.tasks[name]
-        timeout, cache = self.policy.get(name, (None, True))
-        return TaskSpec(name, fp, retries, timeout, cache is True, self.state.get(name),
-                        uncached=None if cache is True else str(cache),
-                        assumed=Assumed.from_row(self.effects.get(name)) if self.effects is not None else None,
-                        threads=self.threads.get(name))
-
-    def _final_group(self, name: str) -> int | None:
-        """The state group of task `name` when that group is stored at its end (None: it is not)."""
-        group = self.state.get(name)
-        return group if group is not None and group in self.final_state else None
-
-    def _finals(self) -> Executor:
-        """An executor over this rank's run directory and cache that knows the groups stored at their end:
-        where each is stored, and its outputs, loaded once so that the objects its tasks share stay shared.
-        It also adopts cached outputs into the run directory."""
-        if self.finals is None:
-            self.finals = Executor(store=self.store, cache=self.cache, reuse=True, final_state=self.final_state)
-            for name, group in self.state.items():
-                if group in self.final_state and name in self.tasks:
-                    self.finals.groups.setdefault(group, []).append(self._spec(name))
-        return self.finals
-
-    def _group_source(self, group: int) -> str:
-        key = self._finals().group_key(group)
-        assert key is not None
-        return "run" if self.store is not None and self.store.has(*key) else "cache"
-
-    def _stored(self, name: str, fp: str) -> bool:
-        """Whether task `name`'s output can be had: in the run directory or in the cache (a cached
-        output is adopted into the run directory, so every rank finds it there)."""
-        reason = self.policy.get(name, (None, True))[1]
-        if isinstance(reason, str) and reason.startswith(NEVER_REUSED):
-            return False
-        group = self._final_group(name)
-        if group is not None:  # stored with its group, at the group's end
-            finals = self._finals()
-            source = finals.source(self._spec(name))
-            key = finals.group_key(group)
-            if source == "cache" and key is not None:
-                finals.adopt(*key)
-            return source is not None
-        if self.store is not None and self.store.usable(name, fp):
-            return True
-        if self.cache is None or self.policy.get(name, (None, True))[1] is not True or not self.cache.usable(fp):
-            return False
-        self._finals().adopt(name, fp)
-        return True
-
-    def _load(self, name: str, fp: str) -> Any:
-        group = self._final_group(name)
-        if group is not None:
-            return self._finals().group_outputs(group, self._group_source(group))[name][0]
-        if self.store is not None and self.store.has(name, fp):
-            return self.store.load(name, fp)
-        assert self.cache is not None
-        return self.cache.load(fp)
-
-    def _replay(self, name: str, fp: str) -> None:
-        group = self._final_group(name)
-        if group is not None:
-            chunks = self._finals().group_outputs(group, self._group_source(group))[name][1]
-            replay(chunks, name, "the run directory or the cache")
-        elif self.store is not None and self.store.has(name, fp):
-            replay(load_console(self.store.path(name, fp)), name, "the run directory or the cache")
-        elif self.cache is not None:
-            replay(load_console(self.cache.path(fp)), name, "the cache")
+    def _reusable(self, name: str) -> bool:
+        """Whether task `name`'s output can be had (dagc.runtime.reuse): in the run directory or in the cache (a
+        cached output is taken into the run directory, so every rank finds it there)."""
+        spec = self.specs[name]
+        source = self.stored.source(spec)
+        if source is not None:
+            self.stored.take(spec, source)
+        return source is not None
 
     def _store(self) -> Any:
         """The rendezvous store, with keys private to this attempt: a restarted group must not read
@@ -407,11 +333,11 @@ class Runner:
         skip it; returns its value, or placeholders where this rank does not hold it. Attempts,
         retries (a multi-rank task's ranks retry together), timeouts and events are the executor's
         (dagc.runtime.executor); a task that fails for good raises TaskFailed naming it and this rank."""
-        ranks, _inputs, outputs, fp, _retries = self.tasks[name]
+        ranks, outputs, spec = self.tasks[name].ranks, self.tasks[name].outputs, self.specs[name]
         placeholder: Any = tuple(None for _ in outputs) if len(outputs) > 1 else None
         owner = ranks[0] == self.rank
         if name in self.load:
-            return self._load(name, fp) if owner else placeholder
+            return self.stored.output(spec, self.stored.held_here(spec))[0] if owner else placeholder
         if name not in self.run:
             return placeholder
         group = self.groups.get(ranks)
@@ -420,12 +346,9 @@ class Runner:
             context={"rank": ranks.index(self.rank), "world_size": len(ranks), "group": group,
                      "device": self.device, "run_dir": self.run_dir},
             where={"rank": self.rank, "device": str(self.device), "node": socket.gethostname()},
-            attempt_offset=self.attempt, process_rank=self.rank, check=self.effects is not None,
-            threads=self.default_threads, final_state=self.final_state, held=self.held, costs=self.costs)
-        spec = self._spec(name)
-        final = self._final_group(name)
-        if final is not None:  # its output waits until the group's last task has run, then all are stored
-            executor.groups[final] = self._finals().groups[final]
+            attempt_offset=self.attempt, process_rank=self.rank, check=self.check,
+            threads=self.default_threads, final_state=self.final_state, held=self.held, costs=self.costs,
+            stored=self.stored)  # (a group stored at its end: its outputs wait in `held` until its last task)
         agree = (lambda failed: self._any_failed(failed, group)) if group is not None else None
         with use_stages(self.stages.get(name)):
             value = executor.run(spec, fn, *args, owner=owner, agree=agree, key_values=key_values, **kwargs)
@@ -470,7 +393,7 @@ class Runner:
                                            pending=self.sending)
             self.sending[:] = [(work, held) for work, held in self.sending if not work.is_completed()]
         except NOT_STORABLE as exc:  # it must leave this rank, so it must pickle: say whose value it is
-            producer = next((t for t, info in self.tasks.items() if name in info[2]), name)
+            producer = next((t for t, row in self.tasks.items() if name in row.outputs), name)
             raise TaskFailed(producer, self.attempt, None, self.rank, detail=(
                 f"its output %{name} ({unpicklable_type(value)}) goes to rank {dst} but cannot be pickled "
                 f"({type(exc).__name__}: {exc}); define the type at module level, or place the tasks that "
@@ -524,9 +447,10 @@ class Runner:
                 and v.device.type != "cpu" else v for v in values]
 
     # ---- the whole run ---------------------------------------------------------------------------
-    def execute(self, program: Callable[[Runner], Any], result_path: Path | None = None) -> Any:
-        """Set up, run this rank's `program`, and on rank 0 write the result; returns it on rank 0."""
-        started = time.perf_counter()
+    def execute(self, program: Callable[[Runner], Any],
+                finish: Callable[[Any, RunStore | None, EventLog | None], None] | None = None) -> Any:
+        """Set up, run this rank's `program`, and on rank 0 gather the other ranks' events and `finish` the
+        run with its result (dagc.runtime.lifecycle: stored, `run_end`, delivered); returns the result."""
         self.setup()
         try:
             result = program(self)
@@ -542,10 +466,8 @@ class Runner:
                         fields["time"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record["ts"])) + \
                             f".{int(record['ts'] % 1 * 1e3):03d}Z"
                         self.log.write(record["event"], record.get("task"), **fields)
-                nbytes = store_result(self.store, result)
-                if result_path is not None:
-                    deliver_result(result, result_path)
-                self._event("run_end", duration=round(time.perf_counter() - started, 6), bytes=nbytes)
+                if finish is not None:
+                    finish(result, self.store, self.log)
                 if self.progress is not None:
                     self.progress.close()
             dist.barrier()
@@ -607,157 +529,7 @@ class _RankLog(EventLog):
         return {}
 
 
-def failure_line(exc: BaseException) -> str:
-    """The one line a failed run ends with."""
-    from dagc.runtime.program import ResultError
-    from dagc.runtime.store import StorageError
-
-    if isinstance(exc, KeyboardInterrupt):
-        from dagc.runtime.program import INTERRUPTED
-
-        return f"dagc: error: {INTERRUPTED}"
-    plain = isinstance(exc, (TaskFailed, StorageError, ResultError))  # their message says it all
-    return f"dagc: error: {exc}" if plain else f"dagc: error: {type(exc).__name__}: {exc}"
-
-
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def launch_main(path: str, argv: Sequence[str], nproc: int, max_restarts: int = 0) -> int:
-    """Start `path` under torchrun on this machine with `nproc` ranks (used when a program is run
-    directly with `python PROGRAM.py`)."""
-    import tempfile
-
-    from torch.distributed.run import main as torchrun
-
-    # the ranks run under torchrun: they need no --nproc/--max-restarts, and torchrun would take
-    # `--nproc` for an abbreviation of its own options
-    args = ["--standalone", f"--nproc-per-node={nproc}", f"--max-restarts={max_restarts}", path,
-            *_without_launch_options(argv)]
-    # the ranks restore OMP_NUM_THREADS as it is here (take_launcher_environment); set, it keeps torchrun
-    # from setting it to 1 with a warning about it
-    plain_omp = os.environ.get("OMP_NUM_THREADS")
-    os.environ[PLAIN_THREADS_VARIABLE] = plain_omp or ""
-    os.environ["OMP_NUM_THREADS"] = plain_omp or str(plain_threads(os.environ))
-    plain_wait = os.environ.get("OMP_WAIT_POLICY")
-    passive_waiting()  # nproc ranks on the plain run's threads share these cores (dagc.runtime.threads)
-    # a rank whose task fails writes one line here; it is the last thing printed, whatever torchrun says
-    # torchrun's log line for a rank that exited non-zero: the run says why itself, last (or prints torchrun's
-    # report when no rank did)
-    quiet = _ChildExit()
-    for name in _ELASTIC_LOGGERS:
-        logging.getLogger(name).addFilter(quiet)
-    with tempfile.TemporaryDirectory(prefix="dagc-") as tmp:
-        os.environ[FAILURE_FILE] = os.path.join(tmp, "failure")
-        try:
-            torchrun(args)
-            code = 0
-        except SystemExit as exc:
-            code = int(exc.code or 0)
-        except KeyboardInterrupt:  # Ctrl-C here (the ranks got it too, and said it once)
-            code = 130
-        except Exception as exc:  # ChildFailedError: torchrun's report, said unless a rank said why it failed
-            code = 1
-            if type(exc).__name__ == "SignalException":  # Ctrl-C forwarded to the ranks, which said it
-                code = 130
-            elif not Path(tmp, "failure").exists():
-                sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
-        finally:
-            for name in _ELASTIC_LOGGERS:
-                logging.getLogger(name).removeFilter(quiet)
-            del os.environ[FAILURE_FILE]
-            del os.environ[PLAIN_THREADS_VARIABLE]
-            if plain_wait is None:
-                os.environ.pop("OMP_WAIT_POLICY", None)
-            if plain_omp is None:
-                del os.environ["OMP_NUM_THREADS"]
-            else:
-                os.environ["OMP_NUM_THREADS"] = plain_omp
-        failure = Path(tmp, "failure")
-        if code and failure.exists():  # the failed task, the user's frames and the resume hint: the last lines
-            sys.stderr.write(failure.read_text(encoding="utf-8"))
-    return code
-
-
-_ELASTIC_LOGGERS = ("torch.distributed.elastic.multiprocessing.api", "torch.distributed.elastic.agent.server.api")
-
-
-class _ChildExit(logging.Filter):
-    """torchrun's lines about ranks that exited non-zero or were stopped by Ctrl-C: the run says it itself."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith(("failed (exitcode:", "Received ", "Sending process"))
-
-
-def _without_launch_options(argv: Sequence[str]) -> list[str]:
-    """`argv` without the options only the launching process reads (the script's own, after `--`, kept)."""
-    out: list[str] = []
-    items = list(argv)
-    i = 0
-    while i < len(items):
-        item = items[i]
-        if item == "--":
-            out.extend(items[i:])
-            break
-        if item in ("--nproc", "--max-restarts"):
-            i += 2
-            continue
-        if item.startswith(("--nproc=", "--max-restarts=")):
-            i += 1
-            continue
-        out.append(item)
-        i += 1
-    return out
-
-
-FAILURE_FILE = "DAGC_FAILURE_FILE"
-
-
-def report_failure(exc: BaseException, run_dir: Path | None = None) -> None:
-    """Say once why the run failed: the line naming the failed task, the frames of the user's code in its
-    traceback, and how to finish the run. Under dagc's launcher (`python PROGRAM`) the first rank to fail
-    hands this to the launcher, which prints it last, after torchrun's own lines; under `torchrun`, the rank
-    prints it."""
-    from dagc.runtime.program import user_traceback
-
-    text = failure_line(exc) + "\n" + user_traceback(getattr(exc, "error", None))
-    if run_dir is not None and isinstance(exc, (TaskFailed, KeyboardInterrupt)):
-        text += f"finish the run with: --resume {run_dir}\n"
-    path = os.environ.get(FAILURE_FILE)
-    if not path:
-        sys.stderr.write(text)
-        sys.stderr.flush()
-        return
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)  # the first failure wins
-    except OSError:
-        return
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-
-
-def another_rank_failed(exc: BaseException) -> bool:
-    """Whether `exc` is this rank's communication breaking because another rank stopped (its failure is said
-    by that rank): the rank then ends without a traceback of its own."""
-    import torch.distributed as dist
-
-    if isinstance(exc, getattr(dist, "DistError", ())) or isinstance(exc, ConnectionError):
-        return True
-    text = str(exc)
-    return isinstance(exc, RuntimeError) and any(
-        sign in text for sign in ("Connection reset by peer", "Connection closed by peer", "Broken pipe",
-                                  "Socket Timeout", "Connection refused"))
-
-
-def _whole_groups(done: set[str], state: Mapping[str, int]) -> set[str]:
-    """The stored tasks that may be reused: a task of a state group only when every task of its group
-    is stored (its output alone would not rebuild the objects it shares, such as an optimizer holding
-    a model's parameters), as the executor does on the local and Ray backends."""
-    groups: dict[int, list[str]] = {}
-    for name, group in state.items():
-        groups.setdefault(group, []).append(name)
-    whole = {g for g, members in groups.items() if all(m in done for m in members)}
-    return {name for name in done if state.get(name) is None or state[name] in whole}

@@ -12,8 +12,9 @@ that task like any exception, never the end of the program. Each attempt writes 
 directory and the cache. An output that cannot be pickled is not stored (a warning says so and
 `--resume` recomputes it): a value that never leaves its process need not pickle.
 
-`TASKS` is the program's table: task → (fingerprint, retries, timeout in seconds or None, cache,
-state group or None). A task in a state group (it shares objects with other tasks, see
+`TASKS` is the program's table: task → TaskRow (dagc.runtime.rows: fingerprint, retries, timeout in
+seconds or None, cache, state group or None, ...). Whether a stored output may be reused, and loading it,
+is dagc.runtime.reuse's, as for every program. A task in a state group (it shares objects with other tasks, see
 dagc.ir.effects) is reused only when every task of its group is: its outputs alone would not
 rebuild the shared objects.
 
@@ -36,20 +37,21 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dagc.runtime import filetrace
-from dagc.runtime.console import Recording, load_console, replay, save_console
+from dagc.runtime.console import Recording, replay, save_console
 from dagc.runtime.context import TaskContext, reset_context, set_context
 from dagc.runtime.costs import RUNNING_UNIT, CostLog
 from dagc.runtime.effectcheck import Assumed, EffectViolation, watch
 from dagc.runtime.energy import meter
 from dagc.runtime.events import EventLog
 from dagc.runtime.progress import Progress
+from dagc.runtime.reuse import FINAL, NEVER_REUSED, StoredOutputs
+from dagc.runtime.rows import TaskRow
 from dagc.runtime.store import Cache, Part, RunStore, dumps_outputs, flush_writes, write_behind
 from dagc.runtime.threads import set_threads
 
-__all__ = ["Executor", "TaskSpec", "TaskFailed", "TaskTimeout", "deadline", "NOT_STORABLE"]
+__all__ = ["Executor", "TaskSpec", "TaskFailed", "TaskTimeout", "deadline", "NOT_STORABLE", "TaskRow", "NEVER_REUSED",
+           "FINAL"]
 
-# TASKS[name] = (fingerprint, retries, timeout, cache, state group[, assumed effects])
-TaskRow = tuple
 NOT_STORABLE = (pickle.PicklingError, TypeError, AttributeError, RecursionError)
 # how long after its timeout a task that did not stop (stuck outside Python code) ends its process
 HARD_STOP_GRACE = 10.0
@@ -69,18 +71,10 @@ def store_rate() -> float:
     return rate if rate > 0 else STORE_BYTES_PER_S
 
 
-# the start of a cache column's reason when a task's stored outputs may not be reused at all, from the run
-# directory either (backends/fingerprint.py: a piece of state the pipeline returns)
-NEVER_REUSED = "never reused: "
 # the start of a cache column's reason when a task reads what a task that acts on the world made (or runs after
 # it): its output is stored and reused by its fingerprint and the content of its arguments, taken when it is
 # about to run (backends/fingerprint.py); the rest of the reason says why the fingerprint alone cannot tell
 CONTENT_KEYED = "keyed on its inputs: "
-# what the fingerprint of an output stored at its state group's end ends with (`final_state`): only a program
-# that stores its group that way reuses it
-FINAL = "-final"
-
-
 @dataclass(frozen=True)
 class TaskSpec:
     """How one task runs: its fingerprint and the run policy its options set."""
@@ -96,15 +90,14 @@ class TaskSpec:
     threads: int | None = None  # the threads its `cpus=` declares (dagc.runtime.threads)
 
     @classmethod
-    def from_row(cls, name: str, row: TaskRow | None) -> TaskSpec:
+    def from_row(cls, name: str, row: TaskRow | tuple | None) -> TaskSpec:
         if row is None:
             return cls(name)
-        fp, retries, timeout, cache, state = row[:5]
+        row = TaskRow.of(row)
         # the cache column is True, or the reason the task is not cacheable
-        return cls(name, fp, int(retries), timeout, cache is True, state,
-                   None if cache is True else (cache or "declared cache=False"),
-                   Assumed.from_row(row[5]) if len(row) > 5 and row[5] is not None else None,
-                   row[6] if len(row) > 6 else None)
+        return cls(name, row.fingerprint, int(row.retries), row.timeout, row.cache is True, row.state,
+                   None if row.cache is True else (row.cache or "declared cache=False"),
+                   Assumed.from_row(row.effects) if row.effects is not None else None, row.threads)
 
 
 class TaskFailed(Exception):
@@ -206,14 +199,12 @@ class Executor:
                  progress: Progress | None = None, write_behind: bool = False, recompute: bool = False,
                  final_state: Iterable[int] = (), carry: int = 0,
                  held: dict[int, list[tuple[TaskSpec, Any, list[tuple[str, str]]]]] | None = None,
-                 costs: CostLog | None = None) -> None:
-        self.tasks = dict(tasks or {})
+                 costs: CostLog | None = None, stored: StoredOutputs | None = None) -> None:
         self.costs = costs  # the cost store every finished task's figures go to (dagc.runtime.costs)
         self.final_state = frozenset(final_state)
         # state group -> (task, output, what it printed) of its tasks run so far, stored at the group's end
         # (shared by the executors of one process that each run one task of a group: `held`)
         self.held = held if held is not None else {}
-        self.loaded_groups: dict[int, dict[str, tuple[Any, list[tuple[str, str]]]]] = {}
         self.recompute = recompute
         self.store_rate = store_rate() if recompute else STORE_BYTES_PER_S
         # carry=N: the task has N outputs, and `carried` keeps the Parts of the last one stored, so that the
@@ -225,7 +216,7 @@ class Executor:
         self.threads = threads
         self.check = check
         self.modules = list(modules or ())
-        self.store, self.log, self.cache, self.reuse = store, log, cache, reuse
+        self.store, self.log, self.cache = store, log, cache
         self.context = dict(context or {})
         self.where = dict(where or {})
         self.attempt_offset = attempt_offset
@@ -233,100 +224,27 @@ class Executor:
         self.claim = claim and store is not None and log is not None
         self.warned: set[str] = set()
         self.not_cached: set[str] = set()
-        self.specs = {name: TaskSpec.from_row(name, row) for name, row in self.tasks.items()}
-        self.groups: dict[int, list[TaskSpec]] = {}
-        for spec in self.specs.values():
-            if spec.state is not None:
-                self.groups.setdefault(spec.state, []).append(spec)
+        # what may be reused, and loading it (dagc.runtime.reuse); shared by a process's executors when given
+        self.stored = stored if stored is not None else StoredOutputs(
+            {name: TaskSpec.from_row(name, row) for name, row in (tasks or {}).items()}, store, cache, reuse,
+            self.final_state)
+        self.specs, self.groups = self.stored.specs, self.stored.groups
 
     def spec(self, name: str) -> TaskSpec:
         found = self.specs.get(name)
         return found if found is not None else TaskSpec(name)
 
     def group_key(self, group: int) -> tuple[str, str] | None:
-        """Where a `final_state` group's outputs are stored together: its first task's name (by name) and a
-        fingerprint of every task of the group (a change to any of them is a new key), ending in FINAL."""
-        members = sorted(self.groups[group], key=lambda m: m.name)  # (every backend lists them in its own order)
-        if any(m.fingerprint is None for m in members):
-            return None
-        digest = hashlib.sha256(repr([(m.name, m.fingerprint) for m in members]).encode("utf-8")).hexdigest()
-        return members[0].name, digest[:32] + FINAL
-
-    def _final_source(self, group: int) -> str | None:
-        key = self.group_key(group)
-        if key is None:
-            return None
-        name, fp = key
-        if self.reuse and self.store is not None and self.store.usable(name, fp):
-            return "run"
-        if self.cache is not None and all(m.cache for m in self.groups[group]) and self.cache.usable(fp):
-            return "cache"
-        return None
+        return self.stored.group_key(group)
 
     # ---- reuse -----------------------------------------------------------------------------------
     def source(self, spec: TaskSpec) -> str | None:
-        """Where a finished output of `spec` can be had: "run", "cache" or None."""
-        if spec.fingerprint is None or (self.cache is None and not (self.reuse and self.store is not None)):
-            return None
-        members = self.groups.get(spec.state, [spec]) if spec.state is not None else [spec]
-        if any(m.uncached and m.uncached.startswith(NEVER_REUSED) for m in members):
-            return None
-        if spec.state is not None and spec.state in self.final_state:
-            return self._final_source(spec.state)
-        # (every member checked: a damaged or planted file is reported, removed and computed again)
-        if self.reuse and self.store is not None and all(
-                [m.fingerprint and self.store.usable(m.name, m.fingerprint) for m in members]):
-            return "run"
-        if self.cache is not None and all([m.cache and m.fingerprint and self.cache.usable(m.fingerprint)
-                                           for m in members]):
-            return "cache"
-        return None
+        """Where a finished output of `spec` can be had: "run", "cache" or None (dagc.runtime.reuse)."""
+        return self.stored.source(spec)
 
     def load(self, spec: TaskSpec, source: str) -> Any:
-        """The stored output of a finished task; one found in the cache is also copied into the run
-        directory (so a resumed run finds it there)."""
-        if spec.state is not None and spec.state in self.final_state:
-            return self._load_final(spec, source)
-        assert spec.fingerprint is not None
-        value, chunks = self._read(spec.name, spec.fingerprint, source)
-        if self.log is not None:
-            self.log.skip(spec.name, spec.fingerprint, source=source, **self.where)
-        replay(chunks, spec.name, "the run directory" if source == "run" else "the cache")
-        return value
-
-    def _read(self, name: str, fp: str, source: str) -> tuple[Any, list[tuple[str, str]]]:
-        """A stored output and what its task printed, from the run directory or the cache ("run", "cache");
-        one from the cache is adopted into the run directory, so that a resumed run finds it there."""
-        if source == "run":
-            assert self.store is not None
-            return self.store.load(name, fp), load_console(self.store.path(name, fp))
-        assert self.cache is not None
-        return self.cache.load(fp), self.adopt(name, fp)
-
-    def adopt(self, name: str, fp: str) -> list[tuple[str, str]]:
-        """Take output `fp` of task `name` from the cache into the run directory (a hard link where it can),
-        with what the task printed, so that a resumed run finds it there; returns what it printed."""
-        assert self.cache is not None
-        chunks = load_console(self.cache.path(fp))
-        if self.store is not None:
-            self.store.adopt(name, fp, self.cache.path(fp))
-            save_console(self.store.path(name, fp), chunks)
-        return chunks
-
-    def group_outputs(self, group: int, source: str) -> dict[str, tuple[Any, list[tuple[str, str]]]]:
-        """{task: (its output, what it printed)} of a `final_state` group, stored together (loaded once,
-        so that the objects its tasks share stay shared)."""
-        outputs = self.loaded_groups.get(group)
-        if outputs is None:
-            key = self.group_key(group)
-            assert key is not None
-            outputs = self.loaded_groups[group] = self._read(*key, source)[0]
-        return outputs
-
-    def _load_final(self, spec: TaskSpec, source: str) -> Any:
-        """A task's output from its `final_state` group's outputs, stored together (loaded once)."""
-        assert spec.state is not None
-        value, chunks = self.group_outputs(spec.state, source)[spec.name]
+        """The stored output of a finished task, its `skip` event, and what it printed, replayed."""
+        value, chunks = self.stored.output(spec, source)
         if self.log is not None:
             self.log.skip(spec.name, spec.fingerprint, source=source, **self.where)
         replay(chunks, spec.name, "the run directory" if source == "run" else "the cache")

@@ -27,6 +27,8 @@ from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
+from dagc.runtime.rows import TaskRow
+
 __all__ = ["recording", "snapshot", "changed", "save_trace", "load_trace", "trace_path", "stale_downstream",
            "invalidate_stale", "before_reuse", "HASHED_BYTES"]
 
@@ -229,15 +231,15 @@ def stale_downstream(stale: Iterable[str], upstream: Mapping[str, Iterable[str]]
     return out
 
 
-def invalidate_stale(rows: Mapping[str, tuple], upstream: Mapping[str, Iterable[str]], store: object | None,
-                     cache: object | None, index: int = 0) -> dict[str, str]:
+def invalidate_stale(rows: Mapping[str, TaskRow], upstream: Mapping[str, Iterable[str]], store: object | None,
+                     cache: object | None) -> dict[str, str]:
     """Before a run reuses anything: the tasks whose stored outputs read a file that changed since, with
     that file, and every task downstream of one; the stored outputs of the downstream ones are removed
     (from the run directory and the cache), since they were computed from the old contents and their own
     fingerprints do not show it. Returns {task: why} of the stale ones."""
     why: dict[str, str] = {}
     for task, row in rows.items():
-        fp = row[index] if len(row) > index else None
+        fp = TaskRow.of(row).fingerprint
         if not isinstance(fp, str):
             continue
         for output in _stored_paths(task, fp, store, cache):
@@ -249,7 +251,7 @@ def invalidate_stale(rows: Mapping[str, tuple], upstream: Mapping[str, Iterable[
         return {}
     for task in sorted(stale_downstream(why, upstream)):
         row = rows.get(task)
-        fp = row[index] if row is not None and len(row) > index else None
+        fp = TaskRow.of(row).fingerprint if row is not None else None
         if not isinstance(fp, str):
             continue
         why.setdefault(task, f"it reads the output of a task that reads a changed file ({next(iter(why))})")
@@ -271,14 +273,14 @@ def _stored_paths(task: str, fp: str, store: object | None, cache: object | None
     return paths
 
 
-def before_reuse(rows: Mapping[str, tuple], code: Mapping[str, tuple], store: object | None, cache: object | None,
-                 index: int = 0, say: bool = True) -> dict[str, str]:
+def before_reuse(rows: Mapping[str, TaskRow], code: Mapping[str, tuple], store: object | None, cache: object | None,
+                 say: bool = True) -> dict[str, str]:
     """`invalidate_stale` for a program about to reuse outputs (`--resume`: `store`; `--cache`: `cache`), with
     the upstream tasks of its code table (dagc.runtime.code); says in one line which tasks run again."""
     if store is None and cache is None:
         return {}
     upstream = {task: tuple(row[1]) for task, row in code.items()}
-    stale = invalidate_stale(rows, upstream, store, cache, index)
+    stale = invalidate_stale(rows, upstream, store, cache)
     if stale and say:
         first = next(iter(stale.values()))
         shown = ", ".join(f"`{t}`" for t in sorted(stale)[:6]) + (f" and {len(stale) - 6} more" if len(stale) > 6 else "")

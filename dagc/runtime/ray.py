@@ -2,7 +2,8 @@
 
 An emitted Ray program holds its plan (`Plan`: devices, each task's demand, the executor's task
 table, shared state groups) and one `@ray.remote` function per task whose body is
-`job.run(body)`; `ray_main(PLAN, run, argv)` does the rest:
+`job.run(body)`; `ray_main(PLAN, run, argv)` does the rest, as the one program lifecycle of every
+backend (dagc.runtime.lifecycle: options, run directory, result, failures) on the `Ray` engine:
 
   * `Job` runs a task on a worker through dagc.runtime.executor (attempt numbers, retries of
     exceptions and `SystemExit`, `timeout=`, events, the run directory and the cache), after making
@@ -34,26 +35,13 @@ from typing import Any
 import ray
 
 from dagc.runtime.admission import AGING_SECONDS, Gate, admission_queue, unwrap
-from dagc.runtime.code import current_digests, describe_changes, refresh
-from dagc.runtime.console import load_console, replay
-from dagc.runtime.costs import CostLog, cost_store_dir
-from dagc.runtime.events import EventLog, new_run_id, read_events
-from dagc.runtime.executor import Executor, TaskFailed, TaskRow
-from dagc.runtime.filetrace import before_reuse
+from dagc.runtime.console import replay
+from dagc.runtime.costs import CostLog
+from dagc.runtime.events import EventLog, read_events
+from dagc.runtime.executor import TaskFailed, TaskRow, TaskSpec
+from dagc.runtime.lifecycle import Pipeline, Program
 from dagc.runtime.placement import Placement, PlacementError, total_resources
-from dagc.runtime.program import (
-    INTERRUPTED,
-    ResultError,
-    add_run_options,
-    deliver_result,
-    open_cache,
-    open_run,
-    prepare_interpreter,
-    priority_note,
-    split_argv,
-    store_result,
-    user_frames,
-)
+from dagc.runtime.program import open_run, priority_note, user_frames
 from dagc.runtime.progress import Progress
 from dagc.runtime.rayworker import (
     HELD,
@@ -65,9 +53,10 @@ from dagc.runtime.rayworker import (
     run_gang_of_job,
     warm_up,
 )
-from dagc.runtime.store import Cache, RunStore, StorageError
+from dagc.runtime.reuse import StoredOutputs
+from dagc.runtime.store import Cache, RunStore
 
-__all__ = ["Plan", "Job", "Driver", "Placement", "PlacementError", "RunFailed", "ray_main", "local_resources",
+__all__ = ["Plan", "Job", "Driver", "Ray", "Placement", "PlacementError", "RunFailed", "ray_main", "local_resources",
            "PLACEMENTS", "HELD"]
 
 PLACEMENTS = ("node", "bundles")
@@ -75,6 +64,8 @@ PLACEMENTS = ("node", "bundles")
 
 class RunFailed(Exception):
     """A task failed after its retries; the message names it (`task`: the task that failed first)."""
+
+    resumable = True  # finish the run with --resume: what finished is stored
 
     def __init__(self, message: str, task: str | None = None) -> None:
         super().__init__(message)
@@ -137,7 +128,9 @@ class Driver:
         self.check_effects = check  # --check-effects: the workers compare what each task did with the assumed
         self.interpreter, self.pending_timeout = interpreter, pending_timeout
         self.resume = resume
-        self.reuse = Executor(plan.tasks, store=store, log=log, cache=cache, reuse=resume, final_state=plan.final_state)
+        # what a resumed run or the cache already has (dagc.runtime.reuse)
+        self.reuse = StoredOutputs({name: TaskSpec.from_row(name, row) for name, row in plan.tasks.items()}, store,
+                                   cache, resume, plan.final_state)
         self.put: dict[tuple[str, int], ray.ObjectRef] = {}  # loaded outputs put in the object store
         self.run_dir = str(store.root.resolve())
         self.pending: dict[ray.ObjectRef, str] = {}
@@ -178,7 +171,7 @@ class Driver:
         return [self.warm]
 
     def fingerprint(self, task: str) -> str:
-        return self.plan.tasks[task][0]
+        return self.plan.tasks[task].fingerprint
 
     def check(self, task: str, ranks: int = 1) -> None:
         """Fail now, naming the task, when no live Ray node has what one of its processes needs."""
@@ -192,18 +185,17 @@ class Driver:
 
     def stored(self, task: str, outputs: int) -> object:
         """Placeholders for the outputs of a task finished earlier (run directory or cache), or None."""
-        spec = self.reuse.spec(task)
+        spec = self.reuse.specs[task]
         source = self.reuse.source(spec)
         if source is None:
             return None
-        fp = self.fingerprint(task)
-        if spec.state is not None and spec.state in self.plan.final_state:  # stored with its group, at its end
-            value, chunks = self.reuse.group_outputs(spec.state, source)[task]
+        if self.reuse.final(spec):  # stored with its group, at its end: read here, with the group
+            value, chunks = self.reuse.output(spec, source)
             values = tuple(Stored(task, i, outputs, value[i] if outputs > 1 else value) for i in range(outputs))
-        else:
-            chunks = self.reuse.adopt(task, fp) if source == "cache" else load_console(self.store.path(task, fp))
+        else:  # loaded on a worker, if a task that runs reads it
+            chunks = self.reuse.console(spec, source)
             values = tuple(Stored(task, i, outputs) for i in range(outputs))
-        self.log.skip(task, fp, source=source)
+        self.log.skip(task, spec.fingerprint, source=source)
         # what the task printed when it ran, on the driver's console
         replay(chunks, task, "the run directory" if source == "run" else "the cache")
         self.progress.advance(name=task)
@@ -240,7 +232,7 @@ class Driver:
         return value
 
     def job(self, task: str, device: object, outputs: int) -> Job:
-        group = self.reuse.spec(task).state
+        group = self.reuse.specs[task].state
         final = None  # a task of a group stored at its end: the state actor holds its output until then
         if group is not None and group in self.plan.final_state:
             final = {m.name: self.plan.tasks[m.name] for m in self.reuse.groups[group]}
@@ -461,7 +453,7 @@ class Driver:
             if isinstance(value, Stored) and value.loaded:
                 out.append(value.value)
             elif isinstance(value, Stored):
-                stored = self.store.load(value.task, self.fingerprint(value.task))
+                stored = self.reuse.value(value.task, self.fingerprint(value.task))
                 out.append(stored if value.outputs == 1 else stored[value.index])
             else:
                 got = ray.get(value)
@@ -571,111 +563,105 @@ class _TokenNotice(logging.Filter):
         return not record.getMessage().startswith("Token authentication is enabled for this Ray cluster")
 
 
-def _refresh_code(plan: Plan, args: argparse.Namespace) -> Plan:
-    """The plan with fingerprints that cover the code as it is now (dagc.runtime.code)."""
-    if not plan.code:
-        return plan
-    tasks, changed = refresh(plan.tasks, plan.code, args.source_root, plan.code_files)
-    if changed and (args.resume is not None or args.cache is not None):
-        print(describe_changes(changed), file=sys.stderr)
-    return replace(plan, tasks=tasks)
+class Ray:
+    """The Ray engine: the driver submits every task to Ray (dagc.runtime.lifecycle runs the program)."""
+
+    backend = "ray"
+    failures: tuple[type[BaseException], ...] = (RunFailed, PlacementError)
+    announces = True
+
+    def __init__(self, plan: Plan, run: Callable[[Driver], object]) -> None:
+        self.plan, self.run = plan, run
+        self.shared = False  # through a shared cluster's priority queue (dagc.runtime.admission)
+
+    def describe(self, pipeline: Pipeline) -> str:
+        return f"Run pipeline {pipeline.name!r} on Ray. Arguments after `--` are the script's own (its sys.argv[1:])."
+
+    def add_options(self, parser: argparse.ArgumentParser, run_options: bool) -> None:
+        if run_options:
+            return
+        parser.add_argument("--address", default=os.environ.get("RAY_ADDRESS"), metavar="ADDR",
+                            help="Ray cluster to connect to (default: $RAY_ADDRESS, else start a local Ray)")
+        parser.add_argument("--placement", choices=PLACEMENTS, default=self.plan.placement,
+                            help="hold tasks to their devices by node affinity or by one placement-group bundle "
+                                 "per device (default: %(default)s)")
+        parser.add_argument("--pending-timeout", type=float, default=600.0, metavar="SECONDS",
+                            help="stop the run when a task whose inputs are ready has not started for this long "
+                                 "(default: %(default)s)")
+        parser.add_argument("--admission", action=argparse.BooleanOptionalAction, default=None,
+                            help="admit tasks through the shared cluster's priority queue, which may preempt tasks "
+                                 "of lower priority (default: on with --address)")
+        parser.add_argument("--aging", type=float, default=AGING_SECONDS, metavar="SECONDS",
+                            help="a waiting task gains one priority level per SECONDS waited (default: %(default)s; "
+                                 "the queue's first program sets it)")
+        parser.add_argument("--connect-timeout", type=float, default=30.0, metavar="SECONDS",
+                            help="give up on an --address that does not answer within this long "
+                                 "(default: %(default)s)")
+
+    def begin(self, program: Program) -> int | None:
+        args = program.args
+        if args.address:
+            why = unreachable(args.address, args.connect_timeout)
+            if why is not None:  # Ray itself would retry for minutes, then print its own traceback
+                program.parser.exit(2, f"error: no Ray cluster answers at {args.address}: {why}; start one there "
+                                       "(`ray start --head`), give the address `ray start` printed, or drop "
+                                       "--address to run on a local Ray\n")
+        self.shared = args.admission if args.admission is not None else bool(args.address)
+        if not self.shared:
+            priority_note(program.priority, "this program runs on a Ray of its own, or without --admission")
+        return None
+
+    def open_store(self, program: Program) -> RunStore | None:
+        return open_run(program.parser, program.args, program.pipeline.name, program.run_id, always=True)
+
+    def execute(self, program: Program) -> object:
+        args, store, log = program.args, program.store, program.log
+        assert store is not None and log is not None
+        plan = replace(self.plan, tasks=program.tasks)  # fingerprints of the code as it is now
+        interpreter = Interpreter(str((args.source_root / plan.script).resolve()), tuple(program.user_args),
+                                  os.getcwd(), plan.entry, os.environ.get("OMP_NUM_THREADS"))
+        program.stale_inputs(store if program.resume else None, log)
+        connect(plan, args.address, args.source_root)
+        placement = None
+        try:
+            placement = Placement(plan.devices, args.placement, plan.placement_timeout) if plan.devices else None
+            program.run_start(log, nodes=placement.nodes if placement else None,
+                              placement=placement.mode if placement else None)
+            admission = {"program": program.run_id, "priority": program.priority, "aging": args.aging} \
+                if self.shared else None
+            driver = Driver(plan, store, log, program.resume, placement, program.cache, interpreter,
+                            args.pending_timeout, check=args.check_effects is not False, admission=admission,
+                            threads_mode=args.threads, costs=program.costs())
+            try:
+                return self.run(driver)
+            except KeyboardInterrupt:
+                driver.cancel()  # (on a shared cluster they would run on after the driver has gone)
+                raise
+            finally:
+                driver.close()
+                if driver.gated:  # its tickets go now, not when their leases run out
+                    admission_queue(args.aging).forget.remote(program.run_id)
+        finally:
+            if placement is not None:
+                placement.release()
+
+    def frames(self, program: Program, error: BaseException) -> str:
+        """The user's own frames, as the worker that ran the failed task recorded them."""
+        if not isinstance(error, RunFailed) or program.store is None or program.log is None:
+            return ""
+        recorded = [e for e in read_events(program.store.events_path, event="failure", run=program.log.run_id)
+                    if e.get("task") == error.task and isinstance(e.get("traceback"), str)]
+        if not recorded:
+            return ""
+        main = getattr(sys.modules.get("__main__"), "__file__", None)
+        return user_frames(recorded[-1]["traceback"], os.path.abspath(main) if main else "")
+
+    def say(self, program: Program, text: str) -> None:
+        sys.stderr.write(text)
 
 
 def ray_main(plan: Plan, run: Callable[[Driver], object], argv: Sequence[str] | None = None) -> int:
-    """The emitted program's `main`: options, run directory, Ray, the run, the result."""
-    ours, user_args = split_argv(argv)
-    parser = argparse.ArgumentParser(description=f"Run pipeline {plan.pipeline!r} on Ray. Arguments after `--` "
-                                     "are the script's own (its sys.argv[1:]).")
-    parser.add_argument("--address", default=os.environ.get("RAY_ADDRESS"), metavar="ADDR",
-                        help="Ray cluster to connect to (default: $RAY_ADDRESS, else start a local Ray)")
-    parser.add_argument("--placement", choices=PLACEMENTS, default=plan.placement,
-                        help="hold tasks to their devices by node affinity or by one placement-group bundle "
-                             "per device (default: %(default)s)")
-    parser.add_argument("--pending-timeout", type=float, default=600.0, metavar="SECONDS",
-                        help="stop the run when a task whose inputs are ready has not started for this long "
-                             "(default: %(default)s)")
-    parser.add_argument("--admission", action=argparse.BooleanOptionalAction, default=None,
-                        help="admit tasks through the shared cluster's priority queue, which may preempt tasks of "
-                             "lower priority (default: on with --address)")
-    parser.add_argument("--aging", type=float, default=AGING_SECONDS, metavar="SECONDS",
-                        help="a waiting task gains one priority level per SECONDS waited (default: %(default)s; "
-                             "the queue's first program sets it)")
-    parser.add_argument("--connect-timeout", type=float, default=30.0, metavar="SECONDS",
-                        help="give up on an --address that does not answer within this long (default: %(default)s)")
-    add_run_options(parser, plan.source_root)
-    args = parser.parse_args(ours)
-    if args.address:
-        why = unreachable(args.address, args.connect_timeout)
-        if why is not None:  # Ray itself would retry for minutes, then print its own traceback
-            parser.exit(2, f"error: no Ray cluster answers at {args.address}: {why}; start one there (`ray start "
-                           "--head`), give the address `ray start` printed, or drop --address to run on a local Ray\n")
-    priority = plan.priority if args.priority is None else args.priority
-    shared = args.admission if args.admission is not None else bool(args.address)
-    if not shared:
-        priority_note(priority, "this program runs on a Ray of its own, or without --admission")
-    run_id = new_run_id()
-    store = open_run(parser, args, plan.pipeline, run_id, always=True)
-    assert store is not None
-    cache = open_cache(args, parser)
-    log = EventLog(store.events_path, run_id)
-    interpreter = Interpreter(str((args.source_root / plan.script).resolve()), tuple(user_args), os.getcwd(),
-                              plan.entry, os.environ.get("OMP_NUM_THREADS"))
-    prepare_interpreter(interpreter.script, interpreter.args, interpreter.cwd)
-    print(f"run {run_id}: run directory {store.root}", file=sys.stderr)
-    plan = _refresh_code(plan, args)
-    stale = before_reuse(plan.tasks, plan.code or {}, store if args.resume is not None else None, cache)
-    if stale:
-        log.write("stale_inputs", tasks=sorted(stale))
-    connect(plan, args.address, args.source_root)
-    start = time.perf_counter()
-    placement = None
-    try:
-        placement = Placement(plan.devices, args.placement, plan.placement_timeout) if plan.devices else None
-        log.write("run_start", pipeline=plan.pipeline, tasks=len(plan.tasks), resume=args.resume is not None,
-                  run_dir=str(store.root), nodes=placement.nodes if placement else None,
-                  placement=placement.mode if placement else None, backend="ray")
-        admission = {"program": run_id, "priority": priority, "aging": args.aging} if shared else None
-        driver = Driver(plan, store, log, args.resume is not None, placement, cache, interpreter,
-                        args.pending_timeout, check=args.check_effects is not False, admission=admission,
-                        threads_mode=args.threads,
-                        costs=CostLog(cost_store_dir(args.cost_store).resolve(), plan.pipeline,
-                                      current_digests(plan.code or {}, args.source_root, plan.code_files or {})))
-        try:
-            result = run(driver)
-        except KeyboardInterrupt:
-            driver.cancel()  # (on a shared cluster they would run on after the driver has gone)
-            raise
-        finally:
-            driver.close()
-            if driver.gated:  # its tickets go now, not when their leases run out
-                admission_queue(args.aging).forget.remote(run_id)
-    except KeyboardInterrupt:  # Ctrl-C: said once, recorded, and resumable (what finished is stored)
-        log.write("run_failed", error=INTERRUPTED)
-        print(f"error: {INTERRUPTED}", file=sys.stderr)
-        print(f"finish the run with: --resume {store.root}", file=sys.stderr)
-        return 130
-    except (RunFailed, PlacementError) as exc:
-        log.write("run_failed", error=str(exc))
-        print(f"error: {exc}", file=sys.stderr)
-        if isinstance(exc, RunFailed):
-            # the user's own frames, as the worker recorded them, then what to do: the last lines of the output
-            recorded = [e for e in read_events(store.events_path, event="failure", run=log.run_id)
-                        if e.get("task") == exc.task and isinstance(e.get("traceback"), str)]
-            if recorded:
-                main = getattr(sys.modules.get("__main__"), "__file__", None)
-                sys.stderr.write(user_frames(recorded[-1]["traceback"], os.path.abspath(main) if main else ""))
-            print(f"finish the run with: --resume {store.root}", file=sys.stderr)
-        return 1
-    finally:
-        if placement is not None:
-            placement.release()
-    try:
-        log.write("run_end", duration=round(time.perf_counter() - start, 6), bytes=store_result(store, result))
-        deliver_result(result, args.result)
-    except (StorageError, ResultError) as exc:  # one line, and what to do
-        if isinstance(exc, StorageError):
-            log.write("run_failed", error=str(exc))
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
+    """The emitted program's `main`: the one program lifecycle (dagc.runtime.lifecycle) on the Ray engine."""
+    pipeline = Pipeline(plan.pipeline, plan.source_root, plan.search_paths, (), plan.script, plan.tasks, plan.code,
+                        plan.code_files, plan.final_state, plan.priority)
+    return Program(pipeline, Ray(plan, run)).main(argv)

@@ -26,6 +26,7 @@ import ray
 from dagc.runtime.events import EventLog
 from dagc.runtime.executor import Executor, TaskFailed
 from dagc.runtime.maps import record_width
+from dagc.runtime.reuse import StoredOutputs
 from dagc.runtime.store import RunStore, fingerprint
 
 __all__ = ["run_map", "run_items", "item_fingerprint", "CHUNKS_PER_SLOT"]
@@ -63,15 +64,16 @@ def run_map(job: Any, item_fn: Any, items: Sequence[object], args: tuple, inits:
     """Run `item_fn(job, chunk, *args)` over chunks of the items as Ray tasks; the region's outputs:
     each output's initial list followed by what every item appended, in item order."""
     store = RunStore(job.run_dir)
-    base = job.row[0]
+    stored = StoredOutputs({}, store, resume=True)  # items finished by an earlier attempt (dagc.runtime.reuse)
+    base = job.row.fingerprint
     results: list[tuple | None] = [None] * len(items)
     todo: list[tuple[int, str, str | None, object]] = []
     log = EventLog(store.events_path, job.run_id)
     for i, item in enumerate(items):
         name = f"{job.task}[{i}]"
         fp = item_fingerprint(base, i, item) if base else None
-        if fp is not None and store.usable(name, fp):
-            results[i] = store.load(name, fp)
+        if fp is not None and stored.in_run(name, fp):
+            results[i] = stored.value(name, fp)
             log.skip(name, fp, source="run")
         else:
             todo.append((i, name, fp, item))

@@ -19,6 +19,7 @@ from dagc.runtime.costs import CostLog
 from dagc.runtime.events import EventLog
 from dagc.runtime.executor import Executor, TaskRow, TaskSpec
 from dagc.runtime.program import prepare_interpreter
+from dagc.runtime.reuse import StoredOutputs
 from dagc.runtime.store import Cache, RunStore
 from dagc.runtime.threads import capped, current_threads, passive_waiting
 
@@ -175,7 +176,7 @@ class Job:
 @ray.remote(num_cpus=0)
 def load_stored(run_dir: str, task: str, fingerprint: str, outputs: int) -> object:
     """The stored outputs of a task that finished earlier (read where they are needed)."""
-    return RunStore(run_dir).load(task, fingerprint)
+    return StoredOutputs({}, RunStore(run_dir)).value(task, fingerprint)
 
 
 @ray.remote(num_cpus=0)
