@@ -1,0 +1,168 @@
+"""README.md and docs/*.md show what users get: every marked command and example is run, and what it prints is
+compared with what the page shows (the markers are described in tests/doctext.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dagc.cli import build_parser, main
+from tests.conftest import REPO
+from tests.doctext import Block, bash_commands, blocks, commands, match_output, pages
+
+DIAGNOSTICS = REPO / "docs" / "diagnostics.md"
+MARKED = [p for p in pages(REPO) if p != DIAGNOSTICS and blocks(p.read_text(encoding="utf-8"))]
+COMMAND_TIMEOUT_S = 300
+
+
+def _run(argv: list[str], cwd: Path) -> tuple[int, str]:
+    """Exit status and output (standard output and error together) of one command run in `cwd`."""
+    if argv[0] == "dagc":  # in-process: the same code as the console script, without its start-up
+        buffer = io.StringIO()
+        previous = os.getcwd()
+        os.chdir(cwd)
+        try:
+            with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+                try:
+                    status = main(argv[1:])
+                except SystemExit as exc:  # argparse's --help and usage errors
+                    status = exc.code if isinstance(exc.code, int) else 1
+        finally:
+            os.chdir(previous)
+        return status, buffer.getvalue()
+    program = [sys.executable, *argv[1:]] if argv[0] == "python" else argv
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    proc = subprocess.run(program, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=COMMAND_TIMEOUT_S, check=False)
+    return proc.returncode, proc.stdout
+
+
+def _differs(where: str, argv: list[str], shown: list[str], printed: str) -> str:
+    diff = difflib.unified_diff(shown, printed.rstrip().splitlines(), "shown on the page", "printed", lineterm="")
+    return f"{where}: `{' '.join(argv)}` prints something else than the page shows:\n" + "\n".join(diff)
+
+
+def _run_output_block(page: str, block: Block, cwd: Path) -> None:
+    printed_by_shown: dict[tuple[str, ...], str] = {}
+    for command in commands(block):
+        _status, printed = _run(command.argv, cwd)
+        where = f"{page}:{block.line}"
+        assert match_output(command.shown, printed, numbers=block.kind == "numbers"), \
+            _differs(where, command.argv, command.shown, printed)
+        if block.kind == "numbers":  # the same output shown twice: the same figures printed twice
+            earlier = printed_by_shown.setdefault(tuple(command.shown), printed)
+            assert earlier == printed, f"{where}: `{' '.join(command.argv)}` printed {printed!r}, not {earlier!r}"
+
+
+def _run_page_blocks(page: str, found: list[Block], cwd: Path) -> None:
+    for block in found:
+        if block.kind == "file":
+            (cwd / block.name).parent.mkdir(parents=True, exist_ok=True)
+            (cwd / block.name).write_text(block.body, encoding="utf-8")
+        elif block.kind == "run":
+            for argv in bash_commands(block):
+                status, printed = _run(argv, cwd)
+                assert status == 0, f"{page}:{block.line}: `{' '.join(argv)}` failed ({status}):\n{printed}"
+        else:
+            _run_output_block(page, block, cwd)
+
+
+def _workdir(tmp_path: Path) -> Path:
+    """A directory with the samples, as a fresh clone has them: the pages' commands run there."""
+    shutil.copytree(REPO / "samples", tmp_path / "samples", ignore=shutil.ignore_patterns("__pycache__"))
+    return tmp_path
+
+
+@pytest.mark.parametrize("page", MARKED, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_page_prints_what_it_shows(page: Path, tmp_path: Path) -> None:
+    _run_page_blocks(page.relative_to(REPO).as_posix(), blocks(page.read_text(encoding="utf-8")), _workdir(tmp_path))
+
+
+def test_the_pages_mark_what_users_run_first() -> None:
+    """The commands a new user runs first are checked, not only shown."""
+    readme = [c.argv for b in blocks((REPO / "README.md").read_text(encoding="utf-8"))
+              if b.kind in ("output", "numbers") for c in commands(b)]
+    for argv in (["dagc", "compile", "samples/quickstart.py", "-o", "out"], ["python", "out/quickstart_local.py"],
+                 ["python", "samples/quickstart.py"], ["dagc", "ir", "samples/quickstart.py"],
+                 ["dagc", "check", "bad.py"]):
+        assert argv in readme, f"README.md does not mark `{' '.join(argv)}` for the docs test"
+    for name in ("cli.md", "annotations.md", "pipeline_parallel.md"):
+        assert REPO / "docs" / name in MARKED, f"docs/{name} marks nothing for the docs test"
+
+
+# ---- docs/diagnostics.md: each example, put behind the prelude, gets its code from `dagc check` ----------------
+_SECTION = re.compile(r"^### (DAGC\d{3}) — .+$", re.M)
+_PYTHON = re.compile(r"```python\n(.*?)```", re.S)
+
+
+def _diagnostic_sections() -> dict[str, str]:
+    text = DIAGNOSTICS.read_text(encoding="utf-8")
+    heads = list(_SECTION.finditer(text))
+    return {m.group(1): text[m.end():heads[k + 1].start() if k + 1 < len(heads) else len(text)]
+            for k, m in enumerate(heads)}
+
+
+SECTIONS = _diagnostic_sections()
+_TEXT = DIAGNOSTICS.read_text(encoding="utf-8")
+PRELUDE = _PYTHON.search(_TEXT[:_TEXT.index("\n## ")]).group(1)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("code", sorted(c for c, s in SECTIONS.items()
+                                         if _PYTHON.search(s) and "*Not from a script:*" not in s))
+def test_diagnostic_example_gets_its_code(code: str, tmp_path: Path) -> None:
+    section = SECTIONS[code]
+    example = _PYTHON.search(section).group(1)  # type: ignore[union-attr]
+    (tmp_path / "example.py").write_text(PRELUDE + "\n\n" + example, encoding="utf-8")
+    shown = [b for b in blocks(section) if b.kind != "file"]
+    if shown:  # the section says which command gets the code, and what it prints
+        _run_page_blocks(f"docs/diagnostics.md {code}", shown, tmp_path)
+        assert any(f"[{code}]" in line for b in shown for c in commands(b) for line in c.shown), \
+            f"{code}: the commands shown do not report it"
+        return
+    _status, printed = _run(["dagc", "check", "example.py"], tmp_path)
+    assert f"[{code}]" in printed, f"{code}: `dagc check example.py` of the example prints:\n{printed}"
+
+
+# ---- docs/cli.md's synopsis: the options each command takes, as its --help shows them ----------------------------
+def _subcommands() -> dict[str, object]:
+    parser = build_parser()
+    action = next(a for a in parser._actions if a.dest == "command")  # the subparsers
+    return dict(action.choices)  # type: ignore[arg-type]
+
+
+def test_cli_synopsis_names_real_options() -> None:
+    text = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    synopsis = re.search(r"```\n(dagc .*?)```", text, re.S).group(1)  # type: ignore[union-attr]
+    parsers = _subcommands()
+    for line in synopsis.splitlines():
+        name = line.split()[1]
+        assert name in parsers, f"docs/cli.md lists `dagc {name}`, which is no command"
+        sub = parsers[name]
+        options = {o for a in sub._actions for o in a.option_strings}  # type: ignore[attr-defined]
+        for option in re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", line.split(" -- ")[0]):
+            assert option in options, f"docs/cli.md: `dagc {name}` has no option {option}"
+        for tail in re.findall(r"\[-- [^\n]*\]$", line):  # the arguments after `--`, in the command's usage
+            assert tail in sub.format_usage(), f"`dagc {name} --help` lacks {tail}"  # type: ignore[attr-defined]
+
+
+# ---- docs/runtime.md's event table: every event the runtime writes, and only those -----------------------------
+def test_event_table_lists_every_event_written() -> None:
+    text = (REPO / "docs" / "runtime.md").read_text(encoding="utf-8")
+    section = text[text.index("## Event log"):]
+    section = section[:section.index("\n## ", 1)]
+    listed = set(re.findall(r"^\| `(\w+)`", section, re.M))
+    written: set[str] = set()
+    for source in (REPO / "dagc" / "runtime").rglob("*.py"):
+        code = source.read_text(encoding="utf-8")
+        written |= set(re.findall(r"(?:\.write|_event)\(\s*\"(\w+)\"", code))
+    assert written, "no event found in dagc/runtime: the pattern above needs updating"
+    assert listed == written, f"only written: {sorted(written - listed)}; only listed: {sorted(listed - written)}"
