@@ -26,6 +26,8 @@ COMMAND_TIMEOUT_S = 300
 
 def _run(argv: list[str], cwd: Path) -> tuple[int, str]:
     """Exit status and output (standard output and error together) of one command run in `cwd`."""
+    if argv[:2] == ["dagc", "run"]:  # its program prints to the process's own stdout: capture it there
+        argv = ["python", "-m", "dagc.cli", *argv[1:]]
     if argv[0] == "dagc":  # in-process: the same code as the console script, without its start-up
         buffer = io.StringIO()
         previous = os.getcwd()
@@ -56,8 +58,8 @@ def _run_output_block(page: str, block: Block, cwd: Path) -> None:
     for command in commands(block):
         _status, printed = _run(command.argv, cwd)
         where = f"{page}:{block.line}"
-        assert match_output(command.shown, printed, numbers=block.kind == "numbers"), \
-            _differs(where, command.argv, command.shown, printed)
+        matches = match_output(command.shown, printed, numbers=block.kind == "numbers")
+        assert matches, _differs(where, command.argv, command.shown, printed)
         if block.kind == "numbers":  # the same output shown twice: the same figures printed twice
             earlier = printed_by_shown.setdefault(tuple(command.shown), printed)
             assert earlier == printed, f"{where}: `{' '.join(command.argv)}` printed {printed!r}, not {earlier!r}"
