@@ -168,3 +168,23 @@ def test_event_table_lists_every_event_written() -> None:
         written |= set(re.findall(r"(?:\.write|_event)\(\s*\"(\w+)\"", code))
     assert written, "no event found in dagc/runtime: the pattern above needs updating"
     assert listed == written, f"only written: {sorted(written - listed)}; only listed: {sorted(listed - written)}"
+
+
+# ---- README's setup command: one command, pinned, that installs what README's own examples run ------------------
+def test_readme_setup_installs_every_backend_its_examples_use() -> None:
+    import tomllib
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Two commands"):readme.index("\n## ", readme.index("## Two commands") + 1)]
+    setup, tests = re.findall(r"```bash\n(.*?)\n```", section, re.S)
+    assert "\n" not in setup and "pip install" in setup and "-c constraints.txt" in setup, setup
+    extras = set(re.search(r'"\.\[([\w,]+)\]"', setup).group(1).split(","))  # type: ignore[union-attr]
+    used = set(re.findall(r"--backend (ray|torch)\b", readme))
+    assert used <= extras, f"README runs --backend {sorted(used - extras)} but its setup installs only {extras}"
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert extras <= set(declared["optional-dependencies"]), extras
+    assert setup.endswith("&& dagc compile samples/quickstart.py -o out && python out/quickstart_local.py"), setup
+    pinned = {line.split("==")[0].strip().lower() for line in (REPO / "constraints.txt").read_text().splitlines()
+              if "==" in line}
+    assert used <= pinned, f"constraints.txt does not pin {sorted(used - pinned)}"
+    assert tests == 'python -m pip install -e ".[dev,torch,ray]" -c constraints.txt && python -m pytest'
