@@ -188,3 +188,19 @@ def test_readme_setup_installs_every_backend_its_examples_use() -> None:
               if "==" in line}
     assert used <= pinned, f"constraints.txt does not pin {sorted(used - pinned)}"
     assert tests == 'python -m pip install -e ".[dev,torch,ray]" -c constraints.txt && python -m pytest'
+
+
+# ---- docs/runtime.md's synopsis: the options of an emitted program, as its --help shows them ---------------------
+def test_program_options_synopsis_is_the_programs(tmp_path: Path) -> None:
+    text = (REPO / "docs" / "runtime.md").read_text(encoding="utf-8")
+    synopsis = re.search(r"```\n(python PROGRAM\.py .*?)```", text, re.S).group(1)  # type: ignore[union-attr]
+    status, printed = _run(["dagc", "emit", str(REPO / "samples" / "quickstart.py"), "--backend", "local",
+                            "-o", "program.py"], tmp_path)
+    assert status == 0, printed
+    status, usage = _run(["python", "program.py", "--help"], tmp_path)
+    assert status == 0, usage
+    usage = usage[:usage.index("\noptions:")] if "\noptions:" in usage else usage
+    option = r"(?<![\w-])(--[a-z][\w-]*)"
+    documented, offered = set(re.findall(option, synopsis)), set(re.findall(option, usage)) - {"--help"}
+    assert documented == offered, f"only in docs/runtime.md: {sorted(documented - offered)}; " \
+                                  f"only in the program: {sorted(offered - documented)}"
