@@ -190,17 +190,35 @@ def test_readme_setup_installs_every_backend_its_examples_use() -> None:
     assert tests == 'python -m pip install -e ".[dev,torch,ray]" -c constraints.txt && python -m pytest'
 
 
-# ---- docs/runtime.md's synopsis: the options of an emitted program, as its --help shows them ---------------------
-def test_program_options_synopsis_is_the_programs(tmp_path: Path) -> None:
-    text = (REPO / "docs" / "runtime.md").read_text(encoding="utf-8")
-    synopsis = re.search(r"```\n(python PROGRAM\.py .*?)```", text, re.S).group(1)  # type: ignore[union-attr]
-    status, printed = _run(["dagc", "emit", str(REPO / "samples" / "quickstart.py"), "--backend", "local",
-                            "-o", "program.py"], tmp_path)
+# ---- the programs' synopses (docs/runtime.md, docs/ray_backend.md): the options each program's --help lists -------
+_OPTION = r"(?<![\w-])(--[a-z][\w-]*)"
+
+
+def _program_options(backend: str, cwd: Path) -> set[str]:
+    program = f"program_{backend}.py"
+    status, printed = _run(["dagc", "emit", str(REPO / "samples" / "quickstart.py"), "--backend", backend,
+                            "--cluster", "2", "-o", program], cwd)
     assert status == 0, printed
-    status, usage = _run(["python", "program.py", "--help"], tmp_path)
+    status, usage = _run(["python", program, "--help"], cwd)
     assert status == 0, usage
-    usage = usage[:usage.index("\noptions:")] if "\noptions:" in usage else usage
-    option = r"(?<![\w-])(--[a-z][\w-]*)"
-    documented, offered = set(re.findall(option, synopsis)), set(re.findall(option, usage)) - {"--help"}
-    assert documented == offered, f"only in docs/runtime.md: {sorted(documented - offered)}; " \
-                                  f"only in the program: {sorted(offered - documented)}"
+    return set(re.findall(_OPTION, usage.split("\noptions:")[0])) - {"--help"}
+
+
+def _synopsis(page: str, program: str) -> set[str]:
+    text = (REPO / "docs" / page).read_text(encoding="utf-8")
+    found = re.search(rf"```\n(python {re.escape(program)} .*?)```", text, re.S)
+    assert found is not None, f"docs/{page} has no synopsis of `python {program}`"
+    return set(re.findall(_OPTION, found.group(1)))
+
+
+def test_program_synopses_list_the_programs_options(tmp_path: Path) -> None:
+    every = _program_options("local", tmp_path)  # the options every program takes
+    documented = _synopsis("runtime.md", "PROGRAM.py")
+    assert documented == every, f"only in docs/runtime.md: {sorted(documented - every)}; " \
+                                f"only in the program: {sorted(every - documented)}"
+    ray = _program_options("ray", tmp_path)
+    assert every <= ray, f"the Ray program lacks {sorted(every - ray)}, which docs/runtime.md says every one takes"
+    ray_only = ray - every
+    documented = _synopsis("ray_backend.md", "quickstart_ray.py")
+    assert documented == ray_only, f"only in docs/ray_backend.md: {sorted(documented - ray_only)}; " \
+                                   f"only in the Ray program: {sorted(ray_only - documented)}"
