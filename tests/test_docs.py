@@ -141,19 +141,29 @@ def _subcommands() -> dict[str, object]:
     return dict(action.choices)  # type: ignore[arg-type]
 
 
-def test_cli_synopsis_names_real_options() -> None:
-    text = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
-    synopsis = re.search(r"```\n(dagc .*?)```", text, re.S).group(1)  # type: ignore[union-attr]
+def test_dagc_command_lines_name_real_options() -> None:
+    """Every `dagc COMMAND ...` line of a code block, and every such inline command, in README.md and docs/*.md
+    (synopses, examples) names a command and options it takes; the arguments after `--` are in its usage."""
     parsers = _subcommands()
-    for line in synopsis.splitlines():
-        name = line.split()[1]
-        assert name in parsers, f"docs/cli.md lists `dagc {name}`, which is no command"
-        sub = parsers[name]
-        options = {o for a in sub._actions for o in a.option_strings}  # type: ignore[attr-defined]
-        for option in re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", line.split(" -- ")[0]):
-            assert option in options, f"docs/cli.md: `dagc {name}` has no option {option}"
-        for tail in re.findall(r"\[-- [^\n]*\]$", line):  # the arguments after `--`, in the command's usage
-            assert tail in sub.format_usage(), f"`dagc {name} --help` lacks {tail}"  # type: ignore[attr-defined]
+    global_options = {o for a in build_parser()._actions for o in a.option_strings}
+    for page in pages(REPO):
+        text = page.read_text(encoding="utf-8")
+        spans = re.findall(r"(?<!`)`(dagc [^`\n]+)`(?!`)", re.sub(r"^```.*?^```", "", text, flags=re.M | re.S))
+        for block in [*re.findall(r"^```[\w-]*\n(.*?)^```", text, re.M | re.S), "\n".join(spans)]:
+            for line in block.splitlines():
+                found = re.match(r"(?:\$ )?dagc +([a-z|]+)\b(.*)", line)
+                if found is None:
+                    continue
+                where = f"{page.relative_to(REPO)}: `{line.strip()}`"
+                rest = found.group(2).split(" #")[0]
+                for name in found.group(1).split("|"):
+                    assert name in parsers, f"{where}: `dagc {name}` is no command"
+                    sub = parsers[name]
+                    options = global_options | {o for a in sub._actions for o in a.option_strings}  # type: ignore[attr-defined]
+                    for option in re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", rest.split(" -- ")[0]):
+                        assert option.split("=")[0] in options, f"{where}: `dagc {name}` has no option {option}"
+                    for tail in re.findall(r"\[-- [^\n]*\]$", rest):
+                        assert tail in sub.format_usage(), f"`dagc {name} --help` lacks {tail}"  # type: ignore[attr-defined]
 
 
 # ---- docs/runtime.md's event table: every event the runtime writes, and only those -----------------------------
