@@ -53,7 +53,7 @@ def draw_graph(out: Path) -> tuple[Path, Path]:
     """The partitioned graph as DOT and as PNG (drawn by graphviz-pure) in `out`."""
     dot, png = out / f"{GRAPH}.dot", out / f"{GRAPH}.png"
     dagc("viz", SAMPLE, "--cluster", "2x2", "-o", str(dot))
-    source = dot.read_text(encoding="utf-8").replace("{", "{\n\tgraph [dpi=%d]" % PNG_DPI, 1)
+    source = dot.read_text(encoding="utf-8").replace("{", f"{{\n\tgraph [dpi={PNG_DPI}]", 1)
     proc = subprocess.run([graphviz_pure(), "-Kdot", "-Tpng"], input=source.encode("utf-8"), capture_output=True,
                           check=False)
     if proc.returncode != 0:
