@@ -171,7 +171,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_viz)
 
     p = sub.add_parser("run", help="compile, emit and run a pipeline",
-                       description="Compile a pipeline, emit the backend's program and run it.")
+                       usage="%(prog)s SCRIPT|IR.json [options] [-- PROGRAM ARGS [-- SCRIPT ARGS]]",
+                       description="Compile a pipeline, emit the backend's program and run it. Arguments after "
+                       "`--` go to the emitted program (--run-dir DIR, --resume RUN_DIR, --cache DIR, ...); "
+                       "arguments after a second `--` are the script's own sys.argv[1:].")
     _add_input(p)
     p.add_argument("--backend", default="local", choices=sorted(BACKENDS), help="engine (default: local)")
     p.add_argument("--result", metavar="PATH", help="write the pipeline's return value to PATH (pickle)")

@@ -8,7 +8,7 @@ runs them in program order, and holds the model, the optimizer and the scheduler
 model's parameters) in one process on every backend. The data are synthetic 28x28 "digits" (a
 class-dependent pattern plus noise), so the sample runs offline in seconds on a CPU.
 
-Runs as plain Python (`python samples/mnist.py`) and compiles with `dagc compile samples/mnist.py`.
+Runs as plain Python (`python samples/mnist.py`) and compiles with `dagc compile samples/mnist.py -o out`.
 """
 
 from __future__ import annotations
