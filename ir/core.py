@@ -79,12 +79,20 @@ def _nested(node: Node) -> Iterator[Node]:
             yield from _nested(inner)
 
 
+def _fields_read(node: Node) -> tuple[Any, ...]:
+    """The field objects the graph's indexes were read from (a write behind the setters replaces one of them)."""
+    return (node.args, node.kwargs, node.region, node.deps, node.outputs)
+
+
 def _names_read(node: Node) -> tuple[str, ...]:
     """Every value name `node` names anywhere (dagc.ir.regions.operands_read), once each; () when an operand is
     malformed (the verifier reports it)."""
     from .regions import operands_read
 
     try:
+        if not node.bodies and node.region is None and not node.effects.mutates \
+                and not _names_values(node.comm):  # (the common case: its operands)
+            return tuple(node.input_values())
         return tuple(dict.fromkeys(name for operand in operands_read(node) for name in iter_refs(operand)))
     except (TypeError, ValueError, AttributeError):
         return ()
@@ -97,10 +105,15 @@ def output_name(node_name: str, index: int, count: int) -> str:
 
 # the node fields the graph's indexes follow (what it reads, what it makes, what it waits for; what it names
 # anywhere inside: its region payload, its bodies, its typed records)
-_INDEXED = frozenset({"args", "kwargs", "outputs", "deps", "region", "bodies", "effects", "comm"})
+_INDEXED = frozenset({"args", "kwargs", "outputs", "deps", "region", "bodies"})
+_RECORDS = frozenset({"effects", "comm"})
 
 
-@dataclass(eq=False)
+def _names_values(record: Any) -> bool:
+    return record is not None and bool(getattr(record, "mutates", None) or getattr(record, "operands", None))
+
+
+@dataclass(eq=False, init=False)
 class Node:
     """One unit of work.
 
@@ -137,9 +150,33 @@ class Node:
     placement: Placement = UNPLACED
     comm: Comm | None = None
 
+    def __init__(self, name: str, op: str, target: str, args: tuple[Operand, ...] = (),
+                 kwargs: tuple[tuple[str, Operand], ...] = (), outputs: tuple[str, ...] = (),
+                 types: tuple[str | None, ...] = (), options: TaskOptions | None = None, span: SourceSpan | None = None,
+                 deps: tuple[str, ...] = (), attrs: dict[str, Any] | None = None,
+                 bodies: dict[str, list[Node]] | None = None, region: Region | None = None,
+                 effects: Effects = NO_EFFECTS, placement: Placement = UNPLACED, comm: Comm | None = None) -> None:
+        # written out (not the dataclass's): one dict update instead of a setter call per field, for the
+        # tens of thousands of nodes a large pipeline makes
+        self.__dict__.update(
+            name=name, op=op, target=target, args=args, kwargs=kwargs, outputs=outputs, types=types,
+            options=TaskOptions() if options is None else options,
+            span=SourceSpan("<unknown>", 0, 0) if span is None else span, deps=deps,
+            attrs={} if attrs is None else attrs, bodies={} if bodies is None else bodies, region=region,
+            effects=effects, placement=placement, comm=comm)
+        self.__post_init__()
+
     def __setattr__(self, key: str, value: Any) -> None:
+        if key in _RECORDS:  # a record re-indexes the node only when it names values (what a task mutates)
+            old = self.__dict__.get(key)
+            object.__setattr__(self, key, value)
+            if _names_values(old) or _names_values(value):
+                owner = self.__dict__.get("_owner")
+                if owner is not None:
+                    owner._reindex(self)
+            return
         object.__setattr__(self, key, value)
-        if key == "attrs" and "comm" in self.__dict__:  # (after __init__, which __post_init__ finishes)
+        if key == "attrs":
             self._route_facts()
         elif key in _INDEXED:  # the graph that holds this node keeps its users index current
             owner = self.__dict__.get("_owner")
@@ -252,7 +289,8 @@ class Graph:
         self._producer: dict[str, str] = {}  # value name -> node name
         self._users: dict[str, dict[str, None]] = {}  # value name -> the nodes that read it
         self._waiters: dict[str, dict[str, None]] = {}  # node name -> the nodes with an ordering dep on it
-        self._indexed: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {}
+        # node name -> (values it names, its deps, its outputs, the field objects they were read from)
+        self._indexed: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[Any, ...]]] = {}
         self._position: dict[str, int] = {}  # program order (increasing, not dense)
         self._next_position = 0
 
@@ -321,9 +359,10 @@ class Graph:
 
     def _index(self, node: Node) -> None:
         reads = _names_read(node)
-        for inner in _nested(node):  # a change inside its bodies re-indexes the node that holds them
-            inner.__dict__["_owner"] = self
-            inner.__dict__["_root"] = node.name
+        if node.bodies:
+            for inner in _nested(node):  # a change inside its bodies re-indexes the node that holds them
+                inner.__dict__["_owner"] = self
+                inner.__dict__["_root"] = node.name
         for value in reads:
             self._users.setdefault(value, {})[node.name] = None
         for dep in node.deps:
@@ -331,10 +370,10 @@ class Graph:
         for value in node.outputs:
             # a second producer is kept out of the map; the verifier reports it
             self._producer.setdefault(value, node.name)
-        self._indexed[node.name] = (reads, tuple(node.deps), tuple(node.outputs))
+        self._indexed[node.name] = (reads, tuple(node.deps), tuple(node.outputs), _fields_read(node))
 
     def _unindex(self, node: Node) -> None:
-        reads, deps, outputs = self._indexed.pop(node.name)
+        reads, deps, outputs, _ = self._indexed.pop(node.name)
         for value in reads:
             users = self._users.get(value)
             if users is not None:
@@ -409,13 +448,17 @@ class Graph:
     def stale_index(self) -> str | None:
         """What of the graph's indexes disagrees with its nodes (for the verifier), or None."""
         for name, node in self._nodes.items():
-            reads, deps, outputs = self._indexed.get(name, ((), (), ()))
-            if _names_read(node) != reads:
+            reads, deps, outputs, fields = self._indexed.get(name, ((), (), (), ()))
+            now = _fields_read(node)
+            if len(now) != len(fields) or any(a is not b for a, b in zip(now, fields)):  # (cheap: by identity)
+                if tuple(node.deps) != deps:
+                    return f"what `{name}` waits for"
+                if tuple(node.outputs) != outputs:
+                    return f"what `{name}` makes"
+                if _names_read(node) != reads:
+                    return f"what `{name}` reads"
+            elif (node.bodies or _names_values(node.effects) or _names_values(node.comm)) and _names_read(node) != reads:
                 return f"what `{name}` reads"
-            if tuple(node.deps) != deps:
-                return f"what `{name}` waits for"
-            if tuple(node.outputs) != outputs:
-                return f"what `{name}` makes"
         return None
 
     def fresh_name(self, base: str) -> str:

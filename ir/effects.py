@@ -95,11 +95,18 @@ def node_effects(node: Node) -> NodeEffects:
     """The effects a node records (a fused group: the union of its members')."""
     if node.op != "fused":  # one node: its record as it is
         e = node.effects
-        if not e and not node.options.side_effects:
+        declared = node.options.side_effects
+        if not e and not declared:
             return _NONE  # the common case, asked of every node by several passes: keep it cheap
-        return NodeEffects(e.mutated, e.io or ("declared side_effects=True" if node.options.side_effects else None),
-                           e.rng, e.writes, e.reads, bool(e.rng) and e.seeded, e.files, e.output,
-                           bool(e.rng) and e.rng_advances, e.drawn)
+        views = e.__dict__.get("_views")  # (the record is frozen: its view never changes)
+        if views is None:
+            views = e.__dict__["_views"] = {}
+        view = views.get(declared)
+        if view is None:
+            view = views[declared] = NodeEffects(
+                e.mutated, e.io or ("declared side_effects=True" if declared else None), e.rng, e.writes, e.reads,
+                bool(e.rng) and e.seeded, e.files, e.output, bool(e.rng) and e.rng_advances, e.drawn)
+        return view
     nodes = [node, *_members(node)]
     mutates: dict[str, None] = {}
     writes: dict[str, None] = {}

@@ -136,8 +136,14 @@ class _Record:
     FIELDS: ClassVar[tuple[tuple[str, str, str], ...]] = ()
     NAME: ClassVar[str] = ""
 
+    def __post_init__(self) -> None:
+        # whether any field differs from its default, asked of every node by several passes: computed once
+        defaults = _DEFAULTS[type(self)]
+        is_set = any(getattr(self, name) != default for name, default in defaults.items())
+        object.__setattr__(self, "_set", is_set)
+
     def __bool__(self) -> bool:
-        return any(getattr(self, f.name) != f.default for f in fields(self))  # type: ignore[arg-type]
+        return self._set  # type: ignore[attr-defined,no-any-return]
 
     def attrs(self) -> dict[str, object]:
         """The record as attribute keys and JSON values (the text form's spelling)."""
@@ -286,11 +292,11 @@ class Reduction(_Record):
 
 
 Comm = Transfer | Reduction
+_DEFAULTS: dict[type, dict[str, Any]] = {
+    cls: {f.name: f.default for f in fields(cls)} for cls in (Effects, Placement, Transfer, Reduction)}
 NO_EFFECTS = Effects()
 UNPLACED = Placement()
 _NO_TRANSFER = Transfer()
-_DEFAULTS: dict[type, dict[str, Any]] = {
-    cls: {f.name: f.default for f in fields(cls)} for cls in (Effects, Placement, Transfer, Reduction)}
 _BY_KEY: dict[str, tuple[type, str, str]] = {
     key: (cls, name, kind) for cls in (Effects, Placement, Transfer, Reduction) for name, key, kind in cls.FIELDS}
 # attribute keys that may name a typed field (the text form and files of IR version 3 and older)

@@ -258,7 +258,8 @@ def _verify(graph: Graph) -> list[Diagnostic]:
                "Graph.invalidate() after such a change")
 
     # ---- acyclicity and program order --------------------------------------------------------------
-    cycle = _find_cycle(preds)
+    # (a cycle needs an edge from a later node: with none, program order is a topological order)
+    cycle = _find_cycle(preds) if late or any(i in edges for i, edges in enumerate(preds)) else None
     if cycle is not None:
         path = " -> ".join(f"`{nodes[i].name}`" for i in [*cycle, cycle[0]])
         notes = tuple(
