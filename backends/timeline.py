@@ -85,7 +85,7 @@ def _encoded(devices: int | tuple[int, ...] | None) -> int | list[int] | None:
 
 def _lane_name(device: int, cluster: Any) -> str:
     if cluster is not None and device < cluster.n_devices:
-        return f"device {device} ({cluster.node_names[cluster.devices[device].node]})"
+        return f"{cluster.device_name(device)} ({cluster.node_names[cluster.devices[device].node]})"
     return f"device {device}"
 
 
