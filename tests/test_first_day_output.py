@@ -53,20 +53,25 @@ def quickstart(monkeypatch):
     return compile_file("samples/quickstart.py", passes=PASSES, cluster=cluster), cluster
 
 
-def test_timeline_legends_sit_below_the_time_labels(quickstart) -> None:
+@pytest.mark.parametrize("with_chart_legend", [False, True])
+def test_timeline_legends_sit_below_the_time_labels(quickstart, with_chart_legend: bool) -> None:
     graph, cluster = quickstart
     chart = timeline.estimated(graph, cluster)
-    chart.legend = [(device_colour(0), "planned on device 0"), (device_colour(1), "planned on device 1")]
+    if with_chart_legend:
+        chart.legend = [(device_colour(0), "planned on device 0"), (device_colour(1), "planned on device 1")]
     svg = timeline.to_svg([chart])
     texts = [(float(y), float(size), text) for y, size, text in TEXT.findall(svg)]
     axis = [y for y, size, text in texts if size == 10 and re.fullmatch(r"[\d.]+\s?(ms|s|min|h|µs)", text)]
     assert axis, "no time labels found"
     axis_bottom = max(axis) + 3  # a 10 px label's descenders reach about 3 px under its baseline
     swatches = [float(y) for y, h in RECT.findall(svg)]
-    assert len(swatches) >= 2 + 3  # the chart's legend and the key (critical path, transfer, failed)
+    assert len(swatches) >= 3 + 2 * with_chart_legend  # the key (critical path, transfer, failed) and the legend
     assert min(swatches) > axis_bottom
-    legend_labels = [y for y, _, text in texts if text in ("planned on device 0", "critical path")]
-    assert min(legend_labels) - 8 > axis_bottom  # (the labels' tops: 10 px text rises ~8 px over its baseline)
+    key = next(y for y, _, text in texts if text == "critical path")
+    assert key - 8 > axis_bottom  # (a 10 px label's top: ~8 px over its baseline)
+    if with_chart_legend:  # the key's row under the chart's legend row, not across it
+        legend = next(y for y, _, text in texts if text == "planned on device 0")
+        assert legend - 8 > axis_bottom and key - 8 > legend + 3
     height = float(re.search(r'height="(\d+)"', svg).group(1))
     assert max(swatches) + 10 <= height
 
