@@ -44,7 +44,9 @@ def _why(task: str, device: int, free_at: dict[int, float], was_free: float, wai
             return f"waiting for the tasks sharing `{state}` with it (one process, in program order)"
         return "the schedule's choice (no input is waited for)"
     where = [d for d in device_of[latest] if d != device]
-    state = shared.get(task) if shared.get(task) is not None and shared.get(task) == shared.get(latest) else None
+    state = shared.get(task)
+    if state is not None and state != shared.get(latest):
+        state = None  # (only a task sharing the same state explains the wait by it)
     text = f"waiting for `{latest}`"
     if where:
         text += f" from {_name(where[0], cluster)}"
