@@ -28,7 +28,8 @@ from dagc.backends.graphviz import (
     CRITICAL_COLOUR,
     critical_path,
     device_colour,
-    device_tint,
+    is_device_colour,
+    mix_white,
 )
 from dagc.ir.core import Graph
 from dagc.ir.facts import device_tuple, transfer_of
@@ -84,7 +85,7 @@ def _encoded(devices: int | tuple[int, ...] | None) -> int | list[int] | None:
 
 def _lane_name(device: int, cluster: Any) -> str:
     if cluster is not None and device < cluster.n_devices:
-        return f"device {device} ({cluster.node_names[cluster.devices[device].node]})"
+        return f"{cluster.device_name(device)} ({cluster.node_names[cluster.devices[device].node]})"
     return f"device {device}"
 
 
@@ -206,6 +207,11 @@ _LANE_H = 26
 _STRIP_H = 9
 _CHART_GAP = 34
 _TOP = 30
+# below a chart's lanes: the time labels (baseline 13 px down, descenders to ~16), then legend rows of 18 px
+# whose 10 px swatches start 22 px down, clear of the labels
+_AXIS_LABEL_BASELINE = 13
+_AXIS_H = 22
+_LEGEND_ROW = 18
 
 
 _TIME_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
@@ -264,7 +270,7 @@ def _shapes(charts: list[Chart], width: int) -> tuple[list[tuple[Any, ...]], int
         for t in ticks:
             x = _LABEL_W + t * scale
             shapes.append(("line", x, top - 4, x, bottom, "#dddddd", 1, False))
-            shapes.append(("text", x, bottom + 13, _short(t), 10, "middle", False, "#555555"))
+            shapes.append(("text", x, bottom + _AXIS_LABEL_BASELINE, _short(t), 10, "middle", False, "#555555"))
         for bar in sorted(chart.bars, key=lambda b: (b.kind != "transfer", b.start, b.name)):
             if bar.lane not in lane_y:
                 continue
@@ -284,35 +290,36 @@ def _shapes(charts: list[Chart], width: int) -> tuple[list[tuple[Any, ...]], int
             label = _fit(bar.name + (" (preempted)" if bar.kind == "preempted" else ""), w)
             shapes.append(("rect", x, lane_y[bar.lane] + 1, w, _LANE_H - 2, fill, stroke,
                            bar.kind in ("failed", "preempted"), bar.tooltip, label))
+        row = bottom + _AXIS_H  # the top of the next legend row, clear of the time labels
         if chart.legend:  # one swatch per colour, in a row under the axis
             x = _LABEL_W
             for colour, label in chart.legend:
-                shapes.append(("rect", x, bottom + 22, 14, 10, _tint(colour), colour, False, "", ""))
-                shapes.append(("text", x + 20, bottom + 31, label, 10, "start", False, "#333333"))
+                shapes.append(("rect", x, row, 14, 10, _tint(colour), colour, False, "", ""))
+                shapes.append(("text", x + 20, row + 9, label, 10, "start", False, "#333333"))
                 x += 30 + int(len(label) * 6.0)
-            bottom += 18
-        y = bottom + 18 + _CHART_GAP
+            row += _LEGEND_ROW
+        y = row + _CHART_GAP
     preempted = any(b.kind == "preempted" for c in charts for b in c.bars)
     if preempted or any(b.critical or b.kind == "transfer" for c in charts for b in c.bars):
         x = _LABEL_W
-        yl = y - _CHART_GAP + 4
-        shapes.append(("rect", x, yl - 9, 14, 10, "#ffffff", CRITICAL_COLOUR, False, "", ""))
+        row = y - _CHART_GAP  # under the last chart's axis and legend
+        yl = row + 9
+        shapes.append(("rect", x, row, 14, 10, "#ffffff", CRITICAL_COLOUR, False, "", ""))
         shapes.append(("text", x + 20, yl, "critical path", 10, "start", False, "#333333"))
-        shapes.append(("rect", x + 110, yl - 7, 14, 6, "#bbbbbb", "#333333", False, "", ""))
+        shapes.append(("rect", x + 110, row + 2, 14, 6, "#bbbbbb", "#333333", False, "", ""))
         shapes.append(("text", x + 130, yl, "transfer (under the receiving lane)", 10, "start", False, "#333333"))
-        shapes.append(("rect", x + 340, yl - 9, 14, 10, _FAILED, "#7f0000", True, "", ""))
+        shapes.append(("rect", x + 340, row, 14, 10, _FAILED, "#7f0000", True, "", ""))
         shapes.append(("text", x + 360, yl, "failed attempt", 10, "start", False, "#333333"))
         if preempted:  # a run a task of higher priority stopped (dagc.runtime.admission)
-            shapes.append(("rect", x + 460, yl - 9, 14, 10, _tint(_NEUTRAL), "#555555", True, "", ""))
+            shapes.append(("rect", x + 460, row, 14, 10, _tint(_NEUTRAL), "#555555", True, "", ""))
             shapes.append(("text", x + 480, yl, "preempted", 10, "start", False, "#333333"))
-        y += 10
+        y += _LEGEND_ROW
     return shapes, int(y - _CHART_GAP + 10)
 
 
 def _tint(colour: str) -> str:
-    for d in range(10):
-        if device_colour(d) == colour:
-            return device_tint(d, 0.45)
+    if is_device_colour(colour):
+        return mix_white(colour, 0.45)
     return "#dddddd" if colour == _NEUTRAL else colour
 
 

@@ -23,18 +23,39 @@ def backend_warnings(graph: Any, backend: str | None) -> list[Any]:
 
 
 def ignored_option_warnings(graph: Any, backend: str) -> list[Any]:
-    """DAGC160 at each task that sets an option `backend` does not honour (from the backend registry)."""
+    """DAGC160 once per call site and option that `backend` does not honour (from the backend registry),
+    with the number of tasks the site unrolls to (a call in a loop of 30 is one cause, not 30)."""
     from dagc.backends import ignored_options
     from dagc.diagnostics import DiagnosticSink
 
-    sink = DiagnosticSink()
+    causes: dict[tuple[Any, str], list[tuple[Any, str]]] = {}
     for node, option, why in ignored_options(graph, backend):
+        site = node.span if node.span is not None else node.name
+        causes.setdefault((site, option), []).append((node, why))
+    sink = DiagnosticSink()
+    for (_, option), found in causes.items():
+        node, why = found[0]
         hint = ("the result is the plain run's, which runs it once too; Ray and torch run every rank (DAGC161)"
                 if option == "ranks" else
                 "the result is the same; use a backend that honours the option where it matters")
-        sink.warning("DAGC160", f"task `{node.name}` sets `{option}`, which the {backend} backend ignores: {why}",
-                     node.span, hint=hint)
+        sink.warning("DAGC160", f"task `{_task_name(found)}` sets `{option}`{_unrolled(found)}, which the {backend} "
+                     f"backend ignores: {why}", node.span, hint=hint)
     return sink.diagnostics
+
+
+def _task_name(found: list[tuple[Any, str]]) -> str:
+    """The task's name, or for a call unrolled into several tasks, the function it calls."""
+    node = found[0][0]
+    if len(found) == 1 or not node.target:
+        return str(node.name)
+    return str(node.target.rpartition(":")[2])
+
+
+def _unrolled(found: list[tuple[Any, str]]) -> str:
+    """For a call unrolled into several tasks: how many, and the first and last names."""
+    if len(found) == 1:
+        return ""
+    return f" ({len(found)} tasks at this call: `{found[0][0].name}` … `{found[-1][0].name}`)"
 
 
 def multi_rank_warnings(graph: Any) -> list[Any]:

@@ -142,6 +142,9 @@ class Cluster:
     node_names: tuple[str, ...] = ()
     implicit: bool = False
     source: str = field(default="", compare=False)
+    # False for `--cluster N` / `NxM`: the shorthand says how many devices, not what they are (they are
+    # costed as GPUs), so names and descriptions say "device", never "gpu"
+    kinds_stated: bool = field(default=True, compare=False)
 
     def __post_init__(self) -> None:
         if not self.devices:
@@ -169,6 +172,7 @@ class Cluster:
         speed: float = 1.0,
         intra: Link = DEFAULT_INTRA_LINK,
         inter: Link = DEFAULT_INTER_LINK,
+        kinds_stated: bool = True,
     ) -> Cluster:
         gpus = 1 if kind == "gpu" else 0
         devices = tuple(
@@ -176,12 +180,12 @@ class Cluster:
             for n in range(nodes)
             for i in range(per_node)
         )
-        return cls(devices, intra=intra, inter=inter, source=f"{nodes}x{per_node}")
+        return cls(devices, intra=intra, inter=inter, source=f"{nodes}x{per_node}", kinds_stated=kinds_stated)
 
     def first(self, count: int) -> Cluster:
         """The cluster of its first `count` devices (a plan that uses fewer: `dagc plan --objective`)."""
         return Cluster(self.devices[:count], intra=self.intra, inter=self.inter, node_names=self.node_names,
-                       implicit=self.implicit, source=f"{self.source}[:{count}]")
+                       implicit=self.implicit, source=f"{self.source}[:{count}]", kinds_stated=self.kinds_stated)
 
     def with_links(self, bandwidth: float | None = None, latency: float | None = None) -> Cluster:
         """Every link (intra and inter) given this bandwidth and/or latency."""
@@ -214,7 +218,15 @@ class Cluster:
         link = self.link(a, b)
         return 0.0 if link is None else link.time(nbytes)
 
+    def device_name(self, device: int) -> str:
+        """`gpu 3`, `cpu 0`: a device named by the kind the cluster states (`device 3` where it states none)."""
+        if self.kinds_stated and 0 <= device < self.n_devices:
+            return f"{self.devices[device].kind} {device}"
+        return f"device {device}"
+
     def describe(self) -> str:
+        if not self.kinds_stated:
+            return f"{self.n_nodes} node(s), {self.n_devices} device(s) (kind not stated; costed as GPUs)"
         kinds: dict[str, int] = {}
         for d in self.devices:
             kinds[d.kind] = kinds.get(d.kind, 0) + 1
@@ -247,7 +259,7 @@ def parse_cluster_spec(
             per_node = int(match.group(2))
             if nodes < 1 or per_node < 1:
                 raise ClusterError(f"cluster {text!r} has no devices", hint=f"write {SPEC_FORMS}")
-            cluster = Cluster.uniform(nodes, per_node)
+            cluster = Cluster.uniform(nodes, per_node, kinds_stated=False)
         elif text.endswith(".toml") or os.path.exists(os.path.join(base_dir, text)):
             cluster = load_cluster_file(os.path.join(base_dir, text))
         else:

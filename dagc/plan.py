@@ -387,18 +387,36 @@ def run_plan(files: list[str], cluster: Cluster, algo: str, as_json: bool, out: 
     return 0 if all(r.valid for r in results) else 1
 
 
-def _placement_lines(r: PlanResult, shown: int = 8) -> list[str]:
-    """Which tasks each device runs, in the order it runs them (what the program does: tests/test_plan_is_the_run)."""
-    by_device: dict[int, list[str]] = {}
-    for row in r.schedule:  # (by start time)
-        for device in row.get("devices", [row["device"]]):
-            by_device.setdefault(device, []).append(row["task"])
-    lines = []
-    for device in sorted(by_device):
-        tasks = by_device[device]
-        more = f" and {len(tasks) - shown} more" if len(tasks) > shown else ""
-        lines.append(f"  device {device}: {', '.join(tasks[:shown])}{more}")
-    return ["placement (tasks in the order each device runs them):", *lines] if lines else []
+def _placement_lines(r: PlanResult, cluster: Cluster, shown: int = 12) -> list[str]:
+    """Per device, the tasks it runs in the order it runs them (what the program does:
+    tests/test_plan_is_the_run), with start, end and why the device waits before a task when it does."""
+    from dagc.plan_table import device_tables
+
+    return device_tables(r.schedule, r.transfers, _waits(r), cluster, shown, _state_of(r.graph))
+
+
+def _state_of(graph: Any) -> dict[str, str]:
+    """Task → the piece of state it shares with other tasks (they run in one process, in order)."""
+    if graph is None:
+        return {}
+    from dagc.ir.effects import state_groups
+
+    named: dict[str, str] = {}
+    for group in state_groups(graph):
+        if len(group.nodes) > 1:
+            what = group.name.removeprefix("global:").removeprefix("drawn:").replace(
+                "rng:global", "the global random generator")
+            for name in group.nodes:
+                named.setdefault(name, what)
+    return named
+
+
+def _waits(r: PlanResult) -> dict[str, list[str]]:
+    """Task → the tasks it waits for: its inputs (the scheduled problem's predecessors)."""
+    if r.problem is None:
+        return {}
+    names = r.problem.names
+    return {names[i]: [names[j] for j, _ in preds] for i, preds in enumerate(r.problem.preds)}
 
 
 def _fmt_time(x: float) -> str:
@@ -432,7 +450,7 @@ def _table(results: list[PlanResult], cluster: Cluster, algo: str) -> str:
         if len(results) == 1 and r.utilization:
             lines.append("utilization per device: " + ", ".join(
                 f"{d}: {100 * u:.0f}%" for d, u in enumerate(r.utilization)))
-            lines.extend(_placement_lines(r))
+            lines.extend(_placement_lines(r, cluster))
         if r.tasks and not r.errors:
             fewer = f" on {r.devices} of the cluster's {cluster.n_devices} devices" if r.devices < cluster.n_devices \
                 else ""

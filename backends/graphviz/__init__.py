@@ -40,7 +40,13 @@ from dagc.backends.graphviz.model import (
     critical_path,
     loop_pattern,
 )
-from dagc.backends.graphviz.style import CRITICAL_COLOUR, device_colour, device_tint
+from dagc.backends.graphviz.style import (
+    CRITICAL_COLOUR,
+    device_colour,
+    device_tint,
+    is_device_colour,
+    mix_white,
+)
 from dagc.ir.core import Graph
 from dagc.renderer import RenderError, render_dot
 
@@ -53,6 +59,8 @@ __all__ = [
     "cluster_of_graph",
     "device_colour",
     "device_tint",
+    "is_device_colour",
+    "mix_white",
     "loop_pattern",
     "CRITICAL_COLOUR",
     "COLLAPSE_AUTO",

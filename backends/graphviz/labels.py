@@ -32,7 +32,10 @@ def placement_text(devices: tuple[int, ...], cluster: Any) -> str:
     if not devices:
         return ""
     names = ", ".join(str(d) for d in devices)
-    text = f"device {names}" if len(devices) == 1 else f"devices {names}"
+    if len(devices) > 1:
+        text = f"devices {names}"
+    else:
+        text = cluster.device_name(devices[0]) if cluster is not None else f"device {names}"
     if cluster is not None and devices[0] < cluster.n_devices:
         text += f" on {cluster.node_names[cluster.devices[devices[0]].node]}"
     return text
@@ -143,10 +146,8 @@ def subtitle_text(graph: Graph, nodes: list[Node], cluster: Any, visible: set[st
 
 
 def device_label(graph: Graph, device: int, cluster: Any) -> str:
-    text = f"<<B>device {device}</B>"
-    detail = []
-    if cluster is not None and device < cluster.n_devices:
-        detail.append(cluster.devices[device].kind)
+    text = f"<<B>{html.escape(cluster.device_name(device) if cluster is not None else f'device {device}')}</B>"
+    detail: list[str] = []
     util = graph.attrs.get("schedule.utilization")
     if isinstance(util, list) and device < len(util):
         detail.append(f"{100 * float(util[device]):.0f}% busy")

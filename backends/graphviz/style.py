@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import colorsys
+from functools import lru_cache
 from typing import Any
 
 from dagc.backends.graphviz.model import node_devices
@@ -22,12 +24,38 @@ CROSS_COLOUR = "#333333"
 EDGE_COLOUR = "#8c8c8c"
 
 
+# Past 10 devices, each further round of 10 takes the palette again with its lightness and saturation scaled
+# and its hue turned (and turned further every four rounds), so that no two devices share a colour:
+# (hue turn, lightness factor, saturation factor) per round after the first.
+_ROUNDS = ((0.0, 0.62, 1.0), (0.05, 0.8, 1.25), (0.0, 1.25, 0.9), (0.05, 0.5, 1.2))
+
+
+@lru_cache(maxsize=1024)
 def device_colour(device: int) -> str:
-    """The colour of device `device` in every picture (graph and timelines)."""
-    return _PALETTE[device % len(_PALETTE)]
+    """The colour of device `device` in every picture (graph and timelines): Tableau 10 for the first ten,
+    then variations of it (deterministic, distinct from every earlier device's)."""
+    round_, index = divmod(device, len(_PALETTE))
+    base = _PALETTE[index]
+    if round_ == 0:
+        return base
+    turn, lightness, saturation = _ROUNDS[(round_ - 1) % len(_ROUNDS)]
+    turn += 0.13 * ((round_ - 1) // len(_ROUNDS))
+    hue, light, sat = colorsys.rgb_to_hls(*(int(base[i:i + 2], 16) / 255 for i in (1, 3, 5)))
+    rgb = colorsys.hls_to_rgb((hue + turn) % 1.0, min(0.85, light * lightness), min(1.0, sat * saturation))
+    return "#" + "".join(f"{round(max(0.0, min(1.0, c)) * 255):02x}" for c in rgb)
 
 
-def _mix(colour: str, amount: float) -> str:
+@lru_cache(maxsize=1)
+def _device_colours() -> frozenset[str]:
+    return frozenset(device_colour(d) for d in range(1024))
+
+
+def is_device_colour(colour: str) -> bool:
+    """Whether `colour` is some device's (of the first 1024)."""
+    return colour in _device_colours()
+
+
+def mix_white(colour: str, amount: float) -> str:
     """`colour` mixed with white: amount 0 → colour, 1 → white."""
     r, g, b = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
     return "#" + "".join(f"{round(c + (255 - c) * amount):02x}" for c in (r, g, b))
@@ -35,7 +63,7 @@ def _mix(colour: str, amount: float) -> str:
 
 def device_tint(device: int, amount: float = 0.6) -> str:
     """A light version of `device_colour` (for fills)."""
-    return _mix(device_colour(device), amount)
+    return mix_white(device_colour(device), amount)
 
 
 def edge_style(e: dict[str, Any], kind: str, collapse: bool) -> dict[str, str]:
@@ -92,7 +120,7 @@ def node_style(node: Node, colour: str | None, critical: bool) -> dict[str, str]
         attrs.update(style="striped", fillcolor=":".join(device_tint(d, 0.5) for d in devices),
                      color=device_colour(devices[0]))
     elif colour is not None:
-        attrs.update(fillcolor=_mix(colour, 0.55), color=colour)
+        attrs.update(fillcolor=mix_white(colour, 0.55), color=colour)
     if node.options.side_effects:
         attrs["peripheries"] = "2"
     if critical:

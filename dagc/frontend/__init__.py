@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 from typing import Any
 
@@ -62,12 +63,38 @@ def _where_a_pipeline_belongs(info: ModuleInfo) -> tuple[SourceSpan | None, str]
             return name_span(info.source, stmt), (
                 "a Metaflow-style flow: decorate each step with @dagc.task and @staticmethod (taking its inputs as "
                 "arguments, returning its outputs), and the method that calls the steps in order with @dagc.pipeline")
+    caller = _calls_the_tasks(info)
+    if caller is not None:
+        return name_span(info.source, caller), (
+            f"decorate `{caller.name}`, which calls the tasks, with @dagc.pipeline (write `@dagc.pipeline` on the "
+            f"line above `def {caller.name}(`)")
     first = next(iter(info.tasks.values()), None)
     if first is not None:
         return name_span(first.source, first.node), (
             "decorate the function that calls your tasks with @dagc.pipeline (a module-level function, or a "
             "method of a class)")
     return None, "decorate the function that calls your tasks with @dagc.pipeline"
+
+
+def _calls_the_tasks(info: ModuleInfo) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The undecorated function (module-level, or a method) that calls the most of the module's tasks: the
+    one that looks like the pipeline; the first such on a tie, None when no function calls a task."""
+    tasks = set(info.tasks)
+    candidates = [s for s in info.source.tree.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    candidates += [f for c in info.source.tree.body if isinstance(c, ast.ClassDef) for f in c.body
+                   if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    best, best_count = None, 0
+    for fn in sorted(candidates, key=lambda f: f.lineno):
+        if fn.name in tasks:
+            continue
+        called = {_called_name(n.func) for n in ast.walk(fn) if isinstance(n, ast.Call)} & tasks
+        if len(called) > best_count:
+            best, best_count = fn, len(called)
+    return best
+
+
+def _called_name(func: ast.expr) -> str:
+    return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
 
 def list_pipelines(path: str | Path) -> list[str]:

@@ -162,6 +162,14 @@ def _convert(value: str, annotation: Any, pass_name: str, option: str) -> Any:
                         "from text (options are bool, int, float, str, a Literal of those, or one of them | None)")
 
 
+def _did_you_mean(name: str, choices: typing.Iterable[str]) -> str:
+    """` (did you mean 'dce'?)` when one choice is close to the misspelt `name`, else nothing."""
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def parse_pipeline(text: str) -> list[Pass]:
     """`"verify,dce,partition{algo=heft devices=8}"` → pass instances, in order."""
     known = registry()
@@ -170,7 +178,8 @@ def parse_pipeline(text: str) -> list[Pass]:
         name, brace, rest = item.partition("{")
         name = name.strip()
         if name not in known:
-            raise PassSpecError(f"unknown pass {name!r}; known passes: {', '.join(known)}")
+            raise PassSpecError(f"unknown pass {name!r}{_did_you_mean(name, known)}; known passes: "
+                                f"{', '.join(known)}")
         cls = known[name]
         options: dict[str, Any] = {}
         if brace:
@@ -184,7 +193,8 @@ def parse_pipeline(text: str) -> list[Pass]:
                     raise PassSpecError(f"pass {name!r}: option {assignment!r} must be written key=value")
                 if key not in fields:
                     accepted = ", ".join(sorted(fields)) or "none"
-                    raise PassSpecError(f"pass {name!r} has no option {key!r}; options: {accepted}")
+                    raise PassSpecError(f"pass {name!r} has no option {key!r}{_did_you_mean(key, fields)}; "
+                                        f"options: {accepted}")
                 options[key] = _convert(value, field_types.get(key), name, key)
         passes.append(cls(**options))
     return passes

@@ -328,7 +328,7 @@ def _rng_only(scan: FunctionScan, name: str) -> bool:
 
 def _output(scan: FunctionScan, node: ast.AST, reason: str) -> None:
     if scan.effects.output is None:
-        scan.effects.output = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
+        scan.effects.output = Evidence.at(node, reason)
 
 
 def _arguments(scan: FunctionScan, call: ast.Call, args: list[ast.expr], *, pure: bool) -> None:
@@ -427,8 +427,8 @@ def _apply_helper(scan: FunctionScan, call: ast.Call, fn: ast.FunctionDef | ast.
                 scan.file(call, reason, write=write, path=term)
     scan.effects.seeds = scan.effects.seeds or inner.seeds
     for name, evidence in inner.globals_written.items():
-        scan.effects.globals_written.setdefault(name, Evidence(call.lineno, call.col_offset,
-                                                               f"calls {where}, which {evidence.reason}"))
+        scan.effects.globals_written.setdefault(name, Evidence.at(
+            call, f"calls {where}, which {evidence.reason}"))
     scan.effects.globals_read |= inner.globals_read
     params = [a.arg for a in (*fn.args.posonlyargs, *fn.args.args)]
     bound: dict[str, ast.expr] = {}

@@ -277,7 +277,7 @@ class FunctionScan(LocalValues):
         parameter itself or an attribute/item path into it."""
         certain = _path_root(direct) if direct is not None else None
         for root in sorted(roots):
-            evidence = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
+            evidence = Evidence.at(node, reason)
             if root.startswith("global:"):
                 self.effects.globals_written.setdefault(root[7:], evidence)
             else:
@@ -287,11 +287,11 @@ class FunctionScan(LocalValues):
 
     def world(self, node: ast.AST, reason: str) -> None:
         if self.effects.world is None:
-            self.effects.world = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
+            self.effects.world = Evidence.at(node, reason)
 
     def file(self, node: ast.AST, reason: str, *, write: bool, path: ast.expr | str | None = None) -> None:
         """Record a file access; `path`: the expression naming the file (or an already made term)."""
-        evidence = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
+        evidence = Evidence.at(node, reason)
         if write and self.effects.file_write is None:
             self.effects.file_write = evidence
         elif not write and self.effects.file_read is None:
@@ -366,12 +366,12 @@ class FunctionScan(LocalValues):
 
     def varies(self, node: ast.AST, reason: str) -> None:
         if self.effects.varies is None:
-            self.effects.varies = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
+            self.effects.varies = Evidence.at(node, reason)
 
     def rng(self, node: ast.AST, reason: str, advances: bool = False) -> None:
         """A draw from a global generator; `advances`: what the body computes does not depend on it."""
         if self.effects.rng is None or self.effects.rng_depends is False and not advances:
-            self.effects.rng = Evidence(node.lineno, node.col_offset, reason)  # type: ignore[attr-defined]
+            self.effects.rng = Evidence.at(node, reason)
         self.effects.rng_depends = self.effects.rng_depends or not advances
 
     def qualified(self, func: ast.expr) -> str | None:

@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 
 from dagc.frontend.library import DATA_ANNOTATION_WORDS
 from dagc.ir.effects import _SCALARS, is_immutable_type
+from dagc.ir.location import SourceSpan
 
 
 @dataclass(frozen=True)
 class Evidence:
-    """Where and why an effect was inferred (1-based line, 0-based column of the task's file)."""
+    """Where and why an effect was inferred (1-based lines, 0-based columns of the task's file): the whole
+    expression, so that a diagnostic underlines all of it."""
 
     line: int
     col: int
     reason: str
+    end_line: int = 0  # 0: unknown (the span is the one character at `col`)
+    end_col: int = 0
+
+    @classmethod
+    def at(cls, node: ast.AST, reason: str) -> Evidence:
+        line: int = getattr(node, "lineno", 1)
+        col: int = getattr(node, "col_offset", 0)
+        return cls(line, col, reason, getattr(node, "end_lineno", None) or 0, getattr(node, "end_col_offset", None) or 0)
+
+    def span(self, file: str) -> SourceSpan:
+        if self.end_line < self.line or self.end_line == self.line and self.end_col <= self.col:
+            return SourceSpan(file, self.line, self.col + 1)
+        return SourceSpan(file, self.line, self.col + 1, self.end_line, self.end_col + 1)
 
 
 @dataclass

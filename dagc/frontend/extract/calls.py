@@ -13,6 +13,7 @@ from dagc.diagnostics import Note
 from dagc.frontend import library as lib
 from dagc.frontend.configs import ConfigClass, StaticFunction
 from dagc.frontend.extract.context import Component
+from dagc.frontend.extract.messages import LOGGING_HINT, logging_call
 from dagc.frontend.extract.queries import split_types
 from dagc.frontend.extract.values import (
     Callee,
@@ -124,6 +125,10 @@ class Calls(Component):
             raise ExtractError
         if isinstance(callee, DagcFunction):
             return self._after_call(call, scope, info, n_outputs)
+        if logging_call(call, info.source.tree):
+            self.cx.sink.error("DAGC111", f"`{ast.unparse(call.func)}(...)`: logging in a pipeline body is not "
+                               "supported (`print` is)", info.source.span(call), hint=LOGGING_HINT)
+            raise ExtractError
         helper = self._plain_function(call.func, scope, info)
         if helper is not None:  # `lr = get_lr(it)`: runs where a task would, as the plain run calls it
             return self._task_call(call, helper, scope, info, n_outputs)

@@ -65,3 +65,43 @@ STATEMENT_HINTS = {
     ast.Assert: "check the condition inside a task",
     ast.AsyncFor: "use a plain `for` over a compile-time iterable",
 }
+
+
+LOG_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception", "critical", "fatal", "log"})
+
+
+def logging_call(call: ast.Call, module: ast.Module) -> bool:
+    """`logging.info(...)`, `logger.info(...)` with `logger = logging.getLogger(...)` at module level,
+    `logging.getLogger(...).info(...)` or loguru's `logger.info(...)`: a log record written from the body."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr not in LOG_METHODS:
+        return False
+    receiver = func.value
+    if isinstance(receiver, ast.Call):  # `logging.getLogger(__name__).info(...)`
+        return _makes_logger(receiver)
+    if not isinstance(receiver, ast.Name):
+        return False
+    for stmt in module.body:
+        if isinstance(stmt, ast.Import) and any((a.asname or a.name) == receiver.id and a.name == "logging"
+                                                 for a in stmt.names):
+            return True
+        if isinstance(stmt, ast.ImportFrom) and stmt.module == "loguru" and any(
+                (a.asname or a.name) == receiver.id for a in stmt.names):
+            return True
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and isinstance(stmt.value, ast.Call) \
+                and _makes_logger(stmt.value):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if any(isinstance(t, ast.Name) and t.id == receiver.id for t in targets):
+                return True
+    return False
+
+
+def _makes_logger(call: ast.Call) -> bool:
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name in ("getLogger", "get_logger")
+
+
+LOGGING_HINT = ("move the logging call into a task (it then logs when that task runs, with the task's result at "
+                "hand), or use `print(...)` here: a pipeline body prints task results and constants in the plain "
+                "run's order")

@@ -63,8 +63,7 @@ class StateChecks(Component):
             if paths is not None:  # every file it touches is named at this call: ordered by path
                 facts = replace(facts, paths=paths)
             elif effects.file_write is not None and not options.writes:  # (for DAGC164)
-                self.cx.unnamed_writes[node.name] = (effects.file_write.reason, SourceSpan(
-                    task.source.display, effects.file_write.line, effects.file_write.col + 1))
+                self.cx.unnamed_writes[node.name] = (effects.file_write.reason, effects.file_write.span(task.source.display))
         node.effects = facts
         if options.pure:
             return
@@ -74,8 +73,7 @@ class StateChecks(Component):
         if effects.globals_written:
             where = task.source.display
             for gname, evidence in effects.globals_written.items():
-                self.cx.global_writes.setdefault(gname, (evidence.reason, SourceSpan(where, evidence.line,
-                                                                                     evidence.col + 1)))
+                self.cx.global_writes.setdefault(gname, (evidence.reason, evidence.span(where)))
         mutated: dict[str, None] = {}
         for param, spread in mutable:
             if spread:  # *args / **kwargs: any argument not bound to a named parameter
@@ -86,7 +84,7 @@ class StateChecks(Component):
                 evidence = effects.mutates.get(param)
                 if evidence is not None:
                     self.cx.mutators.setdefault(node.name, []).append(
-                        (param, evidence.reason, SourceSpan(task.source.display, evidence.line, evidence.col + 1)))
+                        (param, evidence.reason, evidence.span(task.source.display)))
             else:
                 continue  # a default value: the task's own object
             for operand in operands:
@@ -237,7 +235,7 @@ class StateChecks(Component):
         display = task.source.display
 
         def at(evidence: Any) -> SourceSpan:
-            return SourceSpan(display, evidence.line, evidence.col + 1)
+            return evidence.span(display)
 
         task_span = name_span(task.source, task.node)
         if options.pure and options.side_effects:
@@ -352,7 +350,7 @@ class StateChecks(Component):
         self.cx.sink.warning(
             "DAGC150", f"task `{task.name}` draws from the global random number generator without seeding it",
             node.span,
-            notes=[Note(evidence.reason, SourceSpan(task.source.display, evidence.line, evidence.col + 1))],
+            notes=[Note(evidence.reason, evidence.span(task.source.display))],
             hint="its result depends on the draws made before it in the same process; dagc keeps plain "
             "Python's order by running every such task in one process, one after another. To make it "
             "independent and free to run anywhere, seed inside the task (`torch.manual_seed(seed)`) or "
