@@ -162,6 +162,11 @@ def open_run(parser: argparse.ArgumentParser, args: argparse.Namespace, pipeline
             where = args.run_dir if args.run_dir is not None else default_run_dir(pipeline, run_id) if always else None
             if where is not None:
                 store = RunStore(where, pipeline)
+        except StorageError as exc:  # (one line naming its path already: the store key's, say)
+            if exc.filename is not None and exc.message.startswith("cannot write"):
+                parser.exit(2, f"error: cannot use {exc.filename} for the run directory: {exc.strerror or exc}; "
+                               "give a writable --run-dir\n")
+            parser.exit(2, f"error: {exc}\n")
         except OSError as exc:
             parser.exit(2, f"error: cannot use {exc.filename or args.run_dir} for the run directory: "
                            f"{exc.strerror or exc}; give a writable --run-dir\n")

@@ -32,6 +32,7 @@ from dagc.runtime.store.files import atomic_write, open_no_follow, read_json_obj
 from dagc.runtime.store.objects import SealedObjects
 from dagc.runtime.store.pickles import Pickled, dumps
 from dagc.runtime.store.sealed import write_sealed
+from dagc.runtime.store.seals import store_key
 
 FORMAT = 1
 _RESUME_TODO = "give --resume the directory of a dagc run, or start a new run with another --run-dir"
@@ -63,6 +64,7 @@ class RunStore:
         except OSError as exc:
             where = meta if self.root.is_dir() else self.root
             raise StorageError(unwritable(where, exc), exc, self.root) from None
+        store_key()  # a key that cannot be used is said now, before any task runs (a StorageError)
 
     @classmethod
     def open(cls, root: str | os.PathLike[str]) -> RunStore:
@@ -215,6 +217,8 @@ class RunStore:
             raise self._unwritable(directory / f"{_safe(task)}.{attempt}", exc) from exc
 
     def _unwritable(self, path: Path, exc: OSError) -> StorageError:
+        if isinstance(exc, StorageError):  # (already one line naming its path: the store key's, say)
+            return exc
         return StorageError(unwritable(path, exc, self.root), exc, path)
 
     def __repr__(self) -> str:
