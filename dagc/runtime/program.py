@@ -22,6 +22,7 @@ from pathlib import Path
 from dagc.runtime.store import Cache, RunStore, StorageError
 
 __all__ = ["ResultError", "split_argv", "prepare_interpreter", "default_run_dir", "add_run_options", "open_run", "open_cache",
+           "unusable_temp_dir",
            "run_directory", "store_result", "deliver_result", "DAGC_DIR"]
 
 DAGC_DIR = ".dagc"
@@ -107,6 +108,21 @@ def add_run_options(parser: argparse.ArgumentParser, source_root: Path) -> None:
                              "most its device's share of the machine's cores where several devices share one "
                              "(faster when they all compute on the CPU, but reductions may differ in the last "
                              "bits); default: %(default)s")
+
+
+def unusable_temp_dir() -> str | None:
+    """Why `$TMPDIR` cannot hold temporary files (None: it can, or it is not set): Python falls back to
+    another directory, but an engine that keeps its files there (a Ray of the program's own) does not."""
+    named = os.environ.get("TMPDIR")
+    if not named:
+        return None
+    path = Path(named)
+    why = ("it does not exist" if not path.exists() else "it is not a directory" if not path.is_dir()
+           else None if os.access(path, os.W_OK | os.X_OK) else "it is not writable")
+    if why is None:
+        return None
+    return (f"TMPDIR={named} cannot hold temporary files ({why}); set TMPDIR to a writable directory, or unset it "
+            "to use the system's")
 
 
 def priority_note(priority: int | None, where: str) -> None:
