@@ -3,7 +3,9 @@
 A run directory (dagc.runtime.store) grows with every output it keeps. `dagc runs [DIR]` lists the run
 directories under DIR (default `.dagc/runs`): pipeline, creation time, size, and whether the last run in it
 finished, failed, is running now (it holds the directory's lock) or stopped unfinished. `dagc gc` removes
-the oldest of them by age, count or total size; it never removes one a run holds.
+the oldest of them by age, count or total size; it never removes one a run holds (it holds each one's lock
+while it removes it), reports as freed only what it removed, and removes the temporary files killed writers
+left in the rest. A run directory they cannot read is left out of both, said in one warning.
 
 The default run directories a program makes under `.dagc/runs/` (Ray programs always keep one) are bounded
 by a policy applied when such a program starts: at most DEFAULT_KEEP of them per working directory
