@@ -247,17 +247,21 @@ def test_a_home_where_no_store_key_can_be_made_is_one_line(tmp_path: Path, plain
     assert bare.returncode == 0 and bare.stdout.strip() == plain, bare.stderr  # no run directory: no key
 
 
-def test_a_ray_program_with_an_unusable_tmpdir_says_so_before_starting_ray(tmp_path: Path) -> None:
+def test_a_ray_program_with_an_unusable_tmpdir_or_home_says_so_before_starting_ray(tmp_path: Path) -> None:
     program = _program(tmp_path, "ray")
     (tmp_path / "file").write_text("", encoding="utf-8")
-    tmpdir = tmp_path / "file" / "tmp"
-    proc = run_python([str(program), "--run-dir", str(tmp_path / "run")], env={**os.environ, "TMPDIR": str(tmpdir)},
-                      capture_output=True, text=True, timeout=120)
-    _no_traceback(proc)
-    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == (
-        f"error: TMPDIR={tmpdir} cannot hold temporary files (it does not exist); set TMPDIR to a writable "
-        "directory, or unset it to use the system's")
-    assert not (tmp_path / "run").exists()  # nothing was opened
+    missing = tmp_path / "file" / "missing"  # (under a file: no user may make it, root included)
+    cases = {"TMPDIR": (f"TMPDIR={missing} cannot hold temporary files (it does not exist); set TMPDIR to a "
+                        "writable directory, or unset it to use the system's"),
+             "HOME": (f"HOME={missing} cannot hold Ray's token, kept in {missing / '.ray'} ({missing}: it does not "
+                      "exist); set HOME to a writable directory")}
+    for variable, said in cases.items():
+        env = {**os.environ, variable: str(missing), "DAGC_STORE_KEY": "a secret"}  # (the key is not in HOME)
+        proc = run_python([str(program), "--run-dir", str(tmp_path / "run")], env=env, capture_output=True,
+                          text=True, timeout=120)
+        _no_traceback(proc)
+        assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == f"error: {said}"
+        assert not (tmp_path / "run").exists()  # nothing was opened
 
 
 # ---- a script with a dot in its stem ----------------------------------------------------------------------------

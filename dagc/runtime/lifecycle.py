@@ -38,7 +38,7 @@ from dagc.runtime.program import (
     prepare_interpreter,
     split_argv,
     store_result,
-    unusable_temp_dir,
+    unusable_ray_dirs,
     user_traceback,
 )
 from dagc.runtime.rows import TaskRow
@@ -162,7 +162,7 @@ class Program:
         if status is not None:
             return status
         if self.engine.backend == "ray" and not getattr(self.args, "address", None):
-            unusable = unusable_temp_dir()  # a Ray of its own keeps its session there, with no fallback
+            unusable = unusable_ray_dirs()  # a Ray of its own keeps its files there, with no fallback
             if unusable is not None:
                 self.parser.exit(2, f"error: {unusable}\n")
         self.run_id = new_run_id()

@@ -22,7 +22,7 @@ from pathlib import Path
 from dagc.runtime.store import Cache, RunStore, StorageError
 
 __all__ = ["ResultError", "split_argv", "prepare_interpreter", "default_run_dir", "add_run_options", "open_run", "open_cache",
-           "unusable_temp_dir",
+           "unusable_ray_dirs",
            "run_directory", "store_result", "deliver_result", "DAGC_DIR"]
 
 DAGC_DIR = ".dagc"
@@ -110,19 +110,30 @@ def add_run_options(parser: argparse.ArgumentParser, source_root: Path) -> None:
                              "bits); default: %(default)s")
 
 
-def unusable_temp_dir() -> str | None:
-    """Why `$TMPDIR` cannot hold temporary files (None: it can, or it is not set): Python falls back to
-    another directory, but an engine that keeps its files there (a Ray of the program's own) does not."""
+def unusable_ray_dirs() -> str | None:
+    """Why a Ray of the program's own could not start (None: it can): `$TMPDIR`, where it keeps its session
+    (Python falls back to another directory, Ray does not), or the home directory, where it keeps its token
+    (`~/.ray`), cannot hold files. One line naming the variable and the fix."""
     named = os.environ.get("TMPDIR")
-    if not named:
-        return None
-    path = Path(named)
-    why = ("it does not exist" if not path.exists() else "it is not a directory" if not path.is_dir()
-           else None if os.access(path, os.W_OK | os.X_OK) else "it is not writable")
-    if why is None:
-        return None
-    return (f"TMPDIR={named} cannot hold temporary files ({why}); set TMPDIR to a writable directory, or unset it "
-            "to use the system's")
+    why = _cannot_hold_files(Path(named)) if named else None
+    if why is not None:
+        return (f"TMPDIR={named} cannot hold temporary files ({why}); set TMPDIR to a writable directory, or unset "
+                "it to use the system's")
+    ray_dir = Path.home() / ".ray"
+    checked = ray_dir if ray_dir.exists() else ray_dir.parent
+    why = _cannot_hold_files(checked)
+    if why is not None:
+        return (f"HOME={ray_dir.parent} cannot hold Ray's token, kept in {ray_dir} ({checked}: {why}); set HOME to "
+                "a writable directory")
+    return None
+
+
+def _cannot_hold_files(path: Path) -> str | None:
+    if not path.exists():
+        return "it does not exist"
+    if not path.is_dir():
+        return "it is not a directory"
+    return None if os.access(path, os.W_OK | os.X_OK) else "it is not writable"
 
 
 def priority_note(priority: int | None, where: str) -> None:
