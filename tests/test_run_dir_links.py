@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from dagc.runtime.events import EventLog
-from dagc.runtime.store.records import directory_held
 from dagc.runtime.store import RunStore, StorageError
+from dagc.runtime.store.records import directory_held
 
 
 def _victim(tmp_path: Path) -> Path:

@@ -95,7 +95,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
         freed = done.freed + remove_orphans([r for r in runs if r.path not in set(done.removed)])
         failed = done.failed
         kept = len(runs) - len(done.removed)
-        for line in failed:
+        for line in [*done.taken, *failed]:
             sys.stderr.write(f"dagc: warning: {line}\n")
     sys.stderr.write(f"{'would free' if args.dry_run else 'freed'} {format_size(freed)}; {kept} run "
                      f"director{'y' if kept == 1 else 'ies'} kept\n")

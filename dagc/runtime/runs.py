@@ -138,11 +138,13 @@ def select_for_removal(runs: list[RunInfo], *, older_than: float | None = None, 
 
 @dataclass
 class Removal:
-    """What `remove_runs` did: bytes it freed, and one line per directory it could not (wholly) remove."""
+    """What `remove_runs` did: bytes it freed, one line per directory it could not (wholly) remove, and one
+    per directory it kept because a run took it meanwhile."""
 
     freed: int = 0
     removed: list[Path] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    taken: list[str] = field(default_factory=list)
 
 
 def remove_runs(runs: list[RunInfo]) -> Removal:
@@ -158,15 +160,15 @@ def remove_runs(runs: list[RunInfo]) -> Removal:
         if held is None or lock_file_held(run.path):
             if held is not None:
                 os.close(held)
-            done.failed.append(f"kept {run.path}: a run started in it meanwhile")
+            done.taken.append(f"kept {run.path}: a run started in it meanwhile")
             continue
         problems: list[OSError] = []
         try:
-            shutil.rmtree(run.path, onerror=lambda _f, _p, info: problems.append(info[1]))
+            shutil.rmtree(run.path, onerror=lambda _f, _p, info, found=problems: found.append(info[1]))
         finally:
             os.close(held)
         left = _size_left(run.path)
-        done.freed += max(run.size - left, 0)
+        done.freed += max(run.size - left, 0) if left is not None else 0  # (unknown: nothing said freed)
         if problems or run.path.exists():
             first = next((p for p in problems if isinstance(p, OSError)), None)
             why = f"{first.filename or run.path}: {first.strerror or first}" if first is not None else "it is still there"
@@ -176,11 +178,12 @@ def remove_runs(runs: list[RunInfo]) -> Removal:
     return done
 
 
-def _size_left(path: Path) -> int:
+def _size_left(path: Path) -> int | None:
+    """Bytes still under `path` (None: what is left cannot be read)."""
     try:
         return _size(path) if path.exists() else 0
     except OSError:
-        return 0
+        return None
 
 
 def remove_orphans(runs: list[RunInfo]) -> int:
