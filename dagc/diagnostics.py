@@ -50,6 +50,7 @@ CODES: dict[str, str] = {
     "DAGC006": "input file kind not recognised",
     "DAGC007": "profile (run directory) cannot be used",
     "DAGC008": "cost store has damaged lines",
+    "DAGC009": "script name is not a module name",
     "DAGC101": "undefined name",
     "DAGC102": "value used before it is produced",
     "DAGC103": "unknown keyword argument to a task",

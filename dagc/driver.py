@@ -91,7 +91,23 @@ def load_input(
     from dagc.frontend import compile_source
 
     result = compile_source(path, pipeline_name=pipeline_name, params=params, sink=sink)
+    _check_module_name(path, sink)
     return result.graph, result.sources
+
+
+def _check_module_name(path: Path, sink: DiagnosticSink) -> None:
+    """A script whose name has a dot before `.py` (`train.v2.py`) cannot be imported by its name, which
+    Python reads as module `v2` of a package `train`; dagc's programs import the script (and their engines
+    pickle what it defines by that name), so it is refused here rather than failing in every program."""
+    if path.suffix != ".py" or "." not in path.stem:
+        return
+    from dagc.ir.location import SourceSpan
+
+    fixed = path.stem.replace(".", "_") + ".py"
+    sink.error("DAGC009", f"the script's name `{path.name}` is not a module name: dagc's programs import it as "
+               f"`{path.stem}`, which Python reads as a module of a package `{path.stem.split('.')[0]}`",
+               SourceSpan(str(path), 1, 1), hint=f"rename it without the dot, e.g. `{fixed}` (`python {fixed}` "
+               "runs it as before)")
 
 
 def compile_file(

@@ -152,14 +152,51 @@ def _events_path(run_dir: Path) -> Path:
     return path
 
 
+_NUMBER = (int, float)
+# the fields a record's reader uses, and the JSON types each may have (None: absent or null)
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "ts": _NUMBER, "duration": _NUMBER, "waited": _NUMBER, "energy": _NUMBER,
+    "items": (int,), "resumed": (int,), "ranks": (int,), "attempt": (int,), "bytes": (int,), "pid": (int,),
+    "event": (str,), "task": (str,), "pipeline": (str,), "error": (str,), "traceback": (str,), "host": (str,),
+}
+_TYPE_NAMES = {_NUMBER: "a number", (int,): "an integer", (str,): "a string"}
+
+
+def _well_typed(path: Path, events: list[dict[str, Any]], skipped: list[int]) -> list[dict[str, Any]]:
+    """The records whose fields have the types their readers use; each other one is left out, said in one
+    warning naming the file, the line and the field (the line numbers are those of the non-blank lines read)."""
+    numbers = _record_lines(path, len(events), skipped)
+    kept = []
+    for number, event in zip(numbers, events):
+        wrong = next((k for k, types in _FIELD_TYPES.items() if event.get(k) is not None
+                      and (not isinstance(event[k], types) or isinstance(event[k], bool))), None)
+        if wrong is None:
+            kept.append(event)
+            continue
+        sys.stderr.write(f"dagc: warning: {path} line {number}: `{wrong}` is {json.dumps(event[wrong])[:40]}, not "
+                         f"{_TYPE_NAMES[_FIELD_TYPES[wrong]]}; the record is skipped\n")
+    return kept
+
+
+def _record_lines(path: Path, count: int, skipped: list[int]) -> list[int]:
+    """The line numbers of the `count` records `read_events` read from `path` (every non-blank line it did
+    not skip)."""
+    left_out = set(skipped)
+    try:
+        with path.open("rb") as f:
+            lines = [n for n, raw in enumerate(f, start=1) if raw.strip() and n not in left_out]
+    except OSError:
+        lines = []
+    return (lines + [0] * count)[:count]
+
+
 def load_run(run_dir: str | Path, run: str | None = None) -> RunRecord:
     """The run `run` (default: the latest one that ran a task) of `run_dir`'s event log."""
     from dagc.runtime.events import read_events
 
     root = Path(run_dir)
     skipped: list[int] = []
-    events = [e for e in read_events(_events_path(root), skipped=skipped)
-              if isinstance(e.get("ts", 0.0), (int, float))]
+    events = _well_typed(_events_path(root), read_events(_events_path(root), skipped=skipped), skipped)
     if skipped:  # said, never a crash: a torn line, bytes that are not UTF-8
         shown = ", ".join(map(str, skipped[:5])) + (", ..." if len(skipped) > 5 else "")
         sys.stderr.write(f"dagc: warning: {len(skipped)} line(s) of {_events_path(root)} could not be read and "
@@ -244,9 +281,11 @@ def load_run(run_dir: str | Path, run: str | None = None) -> RunRecord:
     meta = record.run_dir / "run.json"
     if record.pipeline is None and meta.is_file():
         try:
-            record.pipeline = json.loads(meta.read_text(encoding="utf-8")).get("pipeline")
-        except ValueError:
-            pass
+            info = json.loads(meta.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            info = None
+        pipeline = info.get("pipeline") if isinstance(info, dict) else None  # (a run.json of the wrong shape)
+        record.pipeline = pipeline if isinstance(pipeline, str) else None
     return record
 
 

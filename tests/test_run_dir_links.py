@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from dagc.runtime.events import EventLog
-from dagc.runtime.runs import _held
 from dagc.runtime.store import RunStore, StorageError
+from dagc.runtime.store.records import directory_held
 
 
 def _victim(tmp_path: Path) -> Path:
@@ -27,7 +27,7 @@ def test_a_lock_that_is_a_link_is_refused_and_its_target_kept(tmp_path: Path) ->
     with pytest.raises(StorageError, match=r"\.lock is a symbolic link"):
         store.lock("r1")
     assert victim.read_text(encoding="utf-8") == "the other user's file\n"
-    assert _held(store.root)  # never taken for a free directory `dagc gc` may remove
+    assert directory_held(store.root)  # never taken for a free directory `dagc gc` may remove
 
 
 def test_an_event_log_that_is_a_link_is_not_written_through(tmp_path: Path, capsys) -> None:

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from dagc.commands.common import EXIT_OK, compile_input, file_stem, report_compilation
+from dagc.commands.common import EXIT_IO, EXIT_OK, compile_input, file_stem, report_compilation
 from dagc.usage import UsageError
 
 
@@ -71,7 +71,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
-    from dagc.runtime.runs import list_runs, remove_runs, select_for_removal
+    from dagc.runtime.runs import list_runs, remove_orphans, remove_runs, select_for_removal
     from dagc.units import format_size, parse_duration, parse_size
 
     if args.older_than is None and args.keep is None and args.max_size is None:
@@ -86,8 +86,17 @@ def cmd_gc(args: argparse.Namespace) -> int:
     for r in chosen:
         print(f"{'would remove' if args.dry_run else 'remove'} {r.path}  ({r.pipeline}, {format_size(r.size)}, "
               f"{r.status})")
-    freed = sum(r.size for r in chosen) if args.dry_run else remove_runs(chosen)
-    kept = len(runs) - len(chosen)
+    if args.dry_run:
+        freed, failed = sum(r.size for r in chosen), []
+        kept = len(runs) - len(chosen)
+    else:
+        done = remove_runs(chosen)
+        # the temporary files killed writers left in the directories kept
+        freed = done.freed + remove_orphans([r for r in runs if r.path not in set(done.removed)])
+        failed = done.failed
+        kept = len(runs) - len(done.removed)
+        for line in [*done.taken, *failed]:
+            sys.stderr.write(f"dagc: warning: {line}\n")
     sys.stderr.write(f"{'would free' if args.dry_run else 'freed'} {format_size(freed)}; {kept} run "
                      f"director{'y' if kept == 1 else 'ies'} kept\n")
-    return EXIT_OK
+    return EXIT_IO if failed else EXIT_OK

@@ -38,6 +38,7 @@ from dagc.runtime.program import (
     prepare_interpreter,
     split_argv,
     store_result,
+    unusable_ray_dirs,
     user_traceback,
 )
 from dagc.runtime.rows import TaskRow
@@ -160,6 +161,10 @@ class Program:
         status = self.engine.begin(self)
         if status is not None:
             return status
+        if self.engine.backend == "ray" and not getattr(self.args, "address", None):
+            unusable = unusable_ray_dirs()  # a Ray of its own keeps its files there, with no fallback
+            if unusable is not None:
+                self.parser.exit(2, f"error: {unusable}\n")
         self.run_id = new_run_id()
         self.store = self.engine.open_store(self)
         self.cache = open_cache(self.args, self.parser)

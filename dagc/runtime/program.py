@@ -22,6 +22,7 @@ from pathlib import Path
 from dagc.runtime.store import Cache, RunStore, StorageError
 
 __all__ = ["ResultError", "split_argv", "prepare_interpreter", "default_run_dir", "add_run_options", "open_run", "open_cache",
+           "unusable_ray_dirs",
            "run_directory", "store_result", "deliver_result", "DAGC_DIR"]
 
 DAGC_DIR = ".dagc"
@@ -109,6 +110,32 @@ def add_run_options(parser: argparse.ArgumentParser, source_root: Path) -> None:
                              "bits); default: %(default)s")
 
 
+def unusable_ray_dirs() -> str | None:
+    """Why a Ray of the program's own could not start (None: it can): `$TMPDIR`, where it keeps its session
+    (Python falls back to another directory, Ray does not), or the home directory, where it keeps its token
+    (`~/.ray`), cannot hold files. One line naming the variable and the fix."""
+    named = os.environ.get("TMPDIR")
+    why = _cannot_hold_files(Path(named)) if named else None
+    if why is not None:
+        return (f"TMPDIR={named} cannot hold temporary files ({why}); set TMPDIR to a writable directory, or unset "
+                "it to use the system's")
+    ray_dir = Path.home() / ".ray"
+    checked = ray_dir if ray_dir.exists() else ray_dir.parent
+    why = _cannot_hold_files(checked)
+    if why is not None:
+        return (f"HOME={ray_dir.parent} cannot hold Ray's token, kept in {ray_dir} ({checked}: {why}); set HOME to "
+                "a writable directory")
+    return None
+
+
+def _cannot_hold_files(path: Path) -> str | None:
+    if not path.exists():
+        return "it does not exist"
+    if not path.is_dir():
+        return "it is not a directory"
+    return None if os.access(path, os.W_OK | os.X_OK) else "it is not writable"
+
+
 def priority_note(priority: int | None, where: str) -> None:
     """Say once that a priority orders nothing where the run has its resources to itself."""
     if priority:
@@ -162,6 +189,11 @@ def open_run(parser: argparse.ArgumentParser, args: argparse.Namespace, pipeline
             where = args.run_dir if args.run_dir is not None else default_run_dir(pipeline, run_id) if always else None
             if where is not None:
                 store = RunStore(where, pipeline)
+        except StorageError as exc:  # (one line naming its path already: the store key's, say)
+            if exc.filename is not None and exc.message.startswith("cannot write"):
+                parser.exit(2, f"error: cannot use {exc.filename} for the run directory: {exc.strerror or exc}; "
+                               "give a writable --run-dir\n")
+            parser.exit(2, f"error: {exc}\n")
         except OSError as exc:
             parser.exit(2, f"error: cannot use {exc.filename or args.run_dir} for the run directory: "
                            f"{exc.strerror or exc}; give a writable --run-dir\n")

@@ -3,7 +3,9 @@
 A run directory (dagc.runtime.store) grows with every output it keeps. `dagc runs [DIR]` lists the run
 directories under DIR (default `.dagc/runs`): pipeline, creation time, size, and whether the last run in it
 finished, failed, is running now (it holds the directory's lock) or stopped unfinished. `dagc gc` removes
-the oldest of them by age, count or total size; it never removes one a run holds.
+the oldest of them by age, count or total size; it never removes one a run holds (it holds each one's lock
+while it removes it), reports as freed only what it removed, and removes the temporary files killed writers
+left in the rest. A run directory they cannot read is left out of both, said in one warning.
 
 The default run directories a program makes under `.dagc/runs/` (Ray programs always keep one) are bounded
 by a policy applied when such a program starts: at most DEFAULT_KEEP of them per working directory
@@ -13,16 +15,22 @@ never removed by it.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
+import stat
+import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dagc.runtime.events import read_events
+from dagc.runtime.store.errors import StorageError
+from dagc.runtime.store.files import read_json_object, remove_orphaned_temporaries
+from dagc.runtime.store.records import directory_held, hold_directory, lock_file_held
 
-__all__ = ["RunInfo", "list_runs", "select_for_removal", "remove_runs", "bound_default_runs", "DEFAULT_KEEP"]
+__all__ = ["RunInfo", "Removal", "list_runs", "select_for_removal", "remove_runs", "remove_orphans",
+           "bound_default_runs", "DEFAULT_KEEP"]
 
 
 @dataclass
@@ -35,35 +43,65 @@ class RunInfo:
     run: str | None  # the id of its last run
 
 
-def list_runs(root: Path) -> list[RunInfo]:
-    """The run directories directly under `root`, oldest first."""
-    if not root.is_dir():
+def list_runs(root: Path, warn: Callable[[str], None] | None = None) -> list[RunInfo]:
+    """The run directories directly under `root`, oldest first. One that cannot be read (its run.json of the
+    wrong shape, its event log a directory, unreadable files) is left out, said in one line to `warn`
+    (default: standard error): the others are listed all the same."""
+    say = warn or _warn
+    try:
+        paths = sorted(p for p in root.iterdir() if (p / "run.json").is_file())
+    except OSError:  # (not a directory, or one this user may not list: nothing to list)
         return []
     out = []
-    for path in sorted(p for p in root.iterdir() if (p / "run.json").is_file()):
-        out.append(_info(path))
+    for path in paths:
+        try:
+            out.append(_info(path))
+        except OSError as exc:  # StorageError included: its message already names the file and what to do
+            said = str(exc) if isinstance(exc, StorageError) else f"{exc.filename or path}: {exc.strerror or exc}"
+            say(f"skipped the run directory {path}, which cannot be read: {said}")
     out.sort(key=lambda r: (r.created, str(r.path)))
     return out
 
 
+def _warn(message: str) -> None:
+    sys.stderr.write(f"dagc: warning: {message}\n")
+
+
 def _info(path: Path) -> RunInfo:
-    try:
-        meta = json.loads((path / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        meta = {}
+    meta = read_json_object(path / "run.json", "a dagc run record", "remove the directory, or fix its run.json")
     created = _created(meta.get("created"), path)
-    size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
-    events = read_events(path / "events.jsonl")
+    size = _size(path)
+    events_path = path / "events.jsonl"
+    if events_path.exists() and not events_path.is_file():
+        raise StorageError(f"{events_path} is not a file; remove it, or the whole run directory")
+    events = read_events(events_path)
     runs = [e.get("run") for e in events if e.get("event") == "run_start"]
     last = runs[-1] if runs else None
     kinds = {e.get("event") for e in events if e.get("run") == last}
-    if _held(path):
+    if directory_held(path):
         status = "running"
     elif last is None:
         status = "empty"
     else:
         status = "finished" if "run_end" in kinds else "failed" if "run_failed" in kinds else "unfinished"
-    return RunInfo(path, str(meta.get("pipeline") or "?"), created, size, status, last)
+    pipeline = meta.get("pipeline")
+    return RunInfo(path, pipeline if isinstance(pipeline, str) and pipeline else "?", created, size, status,
+                   last if isinstance(last, str) else None if last is None else str(last))
+
+
+def _size(path: Path) -> int:
+    """Bytes of the files under `path` (links not followed); an OSError when part of it cannot be read."""
+    total = 0
+    for directory, _, files in os.walk(path, onerror=_raise):
+        for name in files:
+            info = os.lstat(os.path.join(directory, name))
+            if stat.S_ISREG(info.st_mode):
+                total += info.st_size
+    return total
+
+
+def _raise(exc: OSError) -> None:
+    raise exc
 
 
 def _created(text: object, path: Path) -> float:
@@ -73,26 +111,6 @@ def _created(text: object, path: Path) -> float:
         except ValueError:
             pass
     return path.stat().st_mtime
-
-
-def _held(path: Path) -> bool:
-    """Whether a live process holds the run directory (see RunStore.lock)."""
-    import fcntl
-
-    lock = path / ".lock"
-    if not lock.exists():
-        return False
-    try:
-        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:  # a link (planted), or unreadable: never treated as free to remove
-        return True
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
-    return False
 
 
 def select_for_removal(runs: list[RunInfo], *, older_than: float | None = None, keep: int | None = None,
@@ -118,14 +136,64 @@ def select_for_removal(runs: list[RunInfo], *, older_than: float | None = None, 
     return sorted(chosen.values(), key=lambda r: (r.created, str(r.path)))
 
 
-def remove_runs(runs: list[RunInfo]) -> int:
-    """Remove the run directories (each checked again: one a run took meanwhile is kept); bytes freed."""
+@dataclass
+class Removal:
+    """What `remove_runs` did: bytes it freed, one line per directory it could not (wholly) remove, and one
+    per directory it kept because a run took it meanwhile."""
+
+    freed: int = 0
+    removed: list[Path] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    taken: list[str] = field(default_factory=list)
+
+
+def remove_runs(runs: list[RunInfo]) -> Removal:
+    """Remove the run directories, each while holding its lock (one a run holds, or took meanwhile, is kept:
+    no run can take it while it is being removed). Only the bytes actually removed count as freed."""
+    done = Removal()
+    for run in runs:
+        try:
+            held = hold_directory(run.path)
+        except StorageError as exc:
+            done.failed.append(f"cannot remove {run.path}: {exc}")
+            continue
+        if held is None or lock_file_held(run.path):
+            if held is not None:
+                os.close(held)
+            done.taken.append(f"kept {run.path}: a run started in it meanwhile")
+            continue
+        problems: list[OSError] = []
+        try:
+            shutil.rmtree(run.path, onerror=lambda _f, _p, info, found=problems: found.append(info[1]))
+        finally:
+            os.close(held)
+        left = _size_left(run.path)
+        done.freed += max(run.size - left, 0) if left is not None else 0  # (unknown: nothing said freed)
+        if problems or run.path.exists():
+            first = next((p for p in problems if isinstance(p, OSError)), None)
+            why = f"{first.filename or run.path}: {first.strerror or first}" if first is not None else "it is still there"
+            done.failed.append(f"cannot remove {run.path} ({why}); fix its permissions, then run dagc gc again")
+        else:
+            done.removed.append(run.path)
+    return done
+
+
+def _size_left(path: Path) -> int | None:
+    """Bytes still under `path` (None: what is left cannot be read)."""
+    try:
+        return _size(path) if path.exists() else 0
+    except OSError:
+        return None
+
+
+def remove_orphans(runs: list[RunInfo]) -> int:
+    """Remove the temporary files killed writers left in the run directories no run holds; bytes freed."""
     freed = 0
     for run in runs:
-        if _held(run.path):
+        if run.status == "running":
             continue
-        shutil.rmtree(run.path, ignore_errors=True)
-        freed += run.size
+        for directory, _, files in os.walk(run.path):
+            freed += remove_orphaned_temporaries(Path(directory), files)
     return freed
 
 
@@ -141,4 +209,4 @@ def bound_default_runs(root: Path) -> None:
     if keep <= 0:
         return
     runs = [r for r in list_runs(root) if r.path.name != ".gitignore"]
-    remove_runs(select_for_removal(runs, keep=max(keep - 1, 0)))  # room for the run about to start
+    remove_runs(select_for_removal(runs, keep=max(keep - 1, 0)))  # (what it could not remove stays)  # room for the run about to start

@@ -42,7 +42,10 @@ def _rebuild(kind: type[StorageError], message: str, number: int | None, why: st
 
 
 def unwritable(path: Path, exc: OSError, run_dir: Path | None = None) -> str:
-    """One line: which file could not be written, why, and what to do."""
+    """One line: which file could not be written, why, and what to do (a StorageError's own line, which
+    already says so)."""
+    if isinstance(exc, StorageError):
+        return str(exc)
     why = exc.strerror or str(exc)
     todo = {errno.ENOSPC: "free some space", errno.EDQUOT: "free some space (the disk quota is reached)",
             errno.EROFS: "the file system is read-only: give a writable directory",

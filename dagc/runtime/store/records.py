@@ -2,7 +2,8 @@
 
     RUN_DIR/
       run.json                       {"format": 1, "pipeline": NAME, "created": ISO time}
-      .lock                          who holds the directory: {"run", "pid", "host", "since"} (see `lock`)
+      .lock                          who holds the directory: {"run", "pid", "host", "since"}; the lock
+                                     itself is on the directory (see `lock`): deleting this file keeps it
       events.jsonl                   the event log (see dagc.runtime.events)
       outputs/TASK/FINGERPRINT.pkl   a task's outputs, sealed: the value for one output, a tuple for several
       outputs/TASK/FINGERPRINT.console.json   what the task printed, sealed (dagc.runtime.console)
@@ -18,6 +19,7 @@ through a symbolic link planted in it. The run directory must be on a file syste
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
@@ -30,6 +32,7 @@ from dagc.runtime.store.files import atomic_write, open_no_follow, read_json_obj
 from dagc.runtime.store.objects import SealedObjects
 from dagc.runtime.store.pickles import Pickled, dumps
 from dagc.runtime.store.sealed import write_sealed
+from dagc.runtime.store.seals import store_key
 
 FORMAT = 1
 _RESUME_TODO = "give --resume the directory of a dagc run, or start a new run with another --run-dir"
@@ -61,6 +64,7 @@ class RunStore:
         except OSError as exc:
             where = meta if self.root.is_dir() else self.root
             raise StorageError(unwritable(where, exc), exc, self.root) from None
+        store_key()  # a key that cannot be used is said now, before any task runs (a StorageError)
 
     @classmethod
     def open(cls, root: str | os.PathLike[str]) -> RunStore:
@@ -154,34 +158,34 @@ class RunStore:
     # ---- one run at a time ---------------------------------------------------------------------
     def lock(self, run_id: str) -> str | None:
         """Hold this run directory for run `run_id` until the process ends; None when held, else who holds
-        it (two runs on one directory would both run everything and interleave their logs)."""
-        import fcntl
+        it (two runs on one directory would both run everything and interleave their logs).
+
+        The lock is on the run directory itself (`hold_directory`): deleting `.lock` does not release it.
+        `.lock` only records who holds it, for the message another run gets."""
         import socket
 
         path = self.root / ".lock"
+        held = hold_directory(self.root)
+        if held is None:
+            return f"{self.root} is in use by {_holder(path)}; wait for it to end, or give another --run-dir"
         try:  # never through a link planted in a shared run directory: the holder's line would truncate its target
             fd = open_no_follow(path, os.O_RDWR | os.O_CREAT)
         except StorageError:
+            os.close(held)
             raise
         except OSError as exc:
+            os.close(held)
             raise StorageError(unwritable(path, exc), exc, path) from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # held by a live process (a lock dies with its process)
-            try:
-                holder = json.loads(os.pread(fd, 4096, 0).decode("utf-8") or "{}")
-            except ValueError:
-                holder = {}
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # (what a dagc that locked only this file checks)
+        except OSError:  # held by a live process of an older dagc
             os.close(fd)
-            if not isinstance(holder, dict):
-                holder = {}
-            who = (f"run {holder.get('run', '?')} (pid {holder.get('pid', '?')} on {holder.get('host', '?')}, "
-                   f"since {holder.get('since', '?')})")
-            return f"{self.root} is in use by {who}; wait for it to end, or give another --run-dir"
+            os.close(held)
+            return f"{self.root} is in use by {_holder(path)}; wait for it to end, or give another --run-dir"
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps({"run": run_id, "pid": os.getpid(), "host": socket.gethostname(),
                                   "since": time.strftime("%Y-%m-%dT%H:%M:%S%z")}).encode("utf-8"), 0)
-        self._lock_fd = fd  # kept open: the lock lasts as long as this process
+        self._lock_fd, self._directory_fd = fd, held  # kept open: the lock lasts as long as this process
         return None
 
     # ---- attempts ------------------------------------------------------------------------------
@@ -213,7 +217,78 @@ class RunStore:
             raise self._unwritable(directory / f"{_safe(task)}.{attempt}", exc) from exc
 
     def _unwritable(self, path: Path, exc: OSError) -> StorageError:
+        if isinstance(exc, StorageError):  # (already one line naming its path: the store key's, say)
+            return exc
         return StorageError(unwritable(path, exc, self.root), exc, path)
 
     def __repr__(self) -> str:
         return f"RunStore({str(self.root)!r})"
+
+
+def hold_directory(root: Path) -> int | None:
+    """Lock the run directory `root` itself for this process (an exclusive `flock` on its own descriptor,
+    released only when the process ends or the descriptor is closed); the descriptor, or None when a live
+    process holds it. A file system without locks on directories holds nothing back (None is never said
+    there: the `.lock` file's own lock still keeps two runs apart)."""
+    try:
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        raise StorageError(f"cannot open the run directory {root}: {exc.strerror or exc}; give a run directory "
+                           "this user may enter", exc, root) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except OSError:  # (no locks on directories here)
+        pass
+    return fd
+
+
+def directory_held(root: Path) -> bool:
+    """Whether a live process holds the run directory `root` (`RunStore.lock`), by either of its locks: the
+    directory's own, or that of its `.lock` file (held by a dagc that locked only that file). An unreadable
+    lock, or one planted as a link, counts as held: never treated as free to remove."""
+    try:
+        fd = hold_directory(root)
+    except StorageError:
+        return True
+    if fd is None:
+        return True
+    os.close(fd)
+    return lock_file_held(root)
+
+
+def lock_file_held(root: Path) -> bool:
+    """Whether a live process holds the lock of `root`'s `.lock` file (a dagc that locked only that file); an
+    unreadable one, or a link, counts as held."""
+    lock = root / ".lock"
+    try:
+        lock_fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    try:
+        fcntl.flock(lock_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(lock_fd)
+    return False
+
+
+def _holder(path: Path) -> str:
+    """Who holds the run directory, from its `.lock` record ("run ? (pid ? ...)" for what cannot be read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            holder = json.loads(os.pread(fd, 4096, 0).decode("utf-8") or "{}")
+        finally:
+            os.close(fd)
+    except (OSError, ValueError):
+        holder = {}
+    if not isinstance(holder, dict):
+        holder = {}
+    return (f"run {holder.get('run', '?')} (pid {holder.get('pid', '?')} on {holder.get('host', '?')}, "
+            f"since {holder.get('since', '?')})")

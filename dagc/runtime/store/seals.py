@@ -14,13 +14,14 @@ import hashlib
 import hmac
 import json
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import blake3
 
-from dagc.runtime.store.errors import DamagedOutput
+from dagc.runtime.store.errors import StorageError
 
 _KEY_ENV = "DAGC_STORE_KEY"
 _key: list[bytes] = []
@@ -29,28 +30,66 @@ _seal_key: list[bytes] = []  # derived from the store key for BLAKE3's keyed mod
 
 def store_key() -> bytes:
     """This user's key for sealing stored outputs: `$DAGC_STORE_KEY` (the same on every machine of a
-    cluster whose home directories differ), else `~/.dagc/store.key`, made on first use (mode 0600)."""
+    cluster whose home directories differ), else `~/.dagc/store.key` (`$DAGC_HOME/store.key`), made on first
+    use (mode 0600). A key file that cannot be made or read, is too short, or that others may write (whoever
+    can write it can seal a planted pickle) is a StorageError naming it and the fix."""
     if _key:
         return _key[0]
     given = os.environ.get(_KEY_ENV)
     if given:
         key = hashlib.blake2b(given.encode("utf-8"), digest_size=32).digest()
     else:
-        path = Path(os.environ.get("DAGC_HOME") or Path.home() / ".dagc") / "store.key"
-        try:
-            key = path.read_bytes()
-        except FileNotFoundError:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            try:  # O_EXCL: two processes starting at once agree on the one that wins
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(fd, "wb") as f:
-                    f.write(os.urandom(32))
-            except FileExistsError:
-                pass
-            key = path.read_bytes()
-        if len(key) < 16:
-            raise DamagedOutput(f"{path}: the store key is too short; delete it and dagc makes a new one")
+        key = _key_file(Path(os.environ.get("DAGC_HOME") or Path.home() / ".dagc") / "store.key")
     _key.append(key)
+    return key
+
+
+_ELSEWHERE = "or set DAGC_HOME to a directory only you may write (or DAGC_STORE_KEY to a secret)"
+
+
+def _key_file(path: Path) -> bytes:
+    """The key in `path`, made there when there is none (see `store_key`)."""
+    try:
+        return _read_key(path)
+    except (FileNotFoundError, NotADirectoryError):  # none yet (or a home that is not a directory: said below)
+        pass
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:  # O_EXCL: two processes starting at once agree on the one that wins
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(os.urandom(32))
+        except FileExistsError:
+            pass
+    except OSError as exc:
+        raise StorageError(f"cannot make the store key {path}: {exc.strerror or exc}; make {path.parent} "
+                           f"writable, {_ELSEWHERE}", exc, path) from None
+    return _read_key(path)
+
+
+def _read_key(path: Path) -> bytes:
+    """The key in the existing file `path`; FileNotFoundError when there is none."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except (FileNotFoundError, NotADirectoryError):
+        raise
+    except OSError as exc:
+        why = "it is a symbolic link" if path.is_symlink() else exc.strerror or str(exc)
+        raise StorageError(f"cannot read the store key {path}: {why}; remove it (dagc makes a new one), "
+                           f"{_ELSEWHERE}", exc, path) from None
+    with os.fdopen(fd, "rb") as f:
+        info = os.fstat(f.fileno())
+        key = f.read(4096)
+    for where, mode in ((path, info.st_mode), (path.parent, path.parent.stat().st_mode)):
+        if mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise StorageError(f"the store key {path} can be changed by other users ({where} is writable by "
+                               f"{'others' if mode & stat.S_IWOTH else 'its group'}); run `chmod 600 {path}` "
+                               f"and `chmod 700 {path.parent}`, then remove the run directories and cache "
+                               f"written since if you do not trust them")
+    if len(key) < 16:
+        raise StorageError(f"the store key {path} is {'empty' if not key else 'too short'} ({len(key)} bytes); "
+                           "remove it and dagc makes a new one (outputs sealed with the old key are then made "
+                           "again)")
     return key
 
 
