@@ -61,3 +61,22 @@ def test_default_run_directories_are_bounded(tmp_path: Path, monkeypatch) -> Non
     monkeypatch.setenv("DAGC_KEEP_RUNS", "0")
     bound_default_runs(root)
     assert len(os.listdir(root)) == 2
+
+
+def test_default_run_directories_are_bounded_in_size(tmp_path: Path, monkeypatch) -> None:
+    """Runs of a pipeline that keeps large outputs: the oldest go until the rest fit the size bound; the newest
+    finished run stays even when it alone is over it."""
+    root = tmp_path / "runs"
+    for i in range(4):
+        _make(root, f"p-{i}", f"2026-01-0{i + 1}T00:00:00+0000", "finished")
+        (root / f"p-{i}" / "blob").write_bytes(b"x" * 4096)
+    largest = max(r.size for r in list_runs(root))
+    monkeypatch.setenv("DAGC_KEEP_RUNS_SIZE", str(int(largest * 2.5)))  # two runs fit, not three
+    bound_default_runs(root)
+    assert sorted(p.name for p in root.iterdir()) == ["p-2", "p-3"]
+    monkeypatch.setenv("DAGC_KEEP_RUNS_SIZE", "1KiB")
+    bound_default_runs(root)
+    assert sorted(p.name for p in root.iterdir()) == ["p-3"]
+    monkeypatch.setenv("DAGC_KEEP_RUNS_SIZE", "0")
+    bound_default_runs(root)
+    assert sorted(p.name for p in root.iterdir()) == ["p-3"]

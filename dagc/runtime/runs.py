@@ -9,8 +9,9 @@ left in the rest. A run directory they cannot read is left out of both, said in 
 
 The default run directories a program makes under `.dagc/runs/` (Ray programs always keep one) are bounded
 by a policy applied when such a program starts: at most DEFAULT_KEEP of them per working directory
-(`$DAGC_KEEP_RUNS` changes it, 0 keeps all), the oldest removed first; a `--run-dir` named by the user is
-never removed by it.
+(`$DAGC_KEEP_RUNS` changes it, 0 keeps all) taking at most DEFAULT_MAX_SIZE bytes together
+(`$DAGC_KEEP_RUNS_SIZE`, e.g. `20GiB`; 0 sets no bound), the oldest removed first (the newest finished run
+is always kept, whatever its size); a `--run-dir` named by the user is never removed by it.
 """
 
 from __future__ import annotations
@@ -198,6 +199,7 @@ def remove_orphans(runs: list[RunInfo]) -> int:
 
 
 DEFAULT_KEEP = 20
+DEFAULT_MAX_SIZE = 5 * 2**30  # 5 GiB: a few runs of a sample that keeps half a gigabyte each
 
 
 def bound_default_runs(root: Path) -> None:
@@ -206,7 +208,28 @@ def bound_default_runs(root: Path) -> None:
         keep = int(os.environ.get("DAGC_KEEP_RUNS", DEFAULT_KEEP))
     except ValueError:
         keep = DEFAULT_KEEP
-    if keep <= 0:
+    max_size = _size_bound()
+    if keep <= 0 and max_size is None:
         return
     runs = [r for r in list_runs(root) if r.path.name != ".gitignore"]
-    remove_runs(select_for_removal(runs, keep=max(keep - 1, 0)))  # (what it could not remove stays)  # room for the run about to start
+    chosen = select_for_removal(runs, keep=max(keep - 1, 0) if keep > 0 else None,  # room for the run to start
+                                max_size=max_size)
+    newest = max((r for r in runs if r.status != "running"), key=lambda r: (r.created, str(r.path)), default=None)
+    # (the newest finished run stays: the one a user is most likely to resume or read)
+    remove_runs([r for r in chosen if newest is None or r.path != newest.path])  # (what it cannot remove stays)
+
+
+def _size_bound() -> int | None:
+    """The total size default run directories may take (`$DAGC_KEEP_RUNS_SIZE`; None: no bound)."""
+    text = os.environ.get("DAGC_KEEP_RUNS_SIZE")
+    if text is None:
+        return DEFAULT_MAX_SIZE
+    try:
+        from dagc.units import parse_size
+
+        size = parse_size(text.strip())
+    except (ValueError, TypeError):
+        print(f"dagc: $DAGC_KEEP_RUNS_SIZE={text!r} is not a size (such as 20GiB); using "
+              f"{DEFAULT_MAX_SIZE // 2**30}GiB", file=sys.stderr)
+        return DEFAULT_MAX_SIZE
+    return size if size > 0 else None
