@@ -110,7 +110,7 @@ class Torch:
                         collectives=plan.collectives, compress=plan.compress, cache=program.cache,
                         check=args.check_effects is not False, launcher=self.launcher, threads_mode=args.threads,
                         final_state=pipeline.final_state, code=pipeline.code, costs=program.costs(),
-                        changed=program.changed if reusing else ())
+                        changed=program.changed if reusing else (), resume=program.resume)
         function = plan.programs[runner.rank] if runner.rank < len(plan.programs) else None
         program.started = time.perf_counter()  # (rank 0 writes `run_start` once the process group is up)
         try:
