@@ -377,6 +377,8 @@ class Runner:
             threads=self.default_threads, final_state=self.final_state, held=self.held, costs=self.costs,
             stored=self.stored)  # (a group stored at its end: its outputs wait in `held` until its last task)
         agree = (lambda failed: self._any_failed(failed, group)) if group is not None else None
+        if owner and self.progress is not None:
+            self.progress.begin(name)
         with use_stages(self.stages.get(name)):
             value = executor.run(spec, fn, *args, owner=owner, agree=agree, key_values=key_values, **kwargs)
         if owner:
@@ -491,10 +493,10 @@ class Runner:
             if self.rank == 0:
                 if self.log is not None:
                     _write_records(self.log, [r for rs in records[1:] if rs for r in rs])
+                if self.progress is not None:  # (before the result is printed)
+                    self.progress.close()
                 if finish is not None:
                     finish(result, self.store, self.log)
-                if self.progress is not None:
-                    self.progress.close()
             dist.barrier()
             return result
         except BaseException as exc:
@@ -507,6 +509,8 @@ class Runner:
             raise
         finally:
             self._stop_following()
+            if self.progress is not None:  # a failed run's display is taken down before its error is said
+                self.progress.close()
             dist.destroy_process_group = self._destroy  # (the user's code may call it again from here on)
             if dist.is_initialized():
                 dist.destroy_process_group()

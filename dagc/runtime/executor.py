@@ -183,7 +183,8 @@ class Executor:
     modules   the user's modules, whose globals the check watches
     threads   the threads a task that declares no `cpus=` computes on (None: as the process does;
               dagc.runtime.threads)
-    progress  a progress bar to advance as tasks finish (the local program's)
+    progress  the progress display (dagc.runtime.progress): told as tasks start and finish (the local
+              program's)
     write_behind  outputs of tasks outside state groups are written on a background thread
     recompute  a large output its task computes the same way again, faster than the output could be stored,
               is not stored: `--resume` and `--cache` compute it again (the local program; see `save`)
@@ -312,6 +313,8 @@ class Executor:
         # a unit of the program's code table: what runs inside it is recorded with its code (dagc.runtime.costs)
         unit = self.costs.code.get(spec.name) if self.costs is not None else None
         running = RUNNING_UNIT.set((self.costs, unit)) if unit is not None else None
+        if self.progress is not None:
+            self.progress.begin(spec.name)
         try:
             value = self._run(spec, fn, args, kwargs, owner, agree)
         finally:
