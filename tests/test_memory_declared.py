@@ -113,3 +113,16 @@ def test_task_memory_is_the_tasks_own_after_a_larger_one() -> None:
     del block
     second = TaskMemory()
     assert second.grown(second.peak()) < 50 * MIB  # type: ignore[operator]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the per-task peak needs /proc")
+def test_a_region_keeps_the_peak_of_the_tasks_run_inside_it() -> None:
+    """A task run inside another (a region's) resets the mark: the outer one still sees the inner's peak."""
+    outer = TaskMemory()
+    inner = TaskMemory()
+    block = b"w" * (200 * MIB)
+    del block
+    assert inner.grown(inner.peak()) >= 190 * MIB  # type: ignore[operator]
+    after = TaskMemory()  # the next task inside: resets the mark again
+    after.peak()
+    assert outer.grown(outer.peak()) >= 190 * MIB  # type: ignore[operator]

@@ -34,6 +34,7 @@ import os
 import resource
 import sys
 import time
+import weakref
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -89,21 +90,33 @@ class TaskMemory:
     STATUS = "/proc/self/status"
 
     def __init__(self) -> None:
+        self.carried = 0  # the peak before a task run inside this one reset the mark (a region's tasks)
+        if _MEASURING:
+            mark = _high_water_mark(self.STATUS)
+            for outer in _MEASURING:
+                outer.carried = max(outer.carried, mark or 0)
         self.reset = _reset_high_water_mark(self.CLEAR_REFS)
         start = _high_water_mark(self.STATUS) if self.reset else None  # (just reset: what it holds now)
         self.reset = start is not None
         self.start = start if start is not None else peak_rss()
+        _MEASURING.add(self)
 
     def peak(self) -> int | None:
         """The process's peak in bytes while the task ran (None: not known here)."""
+        _MEASURING.discard(self)
         if self.reset:
-            return _high_water_mark(self.STATUS)
+            mark = _high_water_mark(self.STATUS)
+            return None if mark is None else max(mark, self.carried)
         after = peak_rss()
         return after if after > self.start else None
 
     def grown(self, peak: int | None) -> int | None:
         """How far `peak` (from `peak()`) is above what the process held as the task started."""
         return None if peak is None else max(0, peak - self.start)
+
+
+# the measurements under way in this process (a task that failed is dropped with its measurement)
+_MEASURING: weakref.WeakSet[TaskMemory] = weakref.WeakSet()
 
 
 def _reset_high_water_mark(path: str) -> bool:

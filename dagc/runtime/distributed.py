@@ -205,7 +205,7 @@ class Runner:
         self.log: EventLog | None = None
         self.progress: Progress | None = None
         self.kv: Any = None  # the rendezvous store (this attempt's keys): counts finished tasks
-        self._follower: threading.Thread | None = None  # rank 0's progress thread (a terminal only)
+        self._follower: threading.Thread | None = None  # rank 0's progress thread (on a terminal)
         self._stop_follower = threading.Event()
         self.run: set[str] = set()
         self.load: set[str] = set()
@@ -284,7 +284,7 @@ class Runner:
                 self.log.write("code_changed", tasks=self.changed)
         if self.rank == 0:  # the whole run's progress: every rank counts its tasks in the store
             self.progress = Progress(len(self.run))
-            if self.progress.enabled:
+            if self.progress.mode == "live":  # (redrawn as other ranks finish theirs)
                 self._follower = threading.Thread(target=self._follow_progress, args=(self.progress,), daemon=True,
                                                   name="dagc-progress")
                 self._follower.start()
