@@ -164,8 +164,7 @@ def test_a_short_run_on_a_pipe_writes_nothing_and_the_plain_line_says_what_runs(
     progress.begin("load")
     progress.advance(name="load")
     progress.begin("train")
-    assert progress.line().startswith("dagc: 1/3 tasks done after ")
-    assert progress.line().endswith("; running: train (0.0s)") or "running: train (" in progress.line()
+    assert re.fullmatch(r"dagc: 1/3 tasks done after \S+; running: train \(\S+\)", progress.line())
     progress.close()
     assert stream.getvalue() == ""  # no heartbeat came due: nothing written
 
