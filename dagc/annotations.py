@@ -94,6 +94,10 @@ def task(fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
         return fn
 
     def decorate(func: F) -> F:
+        try:  # the options as written, for the run-time checks of what was declared (dagc.runtime.costs)
+            func.__dagc_task__ = dict(options)  # type: ignore[attr-defined]
+        except (AttributeError, TypeError):  # a callable that keeps no attributes
+            pass
         return func
 
     return decorate

@@ -22,14 +22,17 @@ every rank then prunes the same steps from its sequence (completed tasks not nee
 and messages nobody still needs). Dropping whole steps keeps the compiler's deadlock-freedom proof
 valid (see `dagc.passes.commcheck`).
 
-Only rank 0 writes the result, the event log and the progress bar: the other ranks hand their
-event records to rank 0 at the end of the run (a rank whose task fails writes its `failure`
-record itself, since it is about to stop).
+Only rank 0 writes the result, the event log and the progress display: the other ranks hand their
+event records to rank 0 at the end of the run. A run that fails never gets there: a rank whose task
+fails writes its `failure` record itself, and every other rank writes the records it holds when the
+failure reaches it (an error from a lost peer, or torchrun's SIGTERM), so a failed run's log still
+lists every task any rank finished.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import sys
 import threading
@@ -160,7 +163,9 @@ class Runner:
         final_state: Sequence[int] = (),
         code: Mapping[str, tuple] | None = None,
         changed: Sequence[str] = (),
+        resume: bool = False,
     ) -> None:
+        self.resume = resume  # --resume was given (a restarted attempt resumes too)
         self.pipeline = pipeline
         self.changed = list(changed)  # tasks whose code changed since the program was emitted (a `code_changed`)
         self.costs = costs  # where each task's owner records what it measured (dagc.runtime.costs)
@@ -200,7 +205,7 @@ class Runner:
         self.log: EventLog | None = None
         self.progress: Progress | None = None
         self.kv: Any = None  # the rendezvous store (this attempt's keys): counts finished tasks
-        self._follower: threading.Thread | None = None  # rank 0's progress thread (a terminal only)
+        self._follower: threading.Thread | None = None  # rank 0's progress thread (on a terminal)
         self._stop_follower = threading.Event()
         self.run: set[str] = set()
         self.load: set[str] = set()
@@ -246,14 +251,15 @@ class Runner:
             if self.store is None:
                 self.store = RunStore(self.run_dir)
         self.stored.store = self.store  # a restarted run reuses what its earlier attempts stored
-        done: set[str] = set()
+        sources: dict[str, str] = {}  # reused task -> where its output was found: "run" or "cache"
         if self.rank == 0 and (self.store is not None or self.cache is not None):
             # a file a stored output was computed from changed: that task and everything after it run again
             before_reuse(self.tasks, self.code, self.store, self.cache)
-            done = {name for name in self.tasks if self._reusable(name)}
-        shared: list[Any] = [run_id, sorted(done)]
+            sources = {name: found for name in self.tasks if (found := self._reusable(name)) is not None}
+        shared: list[Any] = [run_id, sorted(sources.items())]
         dist.broadcast_object_list(shared, src=0)
-        run_id, done = shared[0], set(shared[1])
+        run_id, sources = shared[0], dict(shared[1])
+        done = set(sources)
         self.run, self.load, self.active = plan_steps(self.tasks, self.moves, self.returns, done,
                                                       self.collectives)
         for tag in sorted(self.active):  # preallocate the receive buffers of statically shaped tensors
@@ -278,16 +284,18 @@ class Runner:
                 self.log.write("code_changed", tasks=self.changed)
         if self.rank == 0:  # the whole run's progress: every rank counts its tasks in the store
             self.progress = Progress(len(self.run))
-            if self.progress.enabled:
+            if self.progress.mode == "live":  # (redrawn as other ranks finish theirs)
                 self._follower = threading.Thread(target=self._follow_progress, args=(self.progress,), daemon=True,
                                                   name="dagc-progress")
                 self._follower.start()
-            self._event("run_start", pipeline=self.pipeline, tasks=len(self.tasks), resume=bool(done),
+            self._event("run_start", pipeline=self.pipeline, tasks=len(self.tasks),
+                        resume=self.resume or self.attempt > 0,
                         run_dir=str(self.run_dir) if self.run_dir else None, world_size=self.world,
                         backend=backend, restart=self.attempt)
         for name in sorted(done):
             if self.tasks[name].ranks[0] == self.rank:
-                self._event("skip", name, fingerprint=self.tasks[name].fingerprint, rank=self.rank)
+                self._event("skip", name, fingerprint=self.tasks[name].fingerprint, source=sources[name],
+                            rank=self.rank)
         for name, row in self.tasks.items():  # what reused tasks printed, in program order, by their owner
             if name in done and row.ranks[0] == self.rank:
                 spec = self.specs[name]
@@ -295,14 +303,14 @@ class Runner:
                 replay(self.stored.console(spec, held), name,
                        "the run directory or the cache" if held == "run" else "the cache")
 
-    def _reusable(self, name: str) -> bool:
-        """Whether task `name`'s output can be had (dagc.runtime.reuse): in the run directory or in the cache (a
-        cached output is taken into the run directory, so every rank finds it there)."""
+    def _reusable(self, name: str) -> str | None:
+        """Where task `name`'s output can be had (dagc.runtime.reuse): "run" (the run directory), "cache" (a
+        cached output is taken into the run directory, so every rank finds it there), or None."""
         spec = self.specs[name]
         source = self.stored.source(spec)
         if source is not None:
             self.stored.take(spec, source)
-        return source is not None
+        return source
 
     def _store(self) -> Any:
         """The rendezvous store, with keys private to this attempt: a restarted group must not read
@@ -325,6 +333,25 @@ class Runner:
             record["task"] = task
         record.update(fields, pid=os.getpid(), host=socket.gethostname())
         self.records.append(record)
+
+    def _write_own_records(self) -> None:
+        """A rank other than 0 writes the records it holds itself, when the run fails before handing them to
+        rank 0 (the tasks it finished belong in the failed run's log too)."""
+        records, self.records = self.records, []
+        if self.rank != 0 and self.log is not None and records:
+            _write_records(EventLog(self.log.path, self.log.run_id), records)
+
+    def _keep_records_on_termination(self) -> None:
+        """torchrun's agent ends the other ranks with SIGTERM when one fails: their records are written first."""
+        if self.rank == 0 or threading.current_thread() is not threading.main_thread():
+            return
+
+        def on_term(signum: int, frame: Any) -> None:
+            self._write_own_records()
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        signal.signal(signal.SIGTERM, on_term)
 
     # ---- the three verbs -------------------------------------------------------------------------
     def task(self, name: str, fn: Callable[..., Any], *args: Any, key_values: tuple | None = None,
@@ -350,6 +377,8 @@ class Runner:
             threads=self.default_threads, final_state=self.final_state, held=self.held, costs=self.costs,
             stored=self.stored)  # (a group stored at its end: its outputs wait in `held` until its last task)
         agree = (lambda failed: self._any_failed(failed, group)) if group is not None else None
+        if owner and self.progress is not None:
+            self.progress.begin(name)
         with use_stages(self.stages.get(name)):
             value = executor.run(spec, fn, *args, owner=owner, agree=agree, key_values=key_values, **kwargs)
         if owner:
@@ -452,6 +481,7 @@ class Runner:
         """Set up, run this rank's `program`, and on rank 0 gather the other ranks' events and `finish` the
         run with its result (dagc.runtime.lifecycle: stored, `run_end`, delivered); returns the result."""
         self.setup()
+        self._keep_records_on_termination()
         try:
             result = program(self)
             for work, _ in self.sending:  # every value this rank sent has arrived
@@ -459,20 +489,18 @@ class Runner:
             self.sending.clear()
             records: list[Any] = [None] * self.world if self.rank == 0 else []
             dist.gather_object(self.records, records if self.rank == 0 else None, dst=0)
+            self.records = []  # handed over: rank 0 writes them
             if self.rank == 0:
                 if self.log is not None:
-                    for record in sorted((r for rs in records[1:] if rs for r in rs), key=lambda r: r["ts"]):
-                        fields = {k: v for k, v in record.items() if k not in ("run", "event", "task")}
-                        fields["time"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record["ts"])) + \
-                            f".{int(record['ts'] % 1 * 1e3):03d}Z"
-                        self.log.write(record["event"], record.get("task"), **fields)
+                    _write_records(self.log, [r for rs in records[1:] if rs for r in rs])
+                if self.progress is not None:  # (before the result is printed)
+                    self.progress.close()
                 if finish is not None:
                     finish(result, self.store, self.log)
-                if self.progress is not None:
-                    self.progress.close()
             dist.barrier()
             return result
         except BaseException as exc:
+            self._write_own_records()  # what this rank did stays in the failed run's log
             if self.rank == 0:
                 from dagc.runtime.program import INTERRUPTED
 
@@ -481,6 +509,8 @@ class Runner:
             raise
         finally:
             self._stop_following()
+            if self.progress is not None:  # a failed run's display is taken down before its error is said
+                self.progress.close()
             dist.destroy_process_group = self._destroy  # (the user's code may call it again from here on)
             if dist.is_initialized():
                 dist.destroy_process_group()
@@ -527,6 +557,15 @@ class _RankLog(EventLog):
             return super().write(event, task, **fields)
         self.runner._event(event, task, **fields)
         return {}
+
+
+def _write_records(log: EventLog, records: Sequence[dict[str, Any]]) -> None:
+    """Append records another process (or this one, earlier) made, in time order, keeping when they happened."""
+    for record in sorted(records, key=lambda r: r["ts"]):
+        fields = {k: v for k, v in record.items() if k not in ("run", "event", "task")}
+        fields["time"] = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record["ts"])) + \
+            f".{int(record['ts'] % 1 * 1e3):03d}Z"
+        log.write(record["event"], record.get("task"), **fields)
 
 
 def _free_port() -> int:

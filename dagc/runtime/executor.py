@@ -39,7 +39,7 @@ from typing import Any
 from dagc.runtime import filetrace
 from dagc.runtime.console import Recording, replay, save_console
 from dagc.runtime.context import TaskContext, reset_context, set_context
-from dagc.runtime.costs import RUNNING_UNIT, CostLog
+from dagc.runtime.costs import RUNNING_UNIT, CostLog, TaskMemory, declared_memory
 from dagc.runtime.effectcheck import Assumed, EffectViolation, watch
 from dagc.runtime.energy import meter
 from dagc.runtime.events import EventLog
@@ -48,6 +48,7 @@ from dagc.runtime.reuse import FINAL, NEVER_REUSED, StoredOutputs
 from dagc.runtime.rows import TaskRow
 from dagc.runtime.store import Cache, Part, RunStore, dumps_outputs, flush_writes, write_behind
 from dagc.runtime.threads import set_threads
+from dagc.units import format_size
 
 __all__ = ["Executor", "TaskSpec", "TaskFailed", "TaskTimeout", "deadline", "NOT_STORABLE", "TaskRow", "NEVER_REUSED",
            "FINAL"]
@@ -70,6 +71,9 @@ def store_rate() -> float:
         return STORE_BYTES_PER_S
     return rate if rate > 0 else STORE_BYTES_PER_S
 
+
+# task functions (module, qualified name) said to have taken more memory than declared, once per process
+OVER_MEMORY_SAID: set[tuple[str | None, str]] = set()
 
 # the start of a cache column's reason when a task reads what a task that acts on the world made (or runs after
 # it): its output is stored and reused by its fingerprint and the content of its arguments, taken when it is
@@ -179,7 +183,8 @@ class Executor:
     modules   the user's modules, whose globals the check watches
     threads   the threads a task that declares no `cpus=` computes on (None: as the process does;
               dagc.runtime.threads)
-    progress  a progress bar to advance as tasks finish (the local program's)
+    progress  the progress display (dagc.runtime.progress): told as tasks start and finish (the local
+              program's)
     write_behind  outputs of tasks outside state groups are written on a background thread
     recompute  a large output its task computes the same way again, faster than the output could be stored,
               is not stored: `--resume` and `--cache` compute it again (the local program; see `save`)
@@ -308,6 +313,8 @@ class Executor:
         # a unit of the program's code table: what runs inside it is recorded with its code (dagc.runtime.costs)
         unit = self.costs.code.get(spec.name) if self.costs is not None else None
         running = RUNNING_UNIT.set((self.costs, unit)) if unit is not None else None
+        if self.progress is not None:
+            self.progress.begin(spec.name)
         try:
             value = self._run(spec, fn, args, kwargs, owner, agree)
         finally:
@@ -344,6 +351,8 @@ class Executor:
         found: list[tuple[str, str]] | None = None
         # the energy counters of the devices this process sees, where the machine has any (dagc.runtime.energy)
         energy = meter() if owner and (self.log is not None or self.costs is not None) else None
+        declared = declared_memory(fn)  # its memory=, said when the task took more (dagc.runtime.costs)
+        measure = owner and (self.costs is not None or declared is not None)
         tries = 0
         while True:
             attempt = self._next_attempt(spec.name, rank, tries)
@@ -354,6 +363,7 @@ class Executor:
             start = time.perf_counter()
             cpu_start = time.process_time()
             joules_start = energy.read() if energy is not None else None
+            memory = TaskMemory() if measure else None
             error: BaseException | None = None
             token = set_context(ctx)
             if recording is not None:
@@ -409,6 +419,10 @@ class Executor:
         cpu = time.process_time() - cpu_start
         joules = round(energy.read() - joules_start, 3) if energy is not None and joules_start is not None else None
         measured = {"energy": joules} if joules is not None else {}
+        peak = memory.peak() if memory is not None else None
+        grown = memory.grown(peak) if memory is not None else None
+        if declared is not None and grown is not None and grown > declared:
+            self._over_memory(spec.name, fn, declared, grown)
         if found is not None:
             self._save_trace(spec, found)
         nbytes = self.save(spec, value, recording.chunks if recording is not None else [], duration) if owner else None
@@ -417,7 +431,8 @@ class Executor:
         if owner and self.costs is not None:
             inside = RUNNING_UNIT.get()  # (a task inside a unit: the unit's code)
             self.costs.record(spec.name, duration, cpu, nbytes,
-                              code=None if spec.name in self.costs.code or inside is None else inside[1], **measured)
+                              code=None if spec.name in self.costs.code or inside is None else inside[1],
+                              rss=peak, memory=grown, **measured)
         return value
 
     def _base_context(self) -> TaskContext:
@@ -554,6 +569,20 @@ class Executor:
         """Wait for the outputs written behind (before the run ends); raises a StorageError of theirs."""
         if self.write_behind:
             flush_writes()
+
+    def _over_memory(self, task: str, fn: Callable[..., Any], declared: int, grown: int) -> None:
+        """A task took more memory than its `memory=` declares: said once per task function in this process (a
+        loop's body runs many times, unrolled as `big[0]`, `big[1]`, ...), as a warning and a `memory_exceeded`
+        event; the cost store keeps the measured figure."""
+        key = (getattr(fn, "__module__", None), getattr(fn, "__qualname__", task))
+        if key in OVER_MEMORY_SAID:
+            return
+        OVER_MEMORY_SAID.add(key)
+        if self.log is not None:
+            self.log.write("memory_exceeded", task, declared=declared, peak=grown, **self.where)
+        print(f"dagc: warning: task `{task}` took {format_size(grown)} of memory at its peak, more than the "
+              f"{format_size(declared)} its memory= declares (the cost store keeps the measured figure)",
+              file=sys.stderr)
 
     def _not_storable(self, spec: TaskSpec, value: Any, exc: BaseException) -> None:
         kind = unpicklable_type(value)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,7 +17,10 @@ from dagc.runtime.program import LAUNCHER_VARIABLES
 from dagc.runtime.threads import passive_waiting, plain_threads, set_threads
 
 __all__ = ["launch_main", "take_launcher_environment", "hand_over", "another_rank_failed", "FAILURE_FILE",
-           "PLAIN_THREADS_VARIABLE"]
+           "PLAIN_THREADS_VARIABLE", "stop_with_launcher"]
+
+# how often a rank looks whether its launcher is still there: a rank outliving it stops within about this
+LAUNCHER_CHECK_S = 0.5
 
 
 PLAIN_THREADS_VARIABLE = "DAGC_PLAIN_OMP_NUM_THREADS"  # OMP_NUM_THREADS before torchrun set it ("": unset)
@@ -35,6 +40,27 @@ def take_launcher_environment() -> dict[str, str]:
             os.environ.pop("OMP_NUM_THREADS", None)
     set_threads(plain_threads(os.environ))
     return launcher
+
+
+def stop_with_launcher(rank: str, interval: float = LAUNCHER_CHECK_S) -> threading.Thread:
+    """End this rank when the launcher that started it (its parent: torchrun's agent) is gone, killed with
+    `kill -9` say: an orphaned rank would otherwise go on until its task ends (holding the run directory's
+    lock) and then die on the lost rendezvous store with a traceback. A thread watches the parent's pid; rank 0
+    says it in one line, and every rank exits with status 1 (the kernel then releases the run directory's
+    lock). Linux's PR_SET_PDEATHSIG is not used: it fires when the parent *thread* ends, not the process."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval)
+        if rank == "0":
+            sys.stderr.write(f"dagc: the launcher of this run (pid {parent}) is gone; its ranks stop\n")
+            sys.stderr.flush()
+        os._exit(1)  # now, from this thread: the main thread may be deep inside a task
+
+    thread = threading.Thread(target=watch, name="dagc-launcher-watch", daemon=True)
+    thread.start()
+    return thread
 
 
 def launch_main(path: str, argv: Sequence[str], nproc: int, max_restarts: int = 0) -> int:

@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from dagc.runtime.executor import TaskFailed
-from dagc.runtime.launcher import another_rank_failed, hand_over, launch_main, take_launcher_environment
+from dagc.runtime.launcher import (
+    another_rank_failed,
+    hand_over,
+    launch_main,
+    stop_with_launcher,
+    take_launcher_environment,
+)
 from dagc.runtime.lifecycle import FINISHED, Pipeline, Program, SaidElsewhere
 from dagc.runtime.program import ResultError, priority_note, run_directory
 from dagc.runtime.store import RunStore, StorageError
@@ -81,6 +87,8 @@ class Torch:
             os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
         # user code sees the plain run's environment: no RANK, WORLD_SIZE, MASTER_ADDR, ...
         self.launcher = take_launcher_environment()
+        if "TORCHELASTIC_RUN_ID" in self.launcher:  # started by torchrun's agent: a rank never outlives it
+            stop_with_launcher(self.launcher.get("RANK", "0"))
         program.speaks = self.launcher.get("RANK") == "0"
         return None
 
@@ -102,7 +110,7 @@ class Torch:
                         collectives=plan.collectives, compress=plan.compress, cache=program.cache,
                         check=args.check_effects is not False, launcher=self.launcher, threads_mode=args.threads,
                         final_state=pipeline.final_state, code=pipeline.code, costs=program.costs(),
-                        changed=program.changed if reusing else ())
+                        changed=program.changed if reusing else (), resume=program.resume)
         function = plan.programs[runner.rank] if runner.rank < len(plan.programs) else None
         program.started = time.perf_counter()  # (rank 0 writes `run_start` once the process group is up)
         try:
