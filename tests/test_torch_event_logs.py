@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.deadlines import scaled
 from tests.interpreters import run_python
 
 pytest.importorskip("torch")
@@ -19,7 +20,7 @@ from tests.test_backend_torch import _emit  # noqa: E402
 pytestmark = pytest.mark.slow
 
 # `second` (rank 0) fails a while after `first` (rank 1), a quick one, has finished (a file or a message between
-# them would have the compiler place them on one rank)
+# them would have the compiler place them on one rank): the while grows with the machine's load (tests.deadlines)
 FAILS = """
 import time
 
@@ -33,7 +34,7 @@ def first(n: int) -> int:
 
 @dagc.task
 def second(n: int) -> int:
-    time.sleep(5)
+    time.sleep(SLEEP)
     raise ValueError("second fails")
 
 
@@ -74,7 +75,7 @@ def _run(program: Path, tmp_path: Path, *args: str) -> str:
 
 
 def test_a_failed_run_logs_the_tasks_other_ranks_finished(tmp_path: Path) -> None:
-    program = _program(tmp_path, FAILS)
+    program = _program(tmp_path, FAILS.replace("SLEEP", f"{scaled(5):.1f}"))
     text = program.read_text()
     assert text.index("rt.task('second'") < text.index("def rank_1") < text.index("rt.task('first'")
     said = _run(program, tmp_path, "--run-dir", str(tmp_path / "run"))

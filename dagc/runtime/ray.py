@@ -59,6 +59,23 @@ from dagc.runtime.store import Cache, RunStore
 __all__ = ["Plan", "Job", "Driver", "Ray", "Placement", "PlacementError", "RunFailed", "ray_main", "local_resources",
            "PLACEMENTS", "HELD"]
 
+
+def _every_line_shown() -> None:
+    """Ray folds lines that several workers print alike into `[repeated Nx across cluster]`, which would hide a
+    training's per-epoch lines: show each, as the plain run does (unless the user set RAY_DEDUP_LOGS). Ray reads
+    the variable when it is imported, which the program did first, so its logging module is told too."""
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    if os.environ["RAY_DEDUP_LOGS"] == "0":
+        try:
+            from ray._private import ray_logging
+
+            ray_logging.RAY_DEDUP_LOGS = False  # type: ignore[attr-defined]
+        except (ImportError, AttributeError):  # another Ray: its own default stands
+            pass
+
+
+_every_line_shown()
+
 PLACEMENTS = ("node", "bundles")
 
 
