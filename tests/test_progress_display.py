@@ -172,3 +172,22 @@ def test_a_short_run_on_a_pipe_writes_nothing_and_the_plain_line_says_what_runs(
 @pytest.mark.parametrize(("seconds", "text"), [(4.25, "4.2s"), (52.9, "52s"), (185, "3m05s"), (7380, "2h03m")])
 def test_elapsed_times_read_as_people_write_them(seconds: float, text: str) -> None:
     assert format_elapsed(seconds) == text
+
+
+def test_a_driver_follows_the_starts_its_workers_record(tmp_path) -> None:
+    """A Ray driver names the running tasks from the event log its workers append to: each call gives the new
+    records of its run, a line still being written waits for the next call."""
+    from dagc.runtime.events import EventLog, EventTail
+
+    path = tmp_path / "events.jsonl"
+    tail = EventTail(path, "run-1")
+    assert tail.new() == []  # no log yet
+    EventLog(path, "run-1").write("start", task="a")
+    EventLog(path, "run-2").write("start", task="other")
+    assert [(r["event"], r["task"]) for r in tail.new()] == [("start", "a")]
+    with path.open("ab") as f:
+        f.write(b'{"event": "start", "run": "run-1", "ta')
+    assert tail.new() == []
+    with path.open("ab") as f:
+        f.write(b'sk": "b"}\n')
+    assert [r["task"] for r in tail.new()] == ["b"] and tail.new() == []

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EventLog", "read_events", "new_run_id"]
+__all__ = ["EventLog", "EventTail", "read_events", "new_run_id"]
 
 TASK_EVENTS = ("start", "end", "failure", "retry", "skip", "width")
 RUN_EVENTS = ("run_start", "run_end", "run_failed")
@@ -123,6 +123,37 @@ def read_events(path: str | os.PathLike[str], *, run: str | None = None, event: 
     is not a JSON object (torn by a writer killed mid-line, bytes that are not UTF-8) is skipped, and its
     number appended to `skipped` when given."""
     return list(_iter(Path(path), run, event, skipped if skipped is not None else []))
+
+
+class EventTail:
+    """The records one run appended to an event log since the last call: how a Ray driver follows what its
+    workers record (which tasks started) without reading the whole log each time. A line still being written
+    waits for the next call."""
+
+    def __init__(self, path: str | os.PathLike[str], run: str) -> None:
+        self.path, self.run = Path(path), run
+        self._offset = 0
+        self._partial = b""
+
+    def new(self) -> list[dict[str, Any]]:
+        try:
+            with self.path.open("rb") as f:
+                f.seek(self._offset)
+                data = f.read()
+        except OSError:  # not made yet, or unreadable: nothing new to follow
+            return []
+        self._offset += len(data)
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        out = []
+        for raw in lines:
+            try:
+                record = json.loads(raw.decode("utf-8"))
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("run") == self.run:
+                out.append(record)
+        return out
 
 
 def _iter(path: Path, run: str | None, event: str | None, skipped: list[int]) -> Iterator[dict[str, Any]]:

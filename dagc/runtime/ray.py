@@ -37,7 +37,7 @@ import ray
 from dagc.runtime.admission import AGING_SECONDS, Gate, admission_queue, unwrap
 from dagc.runtime.console import replay
 from dagc.runtime.costs import CostLog
-from dagc.runtime.events import EventLog, read_events
+from dagc.runtime.events import EventLog, EventTail, read_events
 from dagc.runtime.executor import TaskFailed, TaskRow, TaskSpec
 from dagc.runtime.lifecycle import Pipeline, Program
 from dagc.runtime.placement import Placement, PlacementError, total_resources
@@ -407,8 +407,13 @@ class Driver:
         """Wait for every submitted task; raise RunFailed, naming the task, on the first failure."""
         order = {task: i for i, task in enumerate(self.submitted)}
         next_check = time.monotonic() + min(5.0, self.pending_timeout)
+        # the display names the tasks running now: the workers record when each starts
+        tail = EventTail(self.store.events_path, self.log.run_id) if self.progress.enabled else None
         while self.pending:
             ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=0.1, fetch_local=False)
+            for record in tail.new() if tail is not None else ():
+                if record.get("event") == "start" and record.get("task") in self.since:
+                    self.progress.begin(str(record["task"]))
             failed: list[tuple[int, str, Exception]] = []
             for ref in ready:
                 task = self.pending.pop(ref)
