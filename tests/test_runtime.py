@@ -7,6 +7,7 @@ import os
 import pickle
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from dagc.runtime.executor import Executor, TaskFailed
 from dagc.runtime.program import default_run_dir, split_argv
 from dagc.runtime.store import Cache
 from tests import runtime_projects as projects
+from tests.deadlines import scaled
 from tests.interpreters import run_python
 
 
@@ -225,3 +227,27 @@ def test_check_backend_warns_about_options_it_ignores(tmp_path: Path, write_proj
         assert proc.returncode == 0, proc.stderr
         warned[backend] = [line.split("`")[3] for line in proc.stderr.splitlines() if "warning[DAGC160]" in line]
     assert warned == {"local": ["gpus", "memory", "ranks"], "ray": [], "torch": ["memory"]}
+
+
+def test_a_task_hung_outside_python_is_recorded_before_its_process_ends(tmp_path: Path) -> None:
+    """A task that cannot be interrupted past its timeout (stuck in C code; here, off the main thread, which no
+    SIGALRM reaches) ends its process; the failure event says why first, so that an engine that sees only a dead
+    worker (Ray) reports the timeout."""
+    script = tmp_path / "hung.py"
+    script.write_text(textwrap.dedent(f"""
+        import threading
+        import time
+        from dagc.runtime import executor
+        from dagc.runtime.events import EventLog
+        executor.HARD_STOP_GRACE = 0.2
+        log = EventLog({str(tmp_path / "events.jsonl")!r}, "run-1")
+        rt = executor.Executor({{"hung": ("h" * 32, 0, 0.3, True, None)}}, log=log)
+        worker = threading.Thread(target=rt.task, args=("hung", time.sleep, 60))
+        worker.start()
+        worker.join()
+    """), encoding="utf-8")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=scaled(60))
+    assert proc.returncode == 124, proc.stderr[-2000:]
+    (failure,) = read_events(tmp_path / "events.jsonl", event="failure")
+    assert failure["task"] == "hung" and "timeout of 0.3s" in failure["error"]
+    assert "did not return to Python" in failure["error"] and failure["attempt"] == 1

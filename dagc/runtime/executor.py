@@ -131,10 +131,12 @@ def _describe(error: BaseException) -> str:
 
 
 @contextmanager
-def deadline(seconds: float | None, task: str) -> Iterator[None]:
+def deadline(seconds: float | None, task: str,
+             on_hard_stop: Callable[[TaskTimeout], object] | None = None) -> Iterator[None]:
     """Stop the block after `seconds`: TaskTimeout is raised in it (SIGALRM, on the main thread);
     a block that does not return to Python within HARD_STOP_GRACE more seconds ends its process,
-    naming the task (a hung task never hangs the run)."""
+    naming the task (a hung task never hangs the run), after `on_hard_stop` recorded why (the engine
+    then sees only a process that died)."""
     if not seconds:
         yield
         return
@@ -151,8 +153,14 @@ def deadline(seconds: float | None, task: str) -> Iterator[None]:
 
     def hard_stop() -> None:
         if not done.wait(seconds + (HARD_STOP_GRACE if use_alarm else 0.0)):
-            sys.stderr.write(f"dagc: {message} (its process is ended: it did not return to Python)\n")
+            stopped = f"{message} (its process was ended: it did not return to Python)"
+            sys.stderr.write(f"dagc: {stopped}\n")
             sys.stderr.flush()
+            if on_hard_stop is not None:
+                try:
+                    on_hard_stop(TaskTimeout(stopped))
+                except Exception:  # noqa: BLE001 - the process ends either way; stderr said why
+                    pass
             os._exit(124)
 
     watchdog = threading.Thread(target=hard_stop, name=f"dagc-timeout-{task}", daemon=True)
@@ -375,7 +383,13 @@ class Executor:
             found = tracer.__enter__() if tracer is not None else None
             try:
                 if spec.timeout:
-                    with deadline(spec.timeout, spec.name):
+                    def recorded(error: TaskTimeout, began: float = start, number: int = attempt + 1) -> object:
+                        if self.log is None:
+                            return None
+                        return self.log.failure(spec.name, time.perf_counter() - began, error, "",
+                                                attempt=number, **self.where)
+
+                    with deadline(spec.timeout, spec.name, recorded):
                         value = fn(*args, **kwargs)
                 else:  # the common case, kept free of context managers: it runs once per task
                     value = fn(*args, **kwargs)

@@ -427,8 +427,12 @@ class Driver:
             if failed:  # name the first in submission order: what fails after it may fail because of it
                 _, task, exc = min(failed, key=lambda f: f[0])
                 cause = getattr(exc, "cause", None)
-                raise RunFailed(_failure_message(task, exc),
-                                cause.task if isinstance(cause, TaskFailed) else task) from exc
+                message = _failure_message(task, exc)
+                if isinstance(exc, ray.exceptions.WorkerCrashedError):  # why its process ended, if it said so
+                    said = [e for e in _events(self.store, self.log.run_id, "failure") if e.get("task") == task]
+                    if said:
+                        message = f"task `{task}` failed (attempt {said[-1].get('attempt', 1)}): {said[-1]['error']}"
+                raise RunFailed(message, cause.task if isinstance(cause, TaskFailed) else task) from exc
             if time.monotonic() >= next_check:
                 self.watch()
                 next_check = time.monotonic() + min(5.0, self.pending_timeout)
