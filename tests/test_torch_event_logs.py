@@ -75,7 +75,7 @@ def _run(program: Path, tmp_path: Path, *args: str) -> str:
 
 
 def test_a_failed_run_logs_the_tasks_other_ranks_finished(tmp_path: Path) -> None:
-    program = _program(tmp_path, FAILS.replace("SLEEP", f"{scaled(5):.1f}"))
+    program = _program(tmp_path, FAILS.replace("SLEEP", f"{scaled(2):.1f}"))
     text = program.read_text()
     assert text.index("rt.task('second'") < text.index("def rank_1") < text.index("rt.task('first'")
     said = _run(program, tmp_path, "--run-dir", str(tmp_path / "run"))
