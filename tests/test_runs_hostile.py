@@ -282,3 +282,20 @@ def test_a_script_with_a_dot_in_its_stem_is_refused_at_compile_time(tmp_path: Pa
     renamed = _program(tmp_path, "local", "train_v2.py")  # the fix the hint names
     done = run_python([str(renamed)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == plain, done.stderr
+
+
+def test_a_refused_torch_run_exits_2_saying_it_once(tmp_path: Path) -> None:
+    """`--resume` of a directory that is no run directory: the torch program refuses it as local and Ray do (exit
+    status 2, the usage and the reason once), before its launcher starts any rank, with no torchrun report."""
+    from dagc.cluster import parse_cluster_spec
+
+    script = tmp_path / "pipe.py"
+    script.write_text(PIPELINE, encoding="utf-8")
+    program = tmp_path / "pipe_torch.py"
+    graph = compile_file(script, pipeline_name="numbers", backend="torch", cluster=parse_cluster_spec("2"))
+    program.write_text(emit(graph, "torch", program))
+    proc = run_python([str(program), "--nproc", "2", "--resume", str(tmp_path / "nothing")], capture_output=True, text=True,
+                      timeout=120, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert proc.stderr.count("is not a dagc run directory (no run.json)") == 1, proc.stderr
+    assert "ChildFailedError" not in proc.stderr and "Traceback" not in proc.stderr

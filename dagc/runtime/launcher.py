@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import threading
 import time
@@ -98,8 +99,11 @@ def launch_main(path: str, argv: Sequence[str], nproc: int, max_restarts: int = 
             code = 130
         except Exception as exc:  # ChildFailedError: torchrun's report, said unless a rank said why it failed
             code = 1
+            exits = {getattr(f, "exitcode", None) for f in getattr(exc, "failures", {}).values()}
             if type(exc).__name__ == "SignalException":  # Ctrl-C forwarded to the ranks, which said it
                 code = 130
+            elif 2 in exits and exits <= {2, -signal.SIGTERM}:  # a rank refused the run (it said why; the agent
+                code = 2  # then stopped the others): the program's own status for it, as on local and Ray
             elif not Path(tmp, "failure").exists():
                 sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
         finally:

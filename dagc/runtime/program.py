@@ -21,7 +21,7 @@ from pathlib import Path
 
 from dagc.runtime.store import Cache, RunStore, StorageError
 
-__all__ = ["ResultError", "split_argv", "prepare_interpreter", "default_run_dir", "add_run_options", "open_run", "open_cache",
+__all__ = ["ResultError", "check_run_options", "split_argv", "prepare_interpreter", "default_run_dir", "add_run_options", "open_run", "open_cache",
            "unusable_ray_dirs",
            "run_directory", "store_result", "deliver_result", "DAGC_DIR"]
 
@@ -266,19 +266,25 @@ def open_cache(args: argparse.Namespace, parser: argparse.ArgumentParser | None 
     return Cache(args.cache)
 
 
-def run_directory(parser: argparse.ArgumentParser, args: argparse.Namespace, pipeline: str, run_id: str | None, *,
-                  restarts: bool = False) -> Path | None:
-    """The run directory of a program whose processes open it themselves (torch ranks): `--resume`'s,
-    `--run-dir`, or, when the launcher may restart the processes, `.dagc/runs/PIPELINE-RUN_ID`
-    under a run id every restart shares."""
+def check_run_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse (exit 2, with the usage) run-directory options that cannot work: checked where the processes open
+    the run directory, and first by a launcher about to start them, so that it is said once."""
     if args.resume is not None and args.run_dir is not None:
         parser.error("--resume RUN_DIR already names the run directory; drop --run-dir")
     _refuse_shared(parser, args, args.resume if args.resume is not None else args.run_dir)
     if args.cache is not None:
         _refuse_shared(parser, args, args.cache)
+    if args.resume is not None and not (args.resume / "run.json").is_file():
+        parser.error(f"--resume: {args.resume} is not a dagc run directory (no run.json)")
+
+
+def run_directory(parser: argparse.ArgumentParser, args: argparse.Namespace, pipeline: str, run_id: str | None, *,
+                  restarts: bool = False) -> Path | None:
+    """The run directory of a program whose processes open it themselves (torch ranks): `--resume`'s,
+    `--run-dir`, or, when the launcher may restart the processes, `.dagc/runs/PIPELINE-RUN_ID`
+    under a run id every restart shares."""
+    check_run_options(parser, args)
     if args.resume is not None:
-        if not (args.resume / "run.json").is_file():
-            parser.error(f"--resume: {args.resume} is not a dagc run directory (no run.json)")
         return Path(args.resume)
     if args.run_dir is not None:
         return Path(args.run_dir)

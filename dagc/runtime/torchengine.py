@@ -27,7 +27,7 @@ from dagc.runtime.launcher import (
     take_launcher_environment,
 )
 from dagc.runtime.lifecycle import FINISHED, Pipeline, Program, SaidElsewhere
-from dagc.runtime.program import ResultError, priority_note, run_directory
+from dagc.runtime.program import ResultError, check_run_options, priority_note, run_directory
 from dagc.runtime.store import RunStore, StorageError
 
 __all__ = ["TorchPlan", "Torch", "torch_main"]
@@ -83,6 +83,7 @@ class Torch:
             os.environ[PRIORITY_SAID] = "1"
         if "RANK" not in os.environ:
             if args.nproc > 1 or args.max_restarts > 0:
+                check_run_options(program.parser, args)  # (refused here once, not by every rank)
                 return launch_main(program.path, program.argv, args.nproc, args.max_restarts)
             os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0")
         # user code sees the plain run's environment: no RANK, WORLD_SIZE, MASTER_ADDR, ...
