@@ -12,9 +12,8 @@ from pathlib import Path
 from dagc.backends.emitter import CodeWriter, Names, render_operand
 from dagc.backends.fingerprint import key_values
 from dagc.backends.toolkit import (
-    emit_argument_check,
-    emit_argument_table,
     emit_code_table,
+    emit_main,
     emit_prologue,
     emit_tables,
     emit_task_lines,
@@ -84,16 +83,7 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
         w.line(f"return {returns}")
     w.line()
     w.line()
-    emit_argument_table(w, graph)
-    w.line("def main(argv: list[str] | None = None) -> int:")
-    with w.indent():
-        emit_argument_check(w, graph)
-        w.line("return run_local(PIPELINE_SPEC, run, argv)")
-    w.line()
-    w.line()
-    w.line('if __name__ == "__main__":')
-    with w.indent():
-        w.line("sys.exit(main())")
+    emit_main(w, graph, "run_local(PIPELINE_SPEC, run, argv)")
     return w.text()
 
 

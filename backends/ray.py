@@ -49,9 +49,8 @@ from dagc.backends.fingerprint import (
     try_body_rows,
 )
 from dagc.backends.toolkit import (
-    emit_argument_check,
-    emit_argument_table,
     emit_code_table,
+    emit_main,
     emit_prologue,
     emit_task_lines,
     emit_task_table,
@@ -265,16 +264,7 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     _emit_run(w, graph, order, functions, names, devices, used, state, cells)
     w.line()
     w.line()
-    emit_argument_table(w, graph)
-    w.line("def main(argv: list[str] | None = None) -> int:")
-    with w.indent():
-        emit_argument_check(w, graph)
-        w.line("return ray_main(PLAN, run, argv)")
-    w.line()
-    w.line()
-    w.line('if __name__ == "__main__":')
-    with w.indent():
-        w.line("sys.exit(main())")
+    emit_main(w, graph, "ray_main(PLAN, run, argv)")
     return w.text()
 
 

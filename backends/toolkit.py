@@ -414,6 +414,21 @@ def emit_argument_table(w: CodeWriter, graph: Graph) -> None:
         w.line()
 
 
+def emit_main(w: CodeWriter, graph: Graph, call: str) -> None:
+    """The program's end: the script's argument table, `main` (which checks the script's arguments, then returns
+    `call`, the runtime's entry point) and the `__main__` guard; every backend's program ends the same way."""
+    emit_argument_table(w, graph)
+    w.line("def main(argv: list[str] | None = None) -> int:")
+    with w.indent():
+        emit_argument_check(w, graph)
+        w.line(f"return {call}")
+    w.line()
+    w.line()
+    w.line('if __name__ == "__main__":')
+    with w.indent():
+        w.line("sys.exit(main())")
+
+
 def emit_argument_check(w: CodeWriter, graph: Graph) -> None:
     """In `main`: parse the script's arguments again, as the plain script would, before anything runs."""
     if SCRIPT_ARGUMENTS_ATTR in graph.attrs:

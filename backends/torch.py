@@ -38,9 +38,8 @@ from dagc.backends.emitter import (
 from dagc.backends.fingerprint import key_values
 from dagc.backends.glue import glue_source
 from dagc.backends.toolkit import (
-    emit_argument_check,
-    emit_argument_table,
     emit_code_table,
+    emit_main,
     emit_prologue,
     emit_task_lines,
     emit_task_table,
@@ -490,14 +489,5 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
     w.line("PLAN = TorchPlan(RANKS, PROGRAMS, MOVES, COLLECTIVES, COMPRESS, RETURNS, STAGES)")
     w.line()
     w.line()
-    emit_argument_table(w, graph)
-    w.line("def main(argv: list[str] | None = None) -> int:")
-    with w.indent():
-        emit_argument_check(w, graph)
-        w.line("return torch_main(PIPELINE_SPEC, PLAN, argv, __file__)")
-    w.line()
-    w.line()
-    w.line('if __name__ == "__main__":')
-    with w.indent():
-        w.line("sys.exit(main())")
+    emit_main(w, graph, "torch_main(PIPELINE_SPEC, PLAN, argv, __file__)")
     return w.text()

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,6 +32,7 @@ from dagc.runtime.store import RunStore
 from tests.conftest import run_dagc
 from tests.interpreters import run_python
 from tests.plain import plain_result
+from tests.scratch import outside_base
 from tests.test_store_hostile import PIPELINE, as_unprivileged_user
 
 HOLD = """
@@ -104,15 +103,8 @@ def test_runs_and_gc_skip_an_unreadable_run_directory_and_use_the_rest(tmp_path:
 @pytest.fixture()
 def shared_base() -> Iterator[Path]:
     """A directory outside pytest's own, which an unprivileged user may enter."""
-    base = Path(tempfile.mkdtemp(prefix="dagc-gc-"))
-    base.chmod(0o755)
-    try:
+    with outside_base("dagc-gc-") as base:
         yield base
-    finally:
-        for path in [base, *base.rglob("*")]:
-            if path.is_dir() and not path.is_symlink():
-                path.chmod(0o755)
-        shutil.rmtree(base)
 
 
 def test_gc_on_a_read_only_directory_frees_nothing_and_says_what_it_could_not_remove(shared_base: Path,

@@ -10,11 +10,9 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -27,6 +25,7 @@ from dagc.driver import compile_file
 from dagc.runtime.store import Cache, RunStore, StorageError
 from dagc.runtime.store.files import atomically
 from tests.interpreters import run_python
+from tests.scratch import outside_base
 
 NOBODY = 65534
 
@@ -49,15 +48,8 @@ def numbers(n: int = 4):
 @pytest.fixture()
 def read_only_base() -> Iterator[Path]:
     """A directory outside pytest's own (which only its owner may enter), for a process of another user."""
-    base = Path(tempfile.mkdtemp(prefix="dagc-read-only-"))
-    base.chmod(0o755)
-    try:
+    with outside_base("dagc-read-only-") as base:
         yield base
-    finally:
-        for path in [base, *base.rglob("*")]:
-            if path.is_dir() and not path.is_symlink():
-                path.chmod(0o755)
-        shutil.rmtree(base)
 
 
 @contextmanager
