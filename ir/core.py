@@ -79,6 +79,16 @@ def _nested(node: Node) -> Iterator[Node]:
             yield from _nested(inner)
 
 
+def _forget(index: dict[str, dict[str, None]], keys: Iterable[str], name: str) -> None:
+    """Take node `name` out of `index`'s entries for `keys` (an entry left empty goes)."""
+    for key in keys:
+        entry = index.get(key)
+        if entry is not None:
+            entry.pop(name, None)
+            if not entry:
+                del index[key]
+
+
 def _fields_read(node: Node) -> tuple[Any, ...]:
     """The field objects the graph's indexes were read from (a write behind the setters replaces one of them)."""
     return (node.args, node.kwargs, node.region, node.deps, node.outputs)
@@ -374,18 +384,8 @@ class Graph:
 
     def _unindex(self, node: Node) -> None:
         reads, deps, outputs, _ = self._indexed.pop(node.name)
-        for value in reads:
-            users = self._users.get(value)
-            if users is not None:
-                users.pop(node.name, None)
-                if not users:
-                    del self._users[value]
-        for dep in deps:
-            waiters = self._waiters.get(dep)
-            if waiters is not None:
-                waiters.pop(node.name, None)
-                if not waiters:
-                    del self._waiters[dep]
+        _forget(self._users, reads, node.name)
+        _forget(self._waiters, deps, node.name)
         lost = [value for value in outputs if self._producer.get(value) == node.name]
         for value in lost:
             del self._producer[value]

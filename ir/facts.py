@@ -147,21 +147,17 @@ class _Record:
 
     def attrs(self) -> dict[str, object]:
         """The record as attribute keys and JSON values (the text form's spelling)."""
-        out: dict[str, object] = {}
-        for name, key, kind in self.FIELDS:
-            value = getattr(self, name)
-            if value != _DEFAULTS[type(self)][name]:
-                out[key] = _encode(kind, value)
-        return out
+        return self._encoded(by_key=True)
 
     def to_json(self) -> dict[str, object]:
         """The record as JSON, by field name (IR version 4)."""
-        out: dict[str, object] = {}
-        for name, _, kind in self.FIELDS:
-            value = getattr(self, name)
-            if value != _DEFAULTS[type(self)][name]:
-                out[name] = _encode(kind, value)
-        return out
+        return self._encoded(by_key=False)
+
+    def _encoded(self, *, by_key: bool) -> dict[str, object]:
+        """The fields not at their default, as JSON values, named by attribute key or by field name."""
+        defaults = _DEFAULTS[type(self)]
+        return {key if by_key else name: _encode(kind, getattr(self, name))
+                for name, key, kind in self.FIELDS if getattr(self, name) != defaults[name]}
 
     @classmethod
     def from_json(cls, data: object) -> Any:
