@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from dagc.ir.core import MODULE_VALUE_ATTR, Graph, Node
+from dagc.ir.core import DIALECT_ATTR, MODULE_VALUE_ATTR, Graph, Node
 from dagc.ir.types import Const, Map, Operand, Ref, Seq
 
 __all__ = ["Names", "CodeWriter", "render_operand", "source_root_expr", "module_search_paths", "call_source",
@@ -133,7 +133,18 @@ def task_function(node: Node, alias: str) -> str:
     returning that object (read in the process that runs it, which imported the module)."""
     if node.attrs.get(MODULE_VALUE_ATTR):
         return f"(lambda: {alias}.{node.function})"
+    dialect = node.attrs.get(DIALECT_ATTR)
+    if dialect:  # a function written for another framework, called as that framework would
+        return f"adapt({dialect!r}, {alias}.{node.function})"
     return f"{alias}.{node.function}"
+
+
+def dialect_imports(nodes: Iterable[Node]) -> tuple[str, ...]:
+    """The import line `task_function` needs when some task (in any body) is written for another framework."""
+    from dagc.ir.regions import walk
+
+    return ("from dagc.runtime.dialects import adapt",) if any(
+        inner.attrs.get(DIALECT_ATTR) for n in nodes for inner in (n, *walk(n))) else ()
 
 
 def call_source(node: Node, function: str, names: Names) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dagc.backends.emitter import CodeWriter, Names, render_operand
+from dagc.backends.emitter import CodeWriter, Names, dialect_imports, render_operand
 from dagc.backends.fingerprint import key_values
 from dagc.backends.toolkit import (
     emit_code_table,
@@ -46,6 +46,8 @@ def emit_local(graph: Graph, out_path: Path | None = None) -> str:
     w.line("import sys")
     w.line("from pathlib import Path")
     w.line()
+    for line in dialect_imports(graph.nodes):
+        w.line(line)
     w.line("from dagc.runtime.executor import Executor")
     w.line("from dagc.runtime.lifecycle import Pipeline")
     w.line("from dagc.runtime.local import run_local")

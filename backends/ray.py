@@ -34,6 +34,7 @@ from typing import Any
 from dagc.backends.emitter import (
     CodeWriter,
     Names,
+    dialect_imports,
     import_line,
     module_search_paths,
     prose,
@@ -220,6 +221,7 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     by_path = any(import_line(m, a).startswith(f"{a} = ") for m, a in aliases.items())  # `my-pipe.py`
     for line in (*(("import importlib",) if by_path else ()), "import sys", "from pathlib import Path", "",
                  *(("import ray", "") if remote else ()),
+                 *dialect_imports(graph.nodes),
                  *(("from dagc.runtime.maps import map_items",) if uses_map(graph.nodes) else ()),
                  "from dagc.runtime.ray import Driver, Job, Plan, ray_main",
                  *(("from dagc.runtime.raymap import run_items, run_map",)

@@ -30,6 +30,7 @@ from dagc.backends.emitter import (
     CodeWriter,
     Names,
     call_source,
+    dialect_imports,
     module_search_paths,
     render_operand,
     source_root_expr,
@@ -429,6 +430,7 @@ def emit_torch(graph: Graph, out_path: Path | None = None) -> str:
         "                  [--result PATH] [-- SCRIPT_ARGS...]\n"
         "       python THIS_FILE [...]   (starts torchrun itself)"))
     for line in ("import sys", "from pathlib import Path", "",
+                 *dialect_imports(graph.nodes),
                  "from dagc.runtime.distributed import Runner",
                  "from dagc.runtime.lifecycle import Pipeline",
                  *((f"from dagc.runtime.maps import map_items{', spread_map' if _spreads(graph) else ''}",)

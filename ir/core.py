@@ -19,7 +19,7 @@ from .order import CycleError, topological_order
 from .payload import Region
 from .types import Operand, TaskOptions, iter_refs
 
-__all__ = ["Node", "Param", "Graph", "OPS", "MODULE_VALUE_ATTR", "SCRIPT_ARGUMENTS_ATTR", "REGION_OPS", "ALL_OPS", "REGION_BODIES", "NODE_BODIES", "output_name",
+__all__ = ["Node", "Param", "Graph", "OPS", "MODULE_VALUE_ATTR", "DIALECT_ATTR", "SCRIPT_ARGUMENTS_ATTR", "REGION_OPS", "ALL_OPS", "REGION_BODIES", "NODE_BODIES", "output_name",
            "region_bodies", "body_names", "clone_node"]
 
 # Node kinds. `task` calls a user function; `fused` runs its members (its body `members`) in order;
@@ -30,6 +30,10 @@ OPS = ("task", "fused", "transfer", "glue")
 # `env = gym.make(...)`) instead of calling it: its target names the object as `module:NAME`, and every
 # process that runs it has imported that module, as the plain run did.
 MODULE_VALUE_ATTR = "task.module_value"
+# A `task` node with this attribute runs a function written for another framework (its value names the
+# dialect: "metaflow", "kfp", ...): programs call it through `dagc.runtime.dialects.adapt(dialect, fn)`, which
+# unwraps the framework's decorator and gives the function what that framework would (dagc.frontend.dialects).
+DIALECT_ATTR = "task.dialect"
 # The graph attribute that describes the argparse parser a pipeline body builds and the values it parsed at
 # compile time (dagc.frontend.arguments); programs parse the script's arguments with it again when they start.
 SCRIPT_ARGUMENTS_ATTR = "script.arguments"

@@ -106,6 +106,7 @@ class TaskDef:
     node: ast.FunctionDef | ast.AsyncFunctionDef
     source: SourceFile
     after: tuple[str, ...] = ()
+    dialect: str | None = None  # the framework it is written for (dagc.frontend.dialects), None for dagc's own
 
     @property
     def target(self) -> str:
@@ -125,6 +126,7 @@ class PipelineDef:
     owner: str | None = None  # the class a pipeline method belongs to
     receiver: str | None = None  # `self`/`cls` of a pipeline method: stands for the class in its body
     priority: int = 0  # `@dagc.pipeline(priority=N)`: higher runs first on a shared cluster
+    dialect: str | None = None  # the framework it is written for (dagc.frontend.dialects), None for dagc's own
 
     @property
     def info(self) -> ModuleInfo:

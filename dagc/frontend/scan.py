@@ -15,6 +15,7 @@ from dagc import units
 from dagc.annotations import TASK_OPTIONS
 from dagc.frontend.arguments import StaticArgParser, StaticArgs, parsed
 from dagc.frontend.configs import ConfigValue
+from dagc.frontend.dialects import DecoratorForm, decorator_form
 from dagc.frontend.modules import (
     Constant,
     FunctionSig,
@@ -230,6 +231,10 @@ def _define_function(project: Project, info: ModuleInfo, fn: ast.FunctionDef | a
     kinds = [(d, decorator_kind(info, d)) for d in fn.decorator_list]
     dagc_decorators = [(d, k) for d, k in kinds if k is not None]
     if not dagc_decorators:
+        framework = [found for d in fn.decorator_list if (found := decorator_form(info, d)) is not None]
+        if framework:
+            _define_dialect_function(project, info, fn, *framework[0])
+            return
         info.symbols.setdefault(fn.name, Opaque("function", fn))
         return
     if len(dagc_decorators) > 1:
@@ -260,6 +265,30 @@ def _define_function(project: Project, info: ModuleInfo, fn: ast.FunctionDef | a
         info.pipelines[name] = PipelineDef(name, info.name, sig, fn, info.source, weakref.ref(info),
                                            priority=priority)
         info.symbols[fn.name] = info.pipelines[name]
+
+
+def _define_dialect_function(project: Project, info: ModuleInfo, fn: ast.FunctionDef | ast.AsyncFunctionDef,
+                             form: DecoratorForm, call: ast.Call | None) -> None:
+    """A task or pipeline written for another framework (`@dsl.component`, `@flow`): its dialect's module reads
+    the decorator's options (dagc.frontend.dialects.<dialect>: `task_options(project, info, call)`)."""
+    import importlib
+
+    sig = FunctionSig.of(fn)
+    if form.kind == "task":
+        try:
+            reader = getattr(importlib.import_module(f"dagc.frontend.dialects.{form.dialect}"), "task_options", None)
+        except ModuleNotFoundError:  # a dialect whose decorators take no options dagc reads
+            reader = None
+        options, after = reader(project, info, call) if reader is not None else (TaskOptions(), ())
+        info.tasks[fn.name] = TaskDef(
+            fn.name, info.name, fn.name, sig, options,
+            ast.unparse(fn.returns) if fn.returns is not None else None, fn, info.source, after,
+            dialect=form.dialect)
+        info.symbols[fn.name] = info.tasks[fn.name]
+        return
+    info.pipelines[fn.name] = PipelineDef(fn.name, info.name, sig, fn, info.source, weakref.ref(info),
+                                          dialect=form.dialect)
+    info.symbols[fn.name] = info.pipelines[fn.name]
 
 
 def pipeline_priority(project: Project, info: ModuleInfo, expr: ast.expr) -> int:

@@ -47,7 +47,7 @@ from dagc.frontend.modules import (
 from dagc.frontend.source import name_span
 from dagc.frontend.static import NotStatic, ParserMisuse, eval_static
 from dagc.frontend.typecheck import compatible, describe_mismatch, item_type
-from dagc.ir.core import Node, output_name
+from dagc.ir.core import DIALECT_ATTR, Node, output_name
 from dagc.ir.types import Const, Operand, Ref, Seq, TaskOptions, iter_refs, operand_from_python
 
 _FILE_PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -521,6 +521,8 @@ class Calls(Component):
                 self.cx.writers[path] = (name, span)
         node = Node(name, "task", task.target, tuple(args), tuple(kwargs), outputs, types, options,
                     span, tuple(deps))
+        if task.dialect is not None:
+            node.attrs[DIALECT_ATTR] = task.dialect
         self.cx.state.record_effects(node, task, named, scope, info)
         self.cx.last_task = node
         if scope.inlined:

@@ -1,0 +1,60 @@
+"""Reading pipelines written for other frameworks (Metaflow, Kubeflow Pipelines, Airflow, Prefect) into dagc's IR.
+
+Each dialect is read statically, like dagc's own annotations: the framework need not be installed to compile.
+A task a dialect recognises becomes an ordinary task node marked with `ir.core.DIALECT_ATTR`, so every pass and
+backend treats it as dagc's own; the runtime half (`dagc.runtime.dialects`) calls the function as its framework
+would. docs/dialects.md lists what each dialect supports.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dagc.frontend.modules import ModuleInfo
+
+__all__ = ["DecoratorForm", "DECORATORS", "dotted_name", "decorator_form"]
+
+
+@dataclass(frozen=True)
+class DecoratorForm:
+    """What a framework's decorator makes of a function: a task or a pipeline, in which dialect."""
+
+    dialect: str
+    kind: str  # "task" | "pipeline"
+
+
+# The framework decorators dagc reads, by the dotted name they are imported under. Each dialect's own module
+# (dagc.frontend.dialects.<dialect>) reads the options and call forms that go with them.
+DECORATORS: dict[str, DecoratorForm] = {}
+
+
+def dotted_name(info: ModuleInfo, expr: ast.expr) -> str | None:
+    """The absolute dotted name `expr` (a name or attribute chain) stands for through the module's imports:
+    `dsl.component` after `from kfp import dsl` is `kfp.dsl.component`; None for a local or unknown name."""
+    from dagc.frontend.modules import ImportedModule, ImportedName
+
+    attrs: list[str] = []
+    while isinstance(expr, ast.Attribute):
+        attrs.append(expr.attr)
+        expr = expr.value
+    if not isinstance(expr, ast.Name):
+        return None
+    symbol = info.symbols.get(expr.id)
+    if isinstance(symbol, ImportedName):
+        base = f"{symbol.module}.{symbol.name}"
+    elif isinstance(symbol, ImportedModule):
+        base = symbol.module
+    else:
+        return None
+    return ".".join([base, *reversed(attrs)])
+
+
+def decorator_form(info: ModuleInfo, expr: ast.expr) -> tuple[DecoratorForm, ast.Call | None] | None:
+    """The framework form of decorator `expr` (`@dsl.component`, `@task(retries=3)`), or None."""
+    call = expr if isinstance(expr, ast.Call) else None
+    name = dotted_name(info, call.func if call is not None else expr)
+    form = DECORATORS.get(name) if name is not None else None
+    return (form, call) if form is not None else None
