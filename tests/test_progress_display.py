@@ -191,3 +191,64 @@ def test_a_driver_follows_the_starts_its_workers_record(tmp_path) -> None:
     with path.open("ab") as f:
         f.write(b'sk": "b"}\n')
     assert [r["task"] for r in tail.new()] == ["b"] and tail.new() == []
+
+
+TWO_RANKS = """
+import os
+import time
+
+import dagc
+
+
+def _wait(name: str) -> None:
+    while not os.path.exists(os.path.join(os.environ["DAGC_TEST_DIR"], "go")):
+        time.sleep(0.05)
+
+
+@dagc.task(cost="10s")
+def left(n: int) -> int:
+    _wait("left")
+    return n + 1
+
+
+@dagc.task(cost="10s")
+def right(n: int) -> int:
+    _wait("right")
+    return n + 2
+
+
+@dagc.pipeline
+def p(n: int = 1):
+    return left(n), right(n)
+"""
+
+
+def test_a_torch_run_shows_the_tasks_every_rank_runs(tmp_path: Path) -> None:
+    """Rank 0 draws the display; the task rank 1 runs is named there while it runs, beside rank 0's own."""
+    from dagc.cluster import parse_cluster_spec
+
+    (tmp_path / "job.py").write_text(textwrap.dedent(TWO_RANKS), encoding="utf-8")
+    graph = compile_file(tmp_path / "job.py", backend="torch", cluster=parse_cluster_spec("2"))
+    placed = {n.name: n.devices for n in graph.nodes if n.op == "task"}
+    assert placed["left"] != placed["right"], placed  # one task on each rank
+    program = tmp_path / "prog_torch.py"
+    program.write_text(emit(graph, "torch", program))
+    err_r, err_w = os.pipe()
+    env = {k: v for k, v in os.environ.items() if k != "DAGC_PROGRESS"}
+    env.update(DAGC_TEST_DIR=str(tmp_path), DAGC_PROGRESS_INTERVAL="0.2")
+    proc = subprocess.Popen([sys.executable, str(program), "--nproc", "2"], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=err_w, env=env)
+    os.close(err_w)
+    err = _Reader(err_r)
+    try:
+        both = re.compile(r"running: (left|right) \(\S+\), (left|right) \(\S+\)")
+        err.wait_for(lambda t: any(len(set(m)) == 2 for m in both.findall(t)), "line naming both ranks' tasks")
+        (tmp_path / "go").touch()
+        out, _ = proc.communicate(timeout=DEADLINE_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        err.thread.join(timeout=10)
+        os.close(err_r)
+    assert proc.returncode == 0, err.text()[-3000:]
+    assert out.decode().strip().splitlines()[-1] == "(2, 3)"

@@ -31,6 +31,7 @@ lists every task any rank finished.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -207,6 +208,7 @@ class Runner:
         self.kv: Any = None  # the rendezvous store (this attempt's keys): counts finished tasks
         self._follower: threading.Thread | None = None  # rank 0's progress thread (on a terminal)
         self._stop_follower = threading.Event()
+        self._running_here: dict[str, float] = {}  # (ranks but 0) the tasks this rank runs: name -> wall start
         self.run: set[str] = set()
         self.load: set[str] = set()
         self.active: set[int] = set()
@@ -284,7 +286,7 @@ class Runner:
                 self.log.write("code_changed", tasks=self.changed)
         if self.rank == 0:  # the whole run's progress: every rank counts its tasks in the store
             self.progress = Progress(len(self.run))
-            if self.progress.mode == "live":  # (redrawn as other ranks finish theirs)
+            if self.progress.enabled:  # (redrawn as other ranks start and finish theirs)
                 self._follower = threading.Thread(target=self._follow_progress, args=(self.progress,), daemon=True,
                                                   name="dagc-progress")
                 self._follower.start()
@@ -379,24 +381,47 @@ class Runner:
         agree = (lambda failed: self._any_failed(failed, group)) if group is not None else None
         if owner and self.progress is not None:
             self.progress.begin(name)
+        elif owner:
+            self._say_running(name, time.time())
         with use_stages(self.stages.get(name)):
             value = executor.run(spec, fn, *args, owner=owner, agree=agree, key_values=key_values, **kwargs)
         if owner:
+            if self.progress is None:
+                self._say_running(name, None)
             done = self.kv.add("progress", 1) if self.kv is not None else 0
             if self.progress is not None:
                 self.progress.reach(done)
                 self.progress.advance(0, name=name)
         return value if owner else placeholder
 
+    def _say_running(self, name: str, began: float | None) -> None:
+        """A rank other than 0 tells rank 0's display, through the rendezvous store, which tasks it runs now
+        (`began`: when `name` started by the wall clock; None once it ended)."""
+        if began is None:
+            self._running_here.pop(name, None)
+        else:
+            self._running_here[name] = began
+        if self.kv is None:
+            return
+        try:
+            self.kv.set(f"running/{self.rank}", json.dumps(self._running_here))
+        except Exception:  # noqa: BLE001 - the store is gone: the run is ending, and the display with it
+            pass
+
     def _follow_progress(self, progress: Progress) -> None:
-        """Rank 0's bar follows the tasks every rank finished (counted in the rendezvous store), until the run
-        ends (`_stop_following`)."""
+        """Rank 0's display follows the tasks every rank finished (counted in the rendezvous store) and the tasks
+        the other ranks run now (`_say_running`), until the run ends (`_stop_following`)."""
+        interval = 0.2 if progress.mode == "live" else 1.0
+        keys = [f"running/{rank}" for rank in range(1, self.world)]
         while progress.enabled and not self._stop_follower.is_set():
             try:
                 progress.reach(int(self.kv.add("progress", 0)))
+                for rank, key in enumerate(keys, start=1):
+                    if self.kv.check([key]):
+                        progress.elsewhere(f"rank {rank}", json.loads(self.kv.get(key)))
             except Exception:  # noqa: BLE001 - the store is gone: the run is ending
                 return
-            self._stop_follower.wait(0.2)
+            self._stop_follower.wait(interval)
 
     def _stop_following(self) -> None:
         """Stop the progress thread and wait for it, before the store and the process group go: a thread still

@@ -78,6 +78,7 @@ class Progress:
         self.enabled = self.mode != "off"
         self._start = time.monotonic()
         self._running: dict[str, float] = {}  # task -> when it began
+        self._elsewhere: dict[str, dict[str, float]] = {}  # another process (a torch rank) -> its running tasks
         self._lock = threading.Lock()
         self._live: Any = None
         self._handlers: list[tuple[logging.StreamHandler, Any]] = []
@@ -107,12 +108,23 @@ class Progress:
             self.done = done
         self._show()
 
+    def elsewhere(self, source: str, running: dict[str, float]) -> None:
+        """The tasks another process (`source`) runs now, with when each began by the wall clock (`time.time()`):
+        shown with this process's own, replacing what `source` said before."""
+        offset = time.monotonic() - time.time()
+        began = {name: float(when) + offset for name, when in running.items()}
+        with self._lock:
+            if self._elsewhere.get(source) == began:
+                return
+            self._elsewhere[source] = began
+        self._show()
+
     # ---- what is drawn -----------------------------------------------------------------------------------
     def _show(self) -> None:
         """Start the display on first use (a run that reuses everything quickly may never need a heartbeat)."""
         if self.mode == "live" and self._live is None:
             self._start_live()
-        elif self.mode == "plain" and self._heartbeat is None and self._running:
+        elif self.mode == "plain" and self._heartbeat is None and (self._running or any(self._elsewhere.values())):
             self._heartbeat = threading.Thread(target=self._beat, name="dagc-progress", daemon=True)
             self._heartbeat.start()
 
@@ -120,7 +132,10 @@ class Progress:
         """(done, total, elapsed seconds, [(running task, its elapsed seconds), ...] longest first)."""
         now = time.monotonic()
         with self._lock:
-            running = sorted(((name, now - began) for name, began in self._running.items()),
+            began = dict(self._running)
+            for tasks in self._elsewhere.values():
+                began.update(tasks)
+            running = sorted(((name, max(0.0, now - when)) for name, when in began.items()),
                              key=lambda item: (-item[1], item[0]))
             done = self.done
         return done, max(self.total, done), now - self._start, running  # (a loop's tasks count once per trip)
@@ -197,6 +212,7 @@ class Progress:
             self._handlers.clear()
             with self._lock:
                 self._running.clear()
+                self._elsewhere.clear()
             live, self._live = self._live, None
             live.stop()
         self.enabled = False
