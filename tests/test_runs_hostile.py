@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -254,6 +255,46 @@ def test_a_ray_program_with_an_unusable_tmpdir_or_home_says_so_before_starting_r
         _no_traceback(proc)
         assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == f"error: {said}"
         assert not (tmp_path / "run").exists()  # nothing was opened
+
+
+def _full_filesystem(where: Path) -> Path | None:
+    """A 2 MiB tmpfs mounted at `where` and filled (None where this machine lets no test mount one)."""
+    where.mkdir()
+    try:
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(where)],
+                                 capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if mounted.returncode != 0:
+        return None
+    with open(where / "fill", "wb") as out:  # until the disk is full
+        try:
+            while True:
+                out.write(b"\0" * 65536)
+        except OSError:
+            pass
+    return where
+
+
+def test_a_ray_program_whose_tmpdir_is_on_a_full_disk_says_so_before_starting_ray(tmp_path: Path) -> None:
+    """Ray cannot keep its session on a full disk; the program says so in one line instead of Ray's traceback
+    after a minute of waiting for its own servers."""
+    full = _full_filesystem(tmp_path / "full")
+    if full is None:
+        pytest.skip("this machine lets no test mount a small file system to fill")
+    try:
+        program = _program(tmp_path, "ray")
+        env = {**os.environ, "TMPDIR": str(full), "DAGC_STORE_KEY": "a secret"}
+        proc = run_python([str(program), "--run-dir", str(tmp_path / "run")], env=env, capture_output=True,
+                          text=True, timeout=120)
+        _no_traceback(proc)
+        assert proc.returncode == 2, proc.stderr
+        assert re.fullmatch(rf"error: TMPDIR={re.escape(str(full))} is on a disk too full for Ray \(\S+ free of "
+                            r"2MiB, \d+% used\); free some space there, or set TMPDIR to a directory on a disk with "
+                            r"room", proc.stderr.strip().splitlines()[-1]), proc.stderr
+        assert not (tmp_path / "run").exists()  # nothing was opened
+    finally:
+        subprocess.run(["umount", str(full)], capture_output=True, timeout=30)
 
 
 # ---- a script with a dot in its stem ----------------------------------------------------------------------------

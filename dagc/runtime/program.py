@@ -119,12 +119,40 @@ def unusable_ray_dirs() -> str | None:
     if why is not None:
         return (f"TMPDIR={named} cannot hold temporary files ({why}); set TMPDIR to a writable directory, or unset "
                 "it to use the system's")
+    temp = Path(named) if named else Path("/tmp")
+    why = _too_full(temp)
+    if why is not None:
+        where = f"TMPDIR={named}" if named else f"{temp}, where Ray keeps its session,"
+        return (f"{where} is on a disk too full for Ray ({why}); free some space there, or set TMPDIR to a "
+                "directory on a disk with room")
     ray_dir = Path.home() / ".ray"
     checked = ray_dir if ray_dir.exists() else ray_dir.parent
     why = _cannot_hold_files(checked)
     if why is not None:
         return (f"HOME={ray_dir.parent} cannot hold Ray's token, kept in {ray_dir} ({checked}: {why}); set HOME to "
                 "a writable directory")
+    return None
+
+
+# Ray refuses to create objects on a disk over 95% full (its local_fs_capacity_threshold), and its session (logs,
+# sockets, spilled objects) needs some room of its own
+RAY_DISK_FULL_FRACTION = 0.95
+RAY_MIN_FREE_BYTES = 64 << 20
+
+
+def _too_full(path: Path) -> str | None:
+    """Why Ray could not keep its session on `path`'s disk (None: it can, or the disk cannot be asked)."""
+    import shutil
+
+    from dagc.units import format_size
+
+    try:
+        usage = shutil.disk_usage(path)
+    except OSError:
+        return None
+    used = 1 - usage.free / usage.total if usage.total else 0.0
+    if usage.free < RAY_MIN_FREE_BYTES or used > RAY_DISK_FULL_FRACTION:
+        return f"{format_size(usage.free)} free of {format_size(usage.total)}, {used:.0%} used"
     return None
 
 
