@@ -247,9 +247,19 @@ def emit_ray(graph: Graph, out_path: Path | None = None, cluster: Any = None) ->
     pinned = sorted(n.name for n in graph if n.op == "task" and not n.options.preemptible)
     if final:
         w.line(f"FINAL_STATE = {final!r}  # state groups stored as they are at their end (dagc.runtime.executor)")
+    ranks = critical_path_ranks(graph, order) if len(devices) > 1 else {}
+    if ranks:
+        w.line("# Each task's critical-path rank: the estimated seconds from its start to the pipeline's end along its")
+        w.line("# longest path. Ready tasks take free devices in this order (--dispatch priority; dagc.runtime.dispatch).")
+        w.line("RANKS = {")
+        with w.indent():
+            for name, rank in ranks.items():
+                w.line(f"{name!r}: {rank!r},")
+        w.line("}")
     extra = ", ".join([*([f"priority={priority}"] if priority else []),
                        *([f"pinned=frozenset({pinned!r})"] if pinned else []),
-                       *(["final_state=FINAL_STATE"] if final else [])])
+                       *(["final_state=FINAL_STATE"] if final else []),
+                       *(["ranks=RANKS"] if ranks else [])])
     w.line("PLAN = Plan(PIPELINE, SOURCE_ROOT, SEARCH_PATHS, SCRIPT, TASKS, DEMANDS, DEVICES, STATE_GROUPS, STATE, "
            "PLACEMENT, code=CODE, code_files=CODE_FILES, entry=ENTRY" + ("," if extra else ")"))
     if extra:
@@ -294,6 +304,23 @@ def _emit_tables(w: CodeWriter, graph: Graph, devices: list, mode: str | None, r
     w.line("# How tasks are held to their devices: node affinity (a node's devices are interchangeable and")
     w.line("# share its queue) or a placement group with one bundle per device (None: not placed).")
     w.line(f"PLACEMENT = {mode!r}")
+
+
+def critical_path_ranks(graph: Graph, order: list[str]) -> dict[str, float]:
+    """Each top-level task's critical-path rank (its scheduled duration plus the largest rank among the tasks
+    that wait for it), in `order`; {} when the graph was not scheduled."""
+    ranks: dict[str, float] = {}
+    for name in reversed(order):
+        node = graph.node(name)
+        start, finish = node.placement.start, node.placement.finish
+        if start is None or finish is None:
+            if node.op == "transfer":
+                start = finish = 0.0
+            else:
+                return {}
+        after = max((ranks[s] for s in graph.successors(name) if s in ranks), default=0.0)
+        ranks[name] = round(max(0.0, finish - start) + after, 6)
+    return {name: ranks[name] for name in order if graph.node(name).op != "transfer"}
 
 
 def _dict(d: dict[str, float]) -> str:

@@ -87,9 +87,10 @@ class Placement:
             remove_placement_group(self.group)
             self.group = None
 
-    def strategy(self, device: int) -> NodeAffinitySchedulingStrategy | PlacementGroupSchedulingStrategy:
+    def strategy(self, device: int, soft: bool = False) -> NodeAffinitySchedulingStrategy | PlacementGroupSchedulingStrategy:
+        """How a task on `device` is held there (`soft`: the planned node is preferred, another may take it)."""
         if self.group is None:
-            return NodeAffinitySchedulingStrategy(self.nodes[self.devices[device][0]], soft=False)
+            return NodeAffinitySchedulingStrategy(self.nodes[self.devices[device][0]], soft=soft)
         return PlacementGroupSchedulingStrategy(self.group, placement_group_bundle_index=device)
 
 

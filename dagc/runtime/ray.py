@@ -37,6 +37,7 @@ import ray
 from dagc.runtime.admission import AGING_SECONDS, Gate, admission_queue, unwrap
 from dagc.runtime.console import replay
 from dagc.runtime.costs import CostLog
+from dagc.runtime.dispatch import DISPATCH_MODES, Dispatcher
 from dagc.runtime.events import EventLog, EventTail, read_events
 from dagc.runtime.executor import TaskFailed, TaskRow, TaskSpec
 from dagc.runtime.lifecycle import Pipeline, Program
@@ -110,6 +111,7 @@ class Plan:
     priority: int = 0  # @dagc.pipeline(priority=N): the default of --priority
     pinned: frozenset[str] = frozenset()  # tasks declared preemptible=False
     final_state: tuple[int, ...] = ()  # state groups stored as they are at their end (dagc.runtime.executor)
+    ranks: Mapping[str, float] = field(default_factory=dict)  # task -> critical-path rank (dagc.runtime.dispatch)
 
 
 class Stored:
@@ -134,7 +136,9 @@ class Driver:
     def __init__(self, plan: Plan, store: RunStore, log: EventLog, resume: bool, placement: Placement | None,
                  cache: Cache | None = None, interpreter: Interpreter = Interpreter("", (), "."),
                  pending_timeout: float = 600.0, check: bool = False, admission: dict[str, Any] | None = None,
-                 threads_mode: str = "plain", costs: CostLog | None = None) -> None:
+                 threads_mode: str = "plain", costs: CostLog | None = None,
+                 dispatcher: Dispatcher | None = None) -> None:
+        self.dispatcher = dispatcher  # hands ready tasks their devices by priority (None: Ray's own order)
         self.costs = costs  # where the workers record what each task measured (dagc.runtime.costs)
         self.threads_mode = threads_mode  # --threads: plain (the plain run's count) or share (dagc.runtime.threads)
         self.plan, self.store, self.log, self.placement, self.cache = plan, store, log, placement, cache
@@ -289,10 +293,15 @@ class Driver:
             return found
         self.check(task)
         options = {}
-        if self.placement is not None and device is not None:
-            options["scheduling_strategy"] = self.placement.strategy(device)
+        gated = self.dispatcher is not None and self.admission is None and self.dispatcher.gates(task)
+        if self.placement is not None and device is not None:  # (by priority: the plan's node is preferred)
+            options["scheduling_strategy"] = self.placement.strategy(device, soft=gated)
         devices = [device] if device is not None else []
         values = [*(self.resolve(a) for a in args), *self.waits(after, devices), *self.warmed(device)]
+        needs = [v for v in values if isinstance(v, ray.ObjectRef)]
+        if gated:
+            assert self.dispatcher is not None
+            values.append(self.dispatcher.slot(task))  # (a trailing argument: Ray starts it once granted)
         job = self.job(task, device, outputs)
         if self.admission is not None:  # through the cluster's queue: admitted by priority, maybe preempted
             admit = {**self.admission, "demand": dict(self.plan.demands[task]),
@@ -302,6 +311,9 @@ class Driver:
             self.gated.update(refs)
         else:
             refs = function.options(**options).remote(job, *values)
+        if gated:
+            assert self.dispatcher is not None
+            self.dispatcher.add(task, needs, refs[-1])
         self._track(task, refs, values, devices)
         return refs[0] if outputs == 1 else tuple(refs[:-1])
 
@@ -406,6 +418,8 @@ class Driver:
     def wait(self) -> None:
         """Wait for every submitted task; raise RunFailed, naming the task, on the first failure."""
         order = {task: i for i, task in enumerate(self.submitted)}
+        if self.dispatcher is not None:  # (every top-level task is submitted by now)
+            self.dispatcher.start()
         next_check = time.monotonic() + min(5.0, self.pending_timeout)
         # the display names the tasks running now: the workers record when each starts
         tail = EventTail(self.store.events_path, self.log.run_id) if self.progress.enabled else None
@@ -464,6 +478,9 @@ class Driver:
                 pass
 
     def close(self) -> None:
+        if self.dispatcher is not None:
+            self.dispatcher.close()
+            ray.kill(self.dispatcher.slots)
         for actor in self.actors.values():
             ray.kill(actor)
         if self.gatekeeper is not None:
@@ -473,6 +490,8 @@ class Driver:
         """The pipeline's result values, brought to the driver. The objects a state's actor holds are read
         from it in one call per state, so that objects they share (a model and its optimizer's parameters)
         are shared in the result as they are in the plain run's."""
+        if self.dispatcher is not None:  # (a program that fetches without waiting first)
+            self.dispatcher.start()
         out: list[object] = []
         held: dict[int, list[tuple[int, str]]] = {}  # state group -> (place in `out`, name of a value it holds)
         for value in values:
@@ -611,6 +630,10 @@ class Ray:
         parser.add_argument("--placement", choices=PLACEMENTS, default=self.plan.placement,
                             help="hold tasks to their devices by node affinity or by one placement-group bundle "
                                  "per device (default: %(default)s)")
+        parser.add_argument("--dispatch", choices=DISPATCH_MODES, default="priority",
+                            help="`priority`: start ready tasks on free devices most critical first (the plan's "
+                                 "critical-path ranks), the plan's node preferred; `static`: every task held to its "
+                                 "planned node, started in Ray's own order (default: %(default)s)")
         parser.add_argument("--pending-timeout", type=float, default=600.0, metavar="SECONDS",
                             help="stop the run when a task whose inputs are ready has not started for this long "
                                  "(default: %(default)s)")
@@ -651,13 +674,18 @@ class Ray:
         placement = None
         try:
             placement = Placement(plan.devices, args.placement, plan.placement_timeout) if plan.devices else None
-            program.run_start(log, nodes=placement.nodes if placement else None,
-                              placement=placement.mode if placement else None)
             admission = {"program": program.run_id, "priority": program.priority, "aging": args.aging} \
                 if self.shared else None
+            # (a shared cluster's queue orders tasks itself; bundles hold each device to the plan's order)
+            by_priority = args.dispatch == "priority" and bool(plan.ranks) and admission is None and (
+                placement is None or placement.mode == "node")
+            program.run_start(log, nodes=placement.nodes if placement else None,
+                              placement=placement.mode if placement else None,
+                              dispatch="priority" if by_priority else "static")
             driver = Driver(plan, store, log, program.resume, placement, program.cache, interpreter,
                             args.pending_timeout, check=args.check_effects is not False, admission=admission,
-                            threads_mode=args.threads, costs=program.costs())
+                            threads_mode=args.threads, costs=program.costs(),
+                            dispatcher=Dispatcher(plan.ranks, len(plan.devices) or 1) if by_priority else None)
             try:
                 return self.run(driver)
             except KeyboardInterrupt:

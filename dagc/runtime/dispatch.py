@@ -1,0 +1,142 @@
+"""Dispatch by priority: a Ray program's driver hands ready tasks to free devices, most critical first.
+
+Ray runs a ready task as soon as a CPU or GPU is free, in an order of its own: a long training whose input arrives
+a moment after a row of short tasks were queued may wait for all of them, and the run takes longer than its plan.
+With dispatch by priority, every top-level task is submitted as before (its output refs flow to its readers), but
+with one more argument: a slot, granted by a small async actor (`Slots`, no resources). Ray starts the task only
+once the slot is granted, and a `Dispatcher` thread in the driver grants as many slots as the plan has devices, to
+the tasks whose inputs are ready, in the order of their critical-path rank: the longest path of estimated (learned)
+costs from the task to the end of the pipeline (`RANKS` in the program). A slot is free again when its task ends.
+The static plan is then a prior: a task keeps a soft affinity to its planned node, and Ray may start it elsewhere.
+
+Tasks of a state group (run in their actor), multi-rank gangs, map items and regions' inner tasks are not gated;
+`--dispatch static` (and a shared cluster's admission queue, which orders tasks itself) turns gating off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import ray
+
+__all__ = ["Dispatcher", "Slots", "DISPATCH_MODES"]
+
+DISPATCH_MODES = ("priority", "static")
+POLL_S = 0.5  # the longest the dispatcher sleeps between looks (it wakes as soon as a watched ref is ready)
+# with a slot free and tasks waiting: a task submitted meanwhile is seen within this long
+EAGER_POLL_S = 0.02
+
+
+@ray.remote(num_cpus=0)
+class Slots:
+    """Hands each gated task its slot when the driver grants it: `acquire(task)` returns then."""
+
+    def __init__(self) -> None:
+        self.granted: set[str] = set()
+        self.events: dict[str, asyncio.Event] = {}
+
+    async def acquire(self, task: str) -> None:
+        if task not in self.granted:
+            await self.events.setdefault(task, asyncio.Event()).wait()
+
+    async def grant(self, tasks: list[str]) -> None:
+        for task in tasks:
+            self.granted.add(task)
+            event = self.events.get(task)
+            if event is not None:
+                event.set()
+
+
+class Dispatcher:
+    """The driver's side: which gated tasks wait for what, which hold a slot, and the thread that grants."""
+
+    def __init__(self, ranks: Mapping[str, float], capacity: int) -> None:
+        self.ranks, self.capacity = dict(ranks), max(1, capacity)
+        self.slots = Slots.remote()
+        self.waiting: dict[str, tuple[list[ray.ObjectRef], ray.ObjectRef]] = {}  # task -> (needs, done ref)
+        self.holding: dict[ray.ObjectRef, str] = {}  # done ref -> its task, granted and not yet ended
+        self.order: list[str] = []  # tasks in the order they were granted (for the run's record)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def gates(self, task: str) -> bool:
+        return task in self.ranks
+
+    def slot(self, task: str) -> ray.ObjectRef:
+        """The ref a gated task waits for besides its inputs (a trailing argument, which Ray resolves first)."""
+        return self.slots.acquire.remote(task)
+
+    def add(self, task: str, needs: list[ray.ObjectRef], done: ray.ObjectRef) -> None:
+        """Task `task` was submitted: it may start once `needs` are ready and a slot is free; `done` says it ended."""
+        with self._lock:
+            self.waiting[task] = (list(dict.fromkeys(needs)), done)
+        self._wake.set()
+
+    def start(self) -> None:
+        """Begin granting, once the driver has submitted what it submits up front: the first grants then go to
+        the most critical of all the tasks ready at the start, not to the first ones submitted."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="dagc-dispatch", daemon=True)
+            self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+
+    # ---- the granting thread -----------------------------------------------------------------------------
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                watched, eager = self._step()
+            except Exception:  # noqa: BLE001 - Ray is shutting down: the run is ending
+                return
+            self._wake.clear()
+            if watched:
+                try:
+                    ray.wait(watched, num_returns=1, timeout=EAGER_POLL_S if eager else POLL_S, fetch_local=False)
+                except Exception:  # noqa: BLE001 - as above
+                    return
+            else:
+                self._wake.wait(POLL_S)
+
+    def _step(self) -> tuple[list[ray.ObjectRef], bool]:
+        """Free the slots of ended tasks, grant free slots to the ready tasks of highest rank; returns the refs
+        whose readiness may change what to grant next, and whether a slot is free for a task still waiting."""
+        with self._lock:
+            holding = dict(self.holding)
+            waiting = dict(self.waiting)
+        if holding:
+            ended, _ = ray.wait(list(holding), num_returns=len(holding), timeout=0, fetch_local=False)
+            with self._lock:
+                for ref in ended:
+                    self.holding.pop(ref, None)
+                free = self.capacity - len(self.holding)
+        else:
+            free = self.capacity
+        needed = list(dict.fromkeys(ref for needs, _ in waiting.values() for ref in needs))
+        ready: set[ray.ObjectRef] = set()
+        if needed:
+            found, _ = ray.wait(needed, num_returns=len(needed), timeout=0, fetch_local=False)
+            ready = set(found)
+        startable = [task for task, (needs, _) in waiting.items() if all(ref in ready for ref in needs)]
+        startable.sort(key=lambda task: (-self.ranks.get(task, 0.0), task))
+        chosen = startable[:max(0, free)]
+        if chosen:
+            with self._lock:
+                for task in chosen:
+                    _, done = self.waiting.pop(task)
+                    self.holding[done] = task
+                    self.order.append(task)
+            self.slots.grant.remote(chosen)
+        with self._lock:
+            pending = [ref for needs, _ in self.waiting.values() for ref in needs if ref not in ready]
+            eager = bool(self.waiting) and len(self.holding) < self.capacity
+            return list(dict.fromkeys([*self.holding, *pending])), eager
