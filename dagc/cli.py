@@ -136,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input(p, "SCRIPT")
     p.add_argument("--diff", action="store_true",
                    help="print the changes as a unified diff instead of writing them (exit 0)")
+    p.add_argument("--profile", metavar="RUN_DIR",
+                   help="also declare readonly=[...] the parameters no task call of this run directory changed "
+                   "(DAGC158; without it, the script's own recent runs under .dagc/runs/ when there are enough)")
     _add_format(p)
     p.set_defaults(func=cmd_fix)
 

@@ -15,6 +15,7 @@ import difflib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from dagc.apply_fixes import apply_edits
 from dagc.commands.common import EXIT_ERRORS, EXIT_OK, compile_input, print_diagnostics
@@ -29,24 +30,25 @@ MAX_ROUNDS = 5  # compiles that may bring new fixes; a fix that keeps coming bac
 
 @dataclass
 class _Files:
-    """The text of every file a fix edits, as it is now (edited or not), by the path diagnostics show."""
+    """The text of every file a fix edits, as it is now (edited or not), by resolved path; `shown` keeps the
+    path as diagnostics first showed it."""
 
-    original: dict[str, str] = field(default_factory=dict)
-    current: dict[str, str] = field(default_factory=dict)
+    original: dict[Path, str] = field(default_factory=dict)
+    current: dict[Path, str] = field(default_factory=dict)
+    shown: dict[Path, str] = field(default_factory=dict)
 
-    def text(self, display: str) -> str:
-        if display not in self.current:
-            raw = Path(display).read_bytes()
+    def key(self, display: str) -> Path:
+        path = Path(display).resolve()
+        if path not in self.current:
+            raw = path.read_bytes()
             text = raw[len(codecs.BOM_UTF8):].decode("utf-8") if raw.startswith(codecs.BOM_UTF8) \
                 else raw.decode("utf-8")
-            self.original[display] = self.current[display] = text
-        return self.current[display]
+            self.original[path] = self.current[path] = text
+            self.shown[path] = display
+        return path
 
-    def changed(self) -> list[str]:
-        return [d for d in self.current if self.current[d] != self.original[d]]
-
-    def overrides(self) -> dict[Path, str]:
-        return {Path(d).resolve(): text for d, text in self.current.items()}
+    def changed(self) -> list[Path]:
+        return [p for p in self.current if self.current[p] != self.original[p]]
 
 
 @dataclass(frozen=True)
@@ -57,8 +59,11 @@ class _Made:
 
 
 def _diagnostics(args: argparse.Namespace) -> list[Diagnostic]:
-    """What `dagc check` reports for the input: every error and warning, of each of its pipelines."""
+    """What `dagc check` reports for the input: every error and warning, of each of its pipelines, with the
+    effects that runs never showed (DAGC158: --profile RUN_DIR, else the script's own recent runs)."""
     from dagc.frontend import list_pipelines
+    from dagc.frontend.observed import recent_runs
+    from dagc.unseen import RUNS_FOR_HINT, unseen_effects
 
     chosen = args.pipeline
     names = [chosen] if chosen is not None else list_pipelines(args.input) or [None]
@@ -66,28 +71,33 @@ def _diagnostics(args: argparse.Namespace) -> list[Diagnostic]:
     for name in names:
         args.pipeline = name
         try:
-            found.update(dict.fromkeys(compile_input(args, passes="verify,dce,cse").warnings))
+            compilation = compile_input(args, passes="verify,dce,cse")
         except CompileError as exc:
             found.update(dict.fromkeys(exc.diagnostics))
+            continue
+        found.update(dict.fromkeys(compilation.warnings))
+        runs: Any = args.profile or recent_runs(Path(args.input), compilation.graph.name)
+        if args.profile or len(runs) >= RUNS_FOR_HINT:
+            found.update(dict.fromkeys(unseen_effects(compilation.graph, runs)))
     args.pipeline = chosen
     return list(found)
 
 
 def _round(diagnostics: list[Diagnostic], files: _Files, made: list[_Made]) -> bool:
     """Apply every fix of `diagnostics` (each file in one pass); whether any text changed."""
-    edits: dict[str, dict[Edit, None]] = {}
+    edits: dict[Path, dict[Edit, None]] = {}
     for diag in diagnostics:
         if diag.fix is not None:
             for edit in diag.fix.edits:
-                edits.setdefault(edit.at.file, {})[edit] = None
+                edits.setdefault(files.key(edit.at.file), {})[edit] = None
     missed: set[Edit] = set()
     changed = False
-    for display, wanted in sorted(edits.items()):
-        before = files.text(display)
+    for path, wanted in sorted(edits.items()):
+        before = files.current[path]
         applied = apply_edits(before, list(wanted))
         missed.update(applied.missed)
         if applied.text != before:
-            files.current[display] = applied.text
+            files.current[path] = applied.text
             changed = True
     if changed:
         made.extend(dict.fromkeys(_Made(d.code, str(d.span) if d.span else "", d.fix.summary) for d in diagnostics
@@ -97,17 +107,17 @@ def _round(diagnostics: list[Diagnostic], files: _Files, made: list[_Made]) -> b
 
 def _diff(files: _Files) -> str:
     out: list[str] = []
-    for display in files.changed():
-        out.extend(difflib.unified_diff(files.original[display].splitlines(keepends=True),
-                                        files.current[display].splitlines(keepends=True),
-                                        fromfile=f"a/{display}", tofile=f"b/{display}"))
+    for path in files.changed():
+        shown = files.shown[path]
+        out.extend(difflib.unified_diff(files.original[path].splitlines(keepends=True),
+                                        files.current[path].splitlines(keepends=True),
+                                        fromfile=f"a/{shown}", tofile=f"b/{shown}"))
     return "".join(out)
 
 
 def _write(files: _Files) -> None:
-    for display in files.changed():
-        path = Path(display)
-        raw = files.current[display].encode("utf-8")
+    for path in files.changed():
+        raw = files.current[path].encode("utf-8")
         path.write_bytes(codecs.BOM_UTF8 + raw if path.read_bytes().startswith(codecs.BOM_UTF8) else raw)
 
 
@@ -120,13 +130,18 @@ def cmd_fix(args: argparse.Namespace) -> int:
     files = _Files()
     made: list[_Made] = []
     diagnostics: list[Diagnostic] = []
+    seen: set[frozenset[tuple[Path, str]]] = set()
     for attempt in range(MAX_ROUNDS + 1):
-        token = SOURCE_TEXTS.set(files.overrides())  # the edited texts, compiled without being written
+        token = SOURCE_TEXTS.set(dict(files.current))  # the edited texts, compiled without being written
         try:
             diagnostics = _diagnostics(args)
         finally:
             SOURCE_TEXTS.reset(token)
-        if attempt == MAX_ROUNDS or not _round(diagnostics, files, made):
+        state = frozenset(files.current.items())
+        if attempt == MAX_ROUNDS or state in seen:  # (two fixes undoing each other: stop where they met)
+            break
+        seen.add(state)
+        if not _round(diagnostics, files, made):
             break
     left = diagnostics  # what the last compile still reports: no fix, or one that could not be made
     if args.diff:
@@ -141,7 +156,8 @@ def cmd_fix(args: argparse.Namespace) -> int:
         print_diagnostics(args, left, _sources(files, left))
     if args.diag_format == "text" and not quiet:
         verb = "would change" if args.diff else "changed"
-        sys.stderr.write(f"{args.input}: {len(made)} fix(es) made; {verb} {', '.join(files.changed()) or 'nothing'}; "
+        changed = ", ".join(files.shown[p] for p in files.changed()) or "nothing"
+        sys.stderr.write(f"{args.input}: {len(made)} fix(es) made; {verb} {changed}; "
                          f"{len(left)} diagnostic(s) left to fix by hand\n")
     if args.diff:
         return EXIT_OK
@@ -152,5 +168,9 @@ def _sources(files: _Files, diagnostics: list[Diagnostic]) -> dict[str, str]:
     """The text each diagnostic points into: the edited one where a fix changed the file."""
     from dagc.commands.common import read_sources
 
-    return {**read_sources(diagnostics), **files.current}
-
+    sources = read_sources(diagnostics)
+    for display in sources:
+        edited = files.current.get(Path(display).resolve())
+        if edited is not None:
+            sources[display] = edited
+    return sources

@@ -8,16 +8,18 @@ the main block, a Kubeflow setter with no dagc option): the diagnostic then keep
 from __future__ import annotations
 
 import ast
+import json
 from collections.abc import Iterable
+from pathlib import Path
 
 from dagc.fixes import AddDecorator, Fix, InsertStatement, MoveStatement, ReplaceExpression, SetOption
 from dagc.frontend.forms import kfp_options
 from dagc.frontend.modules import ModuleInfo, TaskDef
-from dagc.frontend.source import SourceFile
+from dagc.frontend.source import SOURCE_TEXTS, SourceFile
 from dagc.ir.location import SourceSpan
 
-__all__ = ["import_dagc_fix", "kfp_fix", "move_seed_fix", "pipeline_decorator_fix", "rename_option_fix",
-           "task_option_fix"]
+__all__ = ["declare_readonly_fix", "import_dagc_fix", "kfp_fix", "move_seed_fix", "pipeline_decorator_fix",
+           "readonly_without", "rename_option_fix", "task_option_fix"]
 
 
 def _import_dagc(source: SourceFile) -> InsertStatement:
@@ -53,9 +55,11 @@ def pipeline_decorator_fix(info: ModuleInfo, fn: ast.FunctionDef | ast.AsyncFunc
 
 def _task_decorator(task: TaskDef) -> ast.expr | None:
     """The `@dagc.task` decorator of a task written for dagc (`task`, `dagc.task`, with or without options)."""
-    if task.dialect is not None:
-        return None
-    for decorator in task.node.decorator_list:
+    return None if task.dialect is not None else _dagc_task_decorator(task.node)
+
+
+def _dagc_task_decorator(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.expr | None:
+    for decorator in fn.decorator_list:
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
         name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) \
             else None
@@ -83,9 +87,17 @@ def task_option_fix(task: TaskDef, option: str, value: str | None) -> Fix | None
 
 
 def readonly_without(task: TaskDef, name: str) -> Fix | None:
-    """Take `name` out of `task`'s `readonly=[...]` (the option goes when nothing is left in it)."""
-    rest = [n for n in task.options.readonly if n != name]
-    fix = task_option_fix(task, "readonly", repr(rest) if rest else None)
+    """Take `name` out of `task`'s `readonly=[...]`, the other names written as the user wrote them (the option
+    goes when nothing is left in it)."""
+    decorator = _task_decorator(task)
+    given = next((k.value for k in decorator.keywords if k.arg == "readonly"), None) \
+        if isinstance(decorator, ast.Call) else None
+    if not isinstance(given, (ast.List, ast.Tuple, ast.Constant)):
+        return None
+    items = given.elts if isinstance(given, (ast.List, ast.Tuple)) else [given]
+    rest = [ast.get_source_segment(task.source.text, item) or repr(item) for item in items
+            if not (isinstance(item, ast.Constant) and item.value == name)]
+    fix = task_option_fix(task, "readonly", f"[{', '.join(rest)}]" if rest else None)
     return None if fix is None else Fix(f"remove `{name}` from `readonly=` of `{task.name}`", fix.edits)
 
 
@@ -145,3 +157,66 @@ def move_seed_fix(source: SourceFile, guard: ast.If, call: ast.Call) -> Fix | No
     segment = ast.get_source_segment(source.text, call) or "the seed"
     return Fix(f"move `{segment}` above `if __name__ == \"__main__\":`",
                (MoveStatement(source.span(stmt), guard.lineno),))
+
+
+def _function(tree: ast.Module, qualname: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    body: list[ast.stmt] = tree.body
+    found: ast.AST | None = None
+    for part in qualname.split("."):
+        found = next((s for s in body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                      and s.name == part), None)
+        if found is None:
+            return None
+        body = found.body
+    return found if isinstance(found, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+# methods that change their object in place, on the builtin containers
+_CHANGING_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault",
+                               "popitem", "add", "discard", "sort", "reverse"})
+
+
+def _changes_visibly(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """Whether `fn`'s body assigns into, deletes from or calls a changing method of its parameter `name`."""
+    def root(expr: ast.expr) -> str | None:
+        while isinstance(expr, (ast.Subscript, ast.Attribute)):
+            expr = expr.value
+        return expr.id if isinstance(expr, ast.Name) else None
+
+    for node in ast.walk(fn):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign | ast.Delete):
+            targets = list(node.targets)
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in _CHANGING_METHODS:
+            targets = [ast.Subscript(node.func.value)]
+        if any(isinstance(t, (ast.Subscript, ast.Attribute)) and root(t) == name for t in targets):
+            return True
+    return False
+
+
+def declare_readonly_fix(path: Path, qualname: str, names: list[str]) -> Fix | None:
+    """`readonly=[...]` with `names` added, on task `qualname` of the file at `path` (read and parsed here: what
+    a run recorded is compared with the compiled graph, which keeps no syntax)."""
+    given = SOURCE_TEXTS.get()
+    try:
+        text = given.get(path.resolve()) if given else None
+        text = path.read_text(encoding="utf-8") if text is None else text
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    fn = _function(tree, qualname)
+    decorator = _dagc_task_decorator(fn) if fn is not None else None
+    if fn is None or decorator is None or any(_changes_visibly(fn, name) for name in names):
+        return None  # (a change the body shows but the runs never made: the declaration would be wrong)
+    source = SourceFile(path, str(path), text, tree)
+    declared = next((k.value for k in decorator.keywords if k.arg == "readonly"), None) \
+        if isinstance(decorator, ast.Call) else None
+    if declared is not None and not isinstance(declared, (ast.List, ast.Tuple)):
+        return None
+    items = [ast.get_source_segment(text, e) or "" for e in declared.elts] if declared is not None else []
+    items += [json.dumps(name) for name in names]
+    value = f"[{', '.join(items)}]"
+    return Fix(f"declare `readonly={value}` on `{fn.name}`", (SetOption(source.span(decorator), "readonly", value),))
