@@ -17,7 +17,7 @@ __all__ = ["SOURCE_TEXTS", "SourceFile", "read_source", "name_span"]
 
 # texts that stand in for files on disk, by resolved path: `dagc fix` compiles its edits before (or without,
 # under --diff) writing them
-SOURCE_TEXTS: ContextVar[Mapping[Path, str]] = ContextVar("SOURCE_TEXTS", default={})
+SOURCE_TEXTS: ContextVar[Mapping[Path, str] | None] = ContextVar("SOURCE_TEXTS", default=None)
 
 
 @dataclass
