@@ -21,6 +21,7 @@ from dagc.apply_fixes import apply_edits
 from dagc.commands.common import EXIT_ERRORS, EXIT_OK, compile_input, print_diagnostics
 from dagc.diagnostics import CompileError, Diagnostic
 from dagc.fixes import Edit
+from dagc.ir.location import SourceSpan
 from dagc.usage import UsageError
 
 __all__ = ["MAX_ROUNDS", "cmd_fix"]
@@ -53,9 +54,28 @@ class _Files:
 
 @dataclass(frozen=True)
 class _Made:
+    """A fix made: its diagnostic's code and place (in the text as it was then) and what it did."""
+
     code: str
-    where: str
+    span: SourceSpan | None
     summary: str
+    texts: tuple[tuple[Path, str], ...]  # every edited file's text when it was made
+
+    def where(self, files: _Files) -> str:
+        """`path:line:col` in the file as it was before `dagc fix` (lines that earlier fixes moved counted back)."""
+        if self.span is None:
+            return ""
+        path = Path(self.span.file).resolve()
+        then = dict(self.texts).get(path)
+        if then is None or path not in files.original:
+            return str(self.span)
+        matcher = difflib.SequenceMatcher(a=files.original[path].splitlines(), b=then.splitlines(), autojunk=False)
+        line = self.span.line
+        for tag, i1, _i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal" and j1 < line <= j2:
+                line = line - j1 + i1
+                break
+        return f"{self.span.file}:{line}:{self.span.col}"
 
 
 def _diagnostics(args: argparse.Namespace) -> list[Diagnostic]:
@@ -92,6 +112,7 @@ def _round(diagnostics: list[Diagnostic], files: _Files, made: list[_Made]) -> b
                 edits.setdefault(files.key(edit.at.file), {})[edit] = None
     missed: set[Edit] = set()
     changed = False
+    texts = tuple(files.current.items())  # (what the diagnostics' places refer to)
     for path, wanted in sorted(edits.items()):
         before = files.current[path]
         applied = apply_edits(before, list(wanted))
@@ -100,7 +121,7 @@ def _round(diagnostics: list[Diagnostic], files: _Files, made: list[_Made]) -> b
             files.current[path] = applied.text
             changed = True
     if changed:
-        made.extend(dict.fromkeys(_Made(d.code, str(d.span) if d.span else "", d.fix.summary) for d in diagnostics
+        made.extend(dict.fromkeys(_Made(d.code, d.span, d.fix.summary, texts) for d in diagnostics
                                   if d.fix is not None and not missed.intersection(d.fix.edits)))
     return changed
 
@@ -146,12 +167,13 @@ def cmd_fix(args: argparse.Namespace) -> int:
     left = diagnostics  # what the last compile still reports: no fix, or one that could not be made
     if args.diff:
         sys.stdout.write(_diff(files))
+        sys.stdout.flush()  # (before the report on stderr, where both go to one place)
     else:
         _write(files)
     quiet = verbosity() < 0
     if args.diag_format == "text" and not quiet:
         for item in made:
-            sys.stderr.write(f"{item.where}: fixed[{item.code}]: {item.summary}\n")
+            sys.stderr.write(f"{item.where(files)}: fixed[{item.code}]: {item.summary}\n")
     if left and (args.diag_format == "json" or not quiet):
         print_diagnostics(args, left, _sources(files, left))
     if args.diag_format == "text" and not quiet:
