@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dagc.apply_fixes import apply_edits
 from dagc.commands.common import EXIT_ERRORS, EXIT_OK, compile_input, print_diagnostics
 from dagc.diagnostics import CompileError, Diagnostic
 from dagc.fixes import Edit
@@ -105,6 +104,8 @@ def _diagnostics(args: argparse.Namespace) -> list[Diagnostic]:
 
 def _round(diagnostics: list[Diagnostic], files: _Files, made: list[_Made]) -> bool:
     """Apply every fix of `diagnostics` (each file in one pass); whether any text changed."""
+    from dagc.apply_fixes import apply_edits  # (libcst: loaded by this command only)
+
     edits: dict[Path, dict[Edit, None]] = {}
     for diag in diagnostics:
         if diag.fix is not None:
