@@ -331,3 +331,18 @@ def test_decorator_options_keep_the_call_s_layout() -> None:
     assert bare.text == "@dagc.task\ndef f(x):\n    return x\n"
     moved = apply_edits(source, [SetOption(SourceSpan("f.py", 9, 2), "cpus", "2")])
     assert moved.text == source and len(moved.missed) == 1  # no decorator there: nothing guessed
+
+
+def test_fix_edits_the_user_module_that_defines_the_task(tmp_path: Path) -> None:
+    """A task imported from a module of the project is fixed in that module; the script stays as it was."""
+    (tmp_path / "steps.py").write_text(PURE_CONTRADICTED.source.split("\n\n\n@dagc.pipeline")[0] + "\n",
+                                       encoding="utf-8")
+    script = tmp_path / "job.py"
+    script.write_text("import dagc\nfrom steps import make, shrink\n\n\n@dagc.pipeline\ndef main(n: int = 3):\n"
+                      "    xs = make(n)\n    return shrink(xs), xs\n", encoding="utf-8")
+    before = script.read_text(encoding="utf-8")
+    proc = run_dagc("fix", str(script))
+    assert proc.returncode == 0 and f"changed {tmp_path / 'steps.py'}" in proc.stderr, proc.stderr
+    assert script.read_text(encoding="utf-8") == before
+    assert "@dagc.task\ndef shrink" in (tmp_path / "steps.py").read_text(encoding="utf-8")
+    assert _codes(script) == (0, [])
