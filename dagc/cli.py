@@ -1,4 +1,4 @@
-"""`dagc` command line: compile | check | ir | emit | viz | plan | run.
+"""`dagc` command line: compile | check | fix | ir | emit | viz | plan | run.
 
 Exit status: 0 success, 1 errors in the input (diagnostics printed), 2 bad usage,
 70 internal compiler error (a bug in dagc: reported with its traceback).
@@ -27,6 +27,7 @@ from dagc.commands.common import (
     read_sources,
 )
 from dagc.commands.compiling import cmd_check, cmd_compile, cmd_emit, cmd_ir
+from dagc.commands.fixing import cmd_fix
 from dagc.commands.running import cmd_gc, cmd_run, cmd_runs
 from dagc.commands.views import cmd_report, cmd_timeline, cmd_viz
 from dagc.diagnostics import CompileError, Diagnostic
@@ -127,6 +128,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", metavar="RUN_DIR",
                    help="also warn (DAGC158) about effects dagc assumes that this run directory's tasks never had")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("fix", help="make the edits diagnostics propose; --diff to preview",
+                       description="Make the edits that diagnostics propose (those shown with `= fix:`), keeping "
+                       "the rest of the file, its formatting and comments as they are; compile again until no fix "
+                       "is left, then report the diagnostics left to fix by hand. Exit 1 if errors are left.")
+    _add_input(p, "SCRIPT")
+    p.add_argument("--diff", action="store_true",
+                   help="print the changes as a unified diff instead of writing them (exit 0)")
+    p.add_argument("--profile", metavar="RUN_DIR",
+                   help="also declare readonly=[...] the parameters no task call of this run directory changed "
+                   "(DAGC158; without it, the script's own recent runs under .dagc/runs/ when there are enough)")
+    _add_format(p)
+    p.set_defaults(func=cmd_fix)
 
     p = sub.add_parser("ir", help="print the IR, optionally after a given pass",
                        description="Print the IR of a script or IR file after the pass pipeline (or --after PASS).")
@@ -255,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # commands that only read and write files: their process may end without freeing its objects one by one
-_COMPILE_ONLY = frozenset({"check", "plan", "ir", "emit", "compile", "viz"})
+_COMPILE_ONLY = frozenset({"check", "fix", "plan", "ir", "emit", "compile", "viz"})
 
 
 def console_main() -> None:

@@ -18,12 +18,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
+from dagc.fixes import Fix
 from dagc.ir.location import SourceSpan
 
 __all__ = [
     "Severity",
     "Note",
     "Diagnostic",
+    "Fix",
     "DiagnosticSink",
     "CompileError",
     "CODES",
@@ -145,6 +147,7 @@ class Diagnostic:
     span: SourceSpan | None = None
     hint: str | None = None
     notes: tuple[Note, ...] = ()
+    fix: Fix | None = None  # the edit the hint names, when dagc can make it (`dagc fix`)
 
     def __post_init__(self) -> None:
         if self.code not in CODES:
@@ -173,6 +176,7 @@ class Diagnostic:
             "span": span_json(self.span),
             "hint": self.hint,
             "notes": [{"message": n.message, "span": span_json(n.span)} for n in self.notes],
+            "fix": self.fix.to_json() if self.fix is not None else None,
         }
 
 
@@ -193,8 +197,9 @@ class DiagnosticSink:
         *,
         hint: str | None = None,
         notes: Iterable[Note] = (),
+        fix: Fix | None = None,
     ) -> Diagnostic:
-        diag = Diagnostic(code, Severity.ERROR, message, span, hint, tuple(notes))
+        diag = Diagnostic(code, Severity.ERROR, message, span, hint, tuple(notes), fix)
         self.emit(diag)
         return diag
 
@@ -206,8 +211,9 @@ class DiagnosticSink:
         *,
         hint: str | None = None,
         notes: Iterable[Note] = (),
+        fix: Fix | None = None,
     ) -> Diagnostic:
-        diag = Diagnostic(code, Severity.WARNING, message, span, hint, tuple(notes))
+        diag = Diagnostic(code, Severity.WARNING, message, span, hint, tuple(notes), fix)
         self.emit(diag)
         return diag
 
@@ -285,6 +291,8 @@ def render_text(diagnostics: Iterable[Diagnostic], sources: Mapping[str, str] | 
                 out.append(f"  = note: {note.message}")
         if diag.hint:
             out.append(f"  = hint: {diag.hint}")
+        if diag.fix is not None:
+            out.append(f"  = fix: {diag.fix.summary} (`dagc fix` makes this edit)")
         out.append("")
     return "\n".join(out)
 

@@ -50,16 +50,27 @@ def unseen_effects(graph: Any, run_dir: str | Path | list[Path]) -> list[Diagnos
         calls = sum(ends[n.name] for n in nodes)
         function = target.rpartition(":")[2]
         first = nodes[0]
-        params = sorted({p for n in nodes for (t, p) in unseen_params if t == n.name})
+        params = sorted({p for n in nodes for (t, p) in unseen_params if t == n.name
+                         and p not in n.options.readonly})  # (declared since the run: nothing to say)
         never = [p for p in params if sum(unseen_params[(n.name, p)] for n in nodes) >= calls]
         if never:
             sink.warning("DAGC158", f"task `{function}` never changed {', '.join(f'`{p}`' for p in never)} in the "
                          f"{calls} call(s) recorded in {run_dir}, though dagc assumes it may",
                          first.span, hint=f"if it only reads them, declare it: `@dagc.task(readonly={never!r})`; "
-                         "the calls then stay free to run in parallel and be cached")
+                         "the calls then stay free to run in parallel and be cached",
+                         fix=_readonly_fix(graph, target, never))
         if first.effects.rng and sum(unseen_rng[n.name] for n in nodes) >= calls:
             sink.warning("DAGC158", f"task `{function}` never drew from the global random generator in the {calls} "
                          f"call(s) recorded in {run_dir}, though dagc assumes it may ({first.effects.rng})",
                          first.span, hint="if its draws never matter, declare it `pure=True`; if it draws only "
                          "sometimes, seed inside it to make it independent")
     return sink.diagnostics
+
+
+def _readonly_fix(graph: Any, target: str, names: list[str]) -> Any:
+    """The fix declaring `names` readonly on the task `target` (`module:qualname`) names, in its module's file."""
+    from dagc.frontend.fix_edits import declare_readonly_fix
+
+    module, _, qualname = target.partition(":")
+    file = graph.modules.get(module)
+    return declare_readonly_fix(Path(graph.root or ".") / file, qualname, names) if file else None

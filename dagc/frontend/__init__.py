@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from dagc.diagnostics import DiagnosticSink
+from dagc.fixes import Fix
 from dagc.frontend.extract import extract_pipeline
+from dagc.frontend.fix_edits import import_dagc_fix, pipeline_decorator_fix
 from dagc.frontend.modules import ModuleInfo, PipelineDef, Project
 from dagc.frontend.source import name_span
 from dagc.ir.core import Graph
@@ -51,8 +53,9 @@ def _decorator_without_import(info: ModuleInfo) -> SourceSpan | None:
     return None
 
 
-def _where_a_pipeline_belongs(info: ModuleInfo) -> tuple[SourceSpan | None, str]:
-    """Point DAGC003 at the first task (or the first flow class), with the form that is missing."""
+def _where_a_pipeline_belongs(info: ModuleInfo) -> tuple[SourceSpan | None, str, Fix | None]:
+    """Point DAGC003 at the first task (or the first flow class), with the form that is missing (and the fix
+    that adds it, when one function calls the tasks)."""
     import ast
 
     for stmt in info.source.tree.body:
@@ -62,18 +65,18 @@ def _where_a_pipeline_belongs(info: ModuleInfo) -> tuple[SourceSpan | None, str]
                 for d in f.decorator_list):
             return name_span(info.source, stmt), (
                 "a Metaflow-style flow: decorate each step with @dagc.task and @staticmethod (taking its inputs as "
-                "arguments, returning its outputs), and the method that calls the steps in order with @dagc.pipeline")
+                "arguments, returning its outputs), and the method that calls the steps in order with @dagc.pipeline"), None
     caller = _calls_the_tasks(info)
     if caller is not None:
         return name_span(info.source, caller), (
             f"decorate `{caller.name}`, which calls the tasks, with @dagc.pipeline (write `@dagc.pipeline` on the "
-            f"line above `def {caller.name}(`)")
+            f"line above `def {caller.name}(`)"), pipeline_decorator_fix(info, caller)
     first = next(iter(info.tasks.values()), None)
     if first is not None:
         return name_span(first.source, first.node), (
             "decorate the function that calls your tasks with @dagc.pipeline (a module-level function, or a "
-            "method of a class)")
-    return None, "decorate the function that calls your tasks with @dagc.pipeline"
+            "method of a class)"), None
+    return None, "decorate the function that calls your tasks with @dagc.pipeline", None
 
 
 def _calls_the_tasks(info: ModuleInfo) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
@@ -143,10 +146,10 @@ def _compile_source(path: str | Path, pipeline_name: str | None, params: dict[st
             if unimported is not None:  # the decorators are there, but `dagc` names nothing in the module
                 sink.error("DAGC003", f"{project.entry_display} uses `@dagc...` decorators but does not import dagc",
                            unimported, hint="add `import dagc` at the top of the file (the script then also runs as "
-                           "plain Python)")
+                           "plain Python)", fix=import_dagc_fix(info.source))
             else:
-                where, hint = _where_a_pipeline_belongs(info)
-                sink.error("DAGC003", f"{project.entry_display} defines no @dagc.pipeline", where, hint=hint)
+                where, hint, fix = _where_a_pipeline_belongs(info)
+                sink.error("DAGC003", f"{project.entry_display} defines no @dagc.pipeline", where, hint=hint, fix=fix)
         else:
             sink.error("DAGC004", f"{project.entry_display} defines {len(pipelines)} pipelines; choose one",
                        name_span(info.source, pipelines[1].node),

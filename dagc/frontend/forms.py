@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-__all__ = ["KFP_METHOD_HINTS", "GLUE_CALLS", "as_literal", "kfp_chain", "kfp_hint"]
+__all__ = ["KFP_METHOD_HINTS", "GLUE_CALLS", "as_literal", "kfp_chain", "kfp_hint", "kfp_options"]
 
 # Kubeflow Pipelines configures a step by calling methods on it; dagc reads the same from the task.
 KFP_METHOD_HINTS: dict[str, str] = {
@@ -45,8 +45,9 @@ def kfp_chain(call: ast.Call) -> list[ast.Call] | None:
     return chain[::-1] or None
 
 
-def kfp_hint(chain: list[ast.Call], task: str | None) -> str:
-    """What to write instead of a chain of Kubeflow setters, with the values the user gave."""
+def _kfp_options(chain: list[ast.Call]) -> tuple[dict[str, str], list[str]]:
+    """The dagc options a chain of Kubeflow setters sets ({option: Python literal}), and the hints for the
+    setters that are no option."""
     options: dict[str, str] = {}
     others: list[str] = []
     for call in chain:
@@ -60,6 +61,18 @@ def kfp_hint(chain: list[ast.Call], task: str | None) -> str:
             options[option] = repr(given).replace("'", '"')
         else:
             others.append(KFP_METHOD_HINTS[attr])
+    return options, others
+
+
+def kfp_options(chain: list[ast.Call]) -> dict[str, str] | None:
+    """{option: Python literal} for a chain whose every setter is a dagc option; None otherwise."""
+    options, others = _kfp_options(chain)
+    return None if others else options
+
+
+def kfp_hint(chain: list[ast.Call], task: str | None) -> str:
+    """What to write instead of a chain of Kubeflow setters, with the values the user gave."""
+    options, others = _kfp_options(chain)
     parts = []
     if options:
         declared = ", ".join(f"{k}={v}" for k, v in options.items())

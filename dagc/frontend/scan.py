@@ -13,9 +13,11 @@ from typing import Any
 
 from dagc import units
 from dagc.annotations import TASK_OPTIONS
+from dagc.fixes import Fix
 from dagc.frontend.arguments import StaticArgParser, StaticArgs, parsed
 from dagc.frontend.configs import ConfigValue
 from dagc.frontend.dialects import DecoratorForm, decorator_form
+from dagc.frontend.fix_edits import rename_option_fix
 from dagc.frontend.modules import (
     Constant,
     FunctionSig,
@@ -101,8 +103,9 @@ def _record_import(project: Project, info: ModuleInfo, stmt: ast.Import | ast.Im
         info.symbols.setdefault(alias.asname or alias.name, ImportedName(module, alias.name, stmt))
 
 
-def _option_error(project: Project, info: ModuleInfo, code: str, message: str, node: ast.AST, hint: str) -> None:
-    project.sink.error(code, message, info.source.span(node), hint=hint)
+def _option_error(project: Project, info: ModuleInfo, code: str, message: str, node: ast.AST, hint: str,
+                  fix: Fix | None = None) -> None:
+    project.sink.error(code, message, info.source.span(node), hint=hint, fix=fix)
 
 
 def _convert_option(project: Project, info: ModuleInfo, key: str, value: Any, node: ast.expr) -> Any:
@@ -208,7 +211,8 @@ def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> t
             close = difflib.get_close_matches(kw.arg, TASK_OPTIONS, n=1)
             suggestion = f"did you mean `{close[0]}`? " if close else ""
             _option_error(project, info, "DAGC120", f"unknown task option `{kw.arg}`", kw,
-                          hint=f"{suggestion}accepted options: {', '.join(TASK_OPTIONS)}")
+                          hint=f"{suggestion}accepted options: {', '.join(TASK_OPTIONS)}",
+                          fix=rename_option_fix(info.source, call, kw, close[0]) if close else None)
             continue
         try:
             value = static_option_value(kw.value, info, project)

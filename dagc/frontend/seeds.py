@@ -20,6 +20,7 @@ import ast
 from collections.abc import Iterator
 
 from dagc.diagnostics import DiagnosticSink, Note
+from dagc.frontend.fix_edits import move_seed_fix
 from dagc.frontend.library import SEEDING
 from dagc.frontend.modules import ModuleInfo
 from dagc.frontend.scan import is_main_guard
@@ -124,4 +125,5 @@ def check_main_seeds(graph: Graph, info: ModuleInfo, sink: DiagnosticSink) -> No
                 notes=[Note(f"`{first.function}` is called here", first.span)] if isinstance(first.span, SourceSpan) else [],
                 hint="seed at module level instead (`random.seed(0)` after the imports: it runs in every process "
                 "dagc starts, before any task, as in the plain run), or pass the seed to the task and seed "
-                "inside it, or draw from a generator (`random.Random(seed)`, `torch.Generator().manual_seed(seed)`)")
+                "inside it, or draw from a generator (`random.Random(seed)`, `torch.Generator().manual_seed(seed)`)",
+                fix=move_seed_fix(info.source, guard, call))

@@ -5,13 +5,19 @@ from __future__ import annotations
 import ast
 import hashlib
 import warnings
+from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dagc.diagnostics import DiagnosticSink
 from dagc.ir.location import SourceSpan
 
-__all__ = ["SourceFile", "read_source", "name_span"]
+__all__ = ["SOURCE_TEXTS", "SourceFile", "read_source", "name_span"]
+
+# texts that stand in for files on disk, by resolved path: `dagc fix` compiles its edits before (or without,
+# under --diff) writing them
+SOURCE_TEXTS: ContextVar[Mapping[Path, str] | None] = ContextVar("SOURCE_TEXTS", default=None)
 
 
 @dataclass
@@ -74,7 +80,9 @@ def name_span(source: SourceFile, fn: ast.FunctionDef | ast.AsyncFunctionDef | a
 def read_source(path: Path, display: str, sink: DiagnosticSink) -> SourceFile | None:
     """Read, decode and parse `path`; on failure report DAGC001/DAGC002 and return None."""
     try:
-        raw = path.read_bytes()
+        given = SOURCE_TEXTS.get()
+        text_given = given.get(path.resolve()) if given else None
+        raw = path.read_bytes() if text_given is None else text_given.encode("utf-8")
     except OSError as exc:
         sink.error("DAGC002", f"cannot read {display}: {exc.strerror or exc}", None,
                    hint="check the path and its permissions")

@@ -33,6 +33,7 @@ from dagc.frontend.extract.values import (
     is_task_result,
     to_operand,
 )
+from dagc.frontend.fix_edits import kfp_fix
 from dagc.frontend.forms import kfp_chain, kfp_hint
 from dagc.frontend.modules import (
     FunctionSig,
@@ -147,7 +148,8 @@ class Calls(Component):
                 methods = ", ".join(f"`.{c.func.attr}()`" for c in chain)  # type: ignore[attr-defined]
                 self.cx.sink.error("DAGC107", f"{methods} on a task result {'is' if len(chain) == 1 else 'are'} "
                                    "Kubeflow's form; a dagc task result is the task's return value, not a step object",
-                                   info.source.span(call), hint=kfp_hint(chain, task))
+                                   info.source.span(call), hint=kfp_hint(chain, task),
+                                   fix=kfp_fix(info.source, call, chain, task and self.cx.project.lookup(info, task)))
                 raise ExtractError
             if isinstance(call.func, ast.Name) and call.func.id == "range" and isinstance(callee, External):
                 bound = next((ast.unparse(a) for a in call.args if self.cx.glue.needs_glue(a, scope, info)), "")

@@ -12,6 +12,7 @@ from dagc.diagnostics import Note
 from dagc.frontend.effects.summary import is_scalar_type
 from dagc.frontend.extract.context import Component
 from dagc.frontend.extract.values import Dyn, ExtractError, Scope, Static, Value, mutable_ids
+from dagc.frontend.fix_edits import readonly_without, task_option_fix
 from dagc.frontend.modules import ModuleInfo, TaskDef
 from dagc.frontend.source import name_span
 from dagc.ir.core import Graph, Node
@@ -254,18 +255,21 @@ class StateChecks(Component):
                 evidence = effects.definite[name]
                 self.cx.sink.warning("DAGC155", f"`{name}` is declared readonly, but `{task.name}` {evidence.reason}",
                                      at(evidence), hint=f"if this changes `{name}`, remove it from readonly=[...]; "
-                                     "dagc trusts the declaration and may run this task on a copy")
+                                     "dagc trusts the declaration and may run this task on a copy",
+                                     fix=readonly_without(task, name))
         if options.pure:
             found = next(iter(effects.definite.items()), None)
             if found is not None:
                 self.cx.sink.warning("DAGC155", f"task `{task.name}` is declared pure=True, but it {found[1].reason} "
                                      f"(parameter `{found[0]}`)", at(found[1]),
                                      hint="a pure task may be merged, removed or run on a copy; drop pure=True "
-                                     "(or list the parameters it only reads in readonly=[...])")
+                                     "(or list the parameters it only reads in readonly=[...])",
+                                     fix=task_option_fix(task, "pure", None))
             elif effects.globals_written:
                 name, evidence = next(iter(effects.globals_written.items()))
                 self.cx.sink.warning("DAGC155", f"task `{task.name}` is declared pure=True, but it {evidence.reason}",
-                                     at(evidence), hint="a pure task may be merged or removed; drop pure=True")
+                                     at(evidence), hint="a pure task may be merged or removed; drop pure=True",
+                                     fix=task_option_fix(task, "pure", None))
 
     def _materialize(self, param: str, operand: Operand, node: Node, scope: Scope, info: ModuleInfo) -> Operand:
         """A list or dict bound to a name in the pipeline and changed by a task is one object in plain

@@ -1,0 +1,89 @@
+"""Machine-applicable fixes: the source edits a diagnostic proposes, as data.
+
+A diagnostic whose hint names one exact edit (the option to set on a task's decorator, the import or
+decorator to add, the statement to move) carries a `Fix`: a short summary and the edits that make it.
+Each edit names the code it changes by where that code starts (`at`: file, 1-based line and column, as
+in every `SourceSpan`); `dagc fix` (dagc.apply_fixes) finds those nodes with libcst and rewrites only
+them, so formatting and comments elsewhere stay as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from dagc.ir.location import SourceSpan
+
+__all__ = ["AddDecorator", "Edit", "Fix", "InsertStatement", "MoveStatement", "ReplaceExpression", "SetOption"]
+
+
+@dataclass(frozen=True)
+class SetOption:
+    """Set keyword `option` of the decorator expression starting at `at` to the Python expression `value`
+    (`None` removes the keyword; a bare `@dagc.task` becomes a call, a call left without arguments bare)."""
+
+    at: SourceSpan
+    option: str
+    value: str | None
+
+
+@dataclass(frozen=True)
+class AddDecorator:
+    """Add `@{text}` above the decorators of the function or class whose `def`/`class` starts at `at`."""
+
+    at: SourceSpan
+    text: str
+
+
+@dataclass(frozen=True)
+class InsertStatement:
+    """Insert the module-level statement `text` after the top-level statement that starts on line `at.line`
+    (line 0: before the first statement, below the file's header comments)."""
+
+    at: SourceSpan
+    text: str
+
+
+@dataclass(frozen=True)
+class MoveStatement:
+    """Move the one-statement line starting at `at`, with the comments above it, to module level just above
+    the top-level statement that starts on line `before`."""
+
+    at: SourceSpan
+    before: int
+
+
+@dataclass(frozen=True)
+class ReplaceExpression:
+    """Replace the expression spanning exactly `at` (start and end) with the Python expression `text`."""
+
+    at: SourceSpan
+    text: str
+
+
+Edit = SetOption | AddDecorator | InsertStatement | MoveStatement | ReplaceExpression
+
+_KINDS: dict[type, str] = {SetOption: "set-option", AddDecorator: "add-decorator",
+                           InsertStatement: "insert-statement", MoveStatement: "move-statement",
+                           ReplaceExpression: "replace-expression"}
+
+
+@dataclass(frozen=True)
+class Fix:
+    """What `dagc fix` changes for one diagnostic: `summary` says it in a few words (`add \\`import dagc\\``)."""
+
+    summary: str
+    edits: tuple[Edit, ...]
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(edit.at.file for edit in self.edits))
+
+    def to_json(self) -> dict[str, object]:
+        def edit_json(edit: Edit) -> dict[str, object]:
+            data: dict[str, object] = {"kind": _KINDS[type(edit)]}
+            for item in fields(edit):
+                value = getattr(edit, item.name)
+                data[item.name] = value.text() if isinstance(value, SourceSpan) else value
+            return data
+
+        return {"summary": self.summary, "edits": [edit_json(e) for e in self.edits]}

@@ -1,0 +1,222 @@
+"""The fixes frontend diagnostics attach (dagc.fixes): built here from the syntax tree, so that each
+diagnostic's call site only says which fix it proposes.
+
+Every builder returns None when the edit would not be exact (a dialect's task, a seed that reads names of
+the main block, a Kubeflow setter with no dagc option): the diagnostic then keeps its hint only.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+from dagc.fixes import AddDecorator, Fix, InsertStatement, MoveStatement, ReplaceExpression, SetOption
+from dagc.frontend.forms import kfp_options
+from dagc.frontend.modules import ModuleInfo, TaskDef
+from dagc.frontend.source import SOURCE_TEXTS, SourceFile
+from dagc.ir.location import SourceSpan
+
+__all__ = ["declare_readonly_fix", "import_dagc_fix", "kfp_fix", "move_seed_fix", "pipeline_decorator_fix",
+           "readonly_without", "rename_option_fix", "task_option_fix"]
+
+
+def _import_dagc(source: SourceFile) -> InsertStatement:
+    """`import dagc` after the imports at the top of the file (after its docstring when it has none)."""
+    after = 0
+    for index, stmt in enumerate(source.tree.body):
+        docstring = index == 0 and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant) \
+            and isinstance(stmt.value.value, str)
+        if not (docstring or isinstance(stmt, (ast.Import, ast.ImportFrom))):
+            break
+        after = stmt.lineno
+    return InsertStatement(SourceSpan(source.display, after, 1), "import dagc")
+
+
+def import_dagc_fix(source: SourceFile) -> Fix:
+    return Fix("add `import dagc`", (_import_dagc(source),))
+
+
+def pipeline_decorator_fix(info: ModuleInfo, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Fix:
+    """`@dagc.pipeline` on `fn` (spelled as the module imports dagc; `import dagc` added when it does not)."""
+    local = sorted(name for name, kind in info.dagc_names.items() if kind == "pipeline")
+    edits: list[AddDecorator | InsertStatement] = []
+    if local:
+        text = local[0]
+    elif info.dagc_modules:
+        text = f"{sorted(info.dagc_modules)[0]}.pipeline"
+    else:
+        text = "dagc.pipeline"
+        edits.append(_import_dagc(info.source))
+    edits.insert(0, AddDecorator(info.source.span(fn), text))
+    return Fix(f"decorate `{fn.name}` with @{text}", tuple(edits))
+
+
+def _task_decorator(task: TaskDef) -> ast.expr | None:
+    """The `@dagc.task` decorator of a task written for dagc (`task`, `dagc.task`, with or without options)."""
+    return None if task.dialect is not None else _dagc_task_decorator(task.node)
+
+
+def _dagc_task_decorator(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.expr | None:
+    for decorator in fn.decorator_list:
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        name = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) \
+            else None
+        if name == "task":
+            return decorator
+    return None
+
+
+def _option_edits(task: TaskDef, options: Iterable[tuple[str, str | None]]) -> tuple[SetOption, ...] | None:
+    decorator = _task_decorator(task)
+    if decorator is None:
+        return None
+    at = task.source.span(decorator)
+    return tuple(SetOption(at, option, value) for option, value in options)
+
+
+def task_option_fix(task: TaskDef, option: str, value: str | None) -> Fix | None:
+    """Set (or, with None, remove) one option of `task`'s decorator: `readonly=['model']`, `pure=True`."""
+    edits = _option_edits(task, [(option, value)])
+    if edits is None:
+        return None
+    summary = f"remove `{option}=` from `{task.name}`" if value is None else \
+        f"declare `{option}={value}` on `{task.name}`"
+    return Fix(summary, edits)
+
+
+def readonly_without(task: TaskDef, name: str) -> Fix | None:
+    """Take `name` out of `task`'s `readonly=[...]`, the other names written as the user wrote them (the option
+    goes when nothing is left in it)."""
+    decorator = _task_decorator(task)
+    given = next((k.value for k in decorator.keywords if k.arg == "readonly"), None) \
+        if isinstance(decorator, ast.Call) else None
+    if not isinstance(given, (ast.List, ast.Tuple, ast.Constant)):
+        return None
+    items = given.elts if isinstance(given, (ast.List, ast.Tuple)) else [given]
+    rest = [ast.get_source_segment(task.source.text, item) or repr(item) for item in items
+            if not (isinstance(item, ast.Constant) and item.value == name)]
+    fix = task_option_fix(task, "readonly", f"[{', '.join(rest)}]" if rest else None)
+    return None if fix is None else Fix(f"remove `{name}` from `readonly=` of `{task.name}`", fix.edits)
+
+
+def rename_option_fix(source: SourceFile, call: ast.Call, keyword: ast.keyword, meant: str) -> Fix | None:
+    """`@dagc.task(gpu=1)` → `@dagc.task(gpus=1)`: the option a misspelt keyword was close to."""
+    if keyword.arg is None or any(k.arg == meant for k in call.keywords):
+        return None
+    value = ast.get_source_segment(source.text, keyword.value)
+    if value is None or "\n" in value:
+        return None
+    at = source.span(call)
+    return Fix(f"write `{meant}=` for `{keyword.arg}=`", (SetOption(at, keyword.arg, None), SetOption(at, meant, value)))
+
+
+def kfp_fix(source: SourceFile, call: ast.Call, chain: list[ast.Call], task: object) -> Fix | None:
+    """Kubeflow's `train(x).set_cpu_limit("2")` → `train(x)`, with `cpus="2"` on the decorator of `task` (the
+    step's callee), when every setter of the chain is a dagc option."""
+    options = kfp_options(chain)
+    step = chain[0].func.value  # type: ignore[attr-defined]
+    base = ast.get_source_segment(source.text, step)
+    if not isinstance(task, TaskDef) or not options or base is None:
+        return None
+    edits = _option_edits(task, sorted(options.items()))
+    if edits is None:
+        return None
+    declared = ", ".join(f"{k}={v}" for k, v in sorted(options.items()))
+    return Fix(f"declare `{declared}` on `{task.name}` and call it plainly",
+               (ReplaceExpression(source.span(call), base), *edits))
+
+
+def _bound_in(stmts: list[ast.stmt]) -> set[str]:
+    names: set[str] = set()
+    for stmt in stmts:
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                names.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+    return names
+
+
+def move_seed_fix(source: SourceFile, guard: ast.If, call: ast.Call) -> Fix | None:
+    """A seed of the main block moved to module level, just above `if __name__ == "__main__":` (so it runs in
+    every process, before any task, as in the plain run): when it is a statement of its own there and reads no
+    name the block binds, and what it calls is defined above the block."""
+    stmt = next((s for s in guard.body if isinstance(s, ast.Expr) and s.value is call), None)
+    if stmt is None or len(guard.body) < 2:
+        return None
+    used = {n.id for n in ast.walk(call) if isinstance(n, ast.Name)}
+    if used & _bound_in(guard.body):
+        return None
+    later = _bound_in([s for s in source.tree.body if s.lineno > guard.lineno])
+    if used & later:
+        return None
+    segment = ast.get_source_segment(source.text, call) or "the seed"
+    return Fix(f"move `{segment}` above `if __name__ == \"__main__\":`",
+               (MoveStatement(source.span(stmt), guard.lineno),))
+
+
+def _function(tree: ast.Module, qualname: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    body: list[ast.stmt] = tree.body
+    found: ast.AST | None = None
+    for part in qualname.split("."):
+        found = next((s for s in body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                      and s.name == part), None)
+        if found is None:
+            return None
+        body = found.body
+    return found if isinstance(found, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+
+
+# methods that change their object in place, on the builtin containers
+_CHANGING_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault",
+                               "popitem", "add", "discard", "sort", "reverse"})
+
+
+def _changes_visibly(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """Whether `fn`'s body assigns into, deletes from or calls a changing method of its parameter `name`."""
+    def root(expr: ast.expr) -> str | None:
+        while isinstance(expr, (ast.Subscript, ast.Attribute)):
+            expr = expr.value
+        return expr.id if isinstance(expr, ast.Name) else None
+
+    for node in ast.walk(fn):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign | ast.Delete):
+            targets = list(node.targets)
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in _CHANGING_METHODS:
+            targets = [ast.Subscript(node.func.value)]
+        if any(isinstance(t, (ast.Subscript, ast.Attribute)) and root(t) == name for t in targets):
+            return True
+    return False
+
+
+def declare_readonly_fix(path: Path, qualname: str, names: list[str]) -> Fix | None:
+    """`readonly=[...]` with `names` added, on task `qualname` of the file at `path` (read and parsed here: what
+    a run recorded is compared with the compiled graph, which keeps no syntax)."""
+    given = SOURCE_TEXTS.get()
+    try:
+        text = given.get(path.resolve()) if given else None
+        text = path.read_text(encoding="utf-8") if text is None else text
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    fn = _function(tree, qualname)
+    decorator = _dagc_task_decorator(fn) if fn is not None else None
+    if fn is None or decorator is None or any(_changes_visibly(fn, name) for name in names):
+        return None  # (a change the body shows but the runs never made: the declaration would be wrong)
+    source = SourceFile(path, str(path), text, tree)
+    declared = next((k.value for k in decorator.keywords if k.arg == "readonly"), None) \
+        if isinstance(decorator, ast.Call) else None
+    if declared is not None and not isinstance(declared, (ast.List, ast.Tuple)):
+        return None
+    items = [ast.get_source_segment(text, e) or "" for e in declared.elts] if declared is not None else []
+    items += [json.dumps(name) for name in names]
+    value = f"[{', '.join(items)}]"
+    return Fix(f"declare `readonly={value}` on `{fn.name}`", (SetOption(source.span(decorator), "readonly", value),))

@@ -1,0 +1,348 @@
+"""`dagc fix`: each diagnostic with a fix, on a small script that raises it. After the fix the script checks
+clean, only the lines the fix names changed (every other line, comments and odd spacing included, is kept
+byte for byte), the local program computes what the plain run computes, `--diff` shows the same change
+without writing it, and a second `dagc fix` has nothing left to do."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from dagc.apply_fixes import apply_edits
+from dagc.backends import emit
+from dagc.driver import compile_file
+from dagc.fixes import SetOption
+from dagc.ir.location import SourceSpan
+from tests.conftest import run_dagc
+from tests.engines import run_local
+from tests.interpreters import run_python
+from tests.plain import plain_result
+
+
+@dataclass(frozen=True)
+class Case:
+    code: str  # the diagnostic the script raises
+    source: str
+    changed: frozenset[int]  # the lines of `source` the fix rewrites or removes (1-based)
+    added: tuple[str, ...]  # lines the fixed script has that `source` has not
+    pipeline: str = "main"
+    left: frozenset[str] = frozenset()  # what `dagc check` still says after the fix (warnings)
+
+
+NO_IMPORT = Case("DAGC003", '''\
+"""Mean of a range."""
+from __future__ import annotations
+
+import statistics  # the standard library
+
+
+@dagc.task
+def load(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.task
+def mean(xs: list) -> float:
+    return statistics.mean(xs)
+
+
+@dagc.pipeline
+def main(n: int = 5):
+    xs  =  load(n)   # spaced as the user likes
+    return mean(xs)
+''', frozenset(), ("import dagc",))
+
+NO_PIPELINE = Case("DAGC003", '''\
+import dagc
+
+
+@dagc.task
+def load(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.task
+def total(xs: list) -> int:
+    return sum(xs)
+
+
+# the pipeline, not yet marked as one
+def main(n: int = 4):
+    return total(load(n))
+''', frozenset(), ("@dagc.pipeline",))
+
+KUBEFLOW = Case("DAGC107", '''\
+import dagc
+
+
+@dagc.task
+def load(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.task(retries=1)  # flaky storage
+def train(xs: list) -> float:
+    return sum(xs) / len(xs)
+
+
+@dagc.pipeline
+def main(n: int = 5):
+    xs = load(n)
+    score = train(xs).set_cpu_limit("2").set_memory_limit("650M")
+    return score
+''', frozenset({9, 17}), ('@dagc.task(retries=1, cpus="2", memory="650M")  # flaky storage', "    score = train(xs)"))
+
+MISSPELT_OPTION = Case("DAGC120", '''\
+import dagc
+
+
+@dagc.task(cpu=1, cost="2s")
+def square(x: int) -> int:
+    return x * x
+
+
+@dagc.pipeline
+def main(x: int = 3):
+    return square(x)
+''', frozenset({4}), ('@dagc.task(cost="2s", cpus=1)',))
+
+READONLY_CONTRADICTED = Case("DAGC155", '''\
+import dagc
+
+
+@dagc.task
+def make(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.task(readonly=["xs", "ys"])
+def grow(xs: list, ys: list) -> int:
+    xs.append(len(ys))
+    return len(xs)
+
+
+@dagc.pipeline
+def main(n: int = 3):
+    xs = make(n)
+    grown = grow(xs, make(2))
+    return grown, xs
+''', frozenset({9}), ('@dagc.task(readonly=["ys"])',))
+
+PURE_CONTRADICTED = Case("DAGC155", '''\
+import dagc
+
+
+@dagc.task
+def make(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.task(pure=True)
+def shrink(xs: list) -> int:
+    xs.pop()
+    return len(xs)
+
+
+@dagc.pipeline
+def main(n: int = 3):
+    xs = make(n)
+    return shrink(xs), xs
+''', frozenset({9}), ("@dagc.task",))
+
+MAIN_SEED = Case("DAGC156", '''\
+import random
+
+import dagc
+
+
+@dagc.task
+def noisy(n: int) -> list:
+    return [random.random() for _ in range(n)]
+
+
+@dagc.task
+def total(xs: list) -> float:
+    return sum(xs)
+
+
+@dagc.pipeline
+def main(n: int = 4):
+    return total(noisy(n))
+
+
+if __name__ == "__main__":
+    # the same numbers every run
+    random.seed(3)
+    print(main())
+''', frozenset({22, 23}), ("# the same numbers every run", "random.seed(3)", "", ""),
+    # (a module-level seed keeps the plain run's numbers by running the drawing task where the seed ran)
+    left=frozenset({"DAGC150"}))
+
+CASES = {"missing-import": NO_IMPORT, "missing-pipeline": NO_PIPELINE, "kubeflow-resources": KUBEFLOW,
+         "misspelt-option": MISSPELT_OPTION, "readonly-contradicted": READONLY_CONTRADICTED,
+         "pure-contradicted": PURE_CONTRADICTED, "seed-in-main-block": MAIN_SEED}
+
+
+def _codes(script: Path, *options: str) -> tuple[int, list[str]]:
+    proc = run_dagc("check", str(script), "--diagnostics-format", "json", *options)
+    return proc.returncode, [d["code"] for d in json.loads(proc.stdout)]
+
+
+def _changes(before: str, after: str) -> tuple[set[int], list[str]]:
+    """The lines of `before` that `after` does not keep byte for byte, and the lines `after` adds."""
+    matcher = difflib.SequenceMatcher(a=before.splitlines(), b=after.splitlines(), autojunk=False)
+    changed: set[int] = set()
+    added: list[str] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag in ("replace", "delete"):
+            changed.update(range(i1 + 1, i2 + 1))
+        if tag in ("replace", "insert"):
+            added.extend(after.splitlines()[j1:j2])
+    return changed, added
+
+
+def _fix_and_verify(script: Path, case: Case, tmp_path: Path, *options: str) -> None:
+    status, before_codes = _codes(script, *options)
+    assert case.code in before_codes, before_codes
+
+    preview = run_dagc("fix", str(script), "--diff", *options)
+    assert preview.returncode == 0, preview.stderr
+    assert script.read_text(encoding="utf-8") == case.source, "--diff wrote the file"
+
+    proc = run_dagc("fix", str(script), *options)
+    assert proc.returncode == 0, proc.stderr
+    assert f"fixed[{case.code}]" in proc.stderr
+    fixed = script.read_text(encoding="utf-8")
+    changed, added = _changes(case.source, fixed)
+    assert changed == set(case.changed), fixed
+    assert sorted(added) == sorted(case.added), fixed
+    assert preview.stdout == "".join(difflib.unified_diff(
+        case.source.splitlines(keepends=True), fixed.splitlines(keepends=True),
+        fromfile=f"a/{script}", tofile=f"b/{script}"))
+
+    status, after_codes = _codes(script)
+    assert status == 0 and set(after_codes) == set(case.left), after_codes
+
+    again = run_dagc("fix", str(script), *options)
+    assert again.returncode == 0 and "0 fix(es) made; changed nothing" in again.stderr, again.stderr
+    assert script.read_text(encoding="utf-8") == fixed
+
+    local = run_local(script, case.pipeline, {}, tmp_path)
+    assert local == plain_result(script, case.pipeline, tmp_path)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fix_makes_the_edit_the_diagnostic_names(name: str, tmp_path: Path) -> None:
+    case = CASES[name]
+    script = tmp_path / "job.py"
+    script.write_text(case.source, encoding="utf-8")
+    _fix_and_verify(script, case, tmp_path)
+
+
+READ_ONLY_IN_RUNS = Case("DAGC158", '''\
+import dagc
+
+
+class Scale:
+    def __init__(self, k: float) -> None:
+        self.k = k
+
+    def __call__(self, xs: list) -> list:
+        return [x * self.k for x in xs]
+
+
+@dagc.task
+def make(k: float) -> Scale:
+    return Scale(k)
+
+
+@dagc.task
+def apply(scale, xs: list) -> list:
+    fn = getattr(scale, "__call__")  # dagc cannot see what this calls
+    return fn(xs)
+
+
+@dagc.pipeline
+def main():
+    scale = make(2.0)
+    return apply(scale, [1.0, 2.0]), apply(scale, [3.0])
+''', frozenset({17}), ('@dagc.task(readonly=["scale"])',))
+
+
+def test_fix_declares_readonly_what_no_run_changed(tmp_path: Path) -> None:
+    script = tmp_path / "job.py"
+    script.write_text(READ_ONLY_IN_RUNS.source, encoding="utf-8")
+    program = tmp_path / "job_local.py"
+    program.write_text(emit(compile_file(script), "local", program))
+    run_python([str(program), "--run-dir", str(tmp_path / "run")], check=True, timeout=120)
+    _fix_and_verify(script, READ_ONLY_IN_RUNS, tmp_path, "--profile", str(tmp_path / "run"))
+    assert compile_file(script).node("apply").options.readonly == ("scale",)
+
+
+def test_fixes_follow_one_another_until_none_is_left(tmp_path: Path) -> None:
+    """`import dagc` first: then the pipeline compiles far enough to show a misspelt option and the missing
+    pipeline decorator, fixed in the next round."""
+    script = tmp_path / "job.py"
+    script.write_text(NO_IMPORT.source.replace("@dagc.task\ndef mean", "@dagc.task(retry=2)\ndef mean")
+                      .replace("@dagc.pipeline\n", ""), encoding="utf-8")
+    proc = run_dagc("fix", str(script))
+    assert proc.returncode == 0, proc.stderr
+    assert [line.split("fixed[")[1][:7] for line in proc.stderr.splitlines() if "fixed[" in line] == \
+        ["DAGC003", "DAGC120", "DAGC003"]
+    fixed = script.read_text(encoding="utf-8")
+    assert "import dagc\n" in fixed and "@dagc.task(retries=2)\n" in fixed and "@dagc.pipeline\ndef main" in fixed
+    assert _codes(script) == (0, [])
+
+
+def test_what_no_fix_covers_is_reported_and_left(tmp_path: Path) -> None:
+    """A diagnostic without a fix is printed as `dagc check` prints it; with an error left, the status is 1 and
+    the fixes that could be made are still written."""
+    script = tmp_path / "job.py"
+    script.write_text(MISSPELT_OPTION.source.replace("return square(x)", "return square(x, y=1)"),
+                      encoding="utf-8")
+    proc = run_dagc("fix", str(script))
+    assert proc.returncode == 1
+    assert "error[DAGC103]" in proc.stderr and "1 diagnostic(s) left to fix by hand" in proc.stderr
+    assert '@dagc.task(cost="2s", cpus=1)' in script.read_text(encoding="utf-8")
+    preview = run_dagc("fix", str(script), "--diff")
+    assert preview.returncode == 0 and preview.stdout == ""
+
+
+def test_fix_refuses_what_is_not_a_script(tmp_path: Path) -> None:
+    graph = tmp_path / "g.ir.json"
+    graph.write_text("{}", encoding="utf-8")
+    proc = run_dagc("fix", str(graph))
+    assert proc.returncode == 2 and "edits Python scripts" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_decorator_options_keep_the_call_s_layout() -> None:
+    """Set and removed keywords keep a one-argument-a-line call in that form, and a call left without
+    arguments becomes the bare decorator."""
+    source = '@dagc.task(\n    cpus=1,\n    pure=True,\n)\ndef f(x):\n    return x\n'
+    at = SourceSpan("f.py", 1, 2)
+    applied = apply_edits(source, [SetOption(at, "pure", None), SetOption(at, "memory", '"2GiB"')])
+    assert applied.text == '@dagc.task(\n    cpus=1,\n    memory="2GiB",\n)\ndef f(x):\n    return x\n'
+    assert not applied.missed
+    bare = apply_edits(applied.text, [SetOption(at, "cpus", None), SetOption(at, "memory", None)])
+    assert bare.text == "@dagc.task\ndef f(x):\n    return x\n"
+    moved = apply_edits(source, [SetOption(SourceSpan("f.py", 9, 2), "cpus", "2")])
+    assert moved.text == source and len(moved.missed) == 1  # no decorator there: nothing guessed
+
+
+def test_fix_edits_the_user_module_that_defines_the_task(tmp_path: Path) -> None:
+    """A task imported from a module of the project is fixed in that module; the script stays as it was."""
+    (tmp_path / "steps.py").write_text(PURE_CONTRADICTED.source.split("\n\n\n@dagc.pipeline")[0] + "\n",
+                                       encoding="utf-8")
+    script = tmp_path / "job.py"
+    script.write_text("import dagc\nfrom steps import make, shrink\n\n\n@dagc.pipeline\ndef main(n: int = 3):\n"
+                      "    xs = make(n)\n    return shrink(xs), xs\n", encoding="utf-8")
+    before = script.read_text(encoding="utf-8")
+    proc = run_dagc("fix", str(script))
+    assert proc.returncode == 0 and f"changed {tmp_path / 'steps.py'}" in proc.stderr, proc.stderr
+    assert script.read_text(encoding="utf-8") == before
+    assert "@dagc.task\ndef shrink" in (tmp_path / "steps.py").read_text(encoding="utf-8")
+    assert _codes(script) == (0, [])
