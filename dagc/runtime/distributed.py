@@ -354,7 +354,7 @@ class Runner:
         signal.signal(signal.SIGTERM, on_term)
 
     # ---- the three verbs -------------------------------------------------------------------------
-    def task(self, name: str, fn: Callable[..., Any], *args: Any, key_values: tuple | None = None,
+    def task(self, name: str, fn: Callable[..., Any], /, *args: Any, key_values: tuple | None = None,
              **kwargs: Any) -> Any:
         """Run task `name` on this rank (with the others of its group), load its stored output, or
         skip it; returns its value, or placeholders where this rank does not hold it. Attempts,

@@ -113,7 +113,7 @@ class Job:
             return max(1, min(_process_threads[0], int(cpus)))
         return capped(_process_threads[0], share_of)
 
-    def run(self, body: Callable[..., Any], *args: Any, key_values: tuple | None = None, **kwargs: Any) -> tuple:
+    def run(self, body: Callable[..., Any], /, *args: Any, key_values: tuple | None = None, **kwargs: Any) -> tuple:
         """Run the task's body on its arguments; returns (*outputs, info). `key_values`: what a fused group or
         region reads from outside, for keying it on their content (dagc.runtime.executor)."""
         self.prepare()
