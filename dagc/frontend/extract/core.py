@@ -10,6 +10,7 @@ from dagc.diagnostics import Note
 from dagc.frontend.arguments import StaticArgs, parsed
 from dagc.frontend.extract.context import Component
 from dagc.frontend.extract.messages import STATEMENT_HINTS, STATEMENT_NAMES
+from dagc.frontend.extract.returns import lift_returns
 from dagc.frontend.extract.queries import TRY_STATEMENTS, assigned_names, stored_names
 from dagc.frontend.extract.values import (
     POISON,
@@ -162,6 +163,7 @@ class Interpreter(Component):
             scope.env[pipeline.receiver] = ClassValue(symbol.steps, pipeline.info, instance)
 
     def _run_body(self, scope: Scope, info: ModuleInfo, body: list[ast.stmt]) -> Value | None:
+        body = lift_returns(body) or body  # `if c: return a` / `else: return b`: one return, at the end
         scope.assigned_later = assigned_names(body)
         returned: Value | None = None
         saw_return = False
