@@ -10,6 +10,7 @@ from dagc.diagnostics import Note
 from dagc.frontend.arguments import StaticArgs, parsed
 from dagc.frontend.extract.context import Component
 from dagc.frontend.extract.messages import STATEMENT_HINTS, STATEMENT_NAMES
+from dagc.frontend.extract.paths import built_path, path_argument
 from dagc.frontend.extract.returns import lift_returns
 from dagc.frontend.extract.queries import TRY_STATEMENTS, assigned_names, stored_names
 from dagc.frontend.extract.values import (
@@ -62,10 +63,13 @@ class Interpreter(Component):
                                    span, hint="declare each parameter by name with a default")
                 scope.env[param.name] = POISON  # reported once here, not again at each use
                 continue
+            path_text = path_argument(param.default, info)  # `root: Path = Path("data")`: a path, given as text
             if param.name in overrides:
                 value = overrides[param.name]
                 given = type_of_value(value)
-                if param.annotation is not None and not compatible(given, param.annotation):
+                if path_text is not None and isinstance(value, str):
+                    pass
+                elif param.annotation is not None and not compatible(given, param.annotation):
                     self.cx.sink.error("DAGC005", f"--param {param.name}={value!r} is a `{given}`, but parameter "
                                        f"`{param.name}` is annotated `{param.annotation}`", span,
                                        hint=f"give a value of type `{param.annotation}`; --param values are Python "
@@ -74,7 +78,7 @@ class Interpreter(Component):
                     continue
             elif param.default is not None:
                 try:
-                    value = self.cx.exprs.static_value(param.default, scope, info)
+                    value = self.cx.exprs.static_value(path_text or param.default, scope, info)
                 except ExtractError:
                     scope.env[param.name] = POISON
                     continue
@@ -96,6 +100,8 @@ class Interpreter(Component):
             graph.params.append(Param(param.name, operand, param.annotation, span))
             self.cx.used.add(param.name)
             scope.env[param.name] = ParamValue(param.name, value)
+            if path_text is not None and isinstance(value, str):
+                scope.env[param.name] = Dyn(built_path(self.cx, param.name, Ref(param.name), span))
         unknown = sorted(set(overrides) - {p.name for p in pipeline.sig.params})
         for name in unknown:
             self.cx.sink.error("DAGC005", f"pipeline `{pipeline.name}` has no parameter `{name}`",
@@ -427,6 +433,11 @@ class Interpreter(Component):
         for param in params:
             if param.name in given:
                 inner.env[param.name] = given[param.name]
+            elif path_argument(param.default, pipeline.info) is not None:  # built where the program runs
+                text = self.cx.exprs.static_value(path_argument(param.default, pipeline.info), Scope(pipeline, ""),
+                                                  pipeline.info)
+                inner.env[param.name] = Dyn(built_path(self.cx, inner_name + "." + param.name,
+                                                       operand_from_python(text), pipeline.info.source.span(param.node)))
             elif param.default is not None:
                 inner.env[param.name] = Static(self.cx.exprs.static_value(param.default, Scope(pipeline, ""), pipeline.info))
             else:
