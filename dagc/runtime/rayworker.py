@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import ray
 
+from dagc.annotations import PROGRAM_VARIABLE
 from dagc.runtime import admission
 from dagc.runtime.costs import CostLog
 from dagc.runtime.events import EventLog
@@ -55,6 +56,7 @@ def prepare_worker(interpreter: Interpreter) -> None:
             os.environ["OMP_NUM_THREADS"] = omp_threads
         passive_waiting()  # tasks on the plain run's threads share this node's cores (dagc.runtime.threads)
     if entry:  # its module-level code (a seed, settings) runs before any task, as under `python script.py`
+        os.environ[PROGRAM_VARIABLE] = "1"  # (but a pipeline it calls there does not run: the program runs it)
         importlib.import_module(entry)
     if not _process_threads and current_threads() is not None:
         _process_threads.append(current_threads())  # type: ignore[arg-type]
