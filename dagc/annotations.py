@@ -93,16 +93,27 @@ def task(fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     `dagc check` validates them statically with source locations.
     """
     if fn is not None:
-        return fn
+        return _with_options(fn)
 
     def decorate(func: F) -> F:
         try:  # the options as written, for the run-time checks of what was declared (dagc.runtime.costs)
             func.__dagc_task__ = dict(options)  # type: ignore[attr-defined]
         except (AttributeError, TypeError):  # a callable that keeps no attributes
             pass
-        return func
+        return _with_options(func)
 
     return decorate
+
+
+def _with_options(func: F) -> F:
+    """`func` with Ray's per-call form `func.options(retries=5)(x)`, which calls `func` itself (the options are
+    read by the compiler)."""
+    if not hasattr(func, "options"):
+        try:
+            func.options = lambda **options: func  # type: ignore[attr-defined]
+        except (AttributeError, TypeError):  # a callable that keeps no attributes
+            pass
+    return func
 
 
 @overload

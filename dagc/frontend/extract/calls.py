@@ -14,6 +14,7 @@ from dagc.frontend import library as lib
 from dagc.frontend.configs import ConfigClass, StaticFunction
 from dagc.frontend.extract.context import Component
 from dagc.frontend.extract.messages import LOGGING_HINT, logging_call
+from dagc.frontend.extract.options import configured_task
 from dagc.frontend.extract.queries import split_types
 from dagc.frontend.extract.values import (
     Callee,
@@ -107,6 +108,9 @@ class Calls(Component):
         if isinstance(call.func, ast.Name) and call.func.id == "print" and call.func.id not in scope.env \
                 and self.cx.project.lookup(info, "print") is None:
             return self.cx.glue.printed(call, scope, info)
+        configured = configured_task(self, call, scope, info)  # `train.options(retries=5)(x)`
+        if configured is not None:
+            return self._task_call(call, configured, scope, info, n_outputs)
         callee = self._callee(call.func, scope, info)
         if isinstance(callee, Callee) and isinstance(callee.symbol, TaskDef):
             return self._task_call(call, callee.symbol, scope, info, n_outputs)
