@@ -13,6 +13,7 @@ from dagc.diagnostics import Note
 from dagc.frontend import library as lib
 from dagc.frontend.configs import ConfigClass, StaticFunction
 from dagc.frontend.extract.context import Component
+from dagc.frontend.extract.draws import random_call
 from dagc.frontend.extract.messages import LOGGING_HINT, logging_call
 from dagc.frontend.extract.options import configured_task
 from dagc.frontend.extract.queries import split_types
@@ -129,6 +130,10 @@ class Calls(Component):
             raise ExtractError
         if isinstance(callee, DagcFunction):
             return self._after_call(call, scope, info, n_outputs)
+        if isinstance(callee, External):  # `random.seed(s)`, `k = random.randint(1, 9)`: a node that draws
+            drawn = random_call(self.cx, call, scope, info)
+            if drawn is not None:
+                return drawn
         if logging_call(call, info.source.tree):
             self.cx.sink.error("DAGC111", f"`{ast.unparse(call.func)}(...)`: logging in a pipeline body is not "
                                "supported (`print` is)", info.source.span(call), hint=LOGGING_HINT)
