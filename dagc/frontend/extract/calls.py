@@ -15,6 +15,7 @@ from dagc.frontend.configs import ConfigClass, StaticFunction
 from dagc.frontend.extract.context import Component
 from dagc.frontend.extract.draws import random_call
 from dagc.frontend.extract.messages import LOGGING_HINT, logging_call
+from dagc.frontend.extract.records import named_tuple_call
 from dagc.frontend.extract.options import configured_task
 from dagc.frontend.extract.queries import split_types
 from dagc.frontend.extract.values import (
@@ -130,10 +131,10 @@ class Calls(Component):
             raise ExtractError
         if isinstance(callee, DagcFunction):
             return self._after_call(call, scope, info, n_outputs)
-        if isinstance(callee, External):  # `random.seed(s)`, `k = random.randint(1, 9)`: a node that draws
-            drawn = random_call(self.cx, call, scope, info)
-            if drawn is not None:
-                return drawn
+        if isinstance(callee, (External, ClassValue)):  # `random.seed(s)`, `k = random.randint(1, 9)`: a node
+            made = random_call(self.cx, call, scope, info) or named_tuple_call(self.cx, call, scope, info)
+            if made is not None:  # (or `Split(train=a, test=b)`: a NamedTuple of task results)
+                return made
         if logging_call(call, info.source.tree):
             self.cx.sink.error("DAGC111", f"`{ast.unparse(call.func)}(...)`: logging in a pipeline body is not "
                                "supported (`print` is)", info.source.span(call), hint=LOGGING_HINT)

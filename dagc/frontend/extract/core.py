@@ -11,6 +11,7 @@ from dagc.frontend.arguments import StaticArgs, parsed
 from dagc.frontend.extract.context import Component
 from dagc.frontend.extract.messages import STATEMENT_HINTS, STATEMENT_NAMES
 from dagc.frontend.extract.paths import built_path, path_argument
+from dagc.frontend.extract.records import Record
 from dagc.frontend.extract.returns import lift_returns
 from dagc.frontend.extract.queries import TRY_STATEMENTS, assigned_names, stored_names
 from dagc.frontend.extract.values import (
@@ -341,7 +342,9 @@ class Interpreter(Component):
         raise ExtractError
 
     def _unpack(self, value: Value, count: int, target: ast.expr, info: ModuleInfo) -> list[Value]:
-        if isinstance(value, tuple):
+        if isinstance(value, Record):  # a NamedTuple built in a (sub-)pipeline: its fields
+            items = list(value.values)
+        elif isinstance(value, tuple):
             items = list(value)
         elif isinstance(value, Static) and isinstance(value.value, (list, tuple)):
             items = [Static(v) for v in value.value]
