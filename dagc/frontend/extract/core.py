@@ -274,10 +274,33 @@ class Interpreter(Component):
             self.cx.sink.error("DAGC117", "`continue` on a task result is not supported in a pipeline loop", span,
                                hint="put the rest of the loop body under `if not <condition>:` instead")
             raise ExtractError
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self._nested_function(stmt, scope, info)
         construct = STATEMENT_NAMES.get(type(stmt), type(stmt).__name__)
         self.cx.sink.error("DAGC108", f"{construct} is not supported in a pipeline body", span,
                            hint=STATEMENT_HINTS.get(type(stmt), "move this logic into a @dagc.task"))
         raise ExtractError  # the names it binds are poisoned: one diagnostic, not one per later use
+
+    def _nested_function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, scope: Scope, info: ModuleInfo) -> None:
+        """A task (or helper) defined inside the pipeline: programs import the user's module and call each task
+        by its module-level name, which a function made by running the pipeline's body does not have."""
+        from dagc.frontend.scan import decorator_kind
+
+        kind = next((found[0] for d in fn.decorator_list if (found := decorator_kind(info, d))), None)
+        what = f"{kind} `{fn.name}`" if kind else f"function `{fn.name}`"
+        bound = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)} | {
+            n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        local = sorted({n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                        and n.id in scope.env and n.id not in bound})
+        uses = (f"; pass what it uses from `{scope.pipeline.name}` ({', '.join(f'`{n}`' for n in local)}) as "
+                "arguments") if local else ""
+        decorated = " with its decorator" if fn.decorator_list else ""
+        self.cx.sink.error("DAGC108", f"{what} is defined inside pipeline `{scope.pipeline.name}`: dagc's programs "
+                           "import your module and call each task by its module-level name, which a function "
+                           "defined inside another one does not have", info.source.span(fn),
+                           hint=f"move `def {fn.name}`{decorated} to the top level of the module{uses}; the "
+                           f"pipeline calls it as before{'' if kind else ' (a plain function called there runs as a task)'}")
+        raise ExtractError
 
     def _unpack_count(self, target: ast.expr) -> int:
         if isinstance(target, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in target.elts):
