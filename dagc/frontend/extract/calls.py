@@ -15,9 +15,9 @@ from dagc.frontend.configs import ConfigClass, StaticFunction
 from dagc.frontend.extract.context import Component
 from dagc.frontend.extract.draws import random_call
 from dagc.frontend.extract.messages import LOGGING_HINT, logging_call
-from dagc.frontend.extract.records import named_tuple_call
 from dagc.frontend.extract.options import configured_task
 from dagc.frontend.extract.queries import split_types
+from dagc.frontend.extract.records import named_tuple_call
 from dagc.frontend.extract.values import (
     Callee,
     ClassValue,

@@ -11,9 +11,9 @@ from dagc.frontend.arguments import StaticArgs, parsed
 from dagc.frontend.extract.context import Component
 from dagc.frontend.extract.messages import STATEMENT_HINTS, STATEMENT_NAMES
 from dagc.frontend.extract.paths import built_path, path_argument
+from dagc.frontend.extract.queries import TRY_STATEMENTS, assigned_names, stored_names
 from dagc.frontend.extract.records import Record
 from dagc.frontend.extract.returns import lift_returns
-from dagc.frontend.extract.queries import TRY_STATEMENTS, assigned_names, stored_names
 from dagc.frontend.extract.values import (
     POISON,
     BreakSignal,
