@@ -380,7 +380,7 @@ class Runner:
         if owner and self.progress is not None:
             self.progress.begin(name)
         with use_stages(self.stages.get(name)):
-            value = executor.run(spec, fn, *args, owner=owner, agree=agree, key_values=key_values, **kwargs)
+            value = executor.run_call(spec, fn, args, kwargs, owner=owner, agree=agree, key_values=key_values)
         if owner:
             done = self.kv.add("progress", 1) if self.kv is not None else 0
             if self.progress is not None:

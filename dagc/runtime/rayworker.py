@@ -145,7 +145,7 @@ class Job:
         if spec.state is None:  # returned as stored: pickled once for the run directory and Ray's object store
             executor.carry = self.outputs  # (a state actor keeps the objects themselves)
         agree = self.agree if self.world_size > 1 else None
-        value = executor.run(spec, body, *args, owner=self.rank == 0, agree=agree, key_values=key_values, **kwargs)
+        value = executor.run_call(spec, body, args, kwargs, owner=self.rank == 0, agree=agree, key_values=key_values)
         info = {"task": self.task, **where}
         if executor.carried is not None:
             return (*executor.carried, info)
