@@ -1,7 +1,8 @@
 """A package whose `__init__.py` re-exports a task under its submodule's name."""
 
-import dagc
 from steps import loader
+
+import dagc
 
 
 @dagc.pipeline
