@@ -45,6 +45,7 @@ def random_call(cx: Context, call: ast.Call, scope: Scope, info: ModuleInfo) -> 
                            f"({info.source.display}:{call.lineno})", seeded=name in lib.SEEDING, fresh=True)
     cx.add_node(node)
     cx.last_task = node
+    cx.pipeline_seeds = cx.pipeline_seeds or node.effects.seeded  # (later tasks' draws follow this seed)
     return Dyn(Ref(made))
 
 
