@@ -68,9 +68,8 @@ class Interpreter(Component):
             if param.name in overrides:
                 value = overrides[param.name]
                 given = type_of_value(value)
-                if path_text is not None and isinstance(value, str):
-                    pass
-                elif param.annotation is not None and not compatible(given, param.annotation):
+                as_text = path_text is not None and isinstance(value, str)  # `--param root=data/x.csv`: a path
+                if param.annotation is not None and not as_text and not compatible(given, param.annotation):
                     self.cx.sink.error("DAGC005", f"--param {param.name}={value!r} is a `{given}`, but parameter "
                                        f"`{param.name}` is annotated `{param.annotation}`", span,
                                        hint=f"give a value of type `{param.annotation}`; --param values are Python "
