@@ -68,8 +68,11 @@ def prose(value: object) -> str:
 
 def import_line(module: str, alias: str) -> str:
     """A statement that binds `alias` to the user's `module`: `import m` / `import m as a`, or through
-    importlib for a module whose name is not a dotted identifier (a script named `my-pipe.py`)."""
-    if all(part.isidentifier() and not keyword.iskeyword(part) for part in module.split(".")):
+    importlib for a module whose name is not a dotted identifier (a script named `my-pipe.py`) and for a
+    submodule bound to another name: `import pkg.mod as a` binds `pkg`'s attribute `mod`, which is not the
+    submodule when the package's `__init__.py` re-exports a function by that name (`from .mod import mod`)."""
+    if all(part.isidentifier() and not keyword.iskeyword(part) for part in module.split(".")) and (
+            alias == module or "." not in module):
         return f"import {module}" if alias == module else f"import {module} as {alias}"
     return f"{alias} = importlib.import_module({module!r})"
 

@@ -7,6 +7,8 @@ each option accepts, used both here and by the frontend's validation.
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar, overload
@@ -91,16 +93,27 @@ def task(fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     `dagc check` validates them statically with source locations.
     """
     if fn is not None:
-        return fn
+        return _with_options(fn)
 
     def decorate(func: F) -> F:
         try:  # the options as written, for the run-time checks of what was declared (dagc.runtime.costs)
             func.__dagc_task__ = dict(options)  # type: ignore[attr-defined]
         except (AttributeError, TypeError):  # a callable that keeps no attributes
             pass
-        return func
+        return _with_options(func)
 
     return decorate
+
+
+def _with_options(func: F) -> F:
+    """`func` with Ray's per-call form `func.options(retries=5)(x)`, which calls `func` itself (the options are
+    read by the compiler)."""
+    if not hasattr(func, "options"):
+        try:
+            func.options = lambda **options: func  # type: ignore[attr-defined]
+        except (AttributeError, TypeError):  # a callable that keeps no attributes
+            pass
+    return func
 
 
 @overload
@@ -108,14 +121,33 @@ def pipeline(fn: F, /) -> F: ...
 @overload
 def pipeline(fn: None = None, /, **options: Any) -> Callable[[F], F]: ...
 def pipeline(fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
-    """Mark a function as a pipeline. Returns the function itself: calling it runs the tasks eagerly."""
+    """Mark a function as a pipeline. Returns the function itself: calling it runs the tasks eagerly
+    (but in a process of a dagc program: see `_outside_programs`)."""
     if fn is not None:
-        return fn
+        return _outside_programs(fn)
 
     def decorate(func: F) -> F:
-        return func
+        return _outside_programs(func)
 
     return decorate
+
+
+# Set in every process of a dagc program (dagc.runtime), which imports the user's modules to call their tasks.
+PROGRAM_VARIABLE = "DAGC_PROGRAM"
+
+
+def _outside_programs(func: F) -> F:
+    """The pipeline function itself, except in a process of a dagc program: there a call of it does nothing
+    and returns None. A module that calls its pipeline at its top level (as an Airflow DAG file does) would
+    otherwise run the whole pipeline again in every process that imports it; the program runs it once."""
+    if not os.environ.get(PROGRAM_VARIABLE):
+        return func
+
+    @functools.wraps(func)
+    def run_by_the_program(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    return run_by_the_program  # type: ignore[return-value]
 
 
 T = TypeVar("T")

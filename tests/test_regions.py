@@ -256,7 +256,7 @@ def p():
     ("DAGC117", "    x = load(1)\n    while x < 3:\n        x = step(x)\n    return x\n"),
     ("DAGC117", "    x = load(1)\n    for i in range(3):\n        if x > 2:\n            break\n"
                 "        else:\n            x = step(x)\n    return x\n"),
-    ("DAGC117", "    x = load(1)\n    if x:\n        return x\n    return x\n"),
+    ("DAGC117", "    x = load(1)\n    for i in range(3):\n        if x:\n            return x\n    return x\n"),
     ("DAGC119", "    for i in range(10**6):\n        for j in range(10**6):\n            load(i)\n    return 1\n"),
     ("DAGC107", "    x = load(1)\n    return step(repr(x))\n"),
     ("DAGC109", "    x = load(1)\n    return step((lambda: 1) if x else 2)\n"),

@@ -28,13 +28,16 @@ def _every_pipeline(args: argparse.Namespace) -> list[str]:
         return []
     from dagc.frontend import list_pipelines
 
-    return list_pipelines(args.input)
+    given = frozenset(name for name, _ in (p.partition("=")[::2] for p in getattr(args, "param", None) or []))
+    return list_pipelines(args.input, given=given)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     names = _every_pipeline(args)
     if len(names) > 1:
         return _check_each(args, names)
+    if names:  # the file's one pipeline that stands on its own (the others are its sub-pipelines)
+        args.pipeline = names[0]
     # dce and cse too: a call they would remove or merge is reported at the call
     compilation = compile_input(args, passes="verify,dce,cse")
     compilation.warnings.extend(backend_warnings(compilation.graph, args.backend))

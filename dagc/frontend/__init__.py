@@ -100,13 +100,22 @@ def _called_name(func: ast.expr) -> str:
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
 
-def list_pipelines(path: str | Path) -> list[str]:
+def list_pipelines(path: str | Path, *, given: frozenset[str] | None = None) -> list[str]:
+    """The pipelines of `path`; with `given` (the names of --param), only those that can be compiled on their
+    own: a sub-pipeline that another pipeline of the file calls, with a parameter that has no default and is not
+    given, receives its arguments from its caller and is checked there."""
     from dagc.ir.serialize import no_gc
 
     sink = DiagnosticSink()
     project = Project(Path(path), sink, str(path))
     with no_gc():  # the parse is kept for the compile that follows (see compile_source)
-        return [p.name for p in _all_pipelines(project)]
+        pipelines = _all_pipelines(project)
+        if given is None:
+            return [p.name for p in pipelines]
+        called = {_called_name(n.func) for p in pipelines for n in ast.walk(p.node) if isinstance(n, ast.Call)}
+        return [p.name for p in pipelines if p.node.name not in called or all(
+            q.default is not None or q.name in given or q.kind in ("var_positional", "var_keyword")
+            for q in p.sig.params)]
 
 
 def compile_source(

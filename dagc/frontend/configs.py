@@ -17,9 +17,10 @@ to a task, it is built at run time by the class itself (`module.TrainConfig(lr=0
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 import posixpath
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +75,16 @@ class StaticFunction:
     fn: Callable[..., Any]
 
 
+def _bounded(items: Iterable[Any]) -> list[Any]:
+    """The items of an iterator of the standard library, as long as a compile-time list may be."""
+    from dagc.frontend.static import MAX_STATIC_ITEMS
+
+    out = list(itertools.islice(items, MAX_STATIC_ITEMS + 1))
+    if len(out) > MAX_STATIC_ITEMS:
+        raise ValueError("too many items to build at compile time")
+    return out
+
+
 def _abspath(path: str) -> str:
     if not isinstance(path, str) or not posixpath.isabs(path):
         raise ValueError("abspath of a relative path depends on the working directory at run time")
@@ -87,6 +98,11 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "os.path.isabs": posixpath.isabs, "os.path.abspath": _abspath,
     "math.sqrt": math.sqrt, "math.log": math.log, "math.log2": math.log2, "math.log10": math.log10,
     "math.exp": math.exp, "math.ceil": math.ceil, "math.floor": math.floor,
+    # a grid of settings, as a list (what `list(...)` of the iterator holds)
+    "itertools.product": lambda *iterables, repeat=1: _bounded(itertools.product(*iterables, repeat=repeat)),
+    "itertools.combinations": lambda iterable, r: _bounded(itertools.combinations(iterable, r)),
+    "itertools.permutations": lambda iterable, r=None: _bounded(itertools.permutations(iterable, r)),
+    "itertools.chain": lambda *iterables: _bounded(itertools.chain(*iterables)),
 }
 _CONSTANTS: dict[str, Any] = {"os.sep": "/", "os.path.sep": "/", "os.pathsep": ":", "math.pi": math.pi,
                               "math.e": math.e, "math.inf": math.inf}
@@ -95,7 +111,7 @@ _CONSTANTS: dict[str, Any] = {"os.sep": "/", "os.path.sep": "/", "os.pathsep": "
 _CONSTANTS.update({f"argparse.{name}": f"argparse.{name}" for name in (
     "HelpFormatter", "ArgumentDefaultsHelpFormatter", "RawDescriptionHelpFormatter", "RawTextHelpFormatter",
     "MetavarTypeHelpFormatter")})
-STDLIB_MODULES = frozenset({"os", "os.path", "posixpath", "math", "argparse"})
+STDLIB_MODULES = frozenset({"os", "os.path", "posixpath", "math", "argparse", "itertools"})
 
 
 def stdlib_value(dotted: str) -> Any:

@@ -263,11 +263,63 @@ def eval_static(node: ast.expr, lookup: Callable[[ast.Name], Any]) -> Any:
         return "".join(pieces)
     if isinstance(node, ast.Attribute):
         return _eval_attribute(node, lookup)
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+        return _eval_comprehension(node, lookup)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
         return _eval_builtin_call(node, lookup)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         return _eval_method_call(node, lookup)
     raise NotStatic(node, f"{type(node).__name__} is not a compile-time constant")
+
+
+def _eval_comprehension(node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp,
+                        lookup: Callable[[ast.Name], Any]) -> Any:
+    """`[(lr, bs) for lr in LRS for bs in SIZES]` (a generator gives a list, as `list(...)` of it would)."""
+    bound: dict[str, Any] = {}
+
+    def inner(name: ast.Name) -> Any:
+        return bound[name.id] if name.id in bound else lookup(name)
+
+    items: list[Any] = []
+
+    def generate(level: int) -> None:
+        if level == len(node.generators):
+            if isinstance(node, ast.DictComp):
+                items.append((eval_static(node.key, inner), eval_static(node.value, inner)))
+            else:
+                items.append(eval_static(node.elt, inner))
+            if len(items) > MAX_STATIC_ITEMS:
+                raise NotStatic(node, "comprehension too large to evaluate at compile time")
+            return
+        gen = node.generators[level]
+        if gen.is_async:
+            raise NotStatic(node, "`async for` is not a compile-time constant")
+        for item in _iterate(gen.iter, eval_static(gen.iter, inner)):
+            _bind(gen.target, item, bound)
+            if all(eval_static(cond, inner) for cond in gen.ifs):
+                generate(level + 1)
+
+    generate(0)
+    try:
+        if isinstance(node, ast.DictComp):
+            return dict(items)
+        return set(items) if isinstance(node, ast.SetComp) else items
+    except TypeError:
+        raise NotStatic(node, "an item is not hashable") from None
+
+
+def _bind(target: ast.expr, value: Any, bound: dict[str, Any]) -> None:
+    if isinstance(target, ast.Name):
+        bound[target.id] = value
+        return
+    if isinstance(target, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in target.elts):
+        items = _iterate(target, value)
+        if len(items) != len(target.elts):
+            raise NotStatic(target, f"cannot unpack {len(items)} values into {len(target.elts)} names")
+        for elt, item in zip(target.elts, items):
+            _bind(elt, item, bound)
+        return
+    raise NotStatic(target, "this loop target is not supported at compile time")
 
 
 def iterate_static(node: ast.AST, value: Any) -> list[Any]:
@@ -319,7 +371,7 @@ def _call_function(node: ast.Call, fn: Any, lookup: Callable[[ast.Name], Any]) -
     try:
         if isinstance(fn, ConfigClass):
             return call_config(fn, args, kwargs)
-        result = fn.fn(*args, **kwargs)
+        result = fn.fn(*(_iterate(node, a) if isinstance(a, StaticRange) else a for a in args), **kwargs)
     except Exception as exc:
         raise NotStatic(node, f"cannot evaluate: {type(exc).__name__}: {exc}") from None
     if isinstance(result, str) and len(result) > MAX_STATIC_ITEMS:

@@ -356,7 +356,7 @@ class Runner:
         signal.signal(signal.SIGTERM, on_term)
 
     # ---- the three verbs -------------------------------------------------------------------------
-    def task(self, name: str, fn: Callable[..., Any], *args: Any, key_values: tuple | None = None,
+    def task(self, name: str, fn: Callable[..., Any], /, *args: Any, key_values: tuple | None = None,
              **kwargs: Any) -> Any:
         """Run task `name` on this rank (with the others of its group), load its stored output, or
         skip it; returns its value, or placeholders where this rank does not hold it. Attempts,
@@ -384,7 +384,7 @@ class Runner:
         elif owner:
             self._say_running(name, time.time())
         with use_stages(self.stages.get(name)):
-            value = executor.run(spec, fn, *args, owner=owner, agree=agree, key_values=key_values, **kwargs)
+            value = executor.run_call(spec, fn, args, kwargs, owner=owner, agree=agree, key_values=key_values)
         if owner:
             if self.progress is None:
                 self._say_running(name, None)

@@ -264,7 +264,8 @@ class Executor:
         return value
 
     # ---- running ---------------------------------------------------------------------------------
-    def task(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    # (`name`, `fn` and `spec` are positional-only: a task's own keyword arguments may bear those names)
+    def task(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Task `name`: its stored output when one may be reused, else the value of running it."""
         spec = self.spec(name)
         source = self.source(spec)
@@ -290,20 +291,26 @@ class Executor:
         if source is not None:
             return self._reused(spec, source)
         try:
-            return self.run(spec, fn, key_values=key_values)
+            return self.run_call(spec, fn, (), {}, key_values=key_values)
         except TaskFailed as exc:
             if isinstance(exc.__cause__, TaskFailed):
                 raise exc.__cause__ from None
             raise
 
-    def call(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def call(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Run task `name` with retries, timeout and events, never storing its output (a task inside a
         loop or branch runs anew each time)."""
         return self.run(replace(self.spec(name), fingerprint=None), fn, *args, **kwargs)
 
-    def run(self, spec: TaskSpec, fn: Callable[..., Any], *args: Any, owner: bool = True,
-            agree: Callable[[bool], bool] | None = None, key_values: tuple | None = None, **kwargs: Any) -> Any:
-        """Run `fn(*args, **kwargs)` as task `spec`: attempts, events, storing. `owner`: this process
+    def run(self, spec: TaskSpec, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        """Run `fn(*args, **kwargs)` as task `spec` (see `run_call`)."""
+        return self.run_call(spec, fn, args, kwargs)
+
+    def run_call(self, spec: TaskSpec, fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any], *,
+                 owner: bool = True, agree: Callable[[bool], bool] | None = None,
+                 key_values: tuple | None = None) -> Any:
+        """Run `fn(*args, **kwargs)` as task `spec`: attempts, events, storing (the task's own arguments are
+        passed as a tuple and a dict, so that they may have any names). `owner`: this process
         holds the task's value (rank 0 of a multi-rank task). `agree(failed)`: for a multi-rank task,
         tells the other ranks whether this attempt failed here and returns whether it failed anywhere,
         so that every rank retries together. `key_values`: what a fused group or region reads from outside

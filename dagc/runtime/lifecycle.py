@@ -17,6 +17,7 @@ directory is opened, how it says a failure).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -109,8 +110,13 @@ class SaidElsewhere(Exception):
 
 
 def load_modules(source_root: Path, search_paths: Sequence[str], modules: Sequence[str]) -> dict[str, Any]:
-    """Import the pipeline's own modules from their source tree."""
+    """Import the pipeline's own modules from their source tree (a pipeline they call at their top level
+    does nothing in this process: the program runs it)."""
     import importlib
+
+    from dagc.annotations import PROGRAM_VARIABLE
+
+    os.environ[PROGRAM_VARIABLE] = "1"
 
     for entry in reversed(search_paths):
         path = str((source_root / entry).resolve())

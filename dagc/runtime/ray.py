@@ -34,6 +34,7 @@ from typing import Any
 
 import ray
 
+from dagc.annotations import PROGRAM_VARIABLE
 from dagc.runtime.admission import AGING_SECONDS, Gate, admission_queue, unwrap
 from dagc.runtime.console import replay
 from dagc.runtime.costs import CostLog
@@ -588,7 +589,8 @@ def connect(plan: Plan, address: str | None, source_root: Path) -> None:
         if path not in sys.path:
             sys.path.insert(0, path)
     inherited = os.environ.get("PYTHONPATH")
-    runtime_env = {"env_vars": {"PYTHONPATH": os.pathsep.join([*paths, *([inherited] if inherited else [])])}}
+    runtime_env = {"env_vars": {"PYTHONPATH": os.pathsep.join([*paths, *([inherited] if inherited else [])]),
+                                PROGRAM_VARIABLE: "1"}}  # (a pipeline called at a module's top level: not again)
     if ray.is_initialized():  # main() called from a process that is already a Ray driver
         return
     # a failed task's outputs that nothing fetched (its readers were never run) would each print Ray's

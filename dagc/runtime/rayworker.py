@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 import ray
 
+from dagc.annotations import PROGRAM_VARIABLE
 from dagc.runtime import admission
 from dagc.runtime.costs import CostLog
 from dagc.runtime.events import EventLog
@@ -55,6 +56,7 @@ def prepare_worker(interpreter: Interpreter) -> None:
             os.environ["OMP_NUM_THREADS"] = omp_threads
         passive_waiting()  # tasks on the plain run's threads share this node's cores (dagc.runtime.threads)
     if entry:  # its module-level code (a seed, settings) runs before any task, as under `python script.py`
+        os.environ[PROGRAM_VARIABLE] = "1"  # (but a pipeline it calls there does not run: the program runs it)
         importlib.import_module(entry)
     if not _process_threads and current_threads() is not None:
         _process_threads.append(current_threads())  # type: ignore[arg-type]
@@ -113,7 +115,7 @@ class Job:
             return max(1, min(_process_threads[0], int(cpus)))
         return capped(_process_threads[0], share_of)
 
-    def run(self, body: Callable[..., Any], *args: Any, key_values: tuple | None = None, **kwargs: Any) -> tuple:
+    def run(self, body: Callable[..., Any], /, *args: Any, key_values: tuple | None = None, **kwargs: Any) -> tuple:
         """Run the task's body on its arguments; returns (*outputs, info). `key_values`: what a fused group or
         region reads from outside, for keying it on their content (dagc.runtime.executor)."""
         self.prepare()
@@ -143,7 +145,7 @@ class Job:
         if spec.state is None:  # returned as stored: pickled once for the run directory and Ray's object store
             executor.carry = self.outputs  # (a state actor keeps the objects themselves)
         agree = self.agree if self.world_size > 1 else None
-        value = executor.run(spec, body, *args, owner=self.rank == 0, agree=agree, key_values=key_values, **kwargs)
+        value = executor.run_call(spec, body, args, kwargs, owner=self.rank == 0, agree=agree, key_values=key_values)
         info = {"task": self.task, **where}
         if executor.carried is not None:
             return (*executor.carried, info)

@@ -13,8 +13,11 @@ from dagc.diagnostics import Note
 from dagc.frontend import library as lib
 from dagc.frontend.configs import ConfigClass, StaticFunction
 from dagc.frontend.extract.context import Component
+from dagc.frontend.extract.draws import random_call
 from dagc.frontend.extract.messages import LOGGING_HINT, logging_call
+from dagc.frontend.extract.options import configured_task
 from dagc.frontend.extract.queries import split_types
+from dagc.frontend.extract.records import named_tuple_call
 from dagc.frontend.extract.values import (
     Callee,
     ClassValue,
@@ -108,6 +111,9 @@ class Calls(Component):
         if isinstance(call.func, ast.Name) and call.func.id == "print" and call.func.id not in scope.env \
                 and self.cx.project.lookup(info, "print") is None:
             return self.cx.glue.printed(call, scope, info)
+        configured = configured_task(self, call, scope, info)  # `train.options(retries=5)(x)`
+        if configured is not None:
+            return self._task_call(call, configured, scope, info, n_outputs)
         callee = self._callee(call.func, scope, info)
         if isinstance(callee, Callee) and isinstance(callee.symbol, TaskDef):
             return self._task_call(call, callee.symbol, scope, info, n_outputs)
@@ -126,6 +132,10 @@ class Calls(Component):
             raise ExtractError
         if isinstance(callee, DagcFunction):
             return self._after_call(call, scope, info, n_outputs)
+        if isinstance(callee, (External, ClassValue)):  # `random.seed(s)`, `k = random.randint(1, 9)`: a node
+            made = random_call(self.cx, call, scope, info) or named_tuple_call(self.cx, call, scope, info)
+            if made is not None:  # (or `Split(train=a, test=b)`: a NamedTuple of task results)
+                return made
         if logging_call(call, info.source.tree):
             self.cx.sink.error("DAGC111", f"`{ast.unparse(call.func)}(...)`: logging in a pipeline body is not "
                                "supported (`print` is)", info.source.span(call), hint=LOGGING_HINT)

@@ -10,7 +10,10 @@ from dagc.diagnostics import Note
 from dagc.frontend.arguments import StaticArgs, parsed
 from dagc.frontend.extract.context import Component
 from dagc.frontend.extract.messages import STATEMENT_HINTS, STATEMENT_NAMES
+from dagc.frontend.extract.paths import built_path, path_argument
 from dagc.frontend.extract.queries import TRY_STATEMENTS, assigned_names, stored_names
+from dagc.frontend.extract.records import Record
+from dagc.frontend.extract.returns import lift_returns
 from dagc.frontend.extract.values import (
     POISON,
     BreakSignal,
@@ -61,10 +64,12 @@ class Interpreter(Component):
                                    span, hint="declare each parameter by name with a default")
                 scope.env[param.name] = POISON  # reported once here, not again at each use
                 continue
+            path_text = path_argument(param.default, info)  # `root: Path = Path("data")`: a path, given as text
             if param.name in overrides:
                 value = overrides[param.name]
                 given = type_of_value(value)
-                if param.annotation is not None and not compatible(given, param.annotation):
+                as_text = path_text is not None and isinstance(value, str)  # `--param root=data/x.csv`: a path
+                if param.annotation is not None and not as_text and not compatible(given, param.annotation):
                     self.cx.sink.error("DAGC005", f"--param {param.name}={value!r} is a `{given}`, but parameter "
                                        f"`{param.name}` is annotated `{param.annotation}`", span,
                                        hint=f"give a value of type `{param.annotation}`; --param values are Python "
@@ -73,7 +78,7 @@ class Interpreter(Component):
                     continue
             elif param.default is not None:
                 try:
-                    value = self.cx.exprs.static_value(param.default, scope, info)
+                    value = self.cx.exprs.static_value(path_text or param.default, scope, info)
                 except ExtractError:
                     scope.env[param.name] = POISON
                     continue
@@ -95,6 +100,8 @@ class Interpreter(Component):
             graph.params.append(Param(param.name, operand, param.annotation, span))
             self.cx.used.add(param.name)
             scope.env[param.name] = ParamValue(param.name, value)
+            if path_text is not None and isinstance(value, str):
+                scope.env[param.name] = Dyn(built_path(self.cx, param.name, Ref(param.name), span))
         unknown = sorted(set(overrides) - {p.name for p in pipeline.sig.params})
         for name in unknown:
             self.cx.sink.error("DAGC005", f"pipeline `{pipeline.name}` has no parameter `{name}`",
@@ -162,6 +169,7 @@ class Interpreter(Component):
             scope.env[pipeline.receiver] = ClassValue(symbol.steps, pipeline.info, instance)
 
     def _run_body(self, scope: Scope, info: ModuleInfo, body: list[ast.stmt]) -> Value | None:
+        body = lift_returns(body) or body  # `if c: return a` / `else: return b`: one return, at the end
         scope.assigned_later = assigned_names(body)
         returned: Value | None = None
         saw_return = False
@@ -265,10 +273,33 @@ class Interpreter(Component):
             self.cx.sink.error("DAGC117", "`continue` on a task result is not supported in a pipeline loop", span,
                                hint="put the rest of the loop body under `if not <condition>:` instead")
             raise ExtractError
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self._nested_function(stmt, scope, info)
         construct = STATEMENT_NAMES.get(type(stmt), type(stmt).__name__)
         self.cx.sink.error("DAGC108", f"{construct} is not supported in a pipeline body", span,
                            hint=STATEMENT_HINTS.get(type(stmt), "move this logic into a @dagc.task"))
         raise ExtractError  # the names it binds are poisoned: one diagnostic, not one per later use
+
+    def _nested_function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, scope: Scope, info: ModuleInfo) -> None:
+        """A task (or helper) defined inside the pipeline: programs import the user's module and call each task
+        by its module-level name, which a function made by running the pipeline's body does not have."""
+        from dagc.frontend.scan import decorator_kind
+
+        kind = next((found[0] for d in fn.decorator_list if (found := decorator_kind(info, d))), None)
+        what = f"{kind} `{fn.name}`" if kind else f"function `{fn.name}`"
+        bound = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)} | {
+            n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+        local = sorted({n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
+                        and n.id in scope.env and n.id not in bound})
+        uses = (f"; pass what it uses from `{scope.pipeline.name}` ({', '.join(f'`{n}`' for n in local)}) as "
+                "arguments") if local else ""
+        decorated = " with its decorator" if fn.decorator_list else ""
+        self.cx.sink.error("DAGC108", f"{what} is defined inside pipeline `{scope.pipeline.name}`: dagc's programs "
+                           "import your module and call each task by its module-level name, which a function "
+                           "defined inside another one does not have", info.source.span(fn),
+                           hint=f"move `def {fn.name}`{decorated} to the top level of the module{uses}; the "
+                           f"pipeline calls it as before{'' if kind else ' (a plain function called there runs as a task)'}")
+        raise ExtractError
 
     def _unpack_count(self, target: ast.expr) -> int:
         if isinstance(target, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in target.elts):
@@ -333,7 +364,9 @@ class Interpreter(Component):
         raise ExtractError
 
     def _unpack(self, value: Value, count: int, target: ast.expr, info: ModuleInfo) -> list[Value]:
-        if isinstance(value, tuple):
+        if isinstance(value, Record):  # a NamedTuple built in a (sub-)pipeline: its fields
+            items = list(value.values)
+        elif isinstance(value, tuple):
             items = list(value)
         elif isinstance(value, Static) and isinstance(value.value, (list, tuple)):
             items = [Static(v) for v in value.value]
@@ -425,6 +458,11 @@ class Interpreter(Component):
         for param in params:
             if param.name in given:
                 inner.env[param.name] = given[param.name]
+            elif path_argument(param.default, pipeline.info) is not None:  # built where the program runs
+                text = self.cx.exprs.static_value(path_argument(param.default, pipeline.info), Scope(pipeline, ""),
+                                                  pipeline.info)
+                inner.env[param.name] = Dyn(built_path(self.cx, inner_name + "." + param.name,
+                                                       operand_from_python(text), pipeline.info.source.span(param.node)))
             elif param.default is not None:
                 inner.env[param.name] = Static(self.cx.exprs.static_value(param.default, Scope(pipeline, ""), pipeline.info))
             else:

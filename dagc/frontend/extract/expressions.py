@@ -13,6 +13,7 @@ from dagc.frontend.extract.glue import GLUE_EXPRS, PY_BUILTINS
 from dagc.frontend.extract.maps import MapBound
 from dagc.frontend.extract.messages import describe
 from dagc.frontend.extract.queries import names_in, target_names
+from dagc.frontend.extract.records import Record, record_field
 from dagc.frontend.extract.values import (
     PLAIN_LITERALS,
     POISON,
@@ -86,6 +87,12 @@ class Expressions(Component):
             return self.mapping(pairs, expr, info)
         if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.DictComp)):
             return self.comprehension(expr, scope, info)
+        if isinstance(expr, (ast.Attribute, ast.Subscript)) and isinstance(expr.value, ast.Name) and isinstance(
+                scope.env.get(expr.value.id), Record):  # `parts.train`, `parts[0]` of a NamedTuple built here
+            key = expr.attr if isinstance(expr, ast.Attribute) else self.static_value(expr.slice, scope, info)
+            field = record_field(scope.env[expr.value.id], key)
+            if field is not None:
+                return field
         if isinstance(expr, ast.IfExp) and not self.cx.glue.needs_glue(expr.test, scope, info):
             # `get_lr(it) if decay_lr else learning_rate`: the test is known now, only its branch is evaluated
             chosen = expr.body if self.static_value(expr.test, scope, info) else expr.orelse

@@ -1,0 +1,19 @@
+"""Task parameters named like the runtime's own (`name`, `fn`), passed by keyword."""
+
+import dagc
+
+
+@dagc.task
+def greet(name: str, fn: str = "!") -> str:
+    return "hello " + name + fn
+
+
+@dagc.task
+def shout(text: str, spec: str, owner: str) -> str:
+    return f"{text.upper()} {spec} {owner}"
+
+
+@dagc.pipeline
+def main() -> list:
+    hello = greet(name="dagc", fn="?")
+    return [hello, shout(text=hello, spec="s", owner="o")]

@@ -1,0 +1,3 @@
+from .loader import loader
+
+__all__ = ["loader"]
