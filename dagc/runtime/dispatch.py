@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Mapping
-from typing import Any
 
 import ray
 
