@@ -21,8 +21,9 @@ if TYPE_CHECKING:
 __all__ = ["refine", "task_options", "component_outputs", "SINGLE_OUTPUT", "artifact_kind"]
 
 DECORATORS.update({
-    "kfp.dsl.component": DecoratorForm("kfp", "task"),
-    "kfp.dsl.pipeline": DecoratorForm("kfp", "pipeline"),
+    f"{package}.{name}": DecoratorForm("kfp", kind)
+    for package in ("kfp.dsl", "kfp.v2.dsl")  # (kfp.v2: the 1.8 name, still importable)
+    for name, kind in (("component", "task"), ("pipeline", "pipeline"))
 })
 
 SINGLE_OUTPUT = "Output"  # what KFP names the return value of a component that returns one value
@@ -99,8 +100,14 @@ def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> t
     return TaskOptions(side_effects=True), ()
 
 
+def kfp_name(info: ModuleInfo, expr: ast.expr) -> str | None:
+    """The dotted name `expr` stands for, with `kfp.v2.dsl` read as `kfp.dsl`."""
+    name = dotted_name(info, expr)
+    return "kfp.dsl." + name.removeprefix("kfp.v2.dsl.") if name and name.startswith("kfp.v2.dsl.") else name
+
+
 def is_container_component(info: ModuleInfo, fn: ast.AST) -> bool:
     """`@dsl.container_component`: a component that runs a container image, which dagc cannot run."""
     return isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(
-        dotted_name(info, d.func if isinstance(d, ast.Call) else d) == "kfp.dsl.container_component"
+        kfp_name(info, d.func if isinstance(d, ast.Call) else d) == "kfp.dsl.container_component"
         for d in fn.decorator_list)

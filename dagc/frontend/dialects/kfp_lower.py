@@ -22,8 +22,7 @@ import copy
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from dagc.frontend.dialects import dotted_name
-from dagc.frontend.dialects.kfp import component_outputs, is_container_component
+from dagc.frontend.dialects.kfp import component_outputs, is_container_component, kfp_name
 
 if TYPE_CHECKING:
     from dagc.frontend.modules import ModuleInfo, Project
@@ -127,7 +126,7 @@ class _Lowering(ast.NodeTransformer):
         self.project.sink.warning("DAGC197", message, self.info.source.span(node), hint=hint)
 
     def dotted(self, expr: ast.expr) -> str | None:
-        return dotted_name(self.info, expr)
+        return kfp_name(self.info, expr)
 
     # ---- what the body says before it is lowered ---------------------------------------------------------
     def _statement_methods(self, fn: ast.AST) -> dict[str, list[ast.Call]]:

@@ -1,0 +1,211 @@
+"""Kubeflow Pipelines v2 pipelines, unmodified, compile into dagc's IR and run on local, Ray and torch with
+the results of KFP's own local run (`kfp.local.SubprocessRunner`); `dagc check` names the constructs dagc
+does not compile at their line."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dagc.cluster import parse_cluster_spec
+from dagc.driver import compile_file
+from dagc.frontend import compile_source
+from dagc.ir.regions import walk
+from tests.engines import run_local, run_ray, run_torch
+from tests.interpreters import run_python
+
+PORTS = Path(__file__).parent / "ports"
+
+# KFP's local run of one pipeline: its output (pickled), its pipeline root for the artifacts it wrote
+_KFP_RUN = """
+import pickle, sys
+sys.path.insert(0, {folder!r})
+from kfp import local
+import {module} as m
+local.init(runner=local.SubprocessRunner(use_venv=False), pipeline_root={root!r})
+task = m.{pipeline}(**{params!r})
+outputs = task.outputs if len(task.outputs) > 1 else task.output if task.outputs else None
+open({out!r}, "wb").write(pickle.dumps(outputs))
+"""
+
+
+def kfp_run(script: Path, pipeline: str, params: dict[str, object], tmp: Path) -> object:
+    out = tmp / "kfp.pkl"
+    code = _KFP_RUN.format(folder=str(script.parent), module=script.stem, root=str(tmp / "kfp-root"),
+                           pipeline=pipeline, params=params, out=str(out))
+    run_python(["-c", code], cwd=tmp, check=True, timeout=120, capture_output=True)
+    return pickle.loads(out.read_bytes())
+
+
+FEATURES = textwrap.dedent('''
+    from typing import List, NamedTuple
+
+    from kfp import dsl
+    from kfp.dsl import Dataset, Input, Output
+
+
+    @dsl.component
+    def make_items(n: int) -> list:
+        return [{"name": f"item{i}", "size": i * 10} for i in range(n)]
+
+
+    @dsl.component
+    def measure(name: str, size: int) -> int:
+        return len(name) + size
+
+
+    @dsl.component
+    def stats(values: List[int]) -> NamedTuple("Stats", [("total", int), ("largest", int)]):
+        from collections import namedtuple
+        return namedtuple("Stats", ["total", "largest"])(int(sum(values)), int(max(values)))
+
+
+    @dsl.component
+    def write_report(total: int, report: Output[Dataset]):
+        with open(report.path, "w") as f:
+            f.write(f"total={total}")
+        report.metadata["total"] = total
+
+
+    @dsl.component
+    def read_report(report: Input[Dataset]) -> str:
+        with open(report.path) as f:
+            return f.read().upper()
+
+
+    @dsl.component
+    def label(text: str, grade: str) -> str:
+        return f"{grade}:{text}"
+
+
+    @dsl.pipeline
+    def features(n: int = 4) -> str:
+        items = make_items(n=n).set_cpu_limit("500m").set_memory_limit("1Gi").set_retry(2)
+        with dsl.ParallelFor(items.output, parallelism=2) as item:
+            sized = measure(name=item.name, size=item.size).set_caching_options(False)
+        summary = stats(values=dsl.Collected(sized.output))
+        report = write_report(total=summary.outputs["total"])
+        report.after(items)
+        text = read_report(report=report.outputs["report"])
+        with dsl.If(summary.outputs["largest"] > 100):
+            graded = label(text=text.output, grade="big")
+        with dsl.Elif(summary.outputs["largest"] > 20):
+            graded = label(text=text.output, grade="medium")
+        with dsl.Else():
+            graded = label(text=text.output, grade="small")
+        return text.output
+''')
+
+
+@pytest.fixture(scope="module")
+def features(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("features") / "kfp_features.py"
+    path.write_text(FEATURES, encoding="utf-8")
+    return path
+
+
+def test_features_compile_to_maps_conditions_and_options(features: Path) -> None:
+    graph = compile_file(features, pipeline_name="features", cluster=parse_cluster_spec("4"))
+    make = graph.node("make_items")
+    assert (make.options.cpus, make.options.memory, make.options.retries) == (0.5, 2**30, 2)
+    assert make.attributes()["task.dialect"] == "kfp"
+    (loop,) = [n for n in graph if n.op == "map"]
+    assert loop.attributes()["region.concurrency"] == 2
+    (measure,) = [m for m in walk(loop) if m.op == "task"]
+    assert not measure.options.cache
+    assert "make_items" in graph.node("write_report").deps  # `.after(items)` as a statement
+    assert [n.op for n in graph if n.op == "cond"] == ["cond"]
+
+
+def test_features_run_locally_as_kfp_runs_them(tmp_path: Path, features: Path) -> None:
+    expected = kfp_run(features, "features", {"n": 4}, tmp_path)
+    assert expected == "TOTAL=78"
+    assert run_local(features, "features", {"n": 4}, tmp_path) == expected
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory: pytest.TempPathFactory) -> object:
+    return kfp_run(PORTS / "kfp_collected_parameters.py", "collecting_parameters", {"model_ids": "s1,s2,s3"},
+                   tmp_path_factory.mktemp("kfp_collected"))
+
+
+def test_collected_parameters_equal_kfp_on_every_backend(tmp_path: Path, collected: object, ray_cluster) -> None:
+    script, params = PORTS / "kfp_collected_parameters.py", {"model_ids": "s1,s2,s3"}
+    assert collected == ["model_id_s1", "model_id_s2", "model_id_s3"]
+    assert run_local(script, "collecting_parameters", params, tmp_path) == collected
+    assert run_ray(script, "collecting_parameters", params, tmp_path, ray_cluster.address) == collected
+    assert run_torch(script, "collecting_parameters", params, tmp_path) == collected
+
+
+def test_the_outer_pipeline_runs_the_inner_one(tmp_path: Path) -> None:
+    script = PORTS / "kfp_collected_parameters.py"
+    graph = compile_file(script, pipeline_name="collected_param_pipeline")
+    assert {n.name for n in graph if n.op == "task"} == {
+        "collecting_parameters.split_ids", "collecting_parameters.consume_ids", "consume_ids"}
+    assert run_local(script, "collected_param_pipeline", {}, tmp_path) is None
+
+
+def test_graph_components_nest(tmp_path: Path) -> None:
+    script = PORTS / "kfp_subdag_parameter.py"
+    assert run_local(script, "mantle", {}, tmp_path) == kfp_run(script, "mantle", {}, tmp_path) == "foo"
+    assert [n.name for n in compile_file(script) if n.op == "task"] == ["mantle.core.core_comp", "crust_comp"]
+
+
+def _model_file(root: Path) -> str:
+    (found,) = [p for p in root.rglob("model") if p.is_file()]
+    return found.read_text()
+
+
+def test_artifacts_and_output_files_pass_as_in_kfp(tmp_path: Path, ray_cluster) -> None:
+    script = PORTS / "kfp_lightweight_artifacts.py"
+    kfp_run(script, "pipeline", {}, tmp_path)
+    expected = _model_file(tmp_path / "kfp-root")
+    assert "input_dict: {'A': 1.0, 'B': 2.0}" in expected  # what protobuf makes of the dict's numbers
+    run_local(script, "pipeline", {}, tmp_path, "--run-dir", str(tmp_path / "local-run"))
+    assert _model_file(tmp_path / "local-run") == expected
+    run_ray(script, "pipeline", {}, tmp_path, ray_cluster.address)
+    assert _model_file(tmp_path / "ray-run") == expected
+
+
+def test_exit_handler_runs_after_a_failure(tmp_path: Path) -> None:
+    script = PORTS / "kfp_exit_handler.py"
+    program = tmp_path / "exit_local.py"
+    from dagc.backends import emit
+
+    program.write_text(emit(compile_file(script), "local", program))
+    proc = run_python([str(program)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert out.index("Task failed.") < out.index("Exit handler has worked!")
+
+
+@pytest.mark.parametrize(("body", "line", "needle"), [
+    ("    t = greet(name=name)\n    t.set_env_variable('MODE', 'fast')\n", 17, "set_env_variable"),
+    ("    x = dsl.OneOf(greet(name=name).output, greet(name='b').output)\n", 16, "OneOf"),
+    ("    greet(name=dsl.PIPELINE_JOB_NAME_PLACEHOLDER)\n", 16, "PIPELINE_JOB_NAME_PLACEHOLDER"),
+    ("    shell(text=name)\n", 16, "container component"),
+])
+def test_check_names_unsupported_constructs_at_their_line(tmp_path: Path, body: str, line: int,
+                                                          needle: str) -> None:
+    source = ("from kfp import dsl\n\n\n@dsl.component\ndef greet(name: str) -> str:\n    return name\n\n\n"
+              "@dsl.pipeline\ndef p(name: str = 'x'):\n" + body)
+    source = source.replace("@dsl.pipeline", "@dsl.container_component\ndef shell(text: str):\n"
+                            "    return dsl.ContainerSpec(image='alpine', command=['echo', text])\n\n\n@dsl.pipeline")
+    (tmp_path / "p.py").write_text(source, encoding="utf-8")
+    result = compile_source(tmp_path / "p.py")
+    (found,) = [d for d in result.sink.diagnostics if d.code == "DAGC196"]
+    assert found.is_error and found.span.line == line and needle in found.message and found.hint
+
+
+def test_cluster_settings_are_warned_about_not_silently_dropped(tmp_path: Path) -> None:
+    (tmp_path / "p.py").write_text(
+        "from kfp import dsl\n\n\n@dsl.component\ndef train(steps: int) -> float:\n    return 0.5 * steps\n\n\n"
+        "@dsl.pipeline\ndef p() -> float:\n    return train(steps=3).set_accelerator_type('T4').output\n")
+    result = compile_source(tmp_path / "p.py")
+    (found,) = [d for d in result.sink.diagnostics if d.code == "DAGC197"]
+    assert found.span.line == 11 and result.graph is not None
+    assert json.dumps(found.message).count("set_accelerator_type") == 1
