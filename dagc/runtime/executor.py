@@ -296,12 +296,12 @@ class Executor:
                 raise exc.__cause__ from None
             raise
 
-    def call(self, name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def call(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:  # (`/`: a task may take `name=`)
         """Run task `name` with retries, timeout and events, never storing its output (a task inside a
         loop or branch runs anew each time)."""
         return self.run(replace(self.spec(name), fingerprint=None), fn, *args, **kwargs)
 
-    def run(self, spec: TaskSpec, fn: Callable[..., Any], *args: Any, owner: bool = True,
+    def run(self, spec: TaskSpec, fn: Callable[..., Any], /, *args: Any, owner: bool = True,
             agree: Callable[[bool], bool] | None = None, key_values: tuple | None = None, **kwargs: Any) -> Any:
         """Run `fn(*args, **kwargs)` as task `spec`: attempts, events, storing. `owner`: this process
         holds the task's value (rank 0 of a multi-rank task). `agree(failed)`: for a multi-rank task,
