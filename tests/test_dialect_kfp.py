@@ -123,11 +123,46 @@ def test_features_compile_to_maps_conditions_and_options(features: Path) -> None
     assert [n.op for n in graph if n.op == "cond"] == ["cond"]
 
 
-def test_features_run_locally_as_the_components_compute(tmp_path: Path, features: Path) -> None:
+def test_features_run_on_every_backend_as_the_components_compute(tmp_path: Path, features: Path,
+                                                                  ray_cluster) -> None:
     """(KFP 2.17's local runner reads `item.name` of a loop over dicts wrongly, so the components' own
     arithmetic is the reference here: measure(item_i) = len(name) + size.)"""
     expected = f"TOTAL={sum(len(f'item{i}') + i * 10 for i in range(4))}"
     assert run_local(features, "features", {"n": 4}, tmp_path) == expected
+    assert run_ray(features, "features", {"n": 4}, tmp_path, ray_cluster.address) == expected
+    assert run_torch(features, "features", {"n": 4}, tmp_path) == expected
+
+
+SWEEP = textwrap.dedent('''
+    from kfp import dsl
+
+
+    @dsl.component
+    def train(lr: float) -> float:
+        return round(1.0 / (1.0 + lr), 6)
+
+
+    @dsl.component
+    def best(scores: list) -> float:
+        return min(scores)
+
+
+    @dsl.pipeline
+    def sweep() -> float:
+        with dsl.ParallelFor([0.1, 0.2, 0.3, 0.4], parallelism=4) as lr:
+            t = train(lr=lr).set_cpu_limit("1")
+        return best(scores=dsl.Collected(t.output)).output
+''')
+
+
+def test_parallel_for_items_spread_over_devices(tmp_path: Path) -> None:
+    (tmp_path / "sweep.py").write_text(SWEEP, encoding="utf-8")
+    graph = compile_file(tmp_path / "sweep.py", cluster=parse_cluster_spec("4"))
+    trains = [n for n in graph if n.name.startswith("train[")]
+    assert len(trains) == 4
+    assert len({n.attributes()["partition.device"] for n in trains}) == 4
+    assert run_local(tmp_path / "sweep.py", "sweep", {}, tmp_path) == kfp_run(tmp_path / "sweep.py", "sweep", {},
+                                                                               tmp_path) == round(1 / 1.4, 6)
 
 
 @pytest.fixture(scope="module")
@@ -171,6 +206,8 @@ def test_artifacts_and_output_files_pass_as_in_kfp(tmp_path: Path, ray_cluster) 
     kfp_run(script, "pipeline", {}, tmp_path)
     expected = _model_file(tmp_path / "kfp-root")
     assert expected[1][0] == {"A": 1.0, "B": 2.0} and isinstance(expected[1][0]["A"], float)  # as protobuf makes it
+    run_local(script, "pipeline", {}, tmp_path, "--run-dir", str(tmp_path / "local-run"))
+    assert _model_file(tmp_path / "local-run") == expected
     run_ray(script, "pipeline", {}, tmp_path, ray_cluster.address)
     assert _model_file(tmp_path / "ray-run") == expected
 
