@@ -2,6 +2,7 @@
 # Apache License 2.0, kept as written except: its unused `import kfp.kubernetes` (a separate package) is
 # left out. A `dsl.ParallelFor` over a component's output list, `dsl.Collected` of a task made in the loop
 # (passed on, and returned by the pipeline), a pipeline called as a component, `.set_caching_options`.
+# ruff: noqa: UP006, UP035 - the sample's own style, kept as written
 from typing import List
 
 import kfp

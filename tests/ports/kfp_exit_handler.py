@@ -11,6 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
+# ruff: noqa: I001 - the sample's own style, kept as written
 """Pipeline using ExitHandler."""
 # (Kubeflow Pipelines sample samples/core/exit_handler/exit_handler_v2.py, kept as written: the exit task
 # runs after the guarded tasks whether they succeed or fail, and the run fails.)

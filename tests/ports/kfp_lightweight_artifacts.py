@@ -11,6 +11,7 @@
 # WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 # See the License for the specific language governing permissions and
 # limitations under the License.
+# ruff: noqa: UP006, UP015, UP032, UP035, I001, F841 - the sample's own style, kept as written
 """Sample pipeline for passing data in KFP v2."""
 # (Kubeflow Pipelines sample samples/v2/lightweight_python_functions_v2_pipeline, kept as written:
 # Output[Dataset]/Output[Model] artifacts, OutputPath/InputPath files, output parameters of five types.

@@ -1,6 +1,7 @@
 # Kubeflow Pipelines sample samples/v2/subdagio/parameter.py (https://github.com/kubeflow/pipelines),
 # Apache License 2.0, kept as written: pipelines called inside pipelines (graph components), three deep,
 # a sub-pipeline's output passed on, `.set_caching_options` on task and pipeline calls.
+# ruff: noqa: I001 - the sample's own style, kept as written
 import os
 
 from kfp import Client
