@@ -151,7 +151,8 @@ SWEEP = textwrap.dedent('''
     def sweep() -> float:
         with dsl.ParallelFor([0.1, 0.2, 0.3, 0.4], parallelism=4) as lr:
             t = train(lr=lr).set_cpu_limit("1")
-        return best(scores=dsl.Collected(t.output)).output
+        done = best(scores=dsl.Collected(t.output)).after(t)
+        return done.output
 ''')
 
 
@@ -161,6 +162,7 @@ def test_parallel_for_items_spread_over_devices(tmp_path: Path) -> None:
     trains = [n for n in graph if n.name.startswith("train[")]
     assert len(trains) == 4
     assert len({n.attributes()["partition.device"] for n in trains}) == 4
+    assert set(graph.node("best").deps) == {n.name for n in trains}  # `.after(t)` of a loop's task: all items
     assert run_local(tmp_path / "sweep.py", "sweep", {}, tmp_path) == kfp_run(tmp_path / "sweep.py", "sweep", {},
                                                                                tmp_path) == round(1 / 1.4, 6)
 
@@ -225,10 +227,11 @@ def test_exit_handler_runs_after_a_failure(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("body", "line", "needle"), [
-    ("    t = greet(name=name)\n    t.set_env_variable('MODE', 'fast')\n", 17, "set_env_variable"),
-    ("    x = dsl.OneOf(greet(name=name).output, greet(name='b').output)\n", 16, "OneOf"),
-    ("    greet(name=dsl.PIPELINE_JOB_NAME_PLACEHOLDER)\n", 16, "PIPELINE_JOB_NAME_PLACEHOLDER"),
-    ("    shell(text=name)\n", 16, "container component"),
+    ("    t = greet(name=name)\n    t.set_env_variable('MODE', 'fast')\n", 22, "set_env_variable"),
+    ("    x = dsl.OneOf(greet(name=name).output, greet(name='b').output)\n", 21, "OneOf"),
+    ("    greet(name=dsl.PIPELINE_JOB_NAME_PLACEHOLDER)\n", 21, "PIPELINE_JOB_NAME_PLACEHOLDER"),
+    ("    shell(text=name)\n", 21, "container component"),
+    ("    e = report(status=name)\n    with dsl.ExitHandler(e):\n        greet(name=name)\n", 21, "final status"),
 ])
 def test_check_names_unsupported_constructs_at_their_line(tmp_path: Path, body: str, line: int,
                                                           needle: str) -> None:
@@ -236,6 +239,8 @@ def test_check_names_unsupported_constructs_at_their_line(tmp_path: Path, body: 
               "@dsl.pipeline\ndef p(name: str = 'x'):\n" + body)
     source = source.replace("@dsl.pipeline", "@dsl.container_component\ndef shell(text: str):\n"
                             "    return dsl.ContainerSpec(image='alpine', command=['echo', text])\n\n\n@dsl.pipeline")
+    source = source.replace("@dsl.pipeline", "@dsl.component\ndef report(status: dsl.PipelineTaskFinalStatus):\n"
+                            "    print(status.state)\n\n\n@dsl.pipeline")
     (tmp_path / "p.py").write_text(source, encoding="utf-8")
     result = compile_source(tmp_path / "p.py")
     (found,) = [d for d in result.sink.diagnostics if d.code == "DAGC196"]

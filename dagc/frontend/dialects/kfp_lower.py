@@ -115,7 +115,7 @@ class _Lowering(ast.NodeTransformer):
         self.loop_items: set[str] = set()  # names bound by `with dsl.ParallelFor(...) as item`
         self.later_methods = self._statement_methods(fn)
         self.collected, self.loop_lists = self._collected(fn)
-        self.variants = 0
+        self.dropped: set[str] = set()  # names bound by statements reported and left out
 
     # ---- diagnostics -------------------------------------------------------------------------------------
     def unsupported(self, node: ast.AST, message: str, hint: str) -> _Unsupported:
@@ -148,20 +148,29 @@ class _Lowering(ast.NodeTransformer):
         by_value: dict[tuple[int, str], str] = {}
         collected: dict[int, str] = {}
         per_loop: dict[int, list[tuple[str, ast.expr]]] = {}
-        for node in ast.walk(fn):
-            if not (isinstance(node, ast.Call) and self.dotted(node.func) == "kfp.dsl.Collected" and len(node.args) == 1):
-                continue
-            root = _root_name(node.args[0])
+        for node, value in self._gathered(fn):
+            root = _root_name(value)
             owners = [loop for loop in loops if root in assigned[id(loop)] and inside.get(id(node)) is not loop]
             if not owners:
                 continue
             loop = owners[-1]
-            key = (id(loop), ast.dump(node.args[0]))
+            key = (id(loop), ast.dump(value))
             if key not in by_value:
                 by_value[key] = f"kfp·collected·{len(by_value)}"
-                per_loop.setdefault(id(loop), []).append((by_value[key], node.args[0]))
+                per_loop.setdefault(id(loop), []).append((by_value[key], value))
             collected[id(node)] = by_value[key]
         return collected, per_loop
+
+    def _gathered(self, fn: ast.AST) -> list[tuple[ast.expr, ast.expr]]:
+        """The values that stand for every item of a loop when used after it, with the node that uses them:
+        `dsl.Collected(value)`, and a task of the loop named in `.after(task)` (KFP waits for all of them)."""
+        found: list[tuple[ast.expr, ast.expr]] = []
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and self.dotted(node.func) == "kfp.dsl.Collected" and len(node.args) == 1:
+                found.append((node, node.args[0]))
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "after":
+                found.extend((arg, arg) for arg in node.args if isinstance(arg, ast.Name))
+        return found
 
     def _with_form(self, stmt: ast.With) -> str | None:
         if len(stmt.items) != 1 or not isinstance(stmt.items[0].context_expr, ast.Call):
@@ -191,7 +200,7 @@ class _Lowering(ast.NodeTransformer):
                     elif form == "kfp.dsl.ParallelFor":
                         out.extend(self._parallel_for(stmt))
                     elif form == "kfp.dsl.ExitHandler":
-                        out.append(self._exit_handler(stmt, out))
+                        out.extend(self._exit_handler(stmt, out))
                     elif form in ("kfp.dsl.Elif", "kfp.dsl.Else"):
                         raise self.unsupported(stmt, f"`{form.rsplit('.', 1)[1]}` without a `dsl.If` just before it",
                                                "put `with dsl.Elif(...)`/`with dsl.Else():` right after the "
@@ -215,6 +224,8 @@ class _Lowering(ast.NodeTransformer):
                     continue
                 out.append(self.visit(stmt))
             except _Unsupported:
+                self.dropped.update(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)
+                                    and isinstance(n.ctx, ast.Store))
                 continue
         return out
 
@@ -256,12 +267,14 @@ class _Lowering(ast.NodeTransformer):
             body.append(_located(ast.Expr(ast.Call(append, [self.visit(copy.deepcopy(value))], [])), value))
         return [*before, _located(ast.For(target, items, body or [ast.Pass()], []), stmt)]
 
-    def _exit_handler(self, stmt: ast.With, done: list[ast.stmt]) -> ast.Try:
+    def _exit_handler(self, stmt: ast.With, done: list[ast.stmt]) -> list[ast.stmt]:
         """`exit_task = cleanup(...)` then `with dsl.ExitHandler(exit_task):` → the body under `try:`, the exit
         task's statement under `finally:` (it runs whether the body succeeded or failed)."""
         call: ast.Call = stmt.items[0].context_expr  # type: ignore[assignment]
         exit_task = call.args[0] if call.args else next((k.value for k in call.keywords if k.arg == "exit_task"), None)
         final: list[ast.stmt] = []
+        if isinstance(exit_task, ast.Name) and exit_task.id in self.dropped:
+            return self.block(stmt.body)  # (the exit task was reported already: the body is still checked)
         if isinstance(exit_task, ast.Name):
             index = next((k for k in range(len(done) - 1, -1, -1) if isinstance(done[k], ast.Assign)
                           and any(isinstance(t, ast.Name) and t.id == exit_task.id
@@ -275,13 +288,14 @@ class _Lowering(ast.NodeTransformer):
         else:
             raise self.unsupported(call, "`dsl.ExitHandler` needs the exit task",
                                    "write `with dsl.ExitHandler(exit_task):`")
-        return _located(ast.Try(self.block(stmt.body), [], [], final), stmt)
+        return [_located(ast.Try(self.block(stmt.body), [], [], final), stmt)]
 
     # ---- expressions -------------------------------------------------------------------------------------
     def _outputs_of(self, expr: ast.expr) -> _Outputs | None:
         """What the task object `expr` (a name bound to one, or a component call) gives as outputs."""
         from dagc.frontend.modules import PipelineDef, TaskDef
 
+        expr = _method_chain(expr)[0]  # `comp(...).set_retry(2)` is the task `comp(...)`
         if isinstance(expr, ast.Name):
             return self.tasks.get(expr.id)
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
@@ -304,8 +318,9 @@ class _Lowering(ast.NodeTransformer):
         after: list[ast.expr] = []
         for method in methods:
             name = method.func.attr  # type: ignore[attr-defined]
-            if name == "after":
-                after.extend(self.visit(a) for a in method.args)
+            if name == "after":  # a task of a loop before this call: every item of it
+                after.extend(ast.copy_location(ast.Name(self.collected[id(a)], ast.Load()), a)
+                             if id(a) in self.collected else self.visit(a) for a in method.args)
             elif name in OPTION_METHODS:
                 option, value = self._option(method)
                 if value is not None:
@@ -392,6 +407,12 @@ class _Lowering(ast.NodeTransformer):
             if is_container_component(self.info, getattr(symbol, "node", None) or getattr(symbol, "value", None)):
                 raise self.unsupported(node, f"`{node.func.id}` is a container component, which dagc cannot run",
                                        "write it as a Python @dsl.component that does the same work")
+            status = next((p.name for p in getattr(getattr(symbol, "sig", None), "params", ())
+                           if (p.annotation or "").endswith("PipelineTaskFinalStatus")), None)
+            if status is not None:
+                raise self.unsupported(node, f"`{node.func.id}` takes the pipeline's final status (`{status}`), "
+                                       "which a dagc run does not give its tasks", "a failed dagc run stops with the "
+                                       "failing task's error; give the exit task what it reports as parameters")
         base, methods = _method_chain(node)
         if methods:
             return self.task_call(node, [])
