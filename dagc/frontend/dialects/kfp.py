@@ -84,10 +84,25 @@ def refine(project: Project, info: ModuleInfo, definition: TaskDef | PipelineDef
                                 if artifact_kind(p.node.annotation) not in ("output", "output_path")))
         _, plain = component_outputs(definition.node)
         returns = definition.returns if plain else None  # a dict of outputs, typed by the component's fields
-        return dataclasses.replace(definition, sig=sig, returns=returns)
+        options = definition.options
+        if len(sig.params) < len(definition.sig.params):
+            # its artifacts' files lie in the run directory that made them, which may be gone when `--cache`
+            # would reuse them in a later run: such a component runs anew (`.set_caching_options(True)` reuses)
+            options = dataclasses.replace(options, cache=False)
+        return dataclasses.replace(definition, sig=sig, returns=returns, options=options)
     from dagc.frontend.dialects.kfp_lower import lower_pipeline
 
-    return dataclasses.replace(definition, node=lower_pipeline(project, info, definition.node))
+    try:
+        return dataclasses.replace(definition, node=lower_pipeline(project, info, definition.node))
+    except Exception:  # a bug in dagc: say so, with the traceback, instead of crashing
+        import traceback
+
+        from dagc.frontend.source import name_span
+
+        project.sink.error("DAGC900", f"internal compiler error while reading KFP pipeline `{definition.name}`; "
+                           "this is a bug in dagc", name_span(info.source, definition.node),
+                           hint="please report it with this input\n" + traceback.format_exc())
+        return definition
 
 
 def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> tuple[object, tuple[str, ...]]:
