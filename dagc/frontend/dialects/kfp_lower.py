@@ -172,8 +172,10 @@ class _Lowering(ast.NodeTransformer):
                 found.extend((arg, arg) for arg in node.args if isinstance(arg, ast.Name))
         return found
 
-    def _with_form(self, stmt: ast.With) -> str | None:
-        if len(stmt.items) != 1 or not isinstance(stmt.items[0].context_expr, ast.Call):
+    def _with_form(self, stmt: ast.stmt) -> str | None:
+        """`kfp.dsl.If` for `with dsl.If(...):`, None for a statement that is no KFP `with`."""
+        if not isinstance(stmt, ast.With) or len(stmt.items) != 1 or not isinstance(stmt.items[0].context_expr,
+                                                                                     ast.Call):
             return None
         name = self.dotted(stmt.items[0].context_expr.func)
         return name if name is not None and name.startswith("kfp.") else None
@@ -181,53 +183,55 @@ class _Lowering(ast.NodeTransformer):
     # ---- statements --------------------------------------------------------------------------------------
     def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
-        i = 0
-        while i < len(stmts):
-            stmt = stmts[i]
-            i += 1
+        rest = list(stmts)
+        while rest:
+            stmt = rest.pop(0)
             try:
-                if isinstance(stmt, ast.With) and self._with_form(stmt) is not None:
-                    form = self._with_form(stmt)
-                    if form in ("kfp.dsl.If", "kfp.dsl.Condition"):
-                        chain = [stmt]
-                        while i < len(stmts) and isinstance(stmts[i], ast.With) and self._with_form(
-                                stmts[i]) in ("kfp.dsl.Elif", "kfp.dsl.Else") and form == "kfp.dsl.If":  # type: ignore[arg-type]
-                            chain.append(stmts[i])  # type: ignore[arg-type]
-                            i += 1
-                            if self._with_form(chain[-1]) == "kfp.dsl.Else":
-                                break
-                        out.append(self._conditions(chain))
-                    elif form == "kfp.dsl.ParallelFor":
-                        out.extend(self._parallel_for(stmt))
-                    elif form == "kfp.dsl.ExitHandler":
-                        out.extend(self._exit_handler(stmt, out))
-                    elif form in ("kfp.dsl.Elif", "kfp.dsl.Else"):
-                        raise self.unsupported(stmt, f"`{form.rsplit('.', 1)[1]}` without a `dsl.If` just before it",
-                                               "put `with dsl.Elif(...)`/`with dsl.Else():` right after the "
-                                               "`with dsl.If(...)` block")
-                    else:
-                        raise self.unsupported(stmt.items[0].context_expr, f"`with {form}(...)` is not supported "
-                                               "by dagc", "use dsl.If/Elif/Else, dsl.ParallelFor or dsl.ExitHandler")
-                    continue
-                if isinstance(stmt, ast.Expr) and _method_chain(stmt.value)[1] and isinstance(
-                        _method_chain(stmt.value)[0], ast.Name):
-                    continue  # `t.set_retry(3)`: folded into the call that made `t`
-                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                    name = stmt.targets[0].id
-                    outputs = self._outputs_of(_method_chain(stmt.value)[0])
-                    stmt.value = self.task_call(stmt.value, self.later_methods.get(name, []))
-                    if outputs is not None:
-                        self.tasks[name] = outputs
-                    else:
-                        self.tasks.pop(name, None)
-                    out.append(stmt)
-                    continue
-                out.append(self.visit(stmt))
-            except _Unsupported:
+                out.extend(self._statement(stmt, rest, out))
+            except _Unsupported:  # reported: the names it binds are left unbound, and not reported again
                 self.dropped.update(n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)
                                     and isinstance(n.ctx, ast.Store))
-                continue
         return out
+
+    def _statement(self, stmt: ast.stmt, rest: list[ast.stmt], done: list[ast.stmt]) -> list[ast.stmt]:
+        """`stmt` lowered (`rest`: the statements after it, of which an `if` chain takes its `elif`s; `done`:
+        the lowered ones before it, of which an exit handler takes its exit task)."""
+        form = self._with_form(stmt)
+        if form is not None:
+            return self._with(stmt, form, rest, done)  # type: ignore[arg-type]
+        if isinstance(stmt, ast.Expr):
+            base, methods = _method_chain(stmt.value)
+            if methods and isinstance(base, ast.Name):
+                return []  # `t.set_retry(3)`: folded into the call that made `t`
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            name = stmt.targets[0].id
+            outputs = self._outputs_of(stmt.value)
+            stmt.value = self.task_call(stmt.value, self.later_methods.get(name, []))
+            if outputs is not None:
+                self.tasks[name] = outputs
+            else:
+                self.tasks.pop(name, None)
+            return [stmt]
+        return [self.visit(stmt)]
+
+    def _with(self, stmt: ast.With, form: str, rest: list[ast.stmt], done: list[ast.stmt]) -> list[ast.stmt]:
+        if form in ("kfp.dsl.If", "kfp.dsl.Condition"):
+            chain = [stmt]
+            while form == "kfp.dsl.If" and rest and self._with_form(rest[0]) in ("kfp.dsl.Elif", "kfp.dsl.Else"):
+                chain.append(rest.pop(0))  # type: ignore[arg-type]
+                if self._with_form(chain[-1]) == "kfp.dsl.Else":
+                    break
+            return [self._conditions(chain)]
+        if form == "kfp.dsl.ParallelFor":
+            return self._parallel_for(stmt)
+        if form == "kfp.dsl.ExitHandler":
+            return self._exit_handler(stmt, done)
+        if form in ("kfp.dsl.Elif", "kfp.dsl.Else"):
+            raise self.unsupported(stmt, f"`{form.rsplit('.', 1)[1]}` without a `dsl.If` just before it",
+                                   "put `with dsl.Elif(...)`/`with dsl.Else():` right after the `with dsl.If(...)` "
+                                   "block")
+        raise self.unsupported(stmt.items[0].context_expr, f"`with {form}(...)` is not supported by dagc",
+                               "use dsl.If/Elif/Else, dsl.ParallelFor or dsl.ExitHandler")
 
     def _conditions(self, chain: list[ast.With]) -> ast.If:
         """`with dsl.If(a): ... with dsl.Elif(b): ... with dsl.Else(): ...` → one `if`/`elif`/`else`."""
