@@ -253,3 +253,34 @@ def test_cluster_settings_are_warned_about_not_silently_dropped(tmp_path: Path) 
     (found,) = [d for d in result.sink.diagnostics if d.code == "DAGC197"]
     assert found.span.line == 11 and result.graph is not None
     assert json.dumps(found.message).count("set_accelerator_type") == 1
+
+
+def test_components_imported_from_another_module_keep_their_outputs_and_options(tmp_path: Path) -> None:
+    (tmp_path / "comps.py").write_text(textwrap.dedent('''
+        from typing import NamedTuple
+        from kfp import dsl
+
+
+        @dsl.component
+        def split(x: int) -> NamedTuple("Parts", [("half", int), ("rest", int)]):
+            from collections import namedtuple
+            return namedtuple("Parts", ["half", "rest"])(x // 2, x - x // 2)
+    '''), encoding="utf-8")
+    (tmp_path / "pipe.py").write_text(textwrap.dedent('''
+        from kfp import dsl
+        from comps import split
+
+
+        @dsl.component
+        def add(a: int, b: int) -> int:
+            return a + b
+
+
+        @dsl.pipeline
+        def p(x: int = 7) -> int:
+            s = split(x=x).set_retry(3)
+            return add(a=s.outputs["half"], b=s.outputs["rest"]).output
+    '''), encoding="utf-8")
+    graph = compile_file(tmp_path / "pipe.py")
+    assert graph.node("split").options.retries == 3 and graph.node("split").target == "comps:split"
+    assert run_local(tmp_path / "pipe.py", "p", {"x": 9}, tmp_path) == 9

@@ -303,7 +303,7 @@ class _Lowering(ast.NodeTransformer):
         if isinstance(expr, ast.Name):
             return self.tasks.get(expr.id)
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
-            symbol = self.info.symbols.get(expr.func.id) or self.project.lookup(self.info, expr.func.id)
+            symbol = self.project.lookup(self.info, expr.func.id)
             if isinstance(symbol, TaskDef) and symbol.dialect == "kfp":
                 return _Outputs(*component_outputs(symbol.node))
             if isinstance(symbol, PipelineDef):
@@ -372,7 +372,7 @@ class _Lowering(ast.NodeTransformer):
 
         if not isinstance(call.func, ast.Name):
             return call
-        symbol = self.info.symbols.get(call.func.id) or self.project.lookup(self.info, call.func.id)
+        symbol = self.project.lookup(self.info, call.func.id)
         if not isinstance(symbol, TaskDef):
             return call  # a pipeline's settings: its own components carry theirs
         variant = dataclasses.replace(symbol, options=dataclasses.replace(symbol.options, **options))
@@ -407,8 +407,8 @@ class _Lowering(ast.NodeTransformer):
             raise self.unsupported(node, f"`{name}` configures a Kubernetes pod; dagc runs no pods",
                                    "remove it: dagc places tasks by the resources they ask for")
         if isinstance(node.func, ast.Name):
-            symbol = self.info.symbols.get(node.func.id)
-            if is_container_component(self.info, getattr(symbol, "node", None) or getattr(symbol, "value", None)):
+            symbol = self.project.lookup(self.info, node.func.id)
+            if is_container_component(self.info, getattr(symbol, "node", None)):
                 raise self.unsupported(node, f"`{node.func.id}` is a container component, which dagc cannot run",
                                        "write it as a Python @dsl.component that does the same work")
             status = next((p.name for p in getattr(getattr(symbol, "sig", None), "params", ())
