@@ -284,3 +284,16 @@ def test_components_imported_from_another_module_keep_their_outputs_and_options(
     graph = compile_file(tmp_path / "pipe.py")
     assert graph.node("split").options.retries == 3 and graph.node("split").target == "comps:split"
     assert run_local(tmp_path / "pipe.py", "p", {"x": 9}, tmp_path) == 9
+
+
+def test_dagc_check_prints_the_unsupported_line_with_its_hint(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from dagc.cli import main
+
+    (tmp_path / "p.py").write_text(
+        "from kfp import dsl\n\n\n@dsl.component\ndef greet(name: str) -> str:\n    return name\n\n\n"
+        "@dsl.pipeline\ndef p(name: str = 'x') -> str:\n    t = greet(name=name).ignore_upstream_failure()\n"
+        "    return t.output\n", encoding="utf-8")
+    assert main(["check", str(tmp_path / "p.py")]) != 0
+    err = capsys.readouterr().err
+    assert "p.py:11:9: error[DAGC196]: `.ignore_upstream_failure()` is not supported by dagc" in err
+    assert "t = greet(name=name).ignore_upstream_failure()" in err and "= hint: a dagc run stops" in err

@@ -207,6 +207,7 @@ class _Lowering(ast.NodeTransformer):
             name = stmt.targets[0].id
             outputs = self._outputs_of(stmt.value)
             stmt.value = self.task_call(stmt.value, self.later_methods.get(name, []))
+            self.dropped.discard(name)
             if outputs is not None:
                 self.tasks[name] = outputs
             else:
@@ -329,8 +330,8 @@ class _Lowering(ast.NodeTransformer):
                 option, value = self._option(method)
                 if value is not None:
                     options[option] = value
-            elif name in UNSUPPORTED_METHODS:
-                raise self.unsupported(method.func, f"`.{name}()` is not supported by dagc", UNSUPPORTED_METHODS[name])
+            elif name in UNSUPPORTED_METHODS:  # reported; the call itself is still read
+                self.unsupported(method.func, f"`.{name}()` is not supported by dagc", UNSUPPORTED_METHODS[name])
             elif name in IGNORED_METHODS:
                 self.ignored(method.func, f"`.{name}()` is a setting for a Kubernetes cluster; a dagc program "
                              "does not use it", "dagc places tasks by the resources they ask for "
@@ -421,6 +422,11 @@ class _Lowering(ast.NodeTransformer):
         if methods:
             return self.task_call(node, [])
         return self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load) and node.id in self.dropped:
+            raise _Unsupported  # a statement reported already made it: not reported again here
+        return node
 
     def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
         if node.attr == "output" and isinstance(node.ctx, ast.Load):
