@@ -212,16 +212,19 @@ def test_artifacts_and_output_files_pass_as_in_kfp(tmp_path: Path, ray_cluster) 
     assert _model_file(tmp_path / "ray-run") == expected
 
 
-def test_exit_handler_runs_after_a_failure(tmp_path: Path) -> None:
-    script = PORTS / "kfp_exit_handler.py"
-    program = tmp_path / "exit_local.py"
+def test_exit_handler_runs_after_a_failure_as_in_kfp(tmp_path: Path) -> None:
     from dagc.backends import emit
 
+    script = PORTS / "kfp_exit_handler.py"
+    code = _KFP_RUN.format(folder=str(script.parent), module=script.stem, root=str(tmp_path / "kfp-root"),
+                           pipeline="pipeline_exit_handler", params={}, out=str(tmp_path / "kfp.pkl"))
+    program = tmp_path / "exit_local.py"
     program.write_text(emit(compile_file(script), "local", program))
-    proc = run_python([str(program)], capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert proc.returncode != 0
-    out = proc.stdout + proc.stderr
-    assert out.index("Task failed.") < out.index("Exit handler has worked!")
+    for command in (["-c", code], [str(program)]):  # KFP's local run, then dagc's
+        proc = run_python(command, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert proc.returncode != 0 and "Hello World!" in proc.stdout + proc.stderr
+        (stream,) = [out for out in (proc.stdout, proc.stderr) if "Exit handler has worked!" in out]
+        assert "Task failed." in stream and stream.rindex("Task failed.") < stream.rindex("Exit handler has worked!")
 
 
 @pytest.mark.parametrize(("body", "line", "needle"), [
