@@ -117,6 +117,8 @@ CODES: dict[str, str] = {
     "DAGC181": "`finally` reads a value the `try` body assigns",
     "DAGC182": "`break`/`continue` inside `try`/`finally`",
     "DAGC183": "`except KeyboardInterrupt` in a pipeline: Ctrl-C stops a dagc run",
+    "DAGC196": "a Kubeflow Pipelines construct dagc does not compile",
+    "DAGC197": "a Kubeflow Pipelines task setting a dagc program does not use",
     "DAGC201": "cycle in the graph",
     "DAGC202": "input not bound to any value",
     "DAGC203": "value has more than one producer",

@@ -278,20 +278,24 @@ def _define_dialect_function(project: Project, info: ModuleInfo, fn: ast.Functio
     import importlib
 
     sig = FunctionSig.of(fn)
+    try:
+        dialect = importlib.import_module(f"dagc.frontend.dialects.{form.dialect}")
+    except ModuleNotFoundError:  # a dialect whose decorators take no options dagc reads
+        dialect = None
+    # `refine(project, info, definition)`: the dialect's own reading of the definition (its signature as the
+    # framework sees it, a pipeline body lowered into dagc's forms); the definition itself where it has none
+    refine = getattr(dialect, "refine", lambda _project, _info, definition: definition)
     if form.kind == "task":
-        try:
-            reader = getattr(importlib.import_module(f"dagc.frontend.dialects.{form.dialect}"), "task_options", None)
-        except ModuleNotFoundError:  # a dialect whose decorators take no options dagc reads
-            reader = None
+        reader = getattr(dialect, "task_options", None)
         options, after = reader(project, info, call) if reader is not None else (TaskOptions(), ())
-        info.tasks[fn.name] = TaskDef(
+        info.tasks[fn.name] = refine(project, info, TaskDef(
             fn.name, info.name, fn.name, sig, options,
             ast.unparse(fn.returns) if fn.returns is not None else None, fn, info.source, after,
-            dialect=form.dialect)
+            dialect=form.dialect))
         info.symbols[fn.name] = info.tasks[fn.name]
         return
-    info.pipelines[fn.name] = PipelineDef(fn.name, info.name, sig, fn, info.source, weakref.ref(info),
-                                          dialect=form.dialect)
+    info.pipelines[fn.name] = refine(project, info, PipelineDef(
+        fn.name, info.name, sig, fn, info.source, weakref.ref(info), dialect=form.dialect))
     info.symbols[fn.name] = info.pipelines[fn.name]
 
 

@@ -56,7 +56,8 @@ class Local:
         rt = Executor(program.tasks, store=store, log=log, cache=program.cache, reuse=program.resume,
                       check=args.check_effects is not False, modules=list(program.pipeline.modules),
                       progress=progress, write_behind=True, recompute=not args.store_all,
-                      final_state=program.pipeline.final_state, costs=program.costs())
+                      final_state=program.pipeline.final_state, costs=program.costs(),
+                      context={"run_dir": store.root} if store is not None else None)  # (dagc.context().run_dir)
         program.run_start(log)
         token = set_context(events=log)  # the maps run here, outside any task, record their widths in it
         try:

@@ -192,7 +192,7 @@ class Interpreter(Component):
                 continue
             except (BreakSignal, ContinueSignal):
                 self.cx.sink.error("DAGC117", "`break`/`continue` outside a loop", info.source.span(stmt))
-        if not saw_return:
+        if not saw_return and scope.pipeline.dialect is None:  # (a KFP pipeline runs every task it calls)
             self.cx.sink.warning("DAGC115", f"pipeline `{scope.pipeline.name}` returns nothing",
                                  name_span(info.source, scope.pipeline.node),
                                  hint="return the results you want; tasks whose results are unused are removed "

@@ -61,6 +61,8 @@ class StateChecks(Component):
             paths = self._static_paths(task, effects, named)
             if paths is None and (node.options.reads or node.options.writes):  # declared: the files it touches
                 paths = FilePaths(tuple(sorted(node.options.reads)), tuple(sorted(node.options.writes)))
+            if paths is None and task.dialect == "kfp":  # a KFP component runs in a container of its own: the
+                paths = FilePaths((), ())  # only files it shares are the artifacts passed to it, ordered as data
             if paths is not None:  # every file it touches is named at this call: ordered by path
                 facts = replace(facts, paths=paths)
             elif effects.file_write is not None and not options.writes:  # (for DAGC164)
