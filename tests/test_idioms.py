@@ -190,7 +190,7 @@ def test_a_pipeline_called_at_module_level_runs_once_on_ray_and_torch(tmp_path: 
     printed = "".join(text for path in sorted((tmp_path / "run").rglob("*.console.json"))
                       for _, text in load_console(path.with_name(path.name.replace(".console.json", ".pkl"))))
     assert printed.count("double ran") == 1, printed
-    log = tmp_path / "runs.log"
-    monkeypatch.setenv("IDIOMS_RUN_LOG", str(log))  # (the ranks inherit it)
-    assert run_torch(script, "main", {}, tmp_path) == 4
-    assert log.read_text().count("double ran") == 1
+    assert run_torch(script, "main", {}, tmp_path, args=("--run-dir", str(tmp_path / "torch-run"))) == 4
+    printed = "".join(text for path in sorted((tmp_path / "torch-run").rglob("*.console.json"))
+                      for _, text in load_console(path.with_name(path.name.replace(".console.json", ".pkl"))))
+    assert printed.count("double ran") == 1, printed
