@@ -4,8 +4,11 @@ Metaflow's own `python flow.py run` computes: the artifacts of the `end` step, r
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pickle
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ from dagc.frontend import compile_source
 from dagc.ir.core import DIALECT_ATTR
 from dagc.ir.regions import walk
 from tests.engines import run_local, run_ray, run_torch
+from tests.conftest import run_dagc
 from tests.interpreters import run_python
 
 PORTS = Path(__file__).parent / "ports"
@@ -58,15 +62,26 @@ def _comparable(port: str, result: Any) -> dict[str, Any]:
     return out
 
 
-@pytest.fixture(scope="module")
-def metaflow_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    out = {}
-    for port in FLOWS:
-        tmp = tmp_path_factory.mktemp(port)
-        (tmp / "scratch").mkdir()
-        args = ("--scratch", str(tmp / "scratch")) if port == "metaflow_sweep" else ()
-        out[port] = _comparable(port, _metaflow_result(port, tmp, *args))
-    return out
+@pytest.fixture(scope="session")
+def metaflow_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], dict[str, Any]]:
+    """Metaflow's result of a port, run once for the whole session: the test processes share the directory above
+    their own temporary ones, and the first to need a port runs it while the others wait on its lock."""
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "metaflow-runs"
+    shared.mkdir(exist_ok=True)
+
+    def result(port: str) -> dict[str, Any]:
+        done = shared / f"{port}.pkl"
+        with open(shared / f"{port}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not done.exists():
+                tmp = Path(tempfile.mkdtemp(prefix=port, dir=shared))
+                (tmp / "scratch").mkdir()
+                args = ("--scratch", str(tmp / "scratch")) if port == "metaflow_sweep" else ()
+                done.write_bytes(pickle.dumps(_metaflow_result(port, tmp, *args)))
+        return _comparable(port, pickle.loads(done.read_bytes()))
+
+    return result
 
 
 def _params(port: str, tmp: Path, backend: str) -> dict[str, Any]:
@@ -102,19 +117,19 @@ def test_the_foreach_items_spread_over_the_devices_of_the_plan() -> None:
 
 
 @pytest.mark.parametrize("port", sorted(FLOWS))
-def test_flow_on_local_equals_metaflows_run(tmp_path: Path, metaflow_runs, port: str) -> None:
+def test_flow_on_local_equals_metaflows_run(tmp_path: Path, metaflow_run, port: str) -> None:
     got = run_local(PORTS / f"{port}.py", FLOWS[port], _params(port, tmp_path, "local"), tmp_path)
-    assert _comparable(port, got) == metaflow_runs[port]
+    assert _comparable(port, got) == metaflow_run(port)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("port", sorted(FLOWS))
-def test_flow_on_ray_and_torch_equals_metaflows_run(tmp_path: Path, metaflow_runs, ray_cluster, port: str) -> None:
+def test_flow_on_ray_and_torch_equals_metaflows_run(tmp_path: Path, metaflow_run, ray_cluster, port: str) -> None:
     script = PORTS / f"{port}.py"
     ray = run_ray(script, FLOWS[port], _params(port, tmp_path, "ray"), tmp_path, ray_cluster.address)
-    assert _comparable(port, ray) == metaflow_runs[port]
+    assert _comparable(port, ray) == metaflow_run(port)
     torch = run_torch(script, FLOWS[port], _params(port, tmp_path, "torch"), tmp_path)
-    assert _comparable(port, torch) == metaflow_runs[port]
+    assert _comparable(port, torch) == metaflow_run(port)
 
 
 def test_a_class_of_steps_that_is_no_flow_still_gets_the_rewrite_hint(tmp_path: Path) -> None:
@@ -123,3 +138,60 @@ def test_a_class_of_steps_that_is_no_flow_still_gets_the_rewrite_hint(tmp_path: 
     result = compile_source(tmp_path / "steps.py")
     (diagnostic,) = result.sink.diagnostics
     assert diagnostic.code == "DAGC003" and "@dagc.task" in (diagnostic.hint or "")
+
+
+_UNSUPPORTED = '''
+from metaflow import FlowSpec, Parameter, batch, card, conda_base, project, retry, step
+
+
+@project(name="demo")
+@conda_base(python="3.11")
+class BadFlow(FlowSpec):
+    mode = Parameter("mode", default="fast")
+
+    @card
+    @step
+    def start(self):
+        self.next(self.a, self.b)
+
+    @batch(cpu=2)
+    @step
+    def a(self):
+        self.next(self.gang, num_parallel=2)
+
+    @retry(times="twice")
+    @step
+    def b(self):
+        if self.mode == "fast":
+            self.next(self.gang)
+
+    @step
+    def gang(self, inputs):
+        self.next(self.end)
+
+    @step
+    def end(self):
+        pass
+
+
+if __name__ == "__main__":
+    BadFlow()
+'''
+
+
+def test_check_says_which_constructs_are_not_supported_at_their_line(write_project) -> None:
+    root = write_project({"bad_flow.py": _UNSUPPORTED})
+    run = run_dagc("check", "bad_flow.py", cwd=root)
+    assert run.returncode == 1 and "Traceback" not in run.stderr + run.stdout
+    said = {line.split(": ", 1)[0] + ": " + line.split(": ", 2)[1] for line in (run.stdout + run.stderr).splitlines()
+            if line.startswith("bad_flow.py:")}
+    assert said == {
+        "bad_flow.py:4:2: warning[DAGC124]",  # @project: ignored
+        "bad_flow.py:5:2: error[DAGC124]",  # @conda_base
+        "bad_flow.py:9:6: warning[DAGC124]",  # @card: ignored
+        "bad_flow.py:14:6: error[DAGC124]",  # @batch
+        "bad_flow.py:17:30: error[DAGC117]",  # num_parallel=
+        "bad_flow.py:19:18: error[DAGC121]",  # times="twice"
+        "bad_flow.py:23:13: error[DAGC117]",  # self.next inside an `if`
+    }, run.stdout + run.stderr
+    assert "dagc runs @step methods with @retry, @resources, @catch and @timeout" in run.stdout + run.stderr

@@ -13,13 +13,22 @@ run by the runtime (which then also makes the step's retries, so that only the l
 from __future__ import annotations
 
 import ast
-import dataclasses
 import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
+from dagc.diagnostics import Severity
 from dagc.frontend.dialects import CLASS_BASES, dotted_name
-from dagc.frontend.modules import ClassSteps, FunctionSig, ModuleInfo, Opaque, Param, PipelineDef, Project, TaskDef
+from dagc.frontend.modules import (
+    ClassSteps,
+    FunctionSig,
+    ModuleInfo,
+    Opaque,
+    Param,
+    PipelineDef,
+    Project,
+    TaskDef,
+)
 from dagc.frontend.static import NotStatic, is_literal_value
 from dagc.ir.types import TaskOptions
 
@@ -65,14 +74,11 @@ class FlowStep:
     options: TaskOptions = field(default_factory=TaskOptions)
 
 
-def is_flow(info: ModuleInfo, node: ast.ClassDef) -> bool:
-    return any(CLASS_BASES.get(dotted_name(info, base) or "") == DIALECT for base in node.bases)
-
-
 def scan_flow(project: Project, info: ModuleInfo, node: ast.ClassDef) -> Opaque:
     """The flow class `node`: its steps as tasks, and a pipeline (named after the class) that runs them."""
     from dagc.frontend.dialects.metaflow_graph import read_transition, synthesize_pipeline
 
+    reported = len(project.sink.diagnostics)
     _check_class_decorators(project, info, node)
     steps: dict[str, FlowStep] = {}
     parameters: list[FlowParameter] = []
@@ -92,14 +98,12 @@ def scan_flow(project: Project, info: ModuleInfo, node: ast.ClassDef) -> Opaque:
     for step in steps.values():
         read_transition(project, info, step, steps)
     for step in steps.values():
-        sig = _signature(step, parameters)
-        # the runtime gives each step copies of the artifacts it reads, as Metaflow's datastore does
-        options = step.options
-        task = TaskDef(step.name, info.name, f"{node.name}.{step.name}", sig, options, None, step.node, info.source,
-                       (), dialect=DIALECT)
+        task = TaskDef(step.name, info.name, f"{node.name}.{step.name}", _signature(step, parameters), step.options,
+                       None, step.node, info.source, (), dialect=DIALECT)
         members.members[step.name] = task
         info.tasks[task.qualname] = task
-    body = synthesize_pipeline(project, info, node, steps, parameters)
+    failed = any(d.severity is Severity.ERROR for d in project.sink.diagnostics[reported:])
+    body = synthesize_pipeline(project, info, node, steps, parameters, failed)
     info.pipelines[node.name] = PipelineDef(node.name, info.name, FunctionSig.of(body), body, info.source,
                                             weakref.ref(info), dialect=DIALECT)
     return Opaque("class", node, members)
@@ -147,11 +151,10 @@ def _parameter(project: Project, info: ModuleInfo, stmt: ast.Assign) -> FlowPara
                            hint='write `alpha = Parameter("alpha", default=0.01)`')
         return None
     attr = stmt.targets[0].id
-    default: ast.expr = ast.Constant(None)
+    default: ast.expr = ast.copy_location(ast.Constant(None), stmt.value)
     for kw in stmt.value.keywords:
         if kw.arg == "default" and kind == "parameter" and _literal(project, info, kw.value):
             default = kw.value
-    ast.copy_location(default, stmt.value) if isinstance(default, ast.Constant) and default.value is None else None
     return FlowParameter(attr, stmt, default, kind)
 
 

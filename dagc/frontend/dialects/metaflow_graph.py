@@ -106,9 +106,9 @@ def _is_next(func: ast.expr, receiver: str) -> bool:
 
 
 def synthesize_pipeline(project: Project, info: ModuleInfo, node: ast.ClassDef, steps: dict[str, FlowStep],
-                        parameters: list[FlowParameter]) -> ast.FunctionDef:
-    """The pipeline function standing for the flow (see the module docstring); on an error already reported, or
-    one found here, a pipeline that returns None."""
+                        parameters: list[FlowParameter], failed: bool) -> ast.FunctionDef:
+    """The pipeline function standing for the flow (see the module docstring); when the flow's steps have errors
+    (`failed`, reported) or its graph has one (reported here), a pipeline that returns None."""
     writer = _Writer(project, info, node, steps)
     body: list[ast.stmt]
     try:
@@ -117,8 +117,7 @@ def synthesize_pipeline(project: Project, info: ModuleInfo, node: ast.ClassDef, 
             project.sink.error("DAGC117", f"flow `{node.name}` has no `{missing}` step", _name_span(info, node),
                                hint="a flow begins at a @step named `start` and finishes at a @step named `end`")
             raise _Invalid
-        if project.sink.has_errors and any(d.span is not None and d.span.file == info.source.display
-                                           for d in project.sink.diagnostics):
+        if failed:
             raise _Invalid
         start_args = [f"{p.attr}={p.attr}" for p in parameters]
         stmts, last, join = writer.chain("start", start_args)
