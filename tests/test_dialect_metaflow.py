@@ -19,8 +19,8 @@ from dagc.driver import compile_file
 from dagc.frontend import compile_source
 from dagc.ir.core import DIALECT_ATTR
 from dagc.ir.regions import walk
-from tests.engines import run_local, run_ray, run_torch
 from tests.conftest import run_dagc
+from tests.engines import run_local, run_ray, run_torch
 from tests.interpreters import run_python
 
 PORTS = Path(__file__).parent / "ports"
