@@ -25,7 +25,7 @@ from tests.interpreters import run_python
 
 PORTS = Path(__file__).parent / "ports"
 FLOWS = {"metaflow_helloworld": "HelloFlow", "metaflow_playlist": "PlayListFlow", "metaflow_stats": "MovieStatsFlow",
-         "metaflow_sweep": "SweepFlow"}
+         "metaflow_sweep": "SweepFlow", "metaflow_switch": "SizeFlow"}
 _READ_END = """
 import pickle, sys
 from metaflow import Flow, namespace
@@ -63,22 +63,23 @@ def _comparable(port: str, result: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="session")
-def metaflow_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], dict[str, Any]]:
+def metaflow_run(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., dict[str, Any]]:
     """Metaflow's result of a port, run once for the whole session: the test processes share the directory above
     their own temporary ones, and the first to need a port runs it while the others wait on its lock."""
     base = tmp_path_factory.getbasetemp()
     shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "metaflow-runs"
     shared.mkdir(exist_ok=True)
 
-    def result(port: str) -> dict[str, Any]:
-        done = shared / f"{port}.pkl"
-        with open(shared / f"{port}.lock", "w") as lock:
+    def result(port: str, *options: str) -> dict[str, Any]:
+        key = "_".join((port, *(o.strip("-") for o in options)))
+        done = shared / f"{key}.pkl"
+        with open(shared / f"{key}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if not done.exists():
-                tmp = Path(tempfile.mkdtemp(prefix=port, dir=shared))
+                tmp = Path(tempfile.mkdtemp(prefix=key, dir=shared))
                 (tmp / "scratch").mkdir()
                 args = ("--scratch", str(tmp / "scratch")) if port == "metaflow_sweep" else ()
-                done.write_bytes(pickle.dumps(_metaflow_result(port, tmp, *args)))
+                done.write_bytes(pickle.dumps(_metaflow_result(port, tmp, *args, *options)))
         return _comparable(port, pickle.loads(done.read_bytes()))
 
     return result
@@ -130,6 +131,13 @@ def test_flow_on_ray_and_torch_equals_metaflows_run(tmp_path: Path, metaflow_run
     assert _comparable(port, ray) == metaflow_run(port)
     torch = run_torch(script, FLOWS[port], _params(port, tmp_path, "torch"), tmp_path)
     assert _comparable(port, torch) == metaflow_run(port)
+
+
+def test_a_switch_runs_the_case_its_condition_chooses(tmp_path: Path, metaflow_run) -> None:
+    """(The default of `rows` takes the other case, on every backend above.)"""
+    got = run_local(PORTS / "metaflow_switch.py", "SizeFlow", {"rows": 400}, tmp_path)
+    assert _comparable("metaflow_switch", got) == metaflow_run("metaflow_switch", "--rows", "400")
+    assert got["size"] == "large" and "sample_error" in got  # type: ignore[index,operator]
 
 
 def test_a_class_of_steps_that_is_no_flow_still_gets_the_rewrite_hint(tmp_path: Path) -> None:

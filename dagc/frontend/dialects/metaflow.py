@@ -67,9 +67,10 @@ class FlowStep:
     name: str
     node: ast.FunctionDef | ast.AsyncFunctionDef
     join: bool = False  # `def join(self, inputs)`: takes the artifacts of several steps
-    transition: str = "end"  # "linear" | "split" | "foreach" | "end"
-    targets: tuple[str, ...] = ()
+    transition: str = "end"  # "linear" | "split" | "foreach" | "switch" | "end"
+    targets: tuple[str, ...] = ()  # (a switch: one per case, in the order of `cases`)
     foreach: str | None = None
+    cases: tuple[Any, ...] = ()  # a switch's case values, `self.next({"a": self.a, ...}, condition="attr")`
     next_call: ast.Call | None = None
     options: TaskOptions = field(default_factory=TaskOptions)
 

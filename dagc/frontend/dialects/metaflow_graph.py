@@ -28,7 +28,8 @@ from dagc.frontend.modules import ModuleInfo, Project
 __all__ = ["read_transition", "synthesize_pipeline"]
 
 _TRANSITIONS = ("self.next(self.b) (linear), self.next(self.a, self.b) (split), "
-                'self.next(self.each, foreach="items") (foreach)')
+                'self.next(self.each, foreach="items") (foreach), '
+                'self.next({"a": self.a, "b": self.b}, condition="attr") (switch)')
 
 
 class _Invalid(Exception):
@@ -58,10 +59,7 @@ def read_transition(project: Project, info: ModuleInfo, step: FlowStep, steps: d
         return
     keywords = {kw.arg: kw for kw in call.keywords}
     if "condition" in keywords or any(isinstance(a, ast.Dict) for a in call.args):
-        project.sink.error("DAGC117", "a conditional transition (`condition=`) is not supported by dagc",
-                           info.source.span(call),
-                           hint="compute both branches and choose in the step after them, or split the flow; "
-                           f"supported forms: {_TRANSITIONS}")
+        _read_switch(project, info, step, steps, call, receiver)
         return
     if "num_parallel" in keywords:
         project.sink.error("DAGC117", "`num_parallel=` (Metaflow's @parallel gang of tasks) is not supported by dagc",
@@ -98,6 +96,38 @@ def read_transition(project: Project, info: ModuleInfo, step: FlowStep, steps: d
         step.transition, step.foreach = "foreach", value.value
         return
     step.transition = "split" if len(targets) > 1 else "linear"
+
+
+def _read_switch(project: Project, info: ModuleInfo, step: FlowStep, steps: dict[str, FlowStep], call: ast.Call,
+                 receiver: str) -> None:
+    """`self.next({"a": self.a, "b": self.b}, condition="attr")`: a case per literal key."""
+    form = 'self.next({"small": self.fit_small, "large": self.fit_large}, condition="size")'
+    condition = next((kw.value for kw in call.keywords if kw.arg == "condition"), None)
+    if len(call.args) != 1 or not isinstance(call.args[0], ast.Dict) or len(call.keywords) != 1 \
+            or not (isinstance(condition, ast.Constant) and isinstance(condition.value, str)):
+        project.sink.error("DAGC117", "a conditional transition maps literal cases to steps and names its artifact "
+                           "with a string literal", info.source.span(call), hint=f"write {form}")
+        return
+    cases: list[object] = []
+    targets: list[str] = []
+    for key, value in zip(call.args[0].keys, call.args[0].values):
+        if not (isinstance(key, ast.Constant) and isinstance(key.value, (str, int, bool))):
+            project.sink.error("DAGC117", "a case of a conditional transition is a literal (a string, number or "
+                               "bool)", info.source.span(key or value),
+                               hint=f"write {form}; cases read from a Config are not supported")
+            return
+        if not (isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) and value.value.id == receiver
+                and value.attr in steps):
+            project.sink.error("DAGC117", f"`{ast.unparse(value)}` is not a @step of this flow",
+                               info.source.span(value), hint=f"steps: {', '.join(steps)}")
+            return
+        cases.append(key.value)
+        targets.append(value.attr)
+    if not targets:
+        project.sink.error("DAGC117", "the conditional transition has no case", info.source.span(call),
+                           hint=f"write {form}")
+        return
+    step.transition, step.foreach, step.cases, step.targets = "switch", condition.value, tuple(cases), tuple(targets)
 
 
 def _is_next(func: ast.expr, receiver: str) -> bool:
@@ -179,14 +209,17 @@ class _Writer:
                       "foreach it is in: join branches before going on")
         self.called.add(step.name)
         var = f"_{step.name}"
-        outputs = f"{var}, {var}_items" if step.transition == "foreach" else var
+        outputs = f"{var}, {var}_items" if step.transition == "foreach" else f"{var}, {var}_case" \
+            if step.transition == "switch" else var
         return self.statement(f"{outputs} = {self.flow}.{step.name}({', '.join(args)})", step.node), var
 
-    def chain(self, name: str, args: list[str]) -> tuple[list[ast.stmt], str, str | None]:
-        """Statements calling `name` and the steps after it, until `end` or a join of an enclosing split:
-        (statements, the variable of the last step's artifacts, that join or None)."""
+    def chain(self, name: str, args: list[str], stop: frozenset[str] = frozenset()
+              ) -> tuple[list[ast.stmt], str, str | None]:
+        """Statements calling `name` and the steps after it, until `end`, a join of an enclosing split or a step
+        in `stop` (where the cases of a switch meet): (statements, the variable of the last step's artifacts,
+        that join or step, or None at `end`)."""
         stmts: list[ast.stmt] = []
-        if self.steps[name].join:  # a branch that goes straight to the join
+        if self.steps[name].join or name in stop:  # a branch that goes straight to the join
             return stmts, args[0], name
         while True:
             step = self.steps[name]
@@ -198,7 +231,7 @@ class _Writer:
                 return stmts, var, None
             if step.transition == "linear":
                 following = self.steps[step.targets[0]]
-                if following.join:
+                if following.join or following.name in stop:
                     return stmts, var, following.name
                 name, args = following.name, [var]
                 continue
@@ -212,6 +245,16 @@ class _Writer:
                     joins.append(join)
                 name = self._one_join(step, joins)
                 args = [f"[{', '.join(lasts)}]"]
+                if name in stop:
+                    self.fail(self.steps[name].node, f"join step `{name}` joins the cases of a switch",
+                              "a join step joins the branches of one split or the items of one foreach")
+                continue
+            if step.transition == "switch":
+                cases, name, var = self._switch(step, var, stop)
+                stmts.extend(cases)
+                if self.steps[name].join or name in stop:
+                    return stmts, var, name
+                args = [var]
                 continue
             loop, name = self._foreach(step, var)
             stmts.extend(loop)
@@ -230,6 +273,50 @@ class _Writer:
         assert isinstance(loop, ast.For)
         loop.body = [*inner, self.statement(f"{collected}.append({last})", step.next_call)]
         return [self.statement(f"{collected} = []", step.next_call), loop], join or ""
+
+    def _switch(self, step: FlowStep, var: str, stop: frozenset[str]) -> tuple[list[ast.stmt], str, str]:
+        """`if case == ...: <the case's steps>` for each case (the last one the `else`), each leaving its artifacts
+        in one variable: the statements, the step where the cases meet, and that variable."""
+        assert step.next_call is not None
+        meet = self._meeting_step(step)
+        chosen = f"{var}_next"
+        branches: list[list[ast.stmt]] = []
+        for target in step.targets:
+            inner, last, reached = self.chain(target, [var], stop | {meet})
+            if reached != meet:
+                self.fail(step.next_call, f"the cases of step `{step.name}` do not meet at one step",
+                          "every case of a conditional transition leads to the same step")
+            branches.append([*inner, self.statement(f"{chosen} = {last}", step.next_call)])
+        stmts = branches[-1]
+        for case, body in reversed(list(zip(step.cases[:-1], branches[:-1]))):
+            test = self.located(ast.parse(f"{var}_case == {case!r}").body[0], step.next_call)
+            branch = ast.copy_location(ast.If(test.value, body, stmts), test)  # type: ignore[attr-defined]
+            stmts = [branch]
+        return stmts, meet, chosen
+
+    def _meeting_step(self, step: FlowStep) -> str:
+        """The first step every case of switch `step` reaches (a case may be it)."""
+        assert step.next_call is not None
+        reach = [self._reachable(t) for t in step.targets]
+        if any(step.name in r for r in reach):
+            self.fail(step.next_call, f"a case of step `{step.name}` leads back to it",
+                      "loops through a conditional transition are not supported by dagc")
+        common = set.intersection(*reach)
+        meet = next((c for c in common if common <= self._reachable(c)), None)
+        if meet is None:
+            self.fail(step.next_call, f"the cases of step `{step.name}` do not meet at one step",
+                      "every case of a conditional transition leads to the same step")
+        return meet  # type: ignore[return-value]
+
+    def _reachable(self, name: str) -> set[str]:
+        seen: set[str] = set()
+        todo = [name]
+        while todo:
+            current = todo.pop()
+            if current not in seen:
+                seen.add(current)
+                todo.extend(self.steps[current].targets)
+        return seen
 
     def _one_join(self, step: FlowStep, joins: list[str | None]) -> str:
         assert step.next_call is not None

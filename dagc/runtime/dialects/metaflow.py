@@ -6,7 +6,8 @@ the artifacts its predecessor left (a linear step), the flow's `Parameter`s and 
 properties, the foreach stack behind `self.input`, `self.index` and `self.foreach_stack()`, and for a join its
 `inputs` (with `merge_artifacts`). The step's own `self.next(...)` is Metaflow's, recorded on the instance.
 
-A task returns the `Artifacts` the step leaves (a foreach step also the indices of its items); the `end` step
+A task returns the `Artifacts` the step leaves (a foreach step also the indices of its items, a switch step the
+value of its condition); the `end` step
 returns its artifacts as a plain dict, name to value: the pipeline's result, what Metaflow's client shows as the
 run's data.
 """
@@ -136,6 +137,8 @@ def _result(cls: type, step: str, node: Any, flow: Any) -> Any:
         shown = flow.__dict__.get("_foreach_values")
         foreach = (transition[1], splits, tuple(shown) if shown is not None else None)
         return Artifacts(step, values, fixed, stack, foreach), list(range(splits))
+    if node.type == "split-switch":  # the case its condition chose goes to the pipeline's `if`
+        return Artifacts(step, values, fixed, stack), getattr(flow, node.condition)
     return Artifacts(step, values, fixed, stack)
 
 
