@@ -127,6 +127,10 @@ def _result(cls: type, step: str, node: Any, flow: Any) -> Any:
     transition = flow.__dict__.get("_transition")
     if node.type != "end" and transition is None:
         raise RuntimeError(f"step {step} of {cls.__name__} finished without calling self.next(...)")
+    if transition is not None and not (set(transition[0]) <= set(node.out_funcs) if node.type == "split-switch"
+                                       else list(transition[0]) == list(node.out_funcs)):
+        raise RuntimeError(f"step {step} of {cls.__name__} went to {', '.join(transition[0])}, not to the steps "
+                           f"its last statement names ({', '.join(node.out_funcs)})")
     values = _artifacts(flow)
     fixed = flow.__dict__["_fixed"]
     if node.type == "end":
