@@ -99,7 +99,10 @@ def test_a_flow_compiles_to_its_steps_in_the_order_of_its_transitions() -> None:
     assert [p.name for p in graph.params] == ["seed", "n_samples", "scratch"]
     top = [n.name for n in graph.nodes]
     assert top == ["start", "sweep", "map", "join_features", "describe", "join_branches", "flaky", "risky", "end"]
-    assert all(n.attrs.get(DIALECT_ATTR) == "metaflow" for n in graph.nodes if n.op == "task")
+    steps = [n for n in (*graph.nodes, *(m for n in graph.nodes for m in walk(n))) if n.op == "task"]
+    assert len(steps) == 11 and all(n.attrs.get(DIALECT_ATTR) == "metaflow" for n in steps)
+    # a step's fingerprint covers its whole class: the helpers and class-level values it reads through `self`
+    assert all("metaflow_sweep:SweepFlow" in n.attrs["code.reaches"] for n in steps)
     options = {n.name: n.options for n in graph.nodes if n.op == "task"}
     assert options["flaky"].retries == 2 and options["risky"].retries == 0  # @catch makes its own retries
     (outer,) = [n for n in graph.nodes if n.op == "map"]
