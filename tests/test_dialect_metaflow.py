@@ -206,3 +206,48 @@ def test_check_says_which_constructs_are_not_supported_at_their_line(write_proje
         "bad_flow.py:23:13: error[DAGC117]",  # self.next inside an `if`
     }, run.stdout + run.stderr
     assert "dagc runs @step methods with @retry, @resources, @catch and @timeout" in run.stdout + run.stderr
+
+
+_CONFLICT = '''
+from metaflow import FlowSpec, step
+
+
+class ConflictFlow(FlowSpec):
+    @step
+    def start(self):
+        self.next(self.left, self.right)
+
+    @step
+    def left(self):
+        self.x = 1
+        self.next(self.join)
+
+    @step
+    def right(self):
+        self.x = 2
+        self.next(self.join)
+
+    @step
+    def join(self, inputs):
+        self.merge_artifacts(inputs)
+        self.next(self.end)
+
+    @step
+    def end(self):
+        pass
+
+
+if __name__ == "__main__":
+    ConflictFlow()
+'''
+
+
+def test_merging_artifacts_that_differ_fails_as_in_metaflow(write_project, tmp_path: Path) -> None:
+    from dagc.backends import emit
+
+    root = write_project({"conflict.py": _CONFLICT})
+    program = root / "conflict_local.py"
+    program.write_text(emit(compile_file(root / "conflict.py"), "local", program), encoding="utf-8")
+    run = run_python([str(program)], cwd=root, capture_output=True, text=True, timeout=120)
+    assert run.returncode != 0
+    assert "UnhandledInMergeArtifactsException" in run.stderr and "conflicting values:\n[x]" in run.stderr, run.stderr
