@@ -205,8 +205,9 @@ class _Writer:
 
     def call(self, step: FlowStep, args: list[str]) -> tuple[ast.stmt, str]:
         if step.name in self.called:
-            self.fail(step.node, f"step `{step.name}` is reached twice", "each step runs once per item of the "
-                      "foreach it is in: join branches before going on")
+            self.fail(step.node, f"step `{step.name}` is reached twice", "each step runs once (per item of the "
+                      "foreach it is in): join the branches of a split before going on; loops between steps are not "
+                      "supported by dagc")
         self.called.add(step.name)
         var = f"_{step.name}"
         outputs = f"{var}, {var}_items" if step.transition == "foreach" else f"{var}, {var}_case" \
@@ -243,6 +244,8 @@ class _Writer:
                     stmts.extend(inner)
                     lasts.append(last)
                     joins.append(join)
+                    if join is None:  # (before another branch reaches `end` too)
+                        self._one_join(step, joins)
                 name = self._one_join(step, joins)
                 args = [f"[{', '.join(lasts)}]"]
                 if name in stop:

@@ -281,6 +281,9 @@ def _parameter_value(parameter: Any, given: Any) -> Any:
         import json
 
         return json.loads(value)
+    kind = kwargs.get("type")
+    if kind in (int, float, str) and value is not None and not isinstance(value, kind):  # as its command line does
+        return kind(value)
     return value
 
 
