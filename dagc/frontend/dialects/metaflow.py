@@ -171,6 +171,8 @@ def _literal(project: Project, info: ModuleInfo, expr: ast.expr) -> bool:
 _KINDS = {"times": int, "minutes_between_retries": (int, float), "seconds": (int, float), "minutes": (int, float),
           "hours": (int, float), "cpu": (int, float), "gpu": (int, float), "memory": (int, float), "disk": (int, float),
           "shared_memory": (int, float), "var": str, "print_exception": bool}
+_OPTIONS_OF = {"retry": ("times", "minutes_between_retries"), "timeout": ("seconds", "minutes", "hours"),
+               "resources": ("cpu", "gpu", "memory", "disk", "shared_memory"), "catch": ("var", "print_exception")}
 
 
 def _option(project: Project, info: ModuleInfo, decorator: str, key: str, expr: ast.expr) -> Any:
@@ -192,15 +194,12 @@ def _option(project: Project, info: ModuleInfo, decorator: str, key: str, expr: 
     if value is None and key in ("var", "gpu", "memory"):
         return None
     if not isinstance(value, expected) or numeric and (isinstance(value, bool) or value < 0):
-        what = "a string" if expected is str else "True or False" if expected is bool else "a non-negative number"
+        what = "a string" if expected is str else "True or False" if expected is bool else \
+            "a non-negative integer" if expected is int else "a non-negative number"
         project.sink.error("DAGC121", f"`{key}` of @{decorator} must be {what}; got {value!r}",
                            info.source.span(expr), hint=f"write e.g. @{decorator}({key}=...)")
         return None
     return value
-
-
-_OPTIONS_OF = {"retry": ("times", "minutes_between_retries"), "timeout": ("seconds", "minutes", "hours"),
-               "resources": ("cpu", "gpu", "memory", "disk", "shared_memory"), "catch": ("var", "print_exception")}
 
 
 def _step_options(project: Project, info: ModuleInfo, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> TaskOptions:

@@ -24,6 +24,7 @@ import ast
 
 from dagc.frontend.dialects.metaflow import FlowParameter, FlowStep
 from dagc.frontend.modules import ModuleInfo, Project
+from dagc.ir.location import SourceSpan
 
 __all__ = ["read_transition", "synthesize_pipeline"]
 
@@ -170,7 +171,7 @@ def synthesize_pipeline(project: Project, info: ModuleInfo, node: ast.ClassDef, 
     return fn
 
 
-def _name_span(info: ModuleInfo, node: ast.ClassDef) -> object:
+def _name_span(info: ModuleInfo, node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> SourceSpan:
     from dagc.frontend.source import name_span
 
     return name_span(info.source, node)
@@ -186,15 +187,15 @@ class _Writer:
     def fail(self, where: ast.AST, message: str, hint: str) -> None:
         span = _name_span(self.info, where) if isinstance(where, (ast.FunctionDef, ast.AsyncFunctionDef)) \
             else self.info.source.span(where)
-        self.project.sink.error("DAGC117", message, span, hint=hint)  # type: ignore[arg-type]
+        self.project.sink.error("DAGC117", message, span, hint=hint)
         raise _Invalid
 
     def located(self, stmt: ast.stmt, where: ast.AST) -> ast.stmt:
         """`stmt` with every node placed at `where`: a step's name in its `def`, or a transition."""
         if isinstance(where, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            line = self.info.source.lines[where.lineno - 1]
-            col = max(line.find(where.name, where.col_offset), 0)
-            _locate(stmt, (where.lineno, col, where.lineno, col + len(where.name)))
+            line = self.info.source.lines[where.lineno - 1].encode("utf-8")  # (ast's columns count bytes)
+            col = max(line.find(where.name.encode("utf-8"), where.col_offset), 0)
+            _locate(stmt, (where.lineno, col, where.lineno, col + len(where.name.encode("utf-8"))))
         else:
             _locate(stmt, (where.lineno, where.col_offset, where.end_lineno or where.lineno,  # type: ignore[attr-defined]
                            where.end_col_offset or where.col_offset + 1))  # type: ignore[attr-defined]
