@@ -4,7 +4,7 @@ and the step decorators @resources, @timeout, @retry and @catch."""
 
 import os
 
-from metaflow import FlowSpec, Parameter, catch, resources, retry, step, timeout
+from metaflow import FlowSpec, Parameter, catch, current, resources, retry, step, timeout
 
 
 class SweepFlow(FlowSpec):
@@ -83,6 +83,8 @@ class SweepFlow(FlowSpec):
             open(marker, "w").close()
             raise RuntimeError("the first attempt fails")
         self.retried = os.path.exists(marker)
+        self.attempt = current.retry_count
+        self.step = current.step_name
         self.next(self.risky)
 
     @catch(var="error", print_exception=False)

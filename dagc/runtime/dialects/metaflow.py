@@ -95,7 +95,7 @@ def _run(cls: type, step: str, function: Any, flow: Any, inputs: Any, node: Any)
     for attempt in range(attempts):
         trial = flow if attempt == attempts - 1 else _copy_instance(cls, step, flow)
         try:
-            _call(function, trial, inputs)
+            _call(function, trial, inputs, attempt)
         except Exception as exc:  # noqa: BLE001  (what @catch is for)
             if attempt < attempts - 1:
                 continue
@@ -116,11 +116,24 @@ def _run(cls: type, step: str, function: Any, flow: Any, inputs: Any, node: Any)
     raise AssertionError("unreachable")
 
 
-def _call(function: Any, flow: Any, inputs: Any) -> None:
+def _call(function: Any, flow: Any, inputs: Any, attempt: int | None = None) -> None:
+    _set_current(flow, attempt)
     if inputs is None:
         function(flow)
     else:
         function(flow, inputs)
+
+
+def _set_current(flow: Any, attempt: int | None) -> None:
+    """Metaflow's `current` for the step: the flow's and step's names, the task (dagc's name for it) and its
+    attempt (`attempt`, under @catch); there is no Metaflow run, so `current.run_id` is None."""
+    from metaflow import current
+
+    from dagc.runtime.context import context
+
+    task = context()
+    current._set_env(flow=flow, step_name=flow._current_step, task_id=task.task,
+                     retry_count=task.attempt if attempt is None else attempt, is_running=True)
 
 
 def _result(cls: type, step: str, node: Any, flow: Any) -> Any:
