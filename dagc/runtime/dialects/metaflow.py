@@ -184,6 +184,8 @@ def _instance(cls: type, step: str, fixed: dict[str, Any], stack: tuple[Any, ...
 def _copy_instance(cls: type, step: str, flow: Any) -> Any:
     """A fresh object for another attempt of the step, with what `flow` held before it ran."""
     fresh = _instance(cls, step, flow.__dict__["_fixed"], tuple(flow.__dict__["_foreach_stack"]), _artifacts(flow))
+    if "merge_artifacts" in flow.__dict__:  # a join's
+        fresh.__dict__["merge_artifacts"] = MethodType(merge_artifacts, fresh)
     return fresh
 
 
