@@ -148,6 +148,11 @@ def synthesize_pipeline(project: Project, info: ModuleInfo, node: ast.ClassDef, 
             project.sink.error("DAGC117", f"flow `{node.name}` has no `{missing}` step", _name_span(info, node),
                                hint="a flow begins at a @step named `start` and finishes at a @step named `end`")
             raise _Invalid
+        for name in ("start", "end"):
+            if steps[name].join:  # (as Metaflow's own check says)
+                writer.fail(steps[name].node, f"the {name} step takes `inputs`, as a join step does",
+                            "the end step is no join: add a join step before it" if name == "end" else
+                            "the start step has nothing to join: write `def start(self):`")
         if failed:
             raise _Invalid
         start_args = [f"{p.attr}={p.attr}" for p in parameters]
