@@ -62,8 +62,7 @@ def _where_a_pipeline_belongs(info: ModuleInfo) -> tuple[SourceSpan | None, str]
                 for d in f.decorator_list):
             return name_span(info.source, stmt), (
                 "a Metaflow-style flow: decorate each step with @dagc.task and @staticmethod (taking its inputs as "
-                "arguments, returning its outputs), and the method that calls the steps in order with @dagc.pipeline; or "
-                "derive the class from metaflow.FlowSpec to compile it as a Metaflow flow (docs/dialects.md)")
+                "arguments, returning its outputs), and the method that calls the steps in order with @dagc.pipeline")
     caller = _calls_the_tasks(info)
     if caller is not None:
         return name_span(info.source, caller), (
