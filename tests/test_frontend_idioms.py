@@ -313,11 +313,13 @@ def test_metaflow_shapes_are_diagnosed_at_the_line_with_the_dagc_form(write_proj
     assert "@dagc.task and @staticmethod" in helper.hint
 
 
-def test_a_flow_without_a_pipeline_is_pointed_at(write_project) -> None:
+def test_a_flow_without_its_end_step_is_pointed_at(write_project) -> None:
+    """A Metaflow flow is a pipeline as written (tests/test_dialect_metaflow.py); one without `end` is told so."""
     source = "from metaflow import FlowSpec, step\n\n\nclass F(FlowSpec):\n    @step\n    def start(self):\n" \
              "        self.next(self.end)\n"
-    diag = _only(_diagnostics(write_project, source), "DAGC003")
-    assert diag.span is not None and diag.span.line == 4 and "@staticmethod" in diag.hint
+    flow, transition = _diagnostics(write_project, source)
+    assert flow.code == "DAGC117" and flow.span is not None and flow.span.line == 4 and "named `end`" in flow.hint
+    assert transition.code == "DAGC117" and transition.span is not None and transition.span.line == 7
 
 
 # ---- configs and constants --------------------------------------------------------------------------

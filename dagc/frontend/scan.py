@@ -402,8 +402,10 @@ def _scan_block(project: Project, info: ModuleInfo, body: list[ast.stmt]) -> Non
             _define_function(project, info, stmt)
         elif isinstance(stmt, ast.ClassDef):
             from dagc.frontend.classes import scan_class
+            from dagc.frontend.dialects import scan_dialect_class
 
-            info.symbols.setdefault(stmt.name, scan_class(project, info, stmt))
+            flow = scan_dialect_class(project, info, stmt)  # a framework's flow class (Metaflow's FlowSpec)
+            info.symbols.setdefault(stmt.name, flow if flow is not None else scan_class(project, info, stmt))
         elif isinstance(stmt, ast.Assign):
             for target in stmt.targets:
                 _define_constant(project, info, target, stmt.value)

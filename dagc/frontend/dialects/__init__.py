@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dagc.frontend.modules import ModuleInfo
+    from dagc.frontend.modules import ModuleInfo, Opaque, Project
 
 __all__ = ["DecoratorForm", "DECORATORS", "dotted_name", "decorator_form"]
 
@@ -62,3 +62,25 @@ def decorator_form(info: ModuleInfo, expr: ast.expr) -> tuple[DecoratorForm, ast
 
 # each dialect's module registers its decorators in DECORATORS when imported: one line per dialect
 from dagc.frontend.dialects import kfp as _kfp  # noqa: E402,F401
+# A framework whose flows are classes (Metaflow's FlowSpec): the base class's dotted name -> the dialect whose
+# module (dagc.frontend.dialects.<dialect>) reads such a class with `scan_flow(project, info, node)`.
+CLASS_BASES: dict[str, str] = {}
+
+
+def class_dialect(info: ModuleInfo, node: ast.ClassDef) -> str | None:
+    """The dialect of class `node` when it derives from a framework's flow class (`class F(FlowSpec)`)."""
+    return next((CLASS_BASES[n] for b in node.bases if (n := dotted_name(info, b)) in CLASS_BASES), None)
+
+
+def scan_dialect_class(project: Project, info: ModuleInfo, node: ast.ClassDef) -> Opaque | None:
+    """A framework's flow class read by its dialect (its steps as tasks, the flow as a pipeline); None for any
+    other class."""
+    import importlib
+
+    dialect = class_dialect(info, node)
+    if dialect is None:
+        return None
+    return importlib.import_module(f"dagc.frontend.dialects.{dialect}").scan_flow(project, info, node)
+
+
+from dagc.frontend.dialects import metaflow as _metaflow  # noqa: E402,F401  (registers its class bases)

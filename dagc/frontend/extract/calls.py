@@ -536,6 +536,9 @@ class Calls(Component):
         if task.dialect is not None:
             node.attrs[DIALECT_ATTR] = task.dialect
         self.cx.state.record_effects(node, task, named, scope, info)
+        owner = task.qualname.rpartition(".")[0]
+        if task.dialect is not None and owner:  # a framework's step method reads its class (helpers, class values)
+            node.attrs["code.reaches"] = [*node.attrs.get("code.reaches", ()), f"{task.module}:{owner}"]
         self.cx.last_task = node
         if scope.inlined:
             node.attrs["frontend.scope"] = scope.inlined

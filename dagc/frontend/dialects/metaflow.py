@@ -1,0 +1,265 @@
+"""Metaflow flows: a class deriving from `metaflow.FlowSpec` whose steps are `@step` methods.
+
+Each step becomes a task (`Flow.step`, marked with the dialect); the order of the steps comes from their
+`self.next(...)` transitions (dagc.frontend.dialects.metaflow_graph), which become the body of a pipeline named
+after the class: its parameters are the flow's `Parameter`s. At run time (dagc.runtime.dialects.metaflow) a
+task takes the artifacts its step's predecessors left and returns the artifacts the step leaves.
+
+Step decorators map to task options: `@retry(times=)` to retries, `@timeout(seconds=, minutes=, hours=)` to
+timeout, `@resources(cpu=, gpu=, memory=)` to cpus, gpus and memory (Metaflow's megabytes); `@catch(var=)` is
+run by the runtime (which then also makes the step's retries, so that only the last failure is caught).
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+from dagc.diagnostics import Severity
+from dagc.frontend.dialects import CLASS_BASES, dotted_name
+from dagc.frontend.modules import (
+    ClassSteps,
+    FunctionSig,
+    ModuleInfo,
+    Opaque,
+    Param,
+    PipelineDef,
+    Project,
+    TaskDef,
+)
+from dagc.frontend.static import NotStatic, is_literal_value
+from dagc.ir.types import TaskOptions
+
+__all__ = ["FlowStep", "FlowParameter", "scan_flow", "DIALECT"]
+
+DIALECT = "metaflow"
+for _base in ("metaflow.FlowSpec", "metaflow.flowspec.FlowSpec"):
+    CLASS_BASES[_base] = DIALECT
+
+_STEP = ("metaflow.step", "metaflow.decorators.step")
+_PARAMETERS = {"metaflow.Parameter": "parameter", "metaflow.parameters.Parameter": "parameter",
+               "metaflow.IncludeFile": "file", "metaflow.includefile.IncludeFile": "file"}
+_SUPPORTED = {"retry", "resources", "catch", "timeout"}
+_IGNORED = {"card": "a card is a report of the step for Metaflow's UI; dagc runs the step without it",
+            "project": "a project names Metaflow's deployments; dagc runs the flow without it",
+            "schedule": "a schedule starts deployed flows; dagc runs the flow when asked",
+            "trigger": "a trigger starts deployed flows; dagc runs the flow when asked"}
+SUPPORTED_HINT = "dagc runs @step methods with @retry, @resources, @catch and @timeout"
+MEGABYTE = 2**20  # Metaflow gives memory in megabytes
+
+
+@dataclass
+class FlowParameter:
+    """A class attribute `name = Parameter("name", default=...)` (or IncludeFile): a pipeline parameter."""
+
+    attr: str
+    node: ast.Assign
+    default: ast.expr  # the literal default, or `None`: the flow's own default, read at run time
+    kind: str  # "parameter" | "file"
+
+
+@dataclass
+class FlowStep:
+    """A `@step` method and its transition (the tail `self.next(...)`)."""
+
+    name: str
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    join: bool = False  # `def join(self, inputs)`: takes the artifacts of several steps
+    transition: str = "end"  # "linear" | "split" | "foreach" | "switch" | "end"
+    targets: tuple[str, ...] = ()  # (a switch: one per case, in the order of `cases`)
+    foreach: str | None = None
+    cases: tuple[Any, ...] = ()  # a switch's case values, `self.next({"a": self.a, ...}, condition="attr")`
+    next_call: ast.Call | None = None
+    options: TaskOptions = field(default_factory=TaskOptions)
+
+
+def scan_flow(project: Project, info: ModuleInfo, node: ast.ClassDef) -> Opaque:
+    """The flow class `node`: its steps as tasks, and a pipeline (named after the class) that runs them."""
+    from dagc.frontend.dialects.metaflow_graph import read_transition, synthesize_pipeline
+
+    reported = len(project.sink.diagnostics)
+    _check_class_decorators(project, info, node)
+    steps: dict[str, FlowStep] = {}
+    parameters: list[FlowParameter] = []
+    members = ClassSteps(node.name, info.name)
+    for stmt in node.body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+            found = _parameter(project, info, stmt)
+            if found is not None:
+                parameters.append(found)
+                continue
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if any(_is_step(info, d) for d in stmt.decorator_list):
+                steps[stmt.name] = FlowStep(stmt.name, stmt, join=len(stmt.args.args) > 1,
+                                            options=_step_options(project, info, stmt))
+            else:
+                members.methods.add(stmt.name)
+    for step in steps.values():
+        read_transition(project, info, step, steps)
+    for step in steps.values():
+        task = TaskDef(step.name, info.name, f"{node.name}.{step.name}", _signature(step, parameters), step.options,
+                       None, step.node, info.source, (), dialect=DIALECT)
+        members.members[step.name] = task
+        info.tasks[task.qualname] = task
+    failed = any(d.severity is Severity.ERROR for d in project.sink.diagnostics[reported:])
+    body = synthesize_pipeline(project, info, node, steps, parameters, failed)
+    info.pipelines[node.name] = PipelineDef(node.name, info.name, FunctionSig.of(body), body, info.source,
+                                            weakref.ref(info), dialect=DIALECT)
+    return Opaque("class", node, members)
+
+
+def _is_step(info: ModuleInfo, decorator: ast.expr) -> bool:
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return dotted_name(info, target) in _STEP
+
+
+def _decorator_name(info: ModuleInfo, decorator: ast.expr) -> str | None:
+    """`retry` for `@retry(times=2)` or `@metaflow.retry`, when the name comes from metaflow; else None."""
+    target = decorator.func if isinstance(decorator, ast.Call) else decorator
+    name = dotted_name(info, target)
+    if name is None or not name.startswith("metaflow."):
+        return None
+    return name.rpartition(".")[2]
+
+
+def _check_class_decorators(project: Project, info: ModuleInfo, node: ast.ClassDef) -> None:
+    for decorator in node.decorator_list:
+        name = _decorator_name(info, decorator)
+        if name in _IGNORED:
+            project.sink.warning("DAGC124", f"flow decorator @{name} is ignored by dagc", info.source.span(decorator),
+                                 hint=_IGNORED[name])
+        else:
+            project.sink.error("DAGC124", f"flow decorator @{ast.unparse(decorator)} is not supported by dagc",
+                               info.source.span(decorator),
+                               hint="remove it to compile the flow with dagc (flow-level decorators such as @conda_base "
+                               "or @pypi_base change where steps run); " + SUPPORTED_HINT)
+
+
+def _parameter(project: Project, info: ModuleInfo, stmt: ast.Assign) -> FlowParameter | None:
+    assert isinstance(stmt.value, ast.Call)
+    name = dotted_name(info, stmt.value.func)
+    if name in ("metaflow.Config", "metaflow.user_configs.config_parameters.Config"):
+        project.sink.error("DAGC124", "Metaflow's `Config` is not supported by dagc", info.source.span(stmt.value),
+                           hint="declare each setting as a `Parameter` with a literal default")
+        return None
+    kind = _PARAMETERS.get(name or "")
+    if kind is None:
+        return None
+    if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
+        project.sink.error("DAGC124", "a Parameter is assigned to one class attribute", info.source.span(stmt),
+                           hint='write `alpha = Parameter("alpha", default=0.01)`')
+        return None
+    attr = stmt.targets[0].id
+    default: ast.expr = ast.copy_location(ast.Constant(None), stmt.value)
+    for kw in stmt.value.keywords:
+        if kw.arg == "default" and kind == "parameter" and _literal(project, info, kw.value):
+            default = kw.value
+    return FlowParameter(attr, stmt, default, kind)
+
+
+def _literal(project: Project, info: ModuleInfo, expr: ast.expr) -> bool:
+    from dagc.frontend.modules import static_value
+
+    try:
+        return is_literal_value(static_value(expr, info, project))
+    except (NotStatic, RecursionError):
+        return False
+
+
+_KINDS = {"times": int, "minutes_between_retries": (int, float), "seconds": (int, float), "minutes": (int, float),
+          "hours": (int, float), "cpu": (int, float), "gpu": (int, float), "memory": (int, float), "disk": (int, float),
+          "shared_memory": (int, float), "var": str, "print_exception": bool}
+_OPTIONS_OF = {"retry": ("times", "minutes_between_retries"), "timeout": ("seconds", "minutes", "hours"),
+               "resources": ("cpu", "gpu", "memory", "disk", "shared_memory"), "catch": ("var", "print_exception")}
+
+
+def _option(project: Project, info: ModuleInfo, decorator: str, key: str, expr: ast.expr) -> Any:
+    """The compile-time value of `key=expr` in a step decorator, or None (reported) when it has none."""
+    from dagc.frontend.modules import static_value
+
+    expected = _KINDS.get(key)
+    if expected is None or key not in _OPTIONS_OF[decorator]:
+        project.sink.error("DAGC120", f"@{decorator} has no option `{key}` dagc reads", info.source.span(expr),
+                           hint=f"options of @{decorator}: " + ", ".join(_OPTIONS_OF[decorator]))
+        return None
+    try:
+        value = static_value(expr, info, project)
+    except (NotStatic, RecursionError):
+        project.sink.error("DAGC123", f"`{key}={ast.unparse(expr)}` of @{decorator} is not a compile-time constant",
+                           info.source.span(expr), hint="use a literal or a module-level constant")
+        return None
+    numeric = expected is not str and expected is not bool
+    if value is None and key in ("var", "gpu", "memory"):
+        return None
+    if not isinstance(value, expected) or numeric and (isinstance(value, bool) or value < 0):
+        what = "a string" if expected is str else "True or False" if expected is bool else \
+            "a non-negative integer" if expected is int else "a non-negative number"
+        project.sink.error("DAGC121", f"`{key}` of @{decorator} must be {what}; got {value!r}",
+                           info.source.span(expr), hint=f"write e.g. @{decorator}({key}=...)")
+        return None
+    return value
+
+
+def _step_options(project: Project, info: ModuleInfo, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> TaskOptions:
+    """The task options the step's Metaflow decorators give (see the module docstring)."""
+    fields: dict[str, Any] = {}
+    catch = False
+    retries = 0
+    for decorator in fn.decorator_list:
+        if _is_step(info, decorator):
+            if isinstance(decorator, ast.Call) and (decorator.args or decorator.keywords):
+                project.sink.error("DAGC124", "`@step(...)` with arguments is not supported by dagc",
+                                   info.source.span(decorator),
+                                   hint="name the first step `start` and the last `end`, and write a bare @step")
+            continue
+        name = _decorator_name(info, decorator)
+        if name in _IGNORED:
+            project.sink.warning("DAGC124", f"step decorator @{name} is ignored by dagc", info.source.span(decorator),
+                                 hint=_IGNORED[name])
+            continue
+        if name not in _SUPPORTED:
+            project.sink.error("DAGC124", f"step decorator @{ast.unparse(decorator)} is not supported by dagc",
+                               info.source.span(decorator), hint=SUPPORTED_HINT)
+            continue
+        given = {kw.arg: kw.value for kw in decorator.keywords if kw.arg} if isinstance(decorator, ast.Call) else {}
+        values = {key: _option(project, info, name, key, expr) for key, expr in given.items()}
+        if name == "retry":
+            retries = values["times"] if values.get("times") is not None else 3
+        elif name == "timeout":
+            seconds = sum(float(values.get(k) or 0) * scale for k, scale in
+                          (("seconds", 1), ("minutes", 60), ("hours", 3600)))
+            if seconds > 0:
+                fields["timeout"] = seconds
+        elif name == "resources":
+            if values.get("cpu") is not None:
+                fields["cpus"] = float(values["cpu"])
+            if values.get("gpu") is not None:
+                fields["gpus"] = float(values["gpu"])
+            if values.get("memory") is not None:
+                fields["memory"] = int(float(values["memory"]) * MEGABYTE)
+        else:
+            catch = True
+    if retries and not catch:  # with @catch the runtime makes the retries, and catches the last failure
+        fields["retries"] = retries
+    return TaskOptions(**fields)
+
+
+def _signature(step: FlowStep, parameters: list[FlowParameter]) -> FunctionSig:
+    """What the pipeline passes a step's task: the flow's parameters (start), the artifacts of the step before
+    (and the index of a foreach item, for the first step of a foreach), or the list of inputs (a join)."""
+    names: list[str]
+    if step.name == "start":
+        names = [p.attr for p in parameters]
+        return FunctionSig(tuple(Param(n, "keyword_only", None, None, _arg(n, step.node)) for n in names))
+    names = ["joined"] if step.join else ["parent", "index"]
+    params = [Param(n, "positional", None, None, _arg(n, step.node)) for n in names]
+    if not step.join:  # `index` only after a foreach
+        params[1] = Param("index", "positional", ast.Constant(None), None, params[1].node)
+    return FunctionSig(tuple(params))
+
+
+def _arg(name: str, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.arg:
+    arg = ast.arg(name)
+    return ast.copy_location(arg, fn.args.args[0] if fn.args.args else fn)
