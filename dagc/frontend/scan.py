@@ -286,7 +286,10 @@ def _define_dialect_function(project: Project, info: ModuleInfo, fn: ast.Functio
             dialect=form.dialect)
         info.symbols[fn.name] = info.tasks[fn.name]
         return
-    info.pipelines[fn.name] = PipelineDef(fn.name, info.name, sig, fn, info.source, weakref.ref(info),
+    # a dialect may rewrite its pipeline's body into dagc's forms (`pipeline_node(project, info, fn)`)
+    lower = getattr(importlib.import_module(f"dagc.frontend.dialects.{form.dialect}"), "pipeline_node", None)
+    body = lower(project, info, fn) if lower is not None else fn
+    info.pipelines[fn.name] = PipelineDef(fn.name, info.name, sig, body, info.source, weakref.ref(info),
                                           dialect=form.dialect)
     info.symbols[fn.name] = info.pipelines[fn.name]
 

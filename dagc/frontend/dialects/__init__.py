@@ -58,3 +58,7 @@ def decorator_form(info: ModuleInfo, expr: ast.expr) -> tuple[DecoratorForm, ast
     name = dotted_name(info, call.func if call is not None else expr)
     form = DECORATORS.get(name) if name is not None else None
     return (form, call) if form is not None else None
+
+
+# Each dialect's module registers its decorators in DECORATORS when imported: one line per dialect.
+from dagc.frontend.dialects import prefect as _prefect  # noqa: E402, F401

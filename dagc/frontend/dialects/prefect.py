@@ -1,0 +1,231 @@
+"""Prefect 3 flows: `@flow` functions are pipelines, `@task` functions are tasks.
+
+A flow body calls its tasks directly, or through futures and fan-outs, which the body is rewritten from
+(dagc.frontend.dialects.rewrite):
+
+    y = square.submit(x)            →  y = square(x)                      (a future is its value)
+    y.result(), y.wait()            →  y, (nothing)
+    ys = square.map(xs, unmapped(k))→  ys = [square(_item, k) for _item in xs]   (a map region)
+    [f.result() for f in ys]        →  ys
+    wait(futures)                   →  (nothing: the programs wait for every task)
+    load(x, wait_for=[y])           →  dagc.after(load(x), y)
+
+Task options dagc has an equivalent for: `retries=`, `timeout_seconds=` (a timeout), `cache_policy=`
+(`NO_CACHE` turns the run store's reuse off; a policy keyed on the inputs marks the task pure).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from dagc.frontend.dialects import DECORATORS, DecoratorForm, dotted_name
+from dagc.frontend.dialects.rewrite import (
+    after,
+    bound_names,
+    call_of,
+    copy_function,
+    enable_after,
+    fan_out,
+    is_function_ref,
+    is_scalar,
+    unsupported,
+)
+from dagc.frontend.modules import ModuleInfo, Project, static_option_value
+from dagc.frontend.static import NotStatic
+from dagc.ir.types import TaskOptions
+
+__all__ = ["task_options", "pipeline_node"]
+
+for _module in ("prefect", "prefect.tasks", "prefect.flows"):
+    DECORATORS[f"{_module}.task"] = DecoratorForm("prefect", "task")
+    DECORATORS[f"{_module}.flow"] = DecoratorForm("prefect", "pipeline")
+
+_UNMAPPED = {"prefect.unmapped", "prefect.utilities.annotations.unmapped", "prefect.quote",
+             "prefect.utilities.annotations.quote", "prefect.utilities.annotations.allow_failure",
+             "prefect.allow_failure"}
+_WAIT = {"prefect.futures.wait", "prefect.wait"}
+_NO_CACHE = {"prefect.cache_policies.NO_CACHE"}
+_INPUT_POLICIES = {"prefect.cache_policies.INPUTS"}
+_HINT = "docs/dialects.md (Prefect) lists the forms dagc compiles"
+
+
+def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> tuple[TaskOptions, tuple[str, ...]]:
+    """The dagc options of `@task(...)`: `retries=`, `timeout_seconds=`, `cache_policy=`; the others (names,
+    tags, retry delays, result persistence) change nothing in what the task computes."""
+    given: dict[str, object] = {}
+    for keyword in call.keywords if call is not None else ():
+        if keyword.arg in ("retries", "timeout_seconds"):
+            try:
+                value = static_option_value(keyword.value, info, project)
+            except NotStatic:
+                value = None
+            if value is not None and (not isinstance(value, (int, float)) or isinstance(value, bool) or value < 0):
+                value = None
+            if value is None:
+                project.sink.error("DAGC109", f"`{keyword.arg}=` of a Prefect task must be a number known at "
+                                   "compile time", info.source.span(keyword.value),
+                                   hint=f"write a literal or a module constant: `@task({keyword.arg}=3)`")
+                continue
+            if keyword.arg == "retries":
+                given["retries"] = int(value)
+            elif value:
+                given["timeout"] = float(value)
+        elif keyword.arg == "cache_policy":
+            names = {dotted_name(info, e) for e in ast.walk(keyword.value) if isinstance(e, (ast.Name, ast.Attribute))}
+            if names & _NO_CACHE:
+                given["cache"] = False
+            elif names & _INPUT_POLICIES:
+                given["pure"] = True
+    return TaskOptions(**given), ()  # type: ignore[arg-type]
+
+
+def pipeline_node(project: Project, info: ModuleInfo,
+                  fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.FunctionDef | ast.AsyncFunctionDef:
+    """The flow's body in dagc's forms (the module's own tree is left as written)."""
+    if isinstance(fn, ast.AsyncFunctionDef):
+        project.sink.error("DAGC108", f"async flow `{fn.name}` is not supported", info.source.span(fn),
+                           hint="write the flow and its tasks as plain `def` functions; dagc runs independent "
+                           "tasks in parallel without asyncio")
+        return fn
+    enable_after(info)
+    lowered = copy_function(fn)
+    rewriter = _FlowRewriter(project, info, bound_names(fn))
+    lowered.body = rewriter.statements(lowered.body)
+    return lowered
+
+
+class _FlowRewriter(ast.NodeTransformer):
+    """Rewrites Prefect's call forms in a flow body (not inside functions or classes it defines)."""
+
+    def __init__(self, project: Project, info: ModuleInfo, local: set[str]) -> None:
+        self.project, self.info, self.local = project, info, local
+        self.taken = set(local)
+
+    def statements(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for stmt in body:
+            if isinstance(stmt, ast.Expr) and self._drops(stmt.value):
+                continue
+            new = self.visit(stmt)
+            out.extend(new if isinstance(new, list) else [new] if new is not None else [])
+        return out or [ast.copy_location(ast.Pass(), body[0])] if body else out
+
+    def _drops(self, expr: ast.expr) -> bool:
+        """A statement that only waits (`wait(futures)`, `future.wait()`): dagc's programs wait for every task."""
+        if not isinstance(expr, ast.Call):
+            return False
+        if isinstance(expr.func, ast.Attribute) and expr.func.attr == "wait" and not is_function_ref(
+                expr.func.value, self.local) and not expr.args:
+            return True
+        return dotted_name(self.info, expr.func) in _WAIT
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        for field, old in ast.iter_fields(node):
+            if isinstance(old, list) and old and isinstance(old[0], ast.stmt):
+                setattr(node, field, self.statements(old))
+            elif isinstance(old, list):
+                old[:] = [self.visit(v) if isinstance(v, ast.AST) else v for v in old]
+            elif isinstance(old, ast.AST):
+                setattr(node, field, self.visit(old))
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        return node  # a helper defined in the flow: its body is not the flow's
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+    visit_ClassDef = visit_FunctionDef  # type: ignore[assignment]
+    visit_Lambda = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_ListComp(self, node: ast.ListComp) -> ast.AST:
+        self.generic_visit(node)
+        # `[f.result() for f in futures]` is now `[f for f in futures]`: the futures' values are the list
+        (gen,) = node.generators if len(node.generators) == 1 else (None,)
+        if gen is not None and not gen.ifs and isinstance(gen.target, ast.Name) and isinstance(node.elt, ast.Name) \
+                and node.elt.id == gen.target.id and isinstance(gen.iter, ast.Name):
+            return gen.iter
+        return node
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "map" and is_function_ref(func.value, self.local):
+            return self._map(node, func.value)  # its arguments are read before they are rewritten
+        self.generic_visit(node)
+        name = dotted_name(self.info, func)
+        if name in _UNMAPPED:  # outside `.map`, `unmapped(x)` is x
+            return node.args[0] if len(node.args) == 1 and not node.keywords else node
+        if isinstance(func, ast.Attribute):
+            receiver, method = func.value, func.attr
+            if method in ("result", "wait") and not is_function_ref(receiver, self.local):
+                return receiver  # a future's value is the task's result
+            if is_function_ref(receiver, self.local):
+                if method in ("submit", "fn"):
+                    return self._task_call(call_of(receiver, node.args, node.keywords, node))
+                if method in ("with_options", "apply_async", "delay", "serve", "deploy", "to_deployment"):
+                    return unsupported(self.project, self.info, node,
+                                       f"Prefect's `.{method}()` is not supported in a flow dagc compiles",
+                                       "set the options in the task's decorator (`@task(retries=2)`) and call the "
+                                       f"task directly, `.submit()` or `.map()` it; {_HINT}")
+        return self._task_call(node)
+
+    def _task_call(self, node: ast.Call) -> ast.expr:
+        """A task call's Prefect-only keywords: `wait_for=` becomes an ordering; `return_state=` is refused."""
+        waits: list[ast.expr] = []
+        keywords = []
+        for keyword in node.keywords:
+            if keyword.arg == "wait_for":
+                value = keyword.value
+                waits.extend(value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value])
+            elif keyword.arg == "return_state":
+                return unsupported(self.project, self.info, keyword.value,
+                                   "`return_state=` is not supported: a dagc task gives its result, not a Prefect "
+                                   "state", f"use the result itself; a task that fails stops the run; {_HINT}")
+            else:
+                keywords.append(keyword)
+        node.keywords = keywords
+        return after(node, waits, node) if waits else node
+
+    def _map(self, node: ast.Call, task: ast.expr) -> ast.expr:
+        """`task.map(xs, k=ys, c=unmapped(v))`: one call per item of the iterables, zipped."""
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            return unsupported(self.project, self.info, node, "`.map()` with `*args` or `**kwargs` is not supported",
+                               f"name each argument: `task.map(xs, scale=unmapped(2))`; {_HINT}")
+        mapped: list[tuple[str | None, ast.expr]] = []
+        fixed_args: list[ast.expr] = []
+        fixed_keywords: list[ast.keyword] = []
+        waits: list[ast.expr] = []
+        positional_mapped = False
+        for arg in node.args:
+            if self._fixed(arg) and not positional_mapped:
+                fixed_args.append(self.visit(self._unwrap(arg)))
+            elif self._fixed(arg):
+                return unsupported(self.project, self.info, arg, "a fixed positional argument after a mapped one in "
+                                   "`.map()` is not supported", f"pass it by keyword: `task.map(xs, scale=2)`; {_HINT}")
+            else:
+                positional_mapped = True
+                mapped.append((None, self.visit(arg)))
+        for keyword in node.keywords:
+            if keyword.arg == "wait_for":
+                value = keyword.value
+                waits.extend(value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value])
+                waits = [self.visit(w) for w in waits]
+            elif keyword.arg in ("return_state", "deferred"):
+                return unsupported(self.project, self.info, keyword, f"`.map({keyword.arg}=...)` is not supported",
+                                   f"map the task over its items and use the results; {_HINT}")
+            elif self._fixed(keyword.value):
+                fixed_keywords.append(ast.keyword(arg=keyword.arg, value=self.visit(self._unwrap(keyword.value))))
+            else:
+                mapped.append((keyword.arg, self.visit(keyword.value)))
+        if not mapped:
+            return unsupported(self.project, self.info, node, "`.map()` has no argument to map over",
+                               f"pass the list of items: `task.map(items)`; {_HINT}")
+        return after(fan_out(task, mapped, fixed_args, fixed_keywords, node, self.taken), waits, node)
+
+    def _fixed(self, expr: ast.expr) -> bool:
+        """An argument every mapped call gets whole: `unmapped(x)`, or a scalar."""
+        return (isinstance(expr, ast.Call) and dotted_name(self.info, expr.func) in _UNMAPPED) or is_scalar(
+            expr, self.info, self.project)
+
+    def _unwrap(self, expr: ast.expr) -> ast.expr:
+        if isinstance(expr, ast.Call) and dotted_name(self.info, expr.func) in _UNMAPPED and len(expr.args) == 1:
+            return expr.args[0]
+        return expr
