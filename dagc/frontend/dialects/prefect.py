@@ -20,6 +20,7 @@ import ast
 
 from dagc.frontend.dialects import DECORATORS, DecoratorForm, dotted_name
 from dagc.frontend.dialects.rewrite import (
+    Mapped,
     after,
     bound_names,
     call_of,
@@ -28,6 +29,7 @@ from dagc.frontend.dialects.rewrite import (
     fan_out,
     is_function_ref,
     is_scalar,
+    scalar_names,
     unsupported,
 )
 from dagc.frontend.modules import ModuleInfo, Project, static_option_value
@@ -89,7 +91,7 @@ def pipeline_node(project: Project, info: ModuleInfo,
         return fn
     enable_after(info)
     lowered = copy_function(fn)
-    rewriter = _FlowRewriter(project, info, bound_names(fn))
+    rewriter = _FlowRewriter(project, info, bound_names(fn), scalar_names(fn))
     lowered.body = rewriter.statements(lowered.body)
     return lowered
 
@@ -97,8 +99,8 @@ def pipeline_node(project: Project, info: ModuleInfo,
 class _FlowRewriter(ast.NodeTransformer):
     """Rewrites Prefect's call forms in a flow body (not inside functions or classes it defines)."""
 
-    def __init__(self, project: Project, info: ModuleInfo, local: set[str]) -> None:
-        self.project, self.info, self.local = project, info, local
+    def __init__(self, project: Project, info: ModuleInfo, local: set[str], scalars: set[str]) -> None:
+        self.project, self.info, self.local, self.scalars = project, info, local, scalars
         self.taken = set(local)
 
     def statements(self, body: list[ast.stmt]) -> list[ast.stmt]:
@@ -185,47 +187,32 @@ class _FlowRewriter(ast.NodeTransformer):
         return after(node, waits, node) if waits else node
 
     def _map(self, node: ast.Call, task: ast.expr) -> ast.expr:
-        """`task.map(xs, k=ys, c=unmapped(v))`: one call per item of the iterables, zipped."""
+        """`task.map(xs, unmapped(v), k=ys, c=2)`: one call per item of the iterables, zipped."""
         if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
             return unsupported(self.project, self.info, node, "`.map()` with `*args` or `**kwargs` is not supported",
                                f"name each argument: `task.map(xs, scale=unmapped(2))`; {_HINT}")
-        mapped: list[tuple[str | None, ast.expr]] = []
-        fixed_args: list[ast.expr] = []
-        fixed_keywords: list[ast.keyword] = []
+        args: list[ast.expr | Mapped] = [self._argument(a) for a in node.args]
+        keywords: list[tuple[str, ast.expr | Mapped]] = []
         waits: list[ast.expr] = []
-        positional_mapped = False
-        for arg in node.args:
-            if self._fixed(arg) and not positional_mapped:
-                fixed_args.append(self.visit(self._unwrap(arg)))
-            elif self._fixed(arg):
-                return unsupported(self.project, self.info, arg, "a fixed positional argument after a mapped one in "
-                                   "`.map()` is not supported", f"pass it by keyword: `task.map(xs, scale=2)`; {_HINT}")
-            else:
-                positional_mapped = True
-                mapped.append((None, self.visit(arg)))
         for keyword in node.keywords:
+            assert keyword.arg is not None
             if keyword.arg == "wait_for":
                 value = keyword.value
-                waits.extend(value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value])
-                waits = [self.visit(w) for w in waits]
+                waits.extend(self.visit(w) for w in (value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]))
             elif keyword.arg in ("return_state", "deferred"):
                 return unsupported(self.project, self.info, keyword, f"`.map({keyword.arg}=...)` is not supported",
                                    f"map the task over its items and use the results; {_HINT}")
-            elif self._fixed(keyword.value):
-                fixed_keywords.append(ast.keyword(arg=keyword.arg, value=self.visit(self._unwrap(keyword.value))))
             else:
-                mapped.append((keyword.arg, self.visit(keyword.value)))
-        if not mapped:
+                keywords.append((keyword.arg, self._argument(keyword.value)))
+        if not any(isinstance(a, Mapped) for a in (*args, *(v for _, v in keywords))):
             return unsupported(self.project, self.info, node, "`.map()` has no argument to map over",
                                f"pass the list of items: `task.map(items)`; {_HINT}")
-        return after(fan_out(task, mapped, fixed_args, fixed_keywords, node, self.taken), waits, node)
+        return after(fan_out(task, args, keywords, node, self.taken), waits, node)
 
-    def _fixed(self, expr: ast.expr) -> bool:
-        """An argument every mapped call gets whole: `unmapped(x)`, or a scalar."""
-        return (isinstance(expr, ast.Call) and dotted_name(self.info, expr.func) in _UNMAPPED) or is_scalar(
-            expr, self.info, self.project)
-
-    def _unwrap(self, expr: ast.expr) -> ast.expr:
+    def _argument(self, expr: ast.expr) -> ast.expr | Mapped:
+        """A `.map()` argument: given whole to every call (`unmapped(x)`, a scalar), or mapped over."""
         if isinstance(expr, ast.Call) and dotted_name(self.info, expr.func) in _UNMAPPED and len(expr.args) == 1:
-            return expr.args[0]
-        return expr
+            return self.visit(expr.args[0])
+        if is_scalar(expr, self.info, self.project, self.scalars):
+            return expr
+        return Mapped(self.visit(expr))

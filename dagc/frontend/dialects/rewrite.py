@@ -13,11 +13,12 @@ from __future__ import annotations
 import ast
 import copy
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from dagc.frontend.modules import Constant, ModuleInfo, Project
 
-__all__ = ["AFTER", "enable_after", "bound_names", "is_function_ref", "call_of", "after", "fan_out",
-           "is_scalar", "unsupported", "copy_function"]
+__all__ = ["AFTER", "enable_after", "bound_names", "is_function_ref", "call_of", "after", "fan_out", "Mapped",
+           "is_scalar", "scalar_names", "unsupported", "copy_function"]
 
 # The name a rewritten body calls for `dagc.after` (no user code can bind it: it is not an identifier a module
 # would define at its top level, and the rewrite only writes it into bodies it made).
@@ -70,10 +71,49 @@ def after(call: ast.expr, prerequisites: Iterable[ast.expr], where: ast.AST) -> 
     return call_of(ast.copy_location(ast.Name(AFTER, ast.Load()), where), [call, *first], [], where)
 
 
-def is_scalar(expr: ast.expr, info: ModuleInfo, project: Project) -> bool:
-    """`expr` is a value both frameworks pass whole to every mapped call: a number, a string, None, or a
-    module constant holding one (a framework maps only over iterables, strings excepted)."""
+_SCALAR_TYPES = {"int", "float", "str", "bool", "bytes", "None", "complex"}
+
+
+def scalar_names(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    """Names of the function that hold one value, not items: parameters annotated with a scalar type (or
+    without annotation, defaulting to a scalar literal), and names every assignment of gives a scalar literal."""
+    out: set[str] = set()
+    args = fn.args
+    positional = [*args.posonlyargs, *args.args]
+    defaults: dict[str, ast.expr] = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):],
+                                             args.defaults))
+    defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+    for arg in (*positional, *args.kwonlyargs):
+        if arg.annotation is not None:
+            parts = {n.id if isinstance(n, ast.Name) else str(n.value) for n in ast.walk(arg.annotation)
+                     if isinstance(n, ast.Name) or (isinstance(n, ast.Constant) and n.value is None)}
+            if parts and parts <= _SCALAR_TYPES | {"Optional"}:
+                out.add(arg.arg)
+        elif isinstance(defaults.get(arg.arg), ast.Constant):
+            out.add(arg.arg)
+    assigned: dict[str, bool] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    assigned[target.id] = assigned.get(target.id, True) and isinstance(node.value, ast.Constant)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            assigned.setdefault(node.id, False)
+    # a loop target or augmented assignment also stores the name: `setdefault` above keeps a literal's True
+    for node in ast.walk(fn):
+        if isinstance(node, (ast.For, ast.comprehension, ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
+            for name in (n for n in ast.walk(node.target) if isinstance(n, ast.Name)):
+                assigned[name.id] = False
+    return out | {name for name, scalar in assigned.items() if scalar}
+
+
+def is_scalar(expr: ast.expr, info: ModuleInfo, project: Project, scalars: set[str]) -> bool:
+    """`expr` is a value both frameworks pass whole to every mapped call: a number, a string, None, a name of
+    the function holding one (`scalar_names`), or a module constant holding one (a framework maps only over
+    iterables, strings excepted)."""
     if isinstance(expr, ast.Constant):
+        return True
+    if isinstance(expr, ast.Name) and expr.id in scalars:
         return True
     if isinstance(expr, ast.Name):
         symbol = project.lookup(info, expr.id)
@@ -86,37 +126,43 @@ def is_scalar(expr: ast.expr, info: ModuleInfo, project: Project) -> bool:
     return False
 
 
-def fan_out(func: ast.expr, mapped: list[tuple[str | None, ast.expr]], fixed_args: list[ast.expr],
-            fixed_keywords: list[ast.keyword], where: ast.AST, taken: set[str]) -> ast.ListComp:
-    """`[func(*fixed_args, m0, ..., **fixed_keywords, k=m1) for m0, m1 in zip(xs0, xs1)]`: one call per item
-    of the mapped iterables (positional ones follow the fixed positional arguments, keyword ones by name),
-    the comprehension dagc reads as a map region (or unrolls, over a list known at compile time)."""
-    items: list[str] = []
-    for _ in mapped:
+@dataclass(frozen=True)
+class Mapped:
+    """An argument of a fan-out that is mapped over: each call gets one item of `items`."""
+
+    items: ast.expr
+
+
+def fan_out(func: ast.expr, args: list[ast.expr | Mapped], keywords: list[tuple[str, ast.expr | Mapped]],
+            where: ast.AST, taken: set[str]) -> ast.ListComp:
+    """`[func(a, m0, k=m1, c=v) for m0, m1 in zip(xs0, xs1)]` for `args`/`keywords` that are mapped (`Mapped`)
+    or given whole to every call: one call per item of the mapped iterables, zipped, as the comprehension
+    dagc reads as a map region (or unrolls, over a list known at compile time)."""
+    mapped = [a for a in (*args, *(v for _, v in keywords)) if isinstance(a, Mapped)]
+    items: dict[int, str] = {}
+    for entry in mapped:
         name = f"_item{len(items)}" if len(mapped) > 1 else "_item"
         while name in taken:
             name = "_" + name
-        items.append(name)
+        items[id(entry)] = name
         taken.add(name)
-    args = list(fixed_args)
-    keywords = list(fixed_keywords)
-    for (keyword, _), item in zip(mapped, items):
-        use = ast.copy_location(ast.Name(item, ast.Load()), where)
-        if keyword is None:
-            args.append(use)
-        else:
-            keywords.append(ast.keyword(arg=keyword, value=use))
+
+    def use(value: ast.expr | Mapped) -> ast.expr:
+        if isinstance(value, Mapped):
+            return ast.copy_location(ast.Name(items[id(value)], ast.Load()), where)
+        return value
+
+    call = call_of(func, [use(a) for a in args], [ast.keyword(arg=k, value=use(v)) for k, v in keywords], where)
     if len(mapped) == 1:
-        target: ast.expr = ast.Name(items[0], ast.Store())
-        iterable = mapped[0][1]
+        target: ast.expr = ast.Name(items[id(mapped[0])], ast.Store())
+        iterable = mapped[0].items
     else:
-        target = ast.Tuple([ast.Name(i, ast.Store()) for i in items], ast.Store())
-        iterable = call_of(ast.copy_location(ast.Name("zip", ast.Load()), where), [e for _, e in mapped], [], where)
-    ast.copy_location(target, where)
+        target = ast.Tuple([ast.Name(items[id(m)], ast.Store()) for m in mapped], ast.Store())
+        iterable = call_of(ast.copy_location(ast.Name("zip", ast.Load()), where), [m.items for m in mapped], [], where)
     for node in ast.walk(target):
         ast.copy_location(node, where)
     generator = ast.comprehension(target=target, iter=iterable, ifs=[], is_async=0)
-    return ast.copy_location(ast.ListComp(elt=call_of(func, args, keywords, where), generators=[generator]), where)
+    return ast.copy_location(ast.ListComp(elt=call, generators=[generator]), where)
 
 
 def unsupported(project: Project, info: ModuleInfo, node: ast.AST, message: str, hint: str) -> ast.expr:
