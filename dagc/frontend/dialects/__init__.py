@@ -61,4 +61,5 @@ def decorator_form(info: ModuleInfo, expr: ast.expr) -> tuple[DecoratorForm, ast
 
 
 # Each dialect's module registers its decorators in DECORATORS when imported: one line per dialect.
+from dagc.frontend.dialects import airflow as _airflow  # noqa: E402, F401
 from dagc.frontend.dialects import prefect as _prefect  # noqa: E402, F401
