@@ -5,10 +5,6 @@ plan's devices; and `dagc check` names each Prefect construct dagc does not comp
 
 from __future__ import annotations
 
-import os
-import pickle
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +13,7 @@ from dagc.backends.torch import REQUIRED_PASSES
 from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
 from tests.conftest import run_dagc
+from tests.dialect_runs import framework_run
 from tests.engines import run_local, run_ray, run_torch
 
 pytest.importorskip("prefect")
@@ -45,20 +42,16 @@ def prefect_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, objec
     tmp = tmp_path_factory.mktemp("prefect_own")
     calls = "\n".join(
         f"    mod = runpy.run_path({str(PORTS / f'{port}.py')!r}, run_name='prefect_port')\n"
-        f"    out[{port!r}] = mod[{flow!r}](**{_params(port, tmp)!r})"
+        f"    out[{port!r}] = mod[{flow!r}](**{_params(port, Path('.'))!r})"
         for port, (flow, _) in CASES.items())
     code = ("import pickle, runpy\n"
             "from prefect.testing.utilities import prefect_test_harness\n"
             "out = {}\n"
             "with prefect_test_harness():\n"
             f"{calls}\n"
-            f"pickle.dump(out, open({str(tmp / 'own.pkl')!r}, 'wb'))\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
-    env.update(PREFECT_HOME=str(tmp / "home"), PREFECT_LOGGING_LEVEL="WARNING")
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300,
-                          cwd=tmp)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return pickle.loads((tmp / "own.pkl").read_bytes())
+            "pickle.dump(out, open('out.pkl', 'wb'))\n")
+    env = {"PREFECT_HOME": str(tmp / "home"), "PREFECT_LOGGING_LEVEL": "WARNING"}
+    return framework_run("prefect", code, [PORTS / f"{port}.py" for port in CASES], env, tmp)
 
 
 @pytest.mark.parametrize("port", sorted(CASES))
@@ -68,9 +61,9 @@ def test_local_program_equals_prefects_own_run(tmp_path: Path, prefect_results, 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("port", ["prefect_model_training", "prefect_word_count"])
-def test_ray_and_torch_programs_equal_prefects_own_run(tmp_path: Path, prefect_results, ray_cluster,
-                                                       port: str) -> None:
+def test_ray_and_torch_programs_equal_prefects_own_run(tmp_path: Path, prefect_results, ray_cluster) -> None:
+    """The flow with every Prefect call form: futures, `.map` over a task's result, `wait`, `wait_for=`."""
+    port = "prefect_word_count"
     script, (flow, _) = PORTS / f"{port}.py", CASES[port]
     assert run_ray(script, flow, _params(port, tmp_path), tmp_path, ray_cluster.address) == prefect_results[port]
     assert run_torch(script, flow, _params(port, tmp_path), tmp_path) == prefect_results[port]

@@ -14,7 +14,6 @@ import random
 from typing import Any
 
 import pandas as pd
-
 from prefect import flow, task
 
 TAGS = ["python", "ml", "devops", "rust", "data"]
