@@ -105,6 +105,16 @@ def main(x: int = 3):
 @flow
 async def later(x: int = 3):
     return double(x)
+
+
+@task
+async def fetch(x: int) -> int:
+    return x
+
+
+@flow
+def gather(x: int = 3):
+    return fetch(x)
 '''
 
 
@@ -114,6 +124,6 @@ def test_check_names_each_unsupported_construct_at_its_line(tmp_path: Path) -> N
     proc = run_dagc("check", str(script))
     assert proc.returncode != 0
     for line, what in ((11, "`.with_options()`"), (12, "`return_state=`"), (13, "`.map()` with `*args`"),
-                       (18, "async flow `later`")):
+                       (18, "async flow `later`"), (23, "async task `fetch`")):
         assert f"flows.py:{line}:" in proc.stderr and what in proc.stderr, (line, what, proc.stderr)
     assert "Traceback" not in proc.stderr

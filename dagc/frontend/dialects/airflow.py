@@ -102,6 +102,7 @@ def pipeline_node(project: Project, info: ModuleInfo,
         return fn
     enable_after(info)
     lowered = copy_function(fn)
+    _check_module_tasks(project, info, fn)
     nested = _nested_tasks(project, info, fn, lowered)
     local = bound_names(lowered) - set(nested.values())
     body = [_Renamer(nested).visit(stmt) for stmt in lowered.body]
@@ -155,6 +156,15 @@ def _task_decorator(project: Project, info: ModuleInfo, stmt: ast.stmt) -> ast.C
                                hint=f"write the step as a plain `@task` function; {_HINT}")
             return True
     return None
+
+
+def _check_module_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef) -> None:
+    """The module-level `@task` functions the DAG function calls that take the run context, or are not Python
+    tasks: reported at their definition."""
+    called = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    for stmt in info.source.tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in called:
+            _task_decorator(project, info, stmt)
 
 
 def _takes_context(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:

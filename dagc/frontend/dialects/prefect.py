@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import ast
 
-from dagc.frontend.dialects import DECORATORS, DecoratorForm, dotted_name
+from dagc.frontend.dialects import DECORATORS, DecoratorForm, decorator_form, dotted_name
 from dagc.frontend.dialects.rewrite import (
     Mapped,
     after,
@@ -90,6 +90,13 @@ def pipeline_node(project: Project, info: ModuleInfo,
                            "tasks in parallel without asyncio")
         return fn
     enable_after(info)
+    called = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    for stmt in info.source.tree.body:  # an async task's call gives a coroutine, which no program awaits
+        if isinstance(stmt, ast.AsyncFunctionDef) and stmt.name in called and any(
+                found[0].dialect == "prefect" for d in stmt.decorator_list
+                if (found := decorator_form(info, d)) is not None):
+            project.sink.error("DAGC108", f"async task `{stmt.name}` is not supported", info.source.span(stmt),
+                               hint="write the task as a plain `def`; dagc runs independent tasks in parallel")
     lowered = copy_function(fn)
     rewriter = _FlowRewriter(project, info, bound_names(fn), scalar_names(fn))
     lowered.body = rewriter.statements(lowered.body)
@@ -152,6 +159,8 @@ class _FlowRewriter(ast.NodeTransformer):
         if isinstance(func, ast.Attribute) and func.attr == "map" and is_function_ref(func.value, self.local):
             return self._map(node, func.value)  # its arguments are read before they are rewritten
         self.generic_visit(node)
+        if isinstance(node.func, ast.Constant) and node.func.value is None:  # calls what was reported: once
+            return node.func
         name = dotted_name(self.info, func)
         if name in _UNMAPPED:  # outside `.map`, `unmapped(x)` is x
             return node.args[0] if len(node.args) == 1 and not node.keywords else node
