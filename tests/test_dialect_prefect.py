@@ -115,6 +115,9 @@ async def fetch(x: int) -> int:
 @flow
 def gather(x: int = 3):
     return fetch(x)
+
+
+main()
 '''
 
 
@@ -124,6 +127,38 @@ def test_check_names_each_unsupported_construct_at_its_line(tmp_path: Path) -> N
     proc = run_dagc("check", str(script))
     assert proc.returncode != 0
     for line, what in ((11, "`.with_options()`"), (12, "`return_state=`"), (13, "`.map()` with `*args`"),
-                       (18, "async flow `later`"), (23, "async task `fetch`")):
+                       (18, "async flow `later`"), (23, "async task `fetch`"),
+                       (32, "flow `main` is called at the module's top level")):
         assert f"flows.py:{line}:" in proc.stderr and what in proc.stderr, (line, what, proc.stderr)
     assert "Traceback" not in proc.stderr
+
+
+WAITS = '''\
+from prefect import flow, task
+from prefect.futures import wait
+
+
+@task
+def note(x: int) -> int:
+    print(x)
+    return x
+
+
+@flow
+def waits(x: int = 3):
+    note.submit(x).wait()
+    wait([note.submit(x + 1), note.submit(x + 2)])
+    done = note.submit(x + 3)
+    done.wait()
+    wait(done)
+    return done.result()
+'''
+
+
+def test_waits_keep_the_calls_they_wait_on(tmp_path: Path) -> None:
+    """`t.submit(x).wait()` and `wait([t.submit(...), ...])` still call the task; waiting on a named future
+    adds nothing (the programs wait for every task)."""
+    script = tmp_path / "waits.py"
+    script.write_text(WAITS)
+    graph = compile_file(script, pipeline_name="waits")
+    assert sorted(n.name for n in graph if n.op == "task") == ["note", "note.1", "note.2", "note.3"]

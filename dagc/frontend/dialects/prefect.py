@@ -97,10 +97,22 @@ def pipeline_node(project: Project, info: ModuleInfo,
                 if (found := decorator_form(info, d)) is not None):
             project.sink.error("DAGC108", f"async task `{stmt.name}` is not supported", info.source.span(stmt),
                                hint="write the task as a plain `def`; dagc runs independent tasks in parallel")
+    _check_module_calls(project, info, fn)
     lowered = copy_function(fn)
     rewriter = _FlowRewriter(project, info, bound_names(fn), scalar_names(fn))
     lowered.body = rewriter.statements(lowered.body)
     return lowered
+
+
+def _check_module_calls(project: Project, info: ModuleInfo, fn: ast.FunctionDef) -> None:
+    """A flow called at the module's top level runs whenever the module is imported, in every process of a
+    program (and starts Prefect's server there): reported, with the guard that keeps it to `python script.py`."""
+    for stmt in info.source.tree.body:
+        if isinstance(stmt, (ast.Expr, ast.Assign)) and isinstance(stmt.value, ast.Call) and isinstance(
+                stmt.value.func, ast.Name) and stmt.value.func.id == fn.name:
+            project.sink.error("DAGC110", f"flow `{fn.name}` is called at the module's top level: it would run each "
+                               "time a program imports the module", info.source.span(stmt.value),
+                               hint="call it under `if __name__ == \"__main__\":`, as Prefect's examples do")
 
 
 class _FlowRewriter(ast.NodeTransformer):
@@ -120,13 +132,14 @@ class _FlowRewriter(ast.NodeTransformer):
         return out or [ast.copy_location(ast.Pass(), body[0])] if body else out
 
     def _drops(self, expr: ast.expr) -> bool:
-        """A statement that only waits (`wait(futures)`, `future.wait()`): dagc's programs wait for every task."""
+        """A statement that only waits on futures it names (`wait(futures)`, `future.wait()`): dagc's programs
+        wait for every task. (`task.submit(x).wait()` still calls the task.)"""
         if not isinstance(expr, ast.Call):
             return False
-        if isinstance(expr.func, ast.Attribute) and expr.func.attr == "wait" and not is_function_ref(
-                expr.func.value, self.local) and not expr.args:
+        if isinstance(expr.func, ast.Attribute) and expr.func.attr == "wait" and isinstance(
+                expr.func.value, ast.Name) and expr.func.value.id in self.local and not expr.args:
             return True
-        return dotted_name(self.info, expr.func) in _WAIT
+        return dotted_name(self.info, expr.func) in _WAIT and all(isinstance(a, ast.Name) for a in expr.args)
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         for field, old in ast.iter_fields(node):
@@ -162,8 +175,8 @@ class _FlowRewriter(ast.NodeTransformer):
         if isinstance(node.func, ast.Constant) and node.func.value is None:  # calls what was reported: once
             return node.func
         name = dotted_name(self.info, func)
-        if name in _UNMAPPED:  # outside `.map`, `unmapped(x)` is x
-            return node.args[0] if len(node.args) == 1 and not node.keywords else node
+        if name in _UNMAPPED or name in _WAIT:  # outside `.map`, `unmapped(x)` is x; `wait(fs)` waits on fs
+            return node.args[0] if len(node.args) == 1 else node
         if isinstance(func, ast.Attribute):
             receiver, method = func.value, func.attr
             if method in ("result", "wait") and not is_function_ref(receiver, self.local):
