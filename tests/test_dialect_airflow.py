@@ -77,8 +77,7 @@ def test_local_program_equals_dag_test(airflow_home: Path, airflow_results, port
 
 @pytest.mark.slow
 def test_ray_and_torch_programs_equal_dag_test(airflow_home: Path, airflow_results, ray_cluster) -> None:
-    """The DAG with mapped tasks over a task's result, with module-level tasks (the others differ in neither
-    respect the backends see)."""
+    """The DAG with mapped tasks over a task's result, tasks at module level and in the DAG function, and `>>`."""
     port = "airflow_dynamic_mapping"
     script, dag = PORTS / f"{port}.py", CASES[port]
     assert run_ray(script, dag, {}, airflow_home, ray_cluster.address) == airflow_results[port]

@@ -2,7 +2,7 @@
 and its "second order" mapping do: `@task` functions at module level, a mapped task over a task's result
 (`.expand(num=...)`), a mapped task of a mapped task, `.partial(...)` for the arguments every item shares, a
 reduce over the mapped results, `retries=` and `execution_timeout=`, and `>>` for an order without data (an
-audit task that must run before the report).
+audit task, defined in the DAG function, that must run before the report).
 
 Kept as Airflow users write it, in the `@dag` form; the DAG function returns the report (Airflow 3's DAG result)
 so that runs can be compared.
@@ -31,12 +31,6 @@ def add_offset(num, offset):
 
 
 @task
-def audit(values):
-    print(f"audited {len(values)} values")
-    return len(values)
-
-
-@task
 def sum_it(values, extra):
     total = sum(values)
     print(f"Total was {total}")
@@ -46,6 +40,11 @@ def sum_it(values, extra):
 @dag(dag_id="example_task_mapping_second_order", schedule=None, catchup=False, start_date=datetime(2022, 3, 4),
      tags=["example"])
 def mapping_second_order(count: int = 6):
+    @task
+    def audit(values):
+        print(f"audited {len(values)} values")
+        return len(values)
+
     _get_nums = get_nums(count)
     _times_2 = times_2.expand(num=_get_nums)
     _added = add_offset.partial(offset=10).expand(num=_times_2)
