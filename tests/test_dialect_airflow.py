@@ -7,11 +7,15 @@ Compiling needs no Airflow; running the programs does (the DAG files import it),
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from dagc.backends import emit
 from dagc.backends.torch import REQUIRED_PASSES
 from dagc.cluster import parse_cluster_spec
 from dagc.driver import compile_file
@@ -139,3 +143,17 @@ def test_check_names_each_unsupported_construct_at_its_line(tmp_path: Path) -> N
                        (21, "operator `BashOperator`"), (22, "`.expand_kwargs(...)`")):
         assert f"nightly.py:{line}:" in proc.stderr and what in proc.stderr, (line, what, proc.stderr)
     assert "Traceback" not in proc.stderr
+
+
+def test_program_says_when_airflow_is_missing(tmp_path: Path) -> None:
+    """Where the programs run without Airflow, the import of the DAG file fails: one line says what to install."""
+    program = tmp_path / "etl_local.py"
+    graph = compile_file(PORTS / "airflow_taskflow_etl.py", pipeline_name=CASES["airflow_taskflow_etl"])
+    program.write_text(emit(graph, "local", program))
+    absent = tmp_path / "absent" / "airflow"  # an environment whose `import airflow` fails as without it
+    absent.mkdir(parents=True)
+    (absent / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'airflow'\", name='airflow')\n")
+    env = {**os.environ, "PYTHONPATH": str(absent.parent), "AIRFLOW_HOME": str(tmp_path / "home")}
+    proc = subprocess.run([sys.executable, str(program)], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert "imports `airflow`, which is not installed" in proc.stderr and "Traceback" not in proc.stderr
