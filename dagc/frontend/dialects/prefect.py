@@ -48,12 +48,13 @@ _UNMAPPED = {"prefect.unmapped", "prefect.utilities.annotations.unmapped", "pref
 _WAIT = {"prefect.futures.wait", "prefect.wait"}
 _NO_CACHE = {"prefect.cache_policies.NO_CACHE"}
 _INPUT_POLICIES = {"prefect.cache_policies.INPUTS"}
+_INPUT_KEYS = {"prefect.tasks.task_input_hash"}  # `cache_key_fn=task_input_hash`: Prefect 2's form of INPUTS
 _HINT = "docs/dialects.md (Prefect) lists the forms dagc compiles"
 
 
 def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> tuple[TaskOptions, tuple[str, ...]]:
-    """The dagc options of `@task(...)`: `retries=`, `timeout_seconds=`, `cache_policy=`; the others (names,
-    tags, retry delays, result persistence) change nothing in what the task computes."""
+    """The dagc options of `@task(...)`: `retries=`, `timeout_seconds=`, `cache_policy=` (`cache_key_fn=`); the
+    others (names, tags, retry delays, result persistence) change nothing in what the task computes."""
     given: dict[str, object] = {}
     for keyword in call.keywords if call is not None else ():
         if keyword.arg in ("retries", "timeout_seconds"):
@@ -72,6 +73,8 @@ def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> t
                 given["retries"] = int(value)
             elif value:
                 given["timeout"] = float(value)
+        elif keyword.arg == "cache_key_fn" and dotted_name(info, keyword.value) in _INPUT_KEYS:
+            given["pure"] = True
         elif keyword.arg == "cache_policy":
             names = {dotted_name(info, e) for e in ast.walk(keyword.value) if isinstance(e, (ast.Name, ast.Attribute))}
             if names & _NO_CACHE:
