@@ -157,3 +157,50 @@ def test_program_says_when_airflow_is_missing(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, str(program)], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert "imports `airflow`, which is not installed" in proc.stderr and "Traceback" not in proc.stderr
+
+
+ORDERS = '''\
+from datetime import datetime
+
+from airflow.sdk import chain, dag, task
+
+
+@task
+def step(name: str) -> str:
+    print(name)
+    return name
+
+
+@task
+def pair(x: int, y: int) -> tuple:
+    return (x, y)
+
+
+@dag(schedule=None, start_date=datetime(2024, 1, 1))
+def orders():
+    a = step("a")
+    b = step("b")
+    c = step("c")
+    d = step("d")
+    a >> [b, c]
+    d << c
+    chain(step("e"), [step("f"), step("g")], d)
+    return pair.expand(x=[1, 2], y=[3, 4, 5])
+
+
+orders()
+'''
+
+
+def test_orderings_and_cross_products(tmp_path: Path) -> None:
+    """`a >> [b, c]`, `d << c` and `chain(...)` (of calls written in it too) order without data; `.expand` over
+    two keywords is Airflow's cross product, the first keyword outermost."""
+    script = tmp_path / "orders.py"
+    script.write_text(ORDERS)
+    graph = compile_file(script, pipeline_name="orders")
+    steps = {n.args[0].value: n for n in graph if n.op == "task" and n.function == "step"}  # type: ignore[union-attr]
+    deps = {name: {graph.node(d).args[0].value for d in node.deps} for name, node in steps.items()}  # type: ignore[union-attr]
+    assert deps == {"a": set(), "b": {"a"}, "c": {"a"}, "d": {"c", "f", "g"}, "e": set(), "f": {"e"}, "g": {"e"}}
+    pairs = [n for n in graph.topological_order() if graph.node(n).function == "pair"]
+    got = [tuple(v.value for _, v in graph.node(n).kwargs) for n in pairs]  # type: ignore[union-attr]
+    assert got == [(x, y) for x in (1, 2) for y in (3, 4, 5)]

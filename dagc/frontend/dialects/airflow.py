@@ -297,14 +297,25 @@ class _Ordering:
         return out
 
     def _after(self, stmt: ast.Assign, upstream: list[str], out: list[ast.stmt]) -> None:
-        """Make `stmt`'s task call wait for the tasks bound to `upstream`, which must be bound before it."""
-        position = next(i for i, s in enumerate(out) if s is stmt)
-        late = [u for u in upstream if not any(isinstance(s, ast.Assign) and any(
-            isinstance(t, ast.Name) and t.id == u for t in s.targets) for s in out[:position])]
-        if late:
-            unsupported(self.project, self.info, stmt, f"`{late[0]}` is ordered before this task, but produced after "
-                        "it", f"call the upstream task first, then this one; {_HINT}")
-            return
+        """Make `stmt`'s task call wait for the tasks bound to `upstream`. An upstream bound after `stmt` (Airflow
+        orders regardless of where tasks are written) moves `stmt` after it, when nothing in between reads
+        what `stmt` binds or rebinds what it reads."""
+        position = out.index(stmt)
+        bound_at = {t.id: i for i, s in enumerate(out) if isinstance(s, ast.Assign) for t in s.targets
+                    if isinstance(t, ast.Name)}
+        last = max((bound_at[u] for u in upstream if bound_at.get(u, -1) > position), default=None)
+        if last is not None:
+            between = out[position + 1:last + 1]
+            reads = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
+            binds = {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+            touched = {n.id for s in between for n in ast.walk(s) if isinstance(n, ast.Name)
+                       and (n.id in binds or (n.id in reads and isinstance(n.ctx, ast.Store)))}
+            if touched:
+                unsupported(self.project, self.info, stmt, f"`{sorted(touched)[0]}` is used between this task and "
+                            "a task ordered before it", f"call the upstream task first, then this one; {_HINT}")
+                return
+            out.remove(stmt)
+            out.insert(last, stmt)
         prerequisites = [ast.copy_location(ast.Name(u, ast.Load()), stmt) for u in upstream]
         value = stmt.value
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == AFTER:
