@@ -30,6 +30,7 @@ CASES: dict[str, str] = {
     "airflow_taskflow_etl": "tutorial_taskflow_api",
     "airflow_dynamic_mapping": "mapping_second_order",
     "airflow_model_training": "ridge_training",
+    "airflow_task_groups": "task_group_mapping",
 }
 
 OWN_RUN = '''\

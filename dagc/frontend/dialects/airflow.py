@@ -18,6 +18,7 @@ where they run, and nothing runs then.
 from __future__ import annotations
 
 import ast
+import weakref
 
 from dagc.frontend.dialects import DECORATORS, DecoratorForm, decorator_form, dotted_name
 from dagc.frontend.dialects.rewrite import (
@@ -32,7 +33,7 @@ from dagc.frontend.dialects.rewrite import (
     is_function_ref,
     unsupported,
 )
-from dagc.frontend.modules import FunctionSig, ModuleInfo, Project, TaskDef, static_option_value
+from dagc.frontend.modules import FunctionSig, ModuleInfo, PipelineDef, Project, TaskDef, static_option_value
 from dagc.frontend.static import NotStatic
 from dagc.ir.types import TaskOptions
 
@@ -44,6 +45,7 @@ for _module in ("airflow.sdk", "airflow.decorators"):
     DECORATORS[f"{_module}.dag"] = DecoratorForm("airflow", "pipeline")
 
 _HINT = "docs/dialects.md (Airflow TaskFlow) lists the forms dagc compiles"
+_GROUP = {"airflow.sdk.task_group", "airflow.decorators.task_group"}
 _CHAIN = {"airflow.sdk.chain", "airflow.models.baseoperator.chain", "airflow.sdk.bases.operator.chain"}
 _TIMEDELTA = {"datetime.timedelta", "pendulum.duration"}
 _SECONDS = {"weeks": 604800, "days": 86400, "hours": 3600, "minutes": 60, "seconds": 1, "milliseconds": 1e-3,
@@ -101,10 +103,18 @@ def pipeline_node(project: Project, info: ModuleInfo,
                            hint="write the DAG function as a plain `def`")
         return fn
     enable_after(info)
-    lowered = copy_function(fn)
     _check_module_tasks(project, info, fn)
-    nested = _nested_tasks(project, info, fn, lowered)
-    local = bound_names(lowered) - set(nested.values())
+    return _lowered(project, info, fn, fn.name, {})
+
+
+def _lowered(project: Project, info: ModuleInfo, fn: ast.FunctionDef, qualname: str,
+             outer: dict[str, str]) -> ast.FunctionDef:
+    """`fn` (a DAG function, or a task group in one, named `qualname` as Python names it) in dagc's forms; `outer`:
+    the tasks and groups of the functions it is defined in, by the names its body may use for them."""
+    lowered = copy_function(fn)
+    assert isinstance(lowered, ast.FunctionDef)
+    nested = {**outer, **_nested_tasks(project, info, fn, lowered, qualname, outer)}
+    local = bound_names(lowered) - set(nested)
     body = [_Renamer(nested).visit(stmt) for stmt in lowered.body]
     rewriter = _DagRewriter(project, info, local)
     body = [rewriter.visit(stmt) for stmt in body]
@@ -112,28 +122,40 @@ def pipeline_node(project: Project, info: ModuleInfo,
     return lowered
 
 
-def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef,
-                  lowered: ast.FunctionDef | ast.AsyncFunctionDef) -> dict[str, str]:
-    """The `@task` functions the DAG function defines, as tasks of the module named `dag_fn.<locals>.name` (their
-    Python qualified name); removed from the rewritten body. Returns {name in the body: task's symbol}."""
+def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef, lowered: ast.FunctionDef,
+                  qualname: str, outer: dict[str, str]) -> dict[str, str]:
+    """The `@task` functions and `@task_group`s `fn` defines, as tasks and (inlined) pipelines of the module named
+    `qualname.<locals>.name` (their Python qualified name); removed from the rewritten body. Returns {name in
+    the body: symbol}."""
     found: dict[str, str] = {}
     kept: list[ast.stmt] = []
     for stmt, original in zip(lowered.body, fn.body):
+        name = f"{qualname}.<locals>.{getattr(original, 'name', '')}"
+        if isinstance(original, ast.FunctionDef) and _is_group(info, original):
+            group = _lowered(project, info, original, name, {**outer, **found})
+            info.symbols[name] = PipelineDef(original.name, info.name, FunctionSig.of(original), group, info.source,
+                                             weakref.ref(info), dialect="airflow")
+            found[original.name] = name
+            continue
         form = _task_decorator(project, info, original)
         if form is None:
             kept.append(stmt)
             continue
         assert isinstance(original, (ast.FunctionDef, ast.AsyncFunctionDef))
-        qualname = f"{fn.name}.<locals>.{original.name}"
         options, _ = task_options(project, info, form if isinstance(form, ast.Call) else None)
         returns = ast.unparse(original.returns) if original.returns is not None else None
-        task = TaskDef(original.name, info.name, qualname, FunctionSig.of(original), options, returns, original,
+        task = TaskDef(original.name, info.name, name, FunctionSig.of(original), options, returns, original,
                        info.source, dialect="airflow")
-        info.tasks[qualname] = task
-        info.symbols[qualname] = task
-        found[original.name] = qualname
+        info.tasks[name] = task
+        info.symbols[name] = task
+        found[original.name] = name
     lowered.body = kept
     return found
+
+
+def _is_group(info: ModuleInfo, fn: ast.FunctionDef) -> bool:
+    """`@task_group` (or `@task_group(...)`): a function whose body calls tasks, run inline where it is called."""
+    return any(dotted_name(info, d.func if isinstance(d, ast.Call) else d) in _GROUP for d in fn.decorator_list)
 
 
 def _task_decorator(project: Project, info: ModuleInfo, stmt: ast.stmt) -> ast.Call | bool | None:

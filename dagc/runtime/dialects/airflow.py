@@ -25,7 +25,8 @@ def adapt(fn: Any) -> Callable[..., Any]:
 
 
 def adapt_local(factory: Any, name: str) -> Callable[..., Any]:
-    """The function `name` that the `@dag` function behind `factory` decorates with `@task` in its body."""
+    """The function `name` that the `@dag` function behind `factory` decorates with `@task` in its body (or in a
+    `@task_group` function there: `name` is then `group.<locals>.task`)."""
     with _lock:
         dag = _built.get(id(factory))
         if dag is None:
@@ -34,7 +35,8 @@ def adapt_local(factory: Any, name: str) -> Callable[..., Any]:
         function = getattr(operator, "python_callable", None)
         if function is None:  # a mapped task (`.expand`) keeps it with its partial arguments
             function = (getattr(operator, "partial_kwargs", None) or {}).get("python_callable")
-        if callable(function) and function.__name__ == name:
+        # `name` is the qualified name below the DAG function: `extract`, or `group.<locals>.extract` in a task group
+        if callable(function) and function.__qualname__.partition(".<locals>.")[2] == name:
             return function  # type: ignore[no-any-return]
     raise LookupError(f"DAG `{dag.dag_id}` has no @task function `{name}`: was the file changed since the "
                       "program was emitted? Emit it again.")
