@@ -132,7 +132,9 @@ class _FlowRewriter(ast.NodeTransformer):
                 continue
             new = self.visit(stmt)
             out.extend(new if isinstance(new, list) else [new] if new is not None else [])
-        return out or [ast.copy_location(ast.Pass(), body[0])] if body else out
+        if not out and body:  # a block that only waited: Python needs a statement there
+            out.append(ast.copy_location(ast.Pass(), body[0]))
+        return out
 
     def _drops(self, expr: ast.expr) -> bool:
         """A statement that only waits on futures it names (`wait(futures)`, `future.wait()`): dagc's programs
