@@ -138,6 +138,9 @@ def task_function(node: Node, alias: str) -> str:
         return f"(lambda: {alias}.{node.function})"
     dialect = node.attrs.get(DIALECT_ATTR)
     if dialect:  # a function written for another framework, called as that framework would
+        outer, local, inner = node.function.partition(".<locals>.")
+        if local:  # defined inside another function (a task in an Airflow DAG function): found through it
+            return f"adapt({dialect!r}, {alias}.{outer}, {inner!r})"
         return f"adapt({dialect!r}, {alias}.{node.function})"
     return f"{alias}.{node.function}"
 

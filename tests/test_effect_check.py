@@ -163,6 +163,23 @@ def test_arrays_and_frames_are_compared_by_content() -> None:
             w.finish()
 
 
+def test_a_frame_holding_lists_is_compared_by_its_cells() -> None:
+    """Cells pandas cannot hash (lists in an object column) are compared by identity, and the numbers beside them
+    (NaN too) by value: reading such a frame is no change, and changing a list in it is."""
+    import numpy as np
+    import pandas as pd
+
+    frame = pd.DataFrame({"tags": [["a"], ["b", "c"]], "n": [1, 2], "x": [np.nan, 0.5]})
+    assumed = Assumed(params=("f",))
+    w = watch("read", assumed, (frame,), {}, [])
+    frame.to_csv(), frame.sort_values("n").iloc[0], frame["n"].sum()
+    w.finish()
+    w = watch("write", assumed, (frame,), {}, [])
+    frame.at[0, "tags"] = ["z"]
+    with pytest.raises(EffectViolation, match="it changed `f` in place"):
+        w.finish()
+
+
 def test_a_draw_nobody_else_depends_on_is_recorded_not_fatal() -> None:
     import numpy as np
 

@@ -30,7 +30,15 @@ class FrontendResult:
 
 def _all_pipelines(project: Project) -> list[PipelineDef]:
     info = project.load_entry()
-    return list(info.pipelines.values()) if info is not None else []
+    return _entry_pipelines(info) if info is not None else []
+
+
+def _entry_pipelines(info: ModuleInfo) -> list[PipelineDef]:
+    """The module's pipelines, less another framework's sub-pipelines (a Prefect subflow) that one of them
+    calls: those run inside their caller, as in their framework, and often take arguments without defaults."""
+    called = {n.func.id for p in info.pipelines.values() for n in ast.walk(p.node)
+              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id != p.name}
+    return [p for p in info.pipelines.values() if p.dialect is None or p.name not in called]
 
 
 def _decorator_without_import(info: ModuleInfo) -> SourceSpan | None:
@@ -151,7 +159,7 @@ def _compile_source(path: str | Path, pipeline_name: str | None, params: dict[st
     info = project.load_entry()
     graph: Graph | None = None
     if info is not None:
-        pipelines = list(info.pipelines.values())
+        pipelines = _entry_pipelines(info)
         chosen: PipelineDef | None = None
         if pipeline_name is not None:
             chosen = info.pipelines.get(pipeline_name)

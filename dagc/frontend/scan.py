@@ -294,8 +294,11 @@ def _define_dialect_function(project: Project, info: ModuleInfo, fn: ast.Functio
             dialect=form.dialect))
         info.symbols[fn.name] = info.tasks[fn.name]
         return
+    # a dialect may rewrite its pipeline's body into dagc's forms (`pipeline_node(project, info, fn)`)
+    lower = getattr(dialect, "pipeline_node", None)
+    body = lower(project, info, fn) if lower is not None else fn
     info.pipelines[fn.name] = refine(project, info, PipelineDef(
-        fn.name, info.name, sig, fn, info.source, weakref.ref(info), dialect=form.dialect))
+        fn.name, info.name, sig, body, info.source, weakref.ref(info), dialect=form.dialect))
     info.symbols[fn.name] = info.pipelines[fn.name]
 
 

@@ -52,6 +52,8 @@ def definitions(path: str, mtime_ns: int, size: int) -> dict[str, str]:
                 out[prefix + stmt.name] = hashlib.sha256(segment(stmt).encode("utf-8")).hexdigest()[:16]
                 if isinstance(stmt, ast.ClassDef):
                     visit(stmt.body, f"{prefix}{stmt.name}.")
+                else:  # a task defined inside a function (an Airflow DAG's): Python's `f.<locals>.g`
+                    visit(stmt.body, f"{prefix}{stmt.name}.<locals>.")
 
     visit(tree.body, "")
     out.update(_value_definitions(tree.body, lines, out))

@@ -176,7 +176,9 @@ def _frame_state(pandas: Any, frame: Any) -> object:
     try:
         rows = pandas.util.hash_pandas_object(sample, index=not isinstance(frame, pandas.Index)).to_numpy()
     except (TypeError, ValueError):  # unhashable cells (lists in an object column): their identities
-        rows = tuple(map(id, frame.to_numpy().ravel().tolist()))
+        # (numbers and strings by value, NaN as one: `to_numpy()` of a mixed frame boxes them anew on every call)
+        rows = tuple((v if v == v else "NaN") if isinstance(v, _IMMUTABLE) else id(v)
+                     for v in frame.to_numpy().ravel().tolist())
         return (type(frame).__name__, getattr(frame, "shape", None), rows)
     labels = tuple(map(str, frame.columns)) if isinstance(frame, pandas.DataFrame) else (str(frame.name),) \
         if isinstance(frame, pandas.Series) else ()

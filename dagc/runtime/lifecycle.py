@@ -181,7 +181,14 @@ class Program:
         if self.engine.announces and self.store is not None:
             print(f"run {self.run_id}: run directory {self.store.root}", file=sys.stderr)
         if self.pipeline.modules:
-            self.modules = load_modules(self.args.source_root, self.pipeline.search_paths, self.pipeline.modules)
+            try:
+                self.modules = load_modules(self.args.source_root, self.pipeline.search_paths, self.pipeline.modules)
+            except ModuleNotFoundError as exc:  # a library the user's code imports (a framework of a dialect)
+                if exc.name is None or exc.name.partition(".")[0] in {m.partition(".")[0] for m in self.pipeline.modules}:
+                    raise
+                self.parser.exit(2, f"error: the pipeline's code imports `{exc.name}`, which is not installed for "
+                                 f"{sys.executable}: install it there (a pipeline written for another framework "
+                                 "needs that framework where its program runs)\n")
         self.refresh_code()
         try:
             result = self.engine.execute(self)

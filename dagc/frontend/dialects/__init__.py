@@ -84,3 +84,6 @@ def scan_dialect_class(project: Project, info: ModuleInfo, node: ast.ClassDef) -
 
 
 from dagc.frontend.dialects import metaflow as _metaflow  # noqa: E402,F401  (registers its class bases)
+# Each dialect's module registers its decorators in DECORATORS when imported: one line per dialect.
+from dagc.frontend.dialects import airflow as _airflow  # noqa: E402, F401
+from dagc.frontend.dialects import prefect as _prefect  # noqa: E402, F401

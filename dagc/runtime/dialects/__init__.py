@@ -15,7 +15,8 @@ from typing import Any
 __all__ = ["adapt"]
 
 
-def adapt(dialect: str, fn: Any) -> Callable[..., Any]:
-    """The callable that runs `fn`, a function written for `dialect`, with plain arguments."""
+def adapt(dialect: str, fn: Any, local: str | None = None) -> Callable[..., Any]:
+    """The callable that runs `fn`, a function written for `dialect`, with plain arguments; with `local`, the
+    function of that name defined inside `fn` (`adapt_local(fn, local)` of the dialect's module)."""
     module = importlib.import_module(f"dagc.runtime.dialects.{dialect}")
-    return module.adapt(fn)
+    return module.adapt(fn) if local is None else module.adapt_local(fn, local)

@@ -1,0 +1,375 @@
+"""Airflow 3 TaskFlow DAGs: a `@dag` function is a pipeline, a `@task` function (at module level, or defined
+inside the `@dag` function, as Airflow's tutorials write them) is a task.
+
+The DAG function's body is rewritten into dagc's forms (dagc.frontend.dialects.rewrite):
+
+    @task def extract(): ...        →  a task `dag_fn.<locals>.extract` (the programs find the function in the
+                                       DAG that calling `dag_fn()` builds, closures included)
+    double.expand(x=xs)             →  [double(x=_item) for _item in xs]           (a map region)
+    add.partial(y=1).expand(x=xs)   →  [add(y=1, x=_item) for _item in xs]
+    load.override(task_id="l")(x)   →  load(x)
+    a >> b, b << a, chain(a, b)     →  b's call becomes dagc.after(<call>, a)        (an order without data)
+
+Task options dagc has an equivalent for: `retries=`, `execution_timeout=timedelta(...)` (a timeout). A file's
+`my_dag()` at module level builds a DAG object when the programs import the module: Airflow must be installed
+where they run, and nothing runs then.
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+
+from dagc.frontend.dialects import DECORATORS, DecoratorForm, decorator_form, dotted_name
+from dagc.frontend.dialects.rewrite import (
+    AFTER,
+    Mapped,
+    after,
+    bound_names,
+    call_of,
+    copy_function,
+    enable_after,
+    fan_out,
+    is_function_ref,
+    unsupported,
+)
+from dagc.frontend.modules import FunctionSig, ModuleInfo, PipelineDef, Project, TaskDef, static_option_value
+from dagc.frontend.static import NotStatic
+from dagc.ir.types import TaskOptions
+
+__all__ = ["task_options", "pipeline_node"]
+
+for _module in ("airflow.sdk", "airflow.decorators"):
+    DECORATORS[f"{_module}.task"] = DecoratorForm("airflow", "task")
+    DECORATORS[f"{_module}.task.python"] = DecoratorForm("airflow", "task")
+    DECORATORS[f"{_module}.dag"] = DecoratorForm("airflow", "pipeline")
+
+_HINT = "docs/dialects.md (Airflow TaskFlow) lists the forms dagc compiles"
+_GROUP = {"airflow.sdk.task_group", "airflow.decorators.task_group"}
+_CHAIN = {"airflow.sdk.chain", "airflow.models.baseoperator.chain", "airflow.sdk.bases.operator.chain"}
+_TIMEDELTA = {"datetime.timedelta", "pendulum.duration"}
+_SECONDS = {"weeks": 604800, "days": 86400, "hours": 3600, "minutes": 60, "seconds": 1, "milliseconds": 1e-3,
+            "microseconds": 1e-6}
+
+
+def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> tuple[TaskOptions, tuple[str, ...]]:
+    """The dagc options of `@task(...)`: `retries=` and `execution_timeout=`; the others (task ids, pools,
+    queues, retry delays, `multiple_outputs=`) change nothing in what the task computes."""
+    given: dict[str, object] = {}
+    for keyword in call.keywords if call is not None else ():
+        if keyword.arg == "retries":
+            try:
+                value = static_option_value(keyword.value, info, project)
+            except NotStatic:
+                value = None
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                project.sink.error("DAGC109", "`retries=` of an Airflow task must be a whole number known at compile "
+                                   "time", info.source.span(keyword.value), hint="write a literal: `@task(retries=3)`")
+                continue
+            given["retries"] = value
+        elif keyword.arg == "execution_timeout":
+            seconds = _duration(project, info, keyword.value)
+            if seconds is None:
+                project.sink.error("DAGC109", "`execution_timeout=` must be a `timedelta(...)` of literals",
+                                   info.source.span(keyword.value),
+                                   hint="write `execution_timeout=timedelta(minutes=10)`")
+                continue
+            if seconds > 0:
+                given["timeout"] = seconds
+    return TaskOptions(**given), ()  # type: ignore[arg-type]
+
+
+def _duration(project: Project, info: ModuleInfo, expr: ast.expr) -> float | None:
+    """Seconds of `timedelta(minutes=5)` / `pendulum.duration(hours=1)` (keywords of literals), else None."""
+    if not isinstance(expr, ast.Call) or dotted_name(info, expr.func) not in _TIMEDELTA or expr.args:
+        return None
+    total = 0.0
+    for keyword in expr.keywords:
+        try:
+            value = static_option_value(keyword.value, info, project)
+        except NotStatic:
+            return None
+        if keyword.arg not in _SECONDS or not isinstance(value, (int, float)) or isinstance(value, bool):
+            return None
+        total += value * _SECONDS[keyword.arg]
+    return total
+
+
+def pipeline_node(project: Project, info: ModuleInfo,
+                  fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.FunctionDef | ast.AsyncFunctionDef:
+    """The DAG function's body in dagc's forms; its nested `@task` functions become tasks of the module."""
+    if isinstance(fn, ast.AsyncFunctionDef):
+        project.sink.error("DAGC108", f"async DAG function `{fn.name}` is not supported", info.source.span(fn),
+                           hint="write the DAG function as a plain `def`")
+        return fn
+    enable_after(info)
+    _check_module_tasks(project, info, fn)
+    return _lowered(project, info, fn, fn.name, {})
+
+
+def _lowered(project: Project, info: ModuleInfo, fn: ast.FunctionDef, qualname: str,
+             outer: dict[str, str]) -> ast.FunctionDef:
+    """`fn` (a DAG function, or a task group in one, named `qualname` as Python names it) in dagc's forms; `outer`:
+    the tasks and groups of the functions it is defined in, by the names its body may use for them."""
+    lowered = copy_function(fn)
+    assert isinstance(lowered, ast.FunctionDef)
+    nested = {**outer, **_nested_tasks(project, info, fn, lowered, qualname, outer)}
+    local = bound_names(lowered) - set(nested)
+    body = [_Renamer(nested).visit(stmt) for stmt in lowered.body]
+    rewriter = _DagRewriter(project, info, local)
+    body = [rewriter.visit(stmt) for stmt in body]
+    lowered.body = _Ordering(project, info, local).statements(body) or [ast.copy_location(ast.Pass(), fn)]
+    return lowered
+
+
+def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef, lowered: ast.FunctionDef,
+                  qualname: str, outer: dict[str, str]) -> dict[str, str]:
+    """The `@task` functions and `@task_group`s `fn` defines, as tasks and (inlined) pipelines of the module named
+    `qualname.<locals>.name` (their Python qualified name); removed from the rewritten body. Returns {name in
+    the body: symbol}."""
+    found: dict[str, str] = {}
+    kept: list[ast.stmt] = []
+    for stmt, original in zip(lowered.body, fn.body):
+        name = f"{qualname}.<locals>.{getattr(original, 'name', '')}"
+        if isinstance(original, ast.FunctionDef) and _is_group(info, original):
+            group = _lowered(project, info, original, name, {**outer, **found})
+            info.symbols[name] = PipelineDef(original.name, info.name, FunctionSig.of(original), group, info.source,
+                                             weakref.ref(info), dialect="airflow")
+            found[original.name] = name
+            continue
+        form = _task_decorator(project, info, original)
+        if form is None:
+            kept.append(stmt)
+            continue
+        assert isinstance(original, (ast.FunctionDef, ast.AsyncFunctionDef))
+        options, _ = task_options(project, info, form if isinstance(form, ast.Call) else None)
+        returns = ast.unparse(original.returns) if original.returns is not None else None
+        task = TaskDef(original.name, info.name, name, FunctionSig.of(original), options, returns, original,
+                       info.source, dialect="airflow")
+        info.tasks[name] = task
+        info.symbols[name] = task
+        found[original.name] = name
+    lowered.body = kept
+    return found
+
+
+def _is_group(info: ModuleInfo, fn: ast.FunctionDef) -> bool:
+    """`@task_group` (or `@task_group(...)`): a function whose body calls tasks, run inline where it is called."""
+    return any(dotted_name(info, d.func if isinstance(d, ast.Call) else d) in _GROUP for d in fn.decorator_list)
+
+
+def _task_decorator(project: Project, info: ModuleInfo, stmt: ast.stmt) -> ast.Call | bool | None:
+    """For a nested function decorated as an Airflow task: its decorator call (or True without one); None
+    for another statement. A task form dagc does not run (`@task.bash`, `@task.branch`, ...) is reported."""
+    if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    for decorator in stmt.decorator_list:
+        found = decorator_form(info, decorator)
+        if found is not None and found[0].dialect == "airflow" and found[0].kind == "task":
+            if isinstance(stmt, ast.AsyncFunctionDef) or _takes_context(stmt):
+                project.sink.error("DAGC108", f"task `{stmt.name}` takes Airflow's run context or is async, which "
+                                   "dagc does not give", info.source.span(stmt),
+                                   hint=f"pass the values the task needs as arguments; {_HINT}")
+            return found[1] if found[1] is not None else True  # type: ignore[return-value]
+        name = dotted_name(info, decorator.func if isinstance(decorator, ast.Call) else decorator) or ""
+        if name.startswith(("airflow.sdk.task.", "airflow.decorators.task.")):
+            project.sink.error("DAGC108", f"`@{name.rpartition('.')[0].rpartition('.')[2]}.{name.rpartition('.')[2]}`"
+                               " is not supported: dagc runs Python `@task` functions", info.source.span(decorator),
+                               hint=f"write the step as a plain `@task` function; {_HINT}")
+            return True
+    return None
+
+
+def _check_module_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef) -> None:
+    """The module-level `@task` functions the DAG function calls that take the run context, or are not Python
+    tasks: reported at their definition."""
+    called = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    for stmt in info.source.tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in called:
+            _task_decorator(project, info, stmt)
+
+
+def _takes_context(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """`**context` / `**kwargs`: Airflow passes the task's run context in it."""
+    return fn.args.kwarg is not None
+
+
+class _Renamer(ast.NodeTransformer):
+    """Points the body's uses of its nested tasks at the tasks' symbols."""
+
+    def __init__(self, nested: dict[str, str]) -> None:
+        self.nested = nested
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load) and node.id in self.nested:
+            return ast.copy_location(ast.Name(self.nested[node.id], ast.Load()), node)
+        return node
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        return node
+
+
+class _DagRewriter(ast.NodeTransformer):
+    """Rewrites TaskFlow's call forms: `.expand`, `.partial(...).expand`, `.override(...)(...)`, operators."""
+
+    def __init__(self, project: Project, info: ModuleInfo, local: set[str]) -> None:
+        self.project, self.info, self.local = project, info, local
+        self.taken = set(local)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        return node
+
+    def visit_With(self, node: ast.With) -> ast.AST:
+        names = [dotted_name(self.info, i.context_expr.func) for i in node.items if isinstance(i.context_expr, ast.Call)]
+        if any(n and n.endswith("TaskGroup") for n in names):
+            return ast.copy_location(ast.Expr(unsupported(
+                self.project, self.info, node, "Airflow's `TaskGroup` is not supported",
+                f"call the tasks in the DAG function's body (a `@task_group` function is also a plain call); "
+                f"{_HINT}")), node)
+        return self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in ("expand", "expand_kwargs"):
+            return self._expand(node, func)
+        self.generic_visit(node)
+        if isinstance(func, ast.Call) and isinstance(func.func, ast.Attribute) and func.func.attr == "override" \
+                and is_function_ref(func.func.value, self.local):
+            return call_of(func.func.value, node.args, node.keywords, node)  # task ids, pools: not what it computes
+        name = dotted_name(self.info, func) or ""
+        if name.startswith("airflow.") and name.rpartition(".")[2][:1].isupper():
+            return unsupported(self.project, self.info, node,
+                               f"Airflow operator `{name.rpartition('.')[2]}` is not supported: dagc compiles "
+                               "TaskFlow `@task` functions", f"write the step as a `@task` function; {_HINT}")
+        return node
+
+    def _expand(self, node: ast.Call, func: ast.Attribute) -> ast.expr:
+        """`task.expand(x=xs)`, `task.partial(k=v).expand(x=xs)`: one call per item (several mapped keywords:
+        Airflow's cross product, the first keyword outermost)."""
+        base, fixed = func.value, []
+        if isinstance(base, ast.Call) and isinstance(base.func, ast.Attribute) and base.func.attr == "partial":
+            fixed = [ast.keyword(arg=k.arg, value=self.visit(k.value)) for k in base.keywords]
+            if base.args or any(k.arg is None for k in base.keywords):
+                return unsupported(self.project, self.info, base, "`.partial()` takes keyword arguments only",
+                                   f"write `task.partial(y=1).expand(x=items)`; {_HINT}")
+            base = base.func.value
+        if func.attr == "expand_kwargs" or node.args or not node.keywords or any(k.arg is None for k in node.keywords):
+            return unsupported(self.project, self.info, node, f"`.{func.attr}(...)` of this form is not supported",
+                               f"map over keyword arguments: `task.expand(x=items)`; {_HINT}")
+        if not is_function_ref(base, self.local):
+            return unsupported(self.project, self.info, node, "`.expand()` on something that is not a task",
+                               f"expand a `@task` function: `task.expand(x=items)`; {_HINT}")
+        mapped = [(k.arg or "", Mapped(self.visit(k.value))) for k in node.keywords]
+        if len(mapped) == 1:
+            return fan_out(base, [], [(k.arg or "", k.value) for k in fixed] + mapped, node, self.taken)
+        # a cross product: nested generators, the first keyword outermost
+        comp = fan_out(base, [], [(k.arg or "", k.value) for k in fixed] + mapped[:1], node, self.taken)
+        for keyword, items in mapped[1:]:
+            inner = fan_out(base, [], [(keyword, items)], node, self.taken)
+            comp.generators.extend(inner.generators)
+            assert isinstance(comp.elt, ast.Call)
+            comp.elt.keywords.extend(k for k in inner.elt.keywords if k.arg == keyword)  # type: ignore[attr-defined]
+        return comp
+
+
+class _Ordering:
+    """`a >> b`, `b << a`, `a >> [b, c]`, `chain(a, b, c)` statements: each downstream task's call becomes
+    `dagc.after(call, *upstream)`; a task call written in the chain itself is bound to a name first."""
+
+    def __init__(self, project: Project, info: ModuleInfo, local: set[str]) -> None:
+        self.project, self.info, self.local = project, info, local
+        self.count = 0
+
+    def statements(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        assigned: dict[str, ast.Assign] = {}
+        for stmt in body:
+            groups = self._groups(stmt.value) if isinstance(stmt, ast.Expr) else None
+            if groups is None:
+                out.append(stmt)
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                    assigned[stmt.targets[0].id] = stmt
+                continue
+            names: list[list[str]] = []
+            failed = False
+            for group in groups:
+                row = []
+                for operand in group:
+                    if isinstance(operand, ast.Name) and operand.id in assigned:
+                        row.append(operand.id)
+                    elif isinstance(operand, ast.Call):
+                        self.count += 1
+                        name = f"_ordered{self.count}"
+                        bound = ast.copy_location(ast.Assign([ast.copy_location(ast.Name(name, ast.Store()), operand)],
+                                                             operand), operand)
+                        out.append(bound)
+                        assigned[name] = bound
+                        row.append(name)
+                    else:
+                        unsupported(self.project, self.info, operand, "an order (`>>`) between what is not the "
+                                    "result of a task call in this DAG function",
+                                    f"order task calls, or names bound to them: `a = extract()` then `a >> b`; {_HINT}")
+                        failed = True
+                names.append(row)
+            if failed:
+                continue
+            for upstream, downstream in zip(names, names[1:]):
+                for name in downstream:
+                    self._after(assigned[name], upstream, out)
+        return out
+
+    def _after(self, stmt: ast.Assign, upstream: list[str], out: list[ast.stmt]) -> None:
+        """Make `stmt`'s task call wait for the tasks bound to `upstream`. An upstream bound after `stmt` (Airflow
+        orders regardless of where tasks are written) moves `stmt` after it, when nothing in between reads
+        what `stmt` binds or rebinds what it reads."""
+        position = out.index(stmt)
+        bound_at = {t.id: i for i, s in enumerate(out) if isinstance(s, ast.Assign) for t in s.targets
+                    if isinstance(t, ast.Name)}
+        last = max((bound_at[u] for u in upstream if bound_at.get(u, -1) > position), default=None)
+        if last is not None:
+            between = out[position + 1:last + 1]
+            reads = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
+            binds = {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+            touched = {n.id for s in between for n in ast.walk(s) if isinstance(n, ast.Name)
+                       and (n.id in binds or (n.id in reads and isinstance(n.ctx, ast.Store)))}
+            if touched:
+                unsupported(self.project, self.info, stmt, f"`{sorted(touched)[0]}` is used between this task and "
+                            "a task ordered before it", f"call the upstream task first, then this one; {_HINT}")
+                return
+            out.remove(stmt)
+            out.insert(last, stmt)
+        prerequisites = [ast.copy_location(ast.Name(u, ast.Load()), stmt) for u in upstream]
+        value = stmt.value
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == AFTER:
+            value.args.extend(prerequisites)
+        elif isinstance(value, ast.ListComp) and isinstance(value.elt, ast.Call):  # a mapped task: each item waits
+            value.elt = after(value.elt, prerequisites, value.elt)
+        elif isinstance(value, ast.Call):
+            stmt.value = after(value, prerequisites, value)
+        else:
+            unsupported(self.project, self.info, stmt, "an order (`>>`) to what is not a task call",
+                        f"order task calls: `a = extract()` then `a >> b`; {_HINT}")
+
+    def _groups(self, expr: ast.expr) -> list[list[ast.expr]] | None:
+        """The operand groups of `a >> [b, c] >> d` (or `<<`, or `chain(...)`) in the order they run; None
+        for any other expression."""
+        if isinstance(expr, ast.Call) and dotted_name(self.info, expr.func) in _CHAIN:
+            return [list(a.elts) if isinstance(a, (ast.List, ast.Tuple)) else [a] for a in expr.args]
+        if not (isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.RShift, ast.LShift))):
+            return None
+        ops: list[ast.expr] = []
+        kinds: set[type] = set()
+        node: ast.expr = expr
+        while isinstance(node, ast.BinOp) and isinstance(node.op, (ast.RShift, ast.LShift)):
+            kinds.add(type(node.op))
+            ops.append(node.right)
+            node = node.left
+        ops.append(node)
+        ops.reverse()
+        if len(kinds) > 1:
+            unsupported(self.project, self.info, expr, "`>>` and `<<` mixed in one statement",
+                        f"write one direction per statement; {_HINT}")
+            return []
+        if ast.LShift in kinds:
+            ops.reverse()
+        return [list(o.elts) if isinstance(o, (ast.List, ast.Tuple)) else [o] for o in ops]
