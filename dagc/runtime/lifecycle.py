@@ -116,13 +116,22 @@ def load_modules(source_root: Path, search_paths: Sequence[str], modules: Sequen
 
     from dagc.annotations import PROGRAM_VARIABLE
 
-    os.environ[PROGRAM_VARIABLE] = "1"
-
     for entry in reversed(search_paths):
         path = str((source_root / entry).resolve())
         if path not in sys.path:
             sys.path.insert(0, path)
-    return {name: importlib.import_module(name) for name in modules}
+    # set while the modules are imported (their pipelines are decorated then), and only then: a process that
+    # calls a program's main() and goes on (a notebook, a test) must not pass it to what it starts later, whose
+    # own pipeline calls would then do nothing
+    previous = os.environ.get(PROGRAM_VARIABLE)
+    os.environ[PROGRAM_VARIABLE] = "1"
+    try:
+        return {name: importlib.import_module(name) for name in modules}
+    finally:
+        if previous is None:
+            os.environ.pop(PROGRAM_VARIABLE, None)
+        else:
+            os.environ[PROGRAM_VARIABLE] = previous
 
 
 class Program:
