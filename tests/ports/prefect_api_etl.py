@@ -60,7 +60,8 @@ def save_csv(df: pd.DataFrame, path: str) -> dict:
 
 
 @flow(name="devto_etl", log_prints=True)
-def etl(api_base: str, pages: int, per_page: int, output_file: str) -> dict:
+def etl(api_base: str = "https://dev.example/api", pages: int = 3, per_page: int = 30,
+        output_file: str = "devto_articles.csv") -> dict:
     """Run the end-to-end ETL for *pages* of articles."""
 
     # Extract – simple loop for clarity
