@@ -19,6 +19,7 @@ from dagc.driver import compile_file
 from dagc.frontend import compile_source
 from dagc.ir.core import DIALECT_ATTR
 from dagc.ir.regions import walk
+from dagc.runtime.events import read_events
 from tests.conftest import run_dagc
 from tests.engines import run_local, run_ray, run_torch
 from tests.interpreters import run_python
@@ -132,6 +133,15 @@ def test_flow_on_ray_and_torch_equals_metaflows_run(tmp_path: Path, metaflow_run
     script = PORTS / f"{port}.py"
     ray = run_ray(script, FLOWS[port], _params(port, tmp_path, "ray"), tmp_path, ray_cluster.address)
     assert _comparable(port, ray) == metaflow_run(port)
+    # every step's artifacts were stored, a foreach's among them: resuming the finished run runs no step of it
+    # again but those keyed on their inputs' content (after a step that acts on the world, like @retry's marker)
+    program = tmp_path / f"{FLOWS[port].replace('.', '_')}_ray.py"
+    again = run_python([str(program), "--address", ray_cluster.address, "--resume", str(tmp_path / "ray-run")],
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    last = read_events(tmp_path / "ray-run" / "events.jsonl", event="run_start")[-1]["run"]
+    rerun = {e["task"] for e in read_events(tmp_path / "ray-run" / "events.jsonl", run=last, event="start")}
+    assert rerun <= {"risky", "end"} and not any(t.startswith("map") for t in rerun), (rerun, again.stderr[-3000:])
     torch = run_torch(script, FLOWS[port], _params(port, tmp_path, "torch"), tmp_path)
     assert _comparable(port, torch) == metaflow_run(port)
 

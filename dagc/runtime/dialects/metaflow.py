@@ -42,7 +42,9 @@ class Artifacts:
     step: str
     values: dict[str, Any]  # the artifacts set on `self` (and inherited), by name
     fixed: dict[str, Any]  # the flow's parameters and class-level values: read-only in every step
-    stack: tuple[Any, ...] = ()  # Metaflow's ForeachFrame per enclosing foreach
+    # per enclosing foreach, the fields of Metaflow's ForeachFrame as a plain tuple: Metaflow defines that class in
+    # `__main__`, which is not the same module in the process that unpickles the artifacts (a Ray worker)
+    stack: tuple[tuple[Any, ...], ...] = ()
     foreach: tuple[str, int, tuple[Any, ...] | None] | None = None  # (artifact, splits, shown values) of a foreach
 
 
@@ -72,11 +74,9 @@ def run_step(cls: type, step: str, *args: Any, **parameters: Any) -> Any:
         index = args[1] if len(args) > 1 else None
         stack = list(parent.stack)
         if index is not None:  # the first step of a foreach item pushes its frame, as Metaflow's task does
-            from metaflow.tuple_util import ForeachFrame
-
             assert parent.foreach is not None, f"step {step} follows no foreach"
             var, splits, shown = parent.foreach
-            stack.append(ForeachFrame(step, var, splits, index, shown[index] if shown else None))
+            stack.append((step, var, splits, index, shown[index] if shown else None))
         flow, inputs = _instance(cls, step, parent.fixed, tuple(stack), parent.values), None
     flow = _run(cls, step, function, flow, inputs, node)
     return _result(cls, step, node, flow)
@@ -148,7 +148,7 @@ def _result(cls: type, step: str, node: Any, flow: Any) -> Any:
     fixed = flow.__dict__["_fixed"]
     if node.type == "end":
         return dict(sorted({**fixed, **values, "name": cls.__name__}.items()))
-    stack = tuple(flow.__dict__["_foreach_stack"])
+    stack = tuple(tuple(frame) for frame in flow.__dict__["_foreach_stack"])
     if transition is not None and transition[1] is not None:  # a foreach: its items' indices go to the map
         splits = int(flow.__dict__["_foreach_num_splits"])
         shown = flow.__dict__.get("_foreach_values")
@@ -172,10 +172,12 @@ def _artifacts(flow: Any) -> dict[str, Any]:
 def _instance(cls: type, step: str, fixed: dict[str, Any], stack: tuple[Any, ...],
               values: dict[str, Any] | None = None) -> Any:
     """A flow object for `step`, holding copies of `values` (Metaflow's datastore hands each task its own)."""
+    from metaflow.tuple_util import ForeachFrame
+
     _make_fixed_properties(cls, fixed)
     flow = cls.__new__(cls)  # (FlowSpec.__init__ parses the command line and runs the flow)
     flow.__dict__.update(name=cls.__name__, _datastore=None, _transition=None, _cached_input={}, _current_step=step,
-                         _foreach_stack=list(stack), _fixed=fixed, _success=False, _task_ok=None, _exception=None)
+                         _foreach_stack=[ForeachFrame(*frame) for frame in stack], _fixed=fixed, _success=False, _task_ok=None, _exception=None)
     if values:
         flow.__dict__.update(copy.deepcopy(values))
     return flow
