@@ -205,3 +205,34 @@ def test_orderings_and_cross_products(tmp_path: Path) -> None:
     pairs = [n for n in graph.topological_order() if graph.node(n).function == "pair"]
     got = [tuple(v.value for _, v in graph.node(n).kwargs) for n in pairs]  # type: ignore[union-attr]
     assert got == [(x, y) for x in (1, 2) for y in (3, 4, 5)]
+
+
+CLOSURE = '''\
+from airflow.sdk import dag, task
+
+
+@dag
+def scaled():
+    factor = {factor}
+
+    @task
+    def scale(x: int) -> int:
+        return x * factor
+
+    return scale(2)
+'''
+
+
+def test_nested_task_code_sees_what_it_closes_over(tmp_path: Path) -> None:
+    """A task defined in the DAG function reads the function's locals: editing one changes the digest the program
+    compares at start, so a cached result of the task is not reused."""
+    from dagc.backends.fingerprint import code_table
+    from dagc.runtime.code import code_digest
+
+    script = tmp_path / "scaled.py"
+    script.write_text(CLOSURE.format(factor=3))
+    table, files = code_table(compile_file(script, pipeline_name="scaled"))
+    names, _upstream, emitted = table["scale"]
+    assert code_digest(names, tmp_path, files) == emitted
+    script.write_text(CLOSURE.format(factor=4))
+    assert code_digest(names, tmp_path, files) != emitted

@@ -273,32 +273,26 @@ def _define_function(project: Project, info: ModuleInfo, fn: ast.FunctionDef | a
 
 def _define_dialect_function(project: Project, info: ModuleInfo, fn: ast.FunctionDef | ast.AsyncFunctionDef,
                              form: DecoratorForm, call: ast.Call | None) -> None:
-    """A task or pipeline written for another framework (`@dsl.component`, `@flow`): its dialect's module reads
-    the decorator's options (dagc.frontend.dialects.<dialect>: `task_options(project, info, call)`)."""
+    """A task or pipeline written for another framework (`@dsl.component`, `@flow`), read by its dialect's module
+    (dagc.frontend.dialects.<dialect>): `task_options(project, info, call)` reads a task decorator's options,
+    `refine_task(project, info, task)` (where defined) gives the task as the framework's pipelines call it, and
+    `pipeline_node(project, info, fn)` gives a pipeline's body rewritten into dagc's forms."""
     import importlib
 
+    dialect = importlib.import_module(f"dagc.frontend.dialects.{form.dialect}")
     sig = FunctionSig.of(fn)
-    try:
-        dialect = importlib.import_module(f"dagc.frontend.dialects.{form.dialect}")
-    except ModuleNotFoundError:  # a dialect whose decorators take no options dagc reads
-        dialect = None
-    # `refine(project, info, definition)`: the dialect's own reading of the definition (its signature as the
-    # framework sees it, a pipeline body lowered into dagc's forms); the definition itself where it has none
-    refine = getattr(dialect, "refine", lambda _project, _info, definition: definition)
     if form.kind == "task":
-        reader = getattr(dialect, "task_options", None)
-        options, after = reader(project, info, call) if reader is not None else (TaskOptions(), ())
-        info.tasks[fn.name] = refine(project, info, TaskDef(
-            fn.name, info.name, fn.name, sig, options,
-            ast.unparse(fn.returns) if fn.returns is not None else None, fn, info.source, after,
-            dialect=form.dialect))
+        options, after = dialect.task_options(project, info, call)
+        task = TaskDef(fn.name, info.name, fn.name, sig, options,
+                       ast.unparse(fn.returns) if fn.returns is not None else None, fn, info.source, after,
+                       dialect=form.dialect)
+        refine_task = getattr(dialect, "refine_task", None)
+        info.tasks[fn.name] = refine_task(project, info, task) if refine_task is not None else task
         info.symbols[fn.name] = info.tasks[fn.name]
         return
-    # a dialect may rewrite its pipeline's body into dagc's forms (`pipeline_node(project, info, fn)`)
-    lower = getattr(dialect, "pipeline_node", None)
-    body = lower(project, info, fn) if lower is not None else fn
-    info.pipelines[fn.name] = refine(project, info, PipelineDef(
-        fn.name, info.name, sig, body, info.source, weakref.ref(info), dialect=form.dialect))
+    body = dialect.pipeline_node(project, info, fn)
+    info.pipelines[fn.name] = PipelineDef(fn.name, info.name, sig, body, info.source, weakref.ref(info),
+                                          dialect=form.dialect)
     info.symbols[fn.name] = info.pipelines[fn.name]
 
 

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from dagc.frontend.modules import ModuleInfo, Opaque, Project
 
-__all__ = ["DecoratorForm", "DECORATORS", "dotted_name", "decorator_form"]
+__all__ = ["DecoratorForm", "DECORATORS", "CLASS_BASES", "dotted_name", "decorator_form", "class_dialect",
+           "scan_dialect_class"]
 
 
 @dataclass(frozen=True)
@@ -30,26 +31,23 @@ class DecoratorForm:
 # (dagc.frontend.dialects.<dialect>) reads the options and call forms that go with them.
 DECORATORS: dict[str, DecoratorForm] = {}
 
+# A framework whose flows are classes (Metaflow's FlowSpec): the base class's dotted name -> the dialect whose
+# module (dagc.frontend.dialects.<dialect>) reads such a class with `scan_flow(project, info, node)`.
+CLASS_BASES: dict[str, str] = {}
+
 
 def dotted_name(info: ModuleInfo, expr: ast.expr) -> str | None:
     """The absolute dotted name `expr` (a name or attribute chain) stands for through the module's imports:
     `dsl.component` after `from kfp import dsl` is `kfp.dsl.component`; None for a local or unknown name."""
     from dagc.frontend.modules import ImportedModule, ImportedName
+    from dagc.frontend.values import module_qualified
 
-    attrs: list[str] = []
-    while isinstance(expr, ast.Attribute):
-        attrs.append(expr.attr)
-        expr = expr.value
-    if not isinstance(expr, ast.Name):
-        return None
-    symbol = info.symbols.get(expr.id)
-    if isinstance(symbol, ImportedName):
-        base = f"{symbol.module}.{symbol.name}"
-    elif isinstance(symbol, ImportedModule):
-        base = symbol.module
-    else:
-        return None
-    return ".".join([base, *reversed(attrs)])
+    root = expr
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name) or not isinstance(info.symbols.get(root.id), (ImportedModule, ImportedName)):
+        return None  # (module_qualified reads an unbound name as a builtin's)
+    return module_qualified(expr, info)
 
 
 def decorator_form(info: ModuleInfo, expr: ast.expr) -> tuple[DecoratorForm, ast.Call | None] | None:
@@ -58,13 +56,6 @@ def decorator_form(info: ModuleInfo, expr: ast.expr) -> tuple[DecoratorForm, ast
     name = dotted_name(info, call.func if call is not None else expr)
     form = DECORATORS.get(name) if name is not None else None
     return (form, call) if form is not None else None
-
-
-# each dialect's module registers its decorators in DECORATORS when imported: one line per dialect
-from dagc.frontend.dialects import kfp as _kfp  # noqa: E402,F401
-# A framework whose flows are classes (Metaflow's FlowSpec): the base class's dotted name -> the dialect whose
-# module (dagc.frontend.dialects.<dialect>) reads such a class with `scan_flow(project, info, node)`.
-CLASS_BASES: dict[str, str] = {}
 
 
 def class_dialect(info: ModuleInfo, node: ast.ClassDef) -> str | None:
@@ -83,7 +74,9 @@ def scan_dialect_class(project: Project, info: ModuleInfo, node: ast.ClassDef) -
     return importlib.import_module(f"dagc.frontend.dialects.{dialect}").scan_flow(project, info, node)
 
 
-from dagc.frontend.dialects import metaflow as _metaflow  # noqa: E402,F401  (registers its class bases)
-# Each dialect's module registers its decorators in DECORATORS when imported: one line per dialect.
+# Each dialect's module registers its decorators in DECORATORS (or its flow classes in CLASS_BASES) when
+# imported: one line per dialect.
 from dagc.frontend.dialects import airflow as _airflow  # noqa: E402, F401
+from dagc.frontend.dialects import kfp as _kfp  # noqa: E402, F401
+from dagc.frontend.dialects import metaflow as _metaflow  # noqa: E402, F401
 from dagc.frontend.dialects import prefect as _prefect  # noqa: E402, F401

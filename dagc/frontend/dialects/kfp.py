@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING
 from dagc.frontend.dialects import DECORATORS, DecoratorForm, dotted_name
 
 if TYPE_CHECKING:
-    from dagc.frontend.modules import ModuleInfo, PipelineDef, Project, TaskDef
+    from dagc.frontend.modules import ModuleInfo, Project, TaskDef
 
-__all__ = ["refine", "task_options", "component_outputs", "SINGLE_OUTPUT", "artifact_kind"]
+__all__ = ["refine_task", "pipeline_node", "task_options", "component_outputs", "SINGLE_OUTPUT", "artifact_kind"]
 
 DECORATORS.update({
     f"{package}.{name}": DecoratorForm("kfp", kind)
@@ -74,35 +74,39 @@ def component_outputs(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[tuple
     return tuple(names), plain and len(names) == 1
 
 
-def refine(project: Project, info: ModuleInfo, definition: TaskDef | PipelineDef) -> TaskDef | PipelineDef:
-    """A component as a pipeline calls it (without its output parameters, which the runtime makes), or a
-    pipeline with its body lowered into dagc's forms."""
-    from dagc.frontend.modules import FunctionSig, TaskDef
+def refine_task(project: Project, info: ModuleInfo, task: TaskDef) -> TaskDef:
+    """A component as a pipeline calls it: without its output parameters, which the runtime makes."""
+    from dagc.frontend.modules import FunctionSig
 
-    if isinstance(definition, TaskDef):
-        sig = FunctionSig(tuple(p for p in definition.sig.params
-                                if artifact_kind(p.node.annotation) not in ("output", "output_path")))
-        _, plain = component_outputs(definition.node)
-        returns = definition.returns if plain else None  # a dict of outputs, typed by the component's fields
-        options = definition.options
-        if len(sig.params) < len(definition.sig.params):
-            # its artifacts' files lie in the run directory that made them, which may be gone when `--cache`
-            # would reuse them in a later run: such a component runs anew (`.set_caching_options(True)` reuses)
-            options = dataclasses.replace(options, cache=False)
-        return dataclasses.replace(definition, sig=sig, returns=returns, options=options)
+    del project, info
+    sig = FunctionSig(tuple(p for p in task.sig.params
+                            if artifact_kind(p.node.annotation) not in ("output", "output_path")))
+    _, plain = component_outputs(task.node)
+    returns = task.returns if plain else None  # a dict of outputs, typed by the component's fields
+    options = task.options
+    if len(sig.params) < len(task.sig.params):
+        # its artifacts' files lie in the run directory that made them, which may be gone when `--cache`
+        # would reuse them in a later run: such a component runs anew (`.set_caching_options(True)` reuses)
+        options = dataclasses.replace(options, cache=False)
+    return dataclasses.replace(task, sig=sig, returns=returns, options=options)
+
+
+def pipeline_node(project: Project, info: ModuleInfo,
+                  fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.FunctionDef | ast.AsyncFunctionDef:
+    """The pipeline's body lowered into dagc's forms (dagc.frontend.dialects.kfp_lower)."""
     from dagc.frontend.dialects.kfp_lower import lower_pipeline
 
     try:
-        return dataclasses.replace(definition, node=lower_pipeline(project, info, definition.node))
+        return lower_pipeline(project, info, fn)
     except Exception:  # a bug in dagc: say so, with the traceback, instead of crashing
         import traceback
 
         from dagc.frontend.source import name_span
 
-        project.sink.error("DAGC900", f"internal compiler error while reading KFP pipeline `{definition.name}`; "
-                           "this is a bug in dagc", name_span(info.source, definition.node),
+        project.sink.error("DAGC900", f"internal compiler error while reading KFP pipeline `{fn.name}`; "
+                           "this is a bug in dagc", name_span(info.source, fn),
                            hint="please report it with this input\n" + traceback.format_exc())
-        return definition
+        return fn
 
 
 def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> tuple[object, tuple[str, ...]]:

@@ -2,7 +2,7 @@
 
 A KFP pipeline body builds task objects; dagc's values are the tasks' results. The lowering is syntactic:
 
-    t = comp(x=a).set_retry(2).after(s)      t = kfp·after(comp·L·C(x=a), s)   (a TaskDef with retries=2)
+    t = comp(x=a).set_retry(2).after(s)      t = dagc·after(comp·L·C(x=a), s)  (a TaskDef with retries=2)
     t.output / t.outputs["m"]                 t / t["m"]   (a component with several outputs returns a dict)
     with dsl.ParallelFor(xs, parallelism=2)   for x in kfp·each(xs, concurrency=2):   (plain `for` on a literal)
         as x:                                     ... ; kfp·collected·N.append(<collected value>)
@@ -10,7 +10,7 @@ A KFP pipeline body builds task objects; dagc's values are the tasks' results. T
     with dsl.If(c): / dsl.Elif / dsl.Else     if c: / elif: / else:
     e = cleanup(); with dsl.ExitHandler(e):   try: ... finally: e = cleanup()
 
-The names it introduces (`kfp·after`, `comp·12·8`, ...) are not Python identifiers, so no user name clashes
+The names it introduces (`dagc·after`, `comp·12·8`, ...) are not Python identifiers, so no user name clashes
 with them. Constructs dagc cannot run say so at their line (DAGC196) and settings it does not honour are
 warned about (DAGC197).
 """
@@ -23,14 +23,14 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from dagc.frontend.dialects.kfp import component_outputs, is_container_component, kfp_name
+from dagc.frontend.dialects.rewrite import AFTER, enable_after
 
 if TYPE_CHECKING:
     from dagc.frontend.modules import ModuleInfo, Project
 
 __all__ = ["lower_pipeline"]
 
-AFTER = "kfp·after"  # bound to dagc.after in the module (`ModuleInfo.dagc_names`)
-EACH = "kfp·each"  # bound to dagc.each
+EACH = "kfp·each"  # bound to dagc.each in the module (`ModuleInfo.dagc_names`)
 
 # task methods that set an option dagc plans or runs with: method -> (option, the argument holding it)
 OPTION_METHODS: dict[str, tuple[str, str]] = {
@@ -77,7 +77,7 @@ class _Unsupported(Exception):
 def lower_pipeline(project: Project, info: ModuleInfo, fn: ast.FunctionDef | ast.AsyncFunctionDef
                    ) -> ast.FunctionDef | ast.AsyncFunctionDef:
     """A copy of pipeline `fn` whose body is in dagc's own forms (the module docstring lists them)."""
-    info.dagc_names.setdefault(AFTER, "after")
+    enable_after(info)
     info.dagc_names.setdefault(EACH, "each")
     lowered = copy.deepcopy(fn)
     lowering = _Lowering(project, info, lowered)

@@ -20,14 +20,14 @@ from dagc.frontend.modules import Constant, ModuleInfo, Project
 __all__ = ["AFTER", "enable_after", "bound_names", "is_function_ref", "call_of", "after", "fan_out", "Mapped",
            "is_scalar", "scalar_names", "unsupported", "copy_function"]
 
-# The name a rewritten body calls for `dagc.after` (no user code can bind it: it is not an identifier a module
-# would define at its top level, and the rewrite only writes it into bodies it made).
-AFTER = "__dagc_after__"
+# The name a rewritten body (a Prefect flow's, an Airflow DAG's, a KFP pipeline's) calls for `dagc.after`: not
+# a Python identifier, so no user name clashes with it.
+AFTER = "dagc·after"
 
 
 def enable_after(info: ModuleInfo) -> None:
     """Let rewritten bodies of `info` call `dagc.after` by `AFTER`, whether the module imports dagc or not."""
-    info.dagc_names[AFTER] = "after"
+    info.dagc_names.setdefault(AFTER, "after")
 
 
 def copy_function(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.FunctionDef | ast.AsyncFunctionDef:

@@ -536,8 +536,11 @@ class Calls(Component):
         if task.dialect is not None:
             node.attrs[DIALECT_ATTR] = task.dialect
         self.cx.state.record_effects(node, task, named, scope, info)
-        owner = task.qualname.rpartition(".")[0]
-        if task.dialect is not None and owner:  # a framework's step method reads its class (helpers, class values)
+        # a framework's step method reads its class (helpers, class values); a task defined inside a function
+        # (an Airflow DAG's) reads what that function binds before it: the outermost definition covers both
+        outer, nested, _ = task.qualname.partition(".<locals>.")
+        owner = outer if nested else task.qualname.rpartition(".")[0]
+        if task.dialect is not None and owner:
             node.attrs["code.reaches"] = [*node.attrs.get("code.reaches", ()), f"{task.module}:{owner}"]
         self.cx.last_task = node
         if scope.inlined:
