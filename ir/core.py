@@ -19,7 +19,7 @@ from .order import CycleError, topological_order
 from .payload import Region
 from .types import Operand, TaskOptions, iter_refs
 
-__all__ = ["Node", "Param", "Graph", "OPS", "MODULE_VALUE_ATTR", "DIALECT_ATTR", "SCRIPT_ARGUMENTS_ATTR", "REGION_OPS", "ALL_OPS", "REGION_BODIES", "NODE_BODIES", "output_name",
+__all__ = ["Node", "Param", "Graph", "OPS", "MODULE_VALUE_ATTR", "DIALECT_ATTR", "KEEP_ATTR", "SCRIPT_ARGUMENTS_ATTR", "REGION_OPS", "ALL_OPS", "REGION_BODIES", "NODE_BODIES", "output_name",
            "region_bodies", "body_names", "clone_node"]
 
 # Node kinds. `task` calls a user function; `fused` runs its members (its body `members`) in order;
@@ -34,6 +34,9 @@ MODULE_VALUE_ATTR = "task.module_value"
 # dialect: "metaflow", "kfp", ...): programs call it through `dagc.runtime.dialects.adapt(dialect, fn)`, which
 # unwraps the framework's decorator and gives the function what that framework would (dagc.frontend.dialects).
 DIALECT_ATTR = "task.dialect"
+# A `task` node its framework always runs (KFP runs every component of a pipeline, once): `dce` keeps it even when
+# nothing reads its result. It is stored and reused as any task is (unlike `side_effects=True`).
+KEEP_ATTR = "task.keep"
 # The graph attribute that describes the argparse parser a pipeline body builds and the values it parsed at
 # compile time (dagc.frontend.arguments); programs parse the script's arguments with it again when they start.
 SCRIPT_ARGUMENTS_ATTR = "script.arguments"

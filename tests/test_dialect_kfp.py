@@ -300,3 +300,44 @@ def test_dagc_check_prints_the_unsupported_line_with_its_hint(tmp_path: Path, ca
     err = capsys.readouterr().err
     assert "p.py:11:9: error[DAGC196]: `.ignore_upstream_failure()` is not supported by dagc" in err
     assert "t = greet(name=name).ignore_upstream_failure()" in err and "= hint: a dagc run stops" in err
+
+
+KEPT = '''
+from kfp import dsl
+
+
+@dsl.component
+def double(x: int) -> int:
+    return 2 * x
+
+
+@dsl.component
+def note(x: int) -> str:
+    print("noted", x)
+    return "ok"
+
+
+@dsl.pipeline
+def kept(n: int = 3) -> int:
+    doubled = double(x=n)
+    note(x=doubled.output)
+    return doubled.output
+'''
+
+
+def test_every_component_runs_once_and_is_reused_by_the_cache(tmp_path: Path) -> None:
+    """As in KFP, a component runs even when nothing reads its result; and its result is stored and reused as
+    any task's (no component is taken to act on the world)."""
+    from dagc.runtime.events import read_events
+
+    script = tmp_path / "kept.py"
+    script.write_text(KEPT, encoding="utf-8")
+    graph = compile_file(script)
+    assert {n.name for n in graph if n.op == "task"} == {"double", "note"}
+    for name in ("first", "second"):
+        assert run_local(script, "kept", {}, tmp_path, "--cache", str(tmp_path / "cache"), "--run-dir",
+                         str(tmp_path / name)) == 6
+    assert {e["task"] for e in read_events(tmp_path / "first" / "events.jsonl", event="start")} == {"double", "note"}
+    second = read_events(tmp_path / "second" / "events.jsonl")
+    assert not [e for e in second if e["event"] == "start"]
+    assert {e["task"] for e in second if e["event"] == "skip"} == {"double", "note"}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from dagc.ir.core import Graph
+from dagc.ir.core import KEEP_ATTR, Graph, Node
 from dagc.ir.effects import final_writers, has_effects
 from dagc.passes.base import Pass, PassContext, register
 
@@ -24,7 +24,7 @@ class DeadCodeElimination(Pass):
     only_removes: ClassVar[bool] = True
 
     def apply(self, ctx: PassContext, graph: Graph) -> None:
-        roots = [n.name for n in graph if has_effects(n)]
+        roots = [n.name for n in graph if has_effects(n) or _kept(n)]
         outputs = graph.output_values()
         for value in outputs:
             producer = graph.producer(value)
@@ -60,3 +60,10 @@ class DeadCodeElimination(Pass):
         for name in sorted(waiting):
             if name in graph:
                 graph.set_deps(name, (dep for dep in graph.node(name).deps if dep in graph))
+
+
+def _kept(node: Node) -> bool:
+    """A node its framework always runs, or a region or fused group holding one (ir.core.KEEP_ATTR)."""
+    from dagc.ir.regions import walk
+
+    return bool(node.attrs.get(KEEP_ATTR)) or any(inner.attrs.get(KEEP_ATTR) for inner in walk(node))

@@ -35,6 +35,9 @@ DECORATORS: dict[str, DecoratorForm] = {}
 # module (dagc.frontend.dialects.<dialect>) reads such a class with `scan_flow(project, info, node)`.
 CLASS_BASES: dict[str, str] = {}
 
+# The dialects whose framework runs every task of a pipeline, used or not: their tasks carry `ir.core.KEEP_ATTR`.
+RUNS_EVERY_TASK: set[str] = set()
+
 
 def dotted_name(info: ModuleInfo, expr: ast.expr) -> str | None:
     """The absolute dotted name `expr` (a name or attribute chain) stands for through the module's imports:

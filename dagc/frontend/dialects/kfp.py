@@ -13,7 +13,7 @@ import ast
 import dataclasses
 from typing import TYPE_CHECKING
 
-from dagc.frontend.dialects import DECORATORS, DecoratorForm, dotted_name
+from dagc.frontend.dialects import DECORATORS, RUNS_EVERY_TASK, DecoratorForm, dotted_name
 
 if TYPE_CHECKING:
     from dagc.frontend.modules import ModuleInfo, Project, TaskDef
@@ -25,6 +25,7 @@ DECORATORS.update({
     for package in ("kfp.dsl", "kfp.v2.dsl")  # (kfp.v2: the 1.8 name, still importable)
     for name, kind in (("component", "task"), ("pipeline", "pipeline"))
 })
+RUNS_EVERY_TASK.add("kfp")
 
 SINGLE_OUTPUT = "Output"  # what KFP names the return value of a component that returns one value
 
@@ -111,12 +112,12 @@ def pipeline_node(project: Project, info: ModuleInfo,
 
 def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> tuple[object, tuple[str, ...]]:
     """`@dsl.component(base_image=..., packages_to_install=[...])`: nothing dagc plans with (the component
-    runs in the program's own environment). KFP runs every task of a pipeline, once: none is removed or
-    merged, whatever its effects (`side_effects`)."""
+    runs in the program's own environment). KFP runs every task of a pipeline, once: none is removed, whether
+    or not its result is used (`RUNS_EVERY_TASK`), and as a component is no `pure=True` task, none is merged."""
     from dagc.ir.types import TaskOptions
 
     del project, info, call
-    return TaskOptions(side_effects=True), ()
+    return TaskOptions(), ()
 
 
 def kfp_name(info: ModuleInfo, expr: ast.expr) -> str | None:

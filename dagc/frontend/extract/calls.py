@@ -51,7 +51,8 @@ from dagc.frontend.modules import (
 from dagc.frontend.source import name_span
 from dagc.frontend.static import NotStatic, ParserMisuse, eval_static
 from dagc.frontend.typecheck import compatible, describe_mismatch, item_type
-from dagc.ir.core import DIALECT_ATTR, Node, output_name
+from dagc.frontend.dialects import RUNS_EVERY_TASK
+from dagc.ir.core import DIALECT_ATTR, KEEP_ATTR, Node, output_name
 from dagc.ir.types import Const, Operand, Ref, Seq, TaskOptions, iter_refs, operand_from_python
 
 _FILE_PLACEHOLDER = re.compile(r"\{(\w+)\}")
@@ -535,6 +536,8 @@ class Calls(Component):
                     span, tuple(deps))
         if task.dialect is not None:
             node.attrs[DIALECT_ATTR] = task.dialect
+            if task.dialect in RUNS_EVERY_TASK:
+                node.attrs[KEEP_ATTR] = True
         self.cx.state.record_effects(node, task, named, scope, info)
         # a framework's step method reads its class (helpers, class values); a task defined inside a function
         # (an Airflow DAG's) reads what that function binds before it: the outermost definition covers both

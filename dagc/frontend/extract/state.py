@@ -15,7 +15,7 @@ from dagc.frontend.extract.values import Dyn, ExtractError, Scope, Static, Value
 from dagc.frontend.fix_edits import readonly_without, task_option_fix
 from dagc.frontend.modules import ModuleInfo, TaskDef
 from dagc.frontend.source import name_span
-from dagc.ir.core import Graph, Node
+from dagc.ir.core import KEEP_ATTR, Graph, Node
 from dagc.ir.facts import Effects, FilePaths
 from dagc.ir.location import SourceSpan
 from dagc.ir.types import Map, Operand, Ref, Seq, iter_refs
@@ -369,7 +369,7 @@ class StateChecks(Component):
         from dagc.ir.effects import has_effects
 
         node = self.cx.last_task
-        if node is None or not isinstance(call, ast.Call) or has_effects(node):
+        if node is None or not isinstance(call, ast.Call) or has_effects(node) or node.attrs.get(KEEP_ATTR):
             return  # (the common case, checked before the span: computing it costs more)
         if node.effects.seeded:
             return  # it seeds the generator: kept when a later task draws from it (dce says DAGC152 if not)
