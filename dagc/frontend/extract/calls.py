@@ -12,6 +12,7 @@ from typing import Any
 from dagc.diagnostics import Note
 from dagc.frontend import library as lib
 from dagc.frontend.configs import ConfigClass, StaticFunction
+from dagc.frontend.dialects import RUNS_EVERY_TASK
 from dagc.frontend.extract.context import Component
 from dagc.frontend.extract.draws import random_call
 from dagc.frontend.extract.messages import LOGGING_HINT, logging_call
@@ -51,7 +52,6 @@ from dagc.frontend.modules import (
 from dagc.frontend.source import name_span
 from dagc.frontend.static import NotStatic, ParserMisuse, eval_static
 from dagc.frontend.typecheck import compatible, describe_mismatch, item_type
-from dagc.frontend.dialects import RUNS_EVERY_TASK
 from dagc.ir.core import DIALECT_ATTR, KEEP_ATTR, Node, output_name
 from dagc.ir.types import Const, Operand, Ref, Seq, TaskOptions, iter_refs, operand_from_python
 
