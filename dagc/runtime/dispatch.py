@@ -54,7 +54,8 @@ class Dispatcher:
 
     Readiness is kept as it changes: each step asks Ray only about the inputs not yet seen ready (an input, once
     ready, stays so), and a task becomes startable when its last one is, so that a step costs what is still
-    awaited, not every input of every waiting task again."""
+    awaited, not every input of every waiting task again. No ref is held longer than a waiting task needs it (a
+    held ref keeps its object in Ray's object store)."""
 
     def __init__(self, ranks: Mapping[str, float], capacity: int) -> None:
         self.ranks, self.capacity = dict(ranks), max(1, capacity)
@@ -62,7 +63,6 @@ class Dispatcher:
         self.done: dict[str, ray.ObjectRef] = {}  # waiting task -> the ref that says it ended
         self.missing: dict[str, set[ray.ObjectRef]] = {}  # waiting task -> its inputs not yet seen ready
         self.readers: dict[ray.ObjectRef, list[str]] = {}  # input not yet seen ready -> the waiting tasks it feeds
-        self.ready: set[ray.ObjectRef] = set()  # inputs seen ready
         self.startable: set[str] = set()  # waiting tasks whose inputs are all ready
         self.holding: dict[ray.ObjectRef, str] = {}  # done ref -> its task, granted and not yet ended
         self.failed_open = False  # the granting thread stopped while Ray runs on: every task is granted at once
@@ -84,7 +84,7 @@ class Dispatcher:
             if self.failed_open:
                 self.slots.grant.remote([task])
                 return
-            missing = {ref for ref in needs if ref not in self.ready}
+            missing = set(needs)  # (one ready already is found so at the next step)
             self.done[task], self.missing[task] = done, missing
             for ref in missing:
                 self.readers.setdefault(ref, []).append(task)
@@ -145,7 +145,6 @@ class Dispatcher:
             for ref in ended:
                 self.holding.pop(ref, None)
             for ref in found:
-                self.ready.add(ref)
                 for task in self.readers.pop(ref, ()):
                     missing = self.missing[task]
                     missing.discard(ref)
