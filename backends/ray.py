@@ -413,7 +413,7 @@ def _emit_map_tasks(w: CodeWriter, node: Node, function: str, names: Names, alia
             w.line(f"return run_map(job, {item_fn}, {map_items_call(node, names, record=False)}, ({args.rstrip(' ')}), "
                    f"({inits.rstrip(' ')}), concurrency={concurrency!r})")
         w.line()
-        w.line(f"return job.run(body{key_values(node, names.rows, names)})")  # type: ignore[attr-defined]
+        w.line(f"return {_job_run(key_values(node, names.rows, names))}")  # type: ignore[attr-defined]
 
 
 def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: dict[str, str],
@@ -466,7 +466,15 @@ def _emit_task(w: CodeWriter, node: Node, function: str, names: Names, aliases: 
                 w.line(f"return {outs[0]}" if len(outs) == 1 else f"return {', '.join(outs)}")
         w.line()
         key = key_values(node, names.rows, names)  # type: ignore[attr-defined]
-        w.line(f"return job.run(body{', ' + task_args if node.op == 'task' and task_args else ''}{key})")
+        w.line(f"return {_job_run(key, task_args if node.op == 'task' else '')}")
+
+
+def _job_run(key: str, task_args: str = "") -> str:
+    """The call that runs a task's body on its arguments; `job.run_keyed` with `key` (`, key_values=(...)`) for a
+    unit keyed on the content of what it reads (it takes no arguments: a task's own may have any name)."""
+    if key:
+        return f"job.run_keyed(body{key})"
+    return f"job.run(body, {task_args})" if task_args else "job.run(body)"
 
 
 def _after(graph: Graph, node: Node) -> list[str]:

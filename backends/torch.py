@@ -170,13 +170,13 @@ def _task_lines(w: CodeWriter, node: Node, names: Names, aliases: dict[str, str]
                 names.used_values = saved  # type: ignore[attr-defined]
             w.line(f"return {', '.join(outputs)}")
         key = key_values(node, names.rows, names)  # type: ignore[attr-defined]
-        w.line(f"{target}rt.task({node.name!r}, {fn}{key})  # {node.span}")
+        w.line(f"{target}rt.{'keyed' if key else 'task'}({node.name!r}, {fn}{key})  # {node.span}")
         return
     if node.op == "glue":
         source = glue_source(node, names)
         function = {"[]": "list", "{}": "dict"}.get(source, f"lambda: {source}")  # a new, empty container
         key = key_values(node, names.rows, names)  # type: ignore[attr-defined]
-        w.line(f"{target}rt.task({node.name!r}, {function}{key})  # {node.span}")
+        w.line(f"{target}rt.{'keyed' if key else 'task'}({node.name!r}, {function}{key})  # {node.span}")
         return
     function = task_function(node, aliases[node.module])
     call = call_source(node, function, names)

@@ -50,14 +50,22 @@ class Slots:
 
 
 class Dispatcher:
-    """The driver's side: which gated tasks wait for what, which hold a slot, and the thread that grants."""
+    """The driver's side: which gated tasks wait for which inputs, which hold a slot, and the thread that grants.
+
+    Readiness is kept as it changes: each step asks Ray only about the inputs not yet seen ready (an input, once
+    ready, stays so), and a task becomes startable when its last one is, so that a step costs what is still
+    awaited, not every input of every waiting task again. No ref is held longer than a waiting task needs it (a
+    held ref keeps its object in Ray's object store)."""
 
     def __init__(self, ranks: Mapping[str, float], capacity: int) -> None:
         self.ranks, self.capacity = dict(ranks), max(1, capacity)
         self.slots = Slots.remote()
-        self.waiting: dict[str, tuple[list[ray.ObjectRef], ray.ObjectRef]] = {}  # task -> (needs, done ref)
+        self.done: dict[str, ray.ObjectRef] = {}  # waiting task -> the ref that says it ended
+        self.missing: dict[str, set[ray.ObjectRef]] = {}  # waiting task -> its inputs not yet seen ready
+        self.readers: dict[ray.ObjectRef, list[str]] = {}  # input not yet seen ready -> the waiting tasks it feeds
+        self.startable: set[str] = set()  # waiting tasks whose inputs are all ready
         self.holding: dict[ray.ObjectRef, str] = {}  # done ref -> its task, granted and not yet ended
-        self.order: list[str] = []  # tasks in the order they were granted (for the run's record)
+        self.failed_open = False  # the granting thread stopped while Ray runs on: every task is granted at once
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -73,7 +81,15 @@ class Dispatcher:
     def add(self, task: str, needs: list[ray.ObjectRef], done: ray.ObjectRef) -> None:
         """Task `task` was submitted: it may start once `needs` are ready and a slot is free; `done` says it ended."""
         with self._lock:
-            self.waiting[task] = (list(dict.fromkeys(needs)), done)
+            if self.failed_open:
+                self.slots.grant.remote([task])
+                return
+            missing = set(needs)  # (one ready already is found so at the next step)
+            self.done[task], self.missing[task] = done, missing
+            for ref in missing:
+                self.readers.setdefault(ref, []).append(task)
+            if not missing:
+                self.startable.add(task)
         self._wake.set()
 
     def start(self) -> None:
@@ -95,47 +111,53 @@ class Dispatcher:
         while not self._stop.is_set():
             try:
                 watched, eager = self._step()
-            except Exception:  # noqa: BLE001 - Ray is shutting down: the run is ending
-                return
-            self._wake.clear()
-            if watched:
-                try:
+                self._wake.clear()
+                if watched:
                     ray.wait(watched, num_returns=1, timeout=EAGER_POLL_S if eager else POLL_S, fetch_local=False)
-                except Exception:  # noqa: BLE001 - as above
-                    return
-            else:
-                self._wake.wait(POLL_S)
+                else:
+                    self._wake.wait(POLL_S)
+            except Exception:  # noqa: BLE001 - Ray is shutting down (the run is ending), or the thread is broken
+                self._fail_open()
+                return
+
+    def _fail_open(self) -> None:
+        """Grant every task still waiting, and each one submitted later: Ray's own order, never a task held
+        for a slot that nothing will grant."""
+        with self._lock:
+            self.failed_open = True
+            waiting = sorted(self.done)
+            self.done.clear()
+        if waiting and not self._stop.is_set():
+            try:
+                self.slots.grant.remote(waiting)
+            except Exception:  # noqa: BLE001 - Ray is gone: its tasks went with it
+                pass
 
     def _step(self) -> tuple[list[ray.ObjectRef], bool]:
         """Free the slots of ended tasks, grant free slots to the ready tasks of highest rank; returns the refs
         whose readiness may change what to grant next, and whether a slot is free for a task still waiting."""
         with self._lock:
-            holding = dict(self.holding)
-            waiting = dict(self.waiting)
-        if holding:
-            ended, _ = ray.wait(list(holding), num_returns=len(holding), timeout=0, fetch_local=False)
-            with self._lock:
-                for ref in ended:
-                    self.holding.pop(ref, None)
-                free = self.capacity - len(self.holding)
-        else:
-            free = self.capacity
-        needed = list(dict.fromkeys(ref for needs, _ in waiting.values() for ref in needs))
-        ready: set[ray.ObjectRef] = set()
-        if needed:
-            found, _ = ray.wait(needed, num_returns=len(needed), timeout=0, fetch_local=False)
-            ready = set(found)
-        startable = [task for task, (needs, _) in waiting.items() if all(ref in ready for ref in needs)]
-        startable.sort(key=lambda task: (-self.ranks.get(task, 0.0), task))
-        chosen = startable[:max(0, free)]
-        if chosen:
-            with self._lock:
-                for task in chosen:
-                    _, done = self.waiting.pop(task)
-                    self.holding[done] = task
-                    self.order.append(task)
-            self.slots.grant.remote(chosen)
+            holding = list(self.holding)
+            awaited = list(self.readers)
+        ended = ray.wait(holding, num_returns=len(holding), timeout=0, fetch_local=False)[0] if holding else []
+        found = ray.wait(awaited, num_returns=len(awaited), timeout=0, fetch_local=False)[0] if awaited else []
         with self._lock:
-            pending = [ref for needs, _ in self.waiting.values() for ref in needs if ref not in ready]
-            eager = bool(self.waiting) and len(self.holding) < self.capacity
-            return list(dict.fromkeys([*self.holding, *pending])), eager
+            for ref in ended:
+                self.holding.pop(ref, None)
+            for ref in found:
+                for task in self.readers.pop(ref, ()):
+                    missing = self.missing[task]
+                    missing.discard(ref)
+                    if not missing:
+                        self.startable.add(task)
+            free = self.capacity - len(self.holding)
+            chosen = sorted(self.startable, key=lambda task: (-self.ranks.get(task, 0.0), task))[:max(0, free)]
+            for task in chosen:
+                self.startable.discard(task)
+                del self.missing[task]
+                self.holding[self.done.pop(task)] = task
+            watched = [*self.holding, *self.readers]
+            eager = bool(self.done) and len(self.holding) < self.capacity
+        if chosen:
+            self.slots.grant.remote(chosen)
+        return watched, eager

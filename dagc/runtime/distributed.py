@@ -355,13 +355,22 @@ class Runner:
 
         signal.signal(signal.SIGTERM, on_term)
 
-    # ---- the three verbs -------------------------------------------------------------------------
-    def task(self, name: str, fn: Callable[..., Any], /, *args: Any, key_values: tuple | None = None,
-             **kwargs: Any) -> Any:
+    # ---- the verbs -----------------------------------------------------------------------------
+    def task(self, name: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """Run task `name` on this rank (with the others of its group), load its stored output, or
         skip it; returns its value, or placeholders where this rank does not hold it. Attempts,
         retries (a multi-rank task's ranks retry together), timeouts and events are the executor's
-        (dagc.runtime.executor); a task that fails for good raises TaskFailed naming it and this rank."""
+        (dagc.runtime.executor); a task that fails for good raises TaskFailed naming it and this rank.
+        Every argument after `fn` is the task's own, whatever its name."""
+        return self._task(name, fn, args, kwargs, None)
+
+    def keyed(self, name: str, fn: Callable[[], Any], /, key_values: tuple) -> Any:
+        """`task` for a glue node, fused group or region that takes no arguments and is keyed on the content of
+        `key_values`, the values it reads from outside (dagc.runtime.executor)."""
+        return self._task(name, fn, (), {}, key_values)
+
+    def _task(self, name: str, fn: Callable[..., Any], args: tuple, kwargs: dict[str, Any],
+              key_values: tuple | None) -> Any:
         ranks, outputs, spec = self.tasks[name].ranks, self.tasks[name].outputs, self.specs[name]
         placeholder: Any = tuple(None for _ in outputs) if len(outputs) > 1 else None
         owner = ranks[0] == self.rank

@@ -115,9 +115,17 @@ class Job:
             return max(1, min(_process_threads[0], int(cpus)))
         return capped(_process_threads[0], share_of)
 
-    def run(self, body: Callable[..., Any], /, *args: Any, key_values: tuple | None = None, **kwargs: Any) -> tuple:
-        """Run the task's body on its arguments; returns (*outputs, info). `key_values`: what a fused group or
-        region reads from outside, for keying it on their content (dagc.runtime.executor)."""
+    def run(self, body: Callable[..., Any], /, *args: Any, **kwargs: Any) -> tuple:
+        """Run the task's body on its arguments (every one the task's own, whatever its name); returns
+        (*outputs, info)."""
+        return self._run(body, args, kwargs, None)
+
+    def run_keyed(self, body: Callable[[], Any], /, key_values: tuple) -> tuple:
+        """`run` for a glue node, fused group or region that takes no arguments and is keyed on the content of
+        `key_values`, the values it reads from outside (dagc.runtime.executor)."""
+        return self._run(body, (), {}, key_values)
+
+    def _run(self, body: Callable[..., Any], args: tuple, kwargs: dict[str, Any], key_values: tuple | None) -> tuple:
         self.prepare()
         store = RunStore(self.run_dir)
         where: dict[str, Any] = {"node": ray.get_runtime_context().get_node_id(), "device": self.device,
