@@ -2,8 +2,9 @@
 
 A `Graph` holds its nodes in program order (a topological order when the graph is valid). Edges
 are derived from the operands that nodes consume and from explicit ordering dependencies, so there
-is one source of truth; the graph keeps a users index (value → readers) and a waiters index (node →
-nodes ordered after it) current as nodes change, and orders nodes with the one helper of dagc.ir.order.
+is one source of truth; the graph builds a users index (value → readers) and a waiters index (node →
+nodes ordered after it) at their first use, keeps them current as nodes change, and orders nodes with the
+one helper of dagc.ir.order.
 """
 
 from __future__ import annotations
@@ -192,13 +193,14 @@ class Node:
                 if owner is not None:
                     owner._reindex(self)
             return
+        replaced = self.__dict__.get(key) if key == "outputs" else None  # (the producers it leaves)
         object.__setattr__(self, key, value)
         if key == "attrs":
             self._route_facts()
         elif key in _INDEXED:  # the graph that holds this node keeps its users index current
             owner = self.__dict__.get("_owner")
             if owner is not None:
-                owner._reindex(self)
+                owner._reindex(self, replaced)
 
     def __getstate__(self) -> dict[str, Any]:
         # a copy (or a pickle) belongs to no graph until one adds it
@@ -278,9 +280,9 @@ class Graph:
     """A compiled pipeline.
 
     The graph owns the nodes it holds (each knows its graph) and keeps, for each value, the nodes that read
-    it, and for each node, the nodes that wait for it by an ordering dependency: a node's setters keep them
-    current (as xDSL's operand setters and torch.fx's `args` setter keep uses), so `consumers`, `successors`
-    and `replace_uses` never scan the whole graph."""
+    it, and for each node, the nodes that wait for it by an ordering dependency (both built when first asked
+    for): a node's setters keep them current (as xDSL's operand setters and torch.fx's `args` setter keep
+    uses), so `consumers`, `successors` and `replace_uses` never scan the whole graph."""
 
     def __init__(
         self,
@@ -307,7 +309,10 @@ class Graph:
         self._users: dict[str, dict[str, None]] = {}  # value name -> the nodes that read it
         self._waiters: dict[str, dict[str, None]] = {}  # node name -> the nodes with an ordering dep on it
         # node name -> (values it names, its deps, its outputs, the field objects they were read from)
-        self._indexed: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[Any, ...]]] = {}
+        self._indexed: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[Any, ...]]] = {}
+        # the users and waiters indexes are built at their first use, in one pass: extraction adds tens of
+        # thousands of nodes, and `dagc check` (verify, dce, cse) seldom asks who reads a value
+        self._indexes_built = False
         self._position: dict[str, int] = {}  # program order (increasing, not dense)
         self._next_position = 0
 
@@ -338,6 +343,7 @@ class Graph:
     def remove_node(self, name: str) -> Node:
         node = self._nodes.pop(name)
         self._unindex(node)
+        self._drop_producers(node, node.outputs)
         del self._position[name]
         node.__dict__.pop("_owner", None)
         return node
@@ -372,7 +378,30 @@ class Graph:
         self._nodes[node.name] = node
         self._position[node.name] = position
         node.__dict__["_owner"] = self
-        self._index(node)
+        self._add_producers(node)
+        if self._indexes_built:
+            self._index(node)
+
+    def _ensure_indexes(self) -> None:
+        if not self._indexes_built:
+            self._indexes_built = True
+            for node in self._nodes.values():
+                self._index(node)
+
+    def _add_producers(self, node: Node) -> None:
+        for value in node.outputs:
+            # a second producer is kept out of the map; the verifier reports it
+            self._producer.setdefault(value, node.name)
+
+    def _drop_producers(self, node: Node, outputs: Iterable[str]) -> None:
+        lost = [value for value in outputs if self._producer.get(value) == node.name]
+        for value in lost:
+            del self._producer[value]
+        for value in lost:  # another node that also makes it (an invalid graph) becomes its producer
+            for other in self._nodes.values():
+                if other is not node and value in other.outputs:
+                    self._producer[value] = other.name
+                    break
 
     def _index(self, node: Node) -> None:
         reads = _names_read(node)
@@ -384,39 +413,33 @@ class Graph:
             self._users.setdefault(value, {})[node.name] = None
         for dep in node.deps:
             self._waiters.setdefault(dep, {})[node.name] = None
-        for value in node.outputs:
-            # a second producer is kept out of the map; the verifier reports it
-            self._producer.setdefault(value, node.name)
-        self._indexed[node.name] = (reads, tuple(node.deps), tuple(node.outputs), _fields_read(node))
+        self._indexed[node.name] = (reads, tuple(node.deps), _fields_read(node))
 
     def _unindex(self, node: Node) -> None:
-        reads, deps, outputs, _ = self._indexed.pop(node.name)
-        _forget(self._users, reads, node.name)
-        _forget(self._waiters, deps, node.name)
-        lost = [value for value in outputs if self._producer.get(value) == node.name]
-        for value in lost:
-            del self._producer[value]
-        for value in lost:  # another node that also makes it (an invalid graph) becomes its producer
-            for other in self._nodes.values():
-                if other is not node and value in other.outputs:
-                    self._producer[value] = other.name
-                    break
+        if self._indexes_built:
+            reads, deps, _ = self._indexed.pop(node.name)
+            _forget(self._users, reads, node.name)
+            _forget(self._waiters, deps, node.name)
 
-    def _reindex(self, node: Node) -> None:
-        """Called by a node's setters: its reads, deps or outputs changed (or those of a node in its bodies)."""
+    def _reindex(self, node: Node, replaced_outputs: tuple[str, ...] | None = None) -> None:
+        """Called by a node's setters: its reads, deps or outputs changed (or those of a node in its bodies);
+        `replaced_outputs` are its outputs before a change of them."""
         if self._nodes.get(node.name) is not node:
             root = self._nodes.get(node.__dict__.get("_root", ""))
             if root is None or not any(inner is node for inner in _nested(root)):
                 return  # a node this graph no longer holds
-            node = root
+            node, replaced_outputs = root, None  # (the outputs of a body's node have no producer entry)
+        if replaced_outputs is not None:
+            self._drop_producers(node, replaced_outputs)
+            self._add_producers(node)
         self._unindex(node)
-        self._index(node)
+        if self._indexes_built:
+            self._index(node)
 
     def _rebuild_producers(self) -> None:
         self._producer = {}
         for node in self._nodes.values():
-            for value in node.outputs:
-                self._producer.setdefault(value, node.name)
+            self._add_producers(node)
 
     def replace_uses(self, mapping: Mapping[str, str], only: Iterable[str] | None = None) -> None:
         """Read `mapping[v]` wherever value `v` is read: in every node (or the nodes named in `only`), in
@@ -426,6 +449,7 @@ class Graph:
         if not mapping:
             return
         if only is None:  # the readers, from the users index: no scan of the graph
+            self._ensure_indexes()
             readers: dict[str, None] = {}
             for value in mapping:
                 readers.update(self._users.get(value, {}))
@@ -444,24 +468,29 @@ class Graph:
 
     def invalidate(self) -> None:
         """Rebuild the graph's indexes from scratch (after a node's fields were changed behind its setters, for
-        instance by writing to `node.__dict__`)."""
+        instance by writing to `node.__dict__`); the users and waiters indexes at their next use."""
         self._users.clear()
         self._waiters.clear()
         self._indexed.clear()
-        self._producer.clear()
-        for node in self._nodes.values():
-            self._index(node)
+        self._indexes_built = False
+        self._rebuild_producers()
 
     def stale_index(self) -> str | None:
-        """What of the graph's indexes disagrees with its nodes (for the verifier), or None."""
+        """What of the graph's indexes disagrees with its nodes (for the verifier), or None. Indexes not built
+        yet cannot be stale: they will be built from the nodes as they are then."""
+        for value, maker in self._producer.items():
+            if value not in getattr(self._nodes.get(maker), "outputs", ()):
+                return f"what `{maker}` makes"
         for name, node in self._nodes.items():
-            reads, deps, outputs, fields = self._indexed.get(name, ((), (), (), ()))
+            if any(value not in self._producer for value in node.outputs):
+                return f"what `{name}` makes"
+            if not self._indexes_built:
+                continue
+            reads, deps, fields = self._indexed.get(name, ((), (), ()))
             now = _fields_read(node)
             if len(now) != len(fields) or any(a is not b for a, b in zip(now, fields)):  # (cheap: by identity)
                 if tuple(node.deps) != deps:
                     return f"what `{name}` waits for"
-                if tuple(node.outputs) != outputs:
-                    return f"what `{name}` makes"
                 if _names_read(node) != reads:
                     return f"what `{name}` reads"
             elif (node.bodies or _names_values(node.effects) or _names_values(node.comm)) and _names_read(node) != reads:
@@ -511,6 +540,7 @@ class Graph:
 
     def successors(self, name: str) -> list[str]:
         """Nodes that depend on this node, in program order."""
+        self._ensure_indexes()
         node = self._nodes[name]
         out: dict[str, None] = {}
         for value in node.outputs:
@@ -536,16 +566,19 @@ class Graph:
 
     def waiters(self, name: str) -> list[str]:
         """The nodes with an ordering dependency on node `name`, in program order (from the waiters index)."""
+        self._ensure_indexes()
         return sorted(self._waiters.get(name, {}), key=self._position.__getitem__)
 
     def consumers(self, value: str) -> list[str]:
         """The nodes that read `value` as an operand, in program order (from the users index)."""
+        self._ensure_indexes()
         return sorted((name for name in self._users.get(value, {}) if value in self._nodes[name].input_values()),
                       key=self._position.__getitem__)
 
     def users(self, value: str) -> list[str]:
         """The nodes that name `value` anywhere (operands, region payload, bodies, typed records), in program
         order: those a renaming of `value` changes."""
+        self._ensure_indexes()
         return sorted(self._users.get(value, {}), key=self._position.__getitem__)
 
     def _reach(self, start: str, step: Any) -> set[str]:

@@ -90,13 +90,12 @@ def _operands(node: Node, bad: list[str]) -> Iterator[Operand]:
 
 
 def _find_cycle(preds: list[list[int]]) -> list[int] | None:
-    """Indices along one cycle, in data-flow order, starting at the smallest, or None (dagc.ir.order)."""
+    """Indices along one cycle, in data-flow order, starting at the smallest, or None (dagc.ir.order, which
+    starts a cycle at the item given first: here the smallest index)."""
     try:
         topological_order(range(len(preds)), preds.__getitem__)  # type: ignore[arg-type]
     except CycleError as exc:
-        flow: list[int] = exc.cycle
-        first = flow.index(min(flow))
-        return flow[first:] + flow[:first]
+        return list(exc.cycle)
     return None
 
 

@@ -10,9 +10,24 @@ from dagc.diagnostics import DiagnosticSink
 from dagc.frontend.effects import EffectAnalyzer, Effects
 from dagc.frontend.modules import Project
 
-__all__ = ["HEAD", "_write", "effects_of"]
+__all__ = ["HEAD", "HISTORY_TASKS", "_write", "effects_of"]
 
 HEAD = "import random\nimport dagc\n\n"
+
+# One task appends to a module-level list and another reads it: the smallest pair that shares state.
+HISTORY_TASKS = """\
+HISTORY = []
+
+
+@dagc.task
+def record(x: int) -> None:
+    HISTORY.append(x)
+
+
+@dagc.task
+def count() -> int:
+    return len(HISTORY)
+"""
 
 
 def _write(tmp_path: Path, source: str, name: str = "m.py") -> Path:

@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 from dagc.driver import compile_file
+from tests.effect_sources import HISTORY_TASKS
 from tests.interpreters import run_python
 
 # ---- diagnostics that explain, and no false ones ---------------------------------------------------------------
@@ -107,20 +108,7 @@ def test_plan_says_why_devices_are_idle(tmp_path: Path) -> None:
     from tests.conftest import run_dagc
 
     script = tmp_path / "flow.py"
-    script.write_text(textwrap.dedent('''\
-        import dagc
-
-        HISTORY = []
-
-
-        @dagc.task
-        def record(x: int) -> None:
-            HISTORY.append(x)
-
-
-        @dagc.task
-        def count() -> int:
-            return len(HISTORY)
+    script.write_text("import dagc\n\n" + HISTORY_TASKS + textwrap.dedent('''\
 
 
         @dagc.pipeline

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.effect_sources import effects_of
+from tests.effect_sources import HISTORY_TASKS, effects_of
 from tests.property import examples
 
 
@@ -96,17 +96,7 @@ def test_helpers_and_user_classes_are_analysed(tmp_path: Path) -> None:
 
 
 def test_module_state_and_the_world(tmp_path: Path) -> None:
-    found = effects_of(tmp_path, """
-        HISTORY = []
-
-        @dagc.task
-        def record(x: int) -> None:
-            HISTORY.append(x)
-
-        @dagc.task
-        def count() -> int:
-            return len(HISTORY)
-
+    found = effects_of(tmp_path, HISTORY_TASKS + textwrap.dedent("""
         @dagc.task
         def shout(x: int) -> None:
             print(x)
@@ -114,7 +104,7 @@ def test_module_state_and_the_world(tmp_path: Path) -> None:
         @dagc.task
         def quiet(x: int) -> str:
             return str(x)
-    """)
+    """))
     assert set(found["record"].globals_written) == {"m.HISTORY"}
     assert found["count"].globals_read == {"m.HISTORY"} and not found["count"].globals_written
     # printing is an output channel: kept, but not state and not an action on the world

@@ -12,6 +12,7 @@ from dagc.backend_warnings import ignored_option_warnings
 from dagc.diagnostics import Diagnostic, render_text
 from dagc.frontend import compile_source
 from dagc.passes.base import PassSpecError, parse_pipeline
+from tests.effect_sources import HISTORY_TASKS
 
 
 def compiled(tmp_path: Path, source: str) -> tuple[list[Diagnostic], dict[str, str], object]:
@@ -74,23 +75,12 @@ def test_dagc155_underlines_the_whole_change(tmp_path: Path) -> None:
 
 
 def test_dagc157_note_underlines_the_whole_change(tmp_path: Path) -> None:
-    diagnostics, sources, _ = compiled(tmp_path, """
-        import dagc
-        HISTORY = []
-
-        @dagc.task
-        def record(x: int) -> None:
-            HISTORY.append(x)
-
-        @dagc.task
-        def count() -> int:
-            return len(HISTORY)
-
+    diagnostics, sources, _ = compiled(tmp_path, "import dagc\n" + HISTORY_TASKS + textwrap.dedent("""
         @dagc.pipeline
         def p():
             record(1)
             return count()
-    """)
+    """))
     [warning] = only(diagnostics, "DAGC157")
     assert carets_under(render_text([warning], sources), "HISTORY.append(x)") == "^" * len("HISTORY.append(x)")
 

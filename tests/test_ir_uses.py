@@ -101,12 +101,33 @@ def test_a_change_behind_the_setters_is_reported_by_the_verifier() -> None:
     g = chain(3)
     for node in g:
         node.span = SourceSpan("g.py", 1, 1)
-    assert verify(g) == []
+    assert verify(g) == [] and g.consumers("n0") == ["n1"]  # (the users index is built at its first use)
     g.node("n2").__dict__["args"] = (Ref("n0"),)
     (diag,) = verify(g)
     assert diag.code == "DAGC205" and "what `n2` reads" in diag.message
     g.invalidate()
     assert verify(g) == [] and g.consumers("n0") == ["n1", "n2"]
+    g.node("n2").__dict__["outputs"] = ("renamed",)
+    (diag,) = verify(g)
+    assert diag.code == "DAGC205" and "what `n2` makes" in diag.message
+
+
+def test_the_users_index_built_at_its_first_use_sees_the_nodes_as_they_are_then() -> None:
+    from dagc.ir.verifier import verify
+
+    g = chain(3)
+    for node in g:
+        node.span = SourceSpan("g.py", 1, 1)
+    g.node("n2").__dict__["args"] = (Ref("n0"),)  # before anything asked who reads a value
+    assert verify(g) == []
+    assert g.consumers("n0") == ["n1", "n2"] and g.successors("n0") == ["n1", "n2"] and g.consumers("n1") == []
+
+
+def test_renaming_an_output_before_the_index_is_built_moves_its_producer() -> None:
+    g = chain(3)
+    g.node("n1").outputs = ("m1",)
+    assert g.producer("m1") is g.node("n1") and g.producer("n1") is None
+    assert g.predecessors("n2") == [] and g.consumers("n1") == ["n2"]
 
 
 def test_one_order_prefers_the_given_order_and_names_a_cycle() -> None:

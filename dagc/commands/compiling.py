@@ -19,7 +19,7 @@ from dagc.commands.common import (
     write_or_print,
 )
 from dagc.diagnostics import CompileError, Diagnostic
-from dagc.usage import UsageError
+from dagc.usage import UsageError, parse_params
 
 
 def _every_pipeline(args: argparse.Namespace) -> list[str]:
@@ -28,8 +28,7 @@ def _every_pipeline(args: argparse.Namespace) -> list[str]:
         return []
     from dagc.frontend import list_pipelines
 
-    given = frozenset(name for name, _ in (p.partition("=")[::2] for p in getattr(args, "param", None) or []))
-    return list_pipelines(args.input, given=given)
+    return list_pipelines(args.input, given=frozenset(parse_params(getattr(args, "param", None) or [])))
 
 
 def cmd_check(args: argparse.Namespace) -> int:

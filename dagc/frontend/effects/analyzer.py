@@ -17,7 +17,6 @@ class EffectAnalyzer:
     def __init__(self, project: Project) -> None:
         self.project = project
         self._cache: dict[int, Effects] = {}
-        self._active: set[int] = set()
         self._methods: dict[str, list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, ModuleInfo, bool]]] = {}
         self._indexed = -1
         self._kinds: dict[int, GlobalValue] = {}
