@@ -97,6 +97,19 @@ def test_module_level_grids_built_by_comprehensions_and_itertools(tmp_path: Path
     assert run_local(script, "main", {}, tmp_path) == plain_result(script, "main", tmp_path)
 
 
+def test_a_module_level_iterator_looped_over_twice_is_reported(tmp_path: Path) -> None:
+    """Plain Python's second loop over `itertools.product(...)` gets no item: compiling it as a list would not."""
+    script = tmp_path / "twice.py"
+    script.write_text("import itertools\n\nimport dagc\n\nGRID = itertools.product([1, 2], [3])\n"
+                      "ODDS = (n for n in range(5) if n % 2)\n\n\n@dagc.task\ndef mul(a: int, b: int) -> int:\n"
+                      "    return a * b\n\n\n@dagc.pipeline\ndef main() -> list:\n"
+                      "    first = [mul(a, b) for a, b in GRID]\n    odd = [mul(n, n) for n in ODDS]\n"
+                      "    for a, b in GRID:\n        first.append(mul(b, a))\n    return [first, odd]\n")
+    (found,) = _diagnostics(script)
+    assert (found.code, found.span.line) == ("DAGC116", 18)
+    assert "used up" in found.message and "list(" in found.hint
+
+
 def test_options_given_at_the_call(tmp_path: Path) -> None:
     script = IDIOMS / "call_options.py"
     graph = compile_file(script, pipeline_name="main")

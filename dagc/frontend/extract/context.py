@@ -85,6 +85,8 @@ class Context:
         self.module_objects: dict[int, tuple[str, Any]] = {}
         self.last_task: Node | None = None  # node of the task call evaluated last
         self.effect_warned: set[tuple[int, str]] = set()
+        # compile-time iterators a loop has used up (by id; the value kept so that its id stays its own)
+        self.used_iterators: dict[int, Any] = {}
         self.bound_args: dict[str, dict[str, Operand]] = {}  # node -> its arguments by parameter
         self.global_writes: dict[str, tuple[str, SourceSpan]] = {}  # module-level name -> first change seen
         # node -> (parameter, why, where) of each argument it may change in place (for DAGC159)
