@@ -291,7 +291,7 @@ class Expressions(Component):
     def module_object(self, expr: ast.Name, scope: Scope, info: ModuleInfo) -> Value:
         """A module-level object used in a pipeline body: a node that reads it where it runs, from the module
         every process has imported (as the plain run reads the one object its import made)."""
-        owner, name = self._defined_in(info, expr.id)
+        owner, name = self.defined_in(info, expr.id)
         target = f"{owner.name}:{name}"
         made = self.cx.module_objects_read.get(target)
         if made is None:  # one node per object, at the top level: every use is the same object, as in Python
@@ -333,7 +333,7 @@ class Expressions(Component):
             self.cx.returned[made] = "argparse.Namespace"  # (for effects: its attributes are values)
         return Dyn(Ref(made))
 
-    def _defined_in(self, info: ModuleInfo, name: str) -> tuple[ModuleInfo, str]:
+    def defined_in(self, info: ModuleInfo, name: str) -> tuple[ModuleInfo, str]:
         """The module and name that define `name` as `info` sees it, following the user's own imports."""
         for _ in range(50):
             symbol = info.symbols.get(name)
