@@ -88,7 +88,8 @@ class Expressions(Component):
         if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.DictComp)):
             return self.comprehension(expr, scope, info)
         if isinstance(expr, (ast.Attribute, ast.Subscript)) and isinstance(expr.value, ast.Name) and isinstance(
-                scope.env.get(expr.value.id), Record):  # `parts.train`, `parts[0]` of a NamedTuple built here
+                scope.env.get(expr.value.id), Record) and not (  # `parts.train`, `parts[0]` of a NamedTuple built
+                isinstance(expr, ast.Subscript) and self.cx.glue.needs_glue(expr.slice, scope, info)):  # here
             key = expr.attr if isinstance(expr, ast.Attribute) else self.static_value(expr.slice, scope, info)
             field = record_field(scope.env[expr.value.id], key)
             if field is not None:
