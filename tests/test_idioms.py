@@ -70,7 +70,8 @@ def test_named_tuple_outputs_of_a_sub_pipeline(tmp_path: Path, monkeypatch: pyte
 def test_draws_and_prints_in_the_pipeline_body(tmp_path: Path) -> None:
     script = IDIOMS / "draws.py"
     compilation = compile_file(script, pipeline_name="main", details=True)
-    assert {"random:seed", "random:randint"} <= {n.target for n in compilation.graph}
+    assert {"random:seed", "random:randint", "numpy:random.seed", "numpy:random.randint"} <= {
+        n.target for n in compilation.graph}
     assert not [w for w in compilation.warnings if w.code == "DAGC150"]  # the pipeline seeded before `noisy`
     assert run_local(script, "main", {}, tmp_path) == plain_result(script, "main", tmp_path)
     assert run_local(script, "main", {"seed": 11}, tmp_path) == plain_result(script, "main", tmp_path, seed=11)
@@ -168,7 +169,7 @@ def test_check_of_a_whole_file_checks_a_sub_pipeline_through_its_caller(tmp_path
 
 
 # ---- on Ray and torch ----------------------------------------------------------------------------------
-ENGINE_CASES = ["draws", "paths", "keywords", "named_outputs"]
+ENGINE_CASES = ["draws", "paths", "keywords", "named_outputs", "call_options", "grids"]
 
 
 @pytest.mark.slow

@@ -456,11 +456,11 @@ class Interpreter(Component):
                 raise ExtractError
             given[kw.arg] = self.cx.exprs.eval(kw.value, scope, info)
         for param in params:
+            path_text = None if param.name in given else path_argument(param.default, pipeline.info)
             if param.name in given:
                 inner.env[param.name] = given[param.name]
-            elif path_argument(param.default, pipeline.info) is not None:  # built where the program runs
-                text = self.cx.exprs.static_value(path_argument(param.default, pipeline.info), Scope(pipeline, ""),
-                                                  pipeline.info)
+            elif path_text is not None:  # `Path("data")`: built where the program runs
+                text = self.cx.exprs.static_value(path_text, Scope(pipeline, ""), pipeline.info)
                 inner.env[param.name] = Dyn(built_path(self.cx, inner_name + "." + param.name,
                                                        operand_from_python(text), pipeline.info.source.span(param.node)))
             elif param.default is not None:
