@@ -121,6 +121,21 @@ def test_options_given_at_the_call(tmp_path: Path) -> None:
     assert run_local(script, "main", {}, tmp_path) == plain_result(script, "main", tmp_path)
 
 
+def test_options_given_at_the_call_keep_each_task_s_own_effects(tmp_path: Path) -> None:
+    """Each call's task with its options is its own: a task that draws from the global generator is seen to,
+    after a call of another task with the same options."""
+    script = tmp_path / "drawn.py"
+    script.write_text("import random\n\nimport dagc\n\n\ndef quiet(x: int) -> int:\n    return x + 1\n\n\n"
+                      "def noisy(x: int) -> float:\n    return x + random.random()\n\n\n@dagc.pipeline\n"
+                      "def main() -> list:\n    out = []\n    for i in range(8):\n"
+                      "        out.append(dagc.task(retries=1)(quiet)(i))\n"
+                      "        out.append(dagc.task(retries=1)(noisy)(i))\n    return out\n")
+    compilation = compile_file(script, pipeline_name="main", details=True)
+    drawing = [n.name for n in compilation.graph if n.effects.rng]
+    assert len(drawing) == 8 and all(name.startswith("noisy") for name in drawing), drawing
+    assert "DAGC150" in [w.code for w in compilation.warnings]
+
+
 def test_a_task_defined_inside_the_pipeline_gets_one_diagnostic(tmp_path: Path) -> None:
     script = tmp_path / "inner.py"
     script.write_text("import dagc\n\n\n@dagc.pipeline\ndef main(n: int = 4) -> int:\n    k = 3\n\n"

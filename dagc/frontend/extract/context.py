@@ -82,6 +82,9 @@ class Context:
         self.module_objects_read: dict[str, str] = {}
         # plain functions of the user's called in the pipeline body, as tasks with default options (by id)
         self.helper_tasks: dict[int, Any] = {}
+        # a task with the options one call gives it (`train.options(retries=3)(x)`), one object per task and
+        # options for the whole compile: effect summaries are kept by the task object's id
+        self.configured_tasks: dict[tuple[int, Any, tuple[str, ...]], Any] = {}
         self.module_objects: dict[int, tuple[str, Any]] = {}
         self.last_task: Node | None = None  # node of the task call evaluated last
         self.effect_warned: set[tuple[int, str]] = set()
