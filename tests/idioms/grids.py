@@ -10,6 +10,7 @@ PAIRS = list(itertools.product([1, 2], ["a", "b"]))
 RUNS = {f"run{i}": i for i in range(3)}
 SEEDS = list(seed * 7 for seed in range(3))
 CELLS = itertools.product([1, 2], "xy")  # a bare iterator, looped over once
+SPREAD = itertools.combinations(range(4), 2)  # a bare iterator, given to a task
 
 
 @dagc.task
@@ -22,6 +23,11 @@ def tag(n: int, s: str) -> str:
     return s * n
 
 
+@dagc.task
+def size(items: object) -> int:
+    return len(list(items))
+
+
 @dagc.pipeline
 def main() -> list:
     scores = [score(lr, bs) for lr, bs in GRID]
@@ -29,4 +35,4 @@ def main() -> list:
     runs = [tag(i + 1, name) for name, i in RUNS.items()]
     squares = [score(a, b) for a, b in product(range(2), repeat=2)]
     cells = [tag(n, s) for n, s in CELLS]
-    return [scores, tags, runs, SEEDS, squares, cells]
+    return [scores, tags, runs, SEEDS, squares, cells, size(SPREAD)]

@@ -48,7 +48,14 @@ from dagc.frontend.modules import (
     TaskDef,
     static_symbol,
 )
-from dagc.frontend.static import BUILTIN, MAX_INT_BITS, STATIC_BUILTINS, NotStatic, eval_static
+from dagc.frontend.static import (
+    BUILTIN,
+    MAX_INT_BITS,
+    STATIC_BUILTINS,
+    NotStatic,
+    StaticIterator,
+    eval_static,
+)
 from dagc.ir.core import MODULE_VALUE_ATTR, Node
 from dagc.ir.facts import Effects
 from dagc.ir.types import Map, Ref, Seq, TaskOptions, operand_from_python
@@ -469,4 +476,7 @@ class Expressions(Component):
             items = [self.cx.calls.build_config(v, expr, scope, info) if isinstance(v, ConfigValue) else Static(v)
                      for v in value.value]
             return self.sequence(items, isinstance(value.value, list), expr, info)
+        if isinstance(value, Static) and isinstance(value.value, StaticIterator):  # its items, to this task only
+            self.cx.loops.use_up(value.value, expr, info, "this task call")
+            return Static(list(value.value.items))
         return value

@@ -95,7 +95,7 @@ class Loops(Component):
             raise ExtractError
         value = self.cx.exprs.static_value(expr, scope, info)
         if isinstance(value, StaticIterator):
-            self._use_up(value, expr, info, what)
+            self.use_up(value, expr, info, what)
         try:
             return iterate_static(expr, value)
         except NotStatic as exc:
@@ -104,12 +104,13 @@ class Loops(Component):
                                hint="iterate over a range, a literal list/tuple/dict, enumerate() or zip() of them")
             raise ExtractError from None
 
-    def _use_up(self, iterator: StaticIterator, expr: ast.expr, info: ModuleInfo, what: str) -> None:
-        """An iterator bound to a name gives its items to the first loop over it only, as in plain Python."""
+    def use_up(self, iterator: StaticIterator, expr: ast.expr, info: ModuleInfo, what: str) -> None:
+        """An iterator bound to a name gives its items to the first loop (or task) that takes it only, as in
+        plain Python."""
         if id(iterator) in self.cx.used_iterators:
             self.cx.sink.error(
-                "DAGC116", f"{what} iterates over `{ast.unparse(expr)}`, an iterator an earlier loop has used up: "
-                "plain Python runs this loop over no item", info.source.span(expr),
+                "DAGC116", f"{what} iterates over `{ast.unparse(expr)}`, an iterator an earlier loop (or task) has "
+                "used up: plain Python's would get no item", info.source.span(expr),
                 hint=f"build a list once (`{ast.unparse(expr)} = list(...)`) to loop over its items more than once")
             raise ExtractError
         self.cx.used_iterators[id(iterator)] = iterator
