@@ -77,6 +77,19 @@ def test_draws_and_prints_in_the_pipeline_body(tmp_path: Path) -> None:
     assert run_local(script, "main", {"seed": 11}, tmp_path) == plain_result(script, "main", tmp_path, seed=11)
 
 
+@pytest.mark.parametrize("shuffle", ["random.shuffle", "np.random.shuffle"])
+def test_a_shuffle_in_place_in_the_pipeline_body_is_reported(tmp_path: Path, shuffle: str) -> None:
+    """Plain Python shuffles the pipeline's own list; a node of its own would shuffle a copy of it."""
+    script = tmp_path / "shuffled.py"
+    script.write_text("import random\n\nimport numpy as np\n\nimport dagc\n\n\n@dagc.task\n"
+                      "def first(xs: list) -> int:\n    return xs[0]\n\n\n@dagc.pipeline\n"
+                      f"def main(seed: int = 0) -> list:\n    random.seed(seed)\n    xs = [1, 2, 3, 4]\n"
+                      f"    {shuffle}(xs)\n    return [first(xs), xs]\n")
+    (found,) = _diagnostics(script)
+    assert (found.code, found.span.line) == ("DAGC109", 17)
+    assert "changes `xs` in place" in found.message and "return xs" in found.hint
+
+
 def test_path_parameter_defaults(tmp_path: Path) -> None:
     script = IDIOMS / "paths.py"
     got = run_local(script, "main", {}, tmp_path)
