@@ -85,6 +85,8 @@ class Context:
         # a task with the options one call gives it (`train.options(retries=3)(x)`), one object per task and
         # options for the whole compile: effect summaries are kept by the task object's id
         self.configured_tasks: dict[tuple[int, Any, tuple[str, ...]], Any] = {}
+        # a pipeline's body (by id, kept) -> that body with its returns lifted (extract/returns.py)
+        self.lifted_bodies: dict[int, tuple[list[ast.stmt], list[ast.stmt]]] = {}
         self.module_objects: dict[int, tuple[str, Any]] = {}
         self.last_task: Node | None = None  # node of the task call evaluated last
         self.effect_warned: set[tuple[int, str]] = set()

@@ -169,7 +169,10 @@ class Interpreter(Component):
             scope.env[pipeline.receiver] = ClassValue(symbol.steps, pipeline.info, instance)
 
     def _run_body(self, scope: Scope, info: ModuleInfo, body: list[ast.stmt]) -> Value | None:
-        body = lift_returns(body) or body  # `if c: return a` / `else: return b`: one return, at the end
+        lifted = self.cx.lifted_bodies.get(id(body))  # (a sub-pipeline called again: rewritten once)
+        if lifted is None:  # `if c: return a` / `else: return b`: one return, at the end
+            lifted = self.cx.lifted_bodies[id(body)] = (body, lift_returns(body) or body)
+        body = lifted[1]
         scope.assigned_later = assigned_names(body)
         returned: Value | None = None
         saw_return = False
