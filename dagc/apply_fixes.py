@@ -127,8 +127,7 @@ class _EditTransformer(cst.CSTTransformer):
         for line, stmt in zip(lines, updated_node.body):
             for before, moved in self.moved:
                 if before == line:
-                    stmt, moved = _take_blank_lines(stmt, moved)
-                    body.append(moved)
+                    body.append(_with_blank_lines_of(stmt, moved))
             body.append(stmt)
             for edit in inserts:
                 if edit.at.line == line and id(edit) not in self.done:
@@ -144,10 +143,9 @@ class _EditTransformer(cst.CSTTransformer):
 _Def = cst.FunctionDef | cst.ClassDef
 
 
-def _take_blank_lines(stmt: cst.BaseStatement, moved: cst.SimpleStatementLine
-                      ) -> tuple[cst.BaseStatement, cst.SimpleStatementLine]:
-    """A statement moved above `stmt` takes the blank lines that separated `stmt` from what came before, and
-    `stmt` keeps as many after it: `def f(): ...`, two blank lines, the moved line, two blank lines, `stmt`."""
+def _with_blank_lines_of(stmt: cst.BaseStatement, moved: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
+    """A statement moved above `stmt` gets the blank lines that separate `stmt` from what comes before, and
+    `stmt` keeps its own: `def f(): ...`, two blank lines, the moved line, two blank lines, `stmt`."""
     leading = list(getattr(stmt, "leading_lines", ()))
     blank = []
     for line in leading:
@@ -155,7 +153,7 @@ def _take_blank_lines(stmt: cst.BaseStatement, moved: cst.SimpleStatementLine
             break
         blank.append(line)
     own = [line.with_changes(indent=True) for line in moved.leading_lines]
-    return stmt, moved.with_changes(leading_lines=[*blank, *own])
+    return moved.with_changes(leading_lines=[*blank, *own])
 
 
 def _set_keyword(expr: cst.BaseExpression, option: str, value: str | None) -> cst.BaseExpression:

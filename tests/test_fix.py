@@ -346,3 +346,18 @@ def test_fix_edits_the_user_module_that_defines_the_task(tmp_path: Path) -> None
     assert script.read_text(encoding="utf-8") == before
     assert "@dagc.task\ndef shrink" in (tmp_path / "steps.py").read_text(encoding="utf-8")
     assert _codes(script) == (0, [])
+
+
+def test_fix_keeps_a_byte_order_mark(tmp_path: Path) -> None:
+    """A script saved with a UTF-8 byte order mark is fixed, and written back with the mark, as it was."""
+    script = tmp_path / "job.py"
+    script.write_bytes(b"\xef\xbb\xbf" + MISSPELT_OPTION.source.encode("utf-8"))
+    proc = run_dagc("fix", str(script))
+    assert proc.returncode == 0, proc.stderr
+    fixed = script.read_bytes()
+    assert fixed.startswith(b"\xef\xbb\xbf") and not fixed[3:].startswith(b"\xef\xbb\xbf")
+    assert b'@dagc.task(cost="2s", cpus=1)' in fixed
+    plain = tmp_path / "plain.py"
+    plain.write_text(MISSPELT_OPTION.source, encoding="utf-8")
+    assert run_dagc("fix", str(plain)).returncode == 0
+    assert plain.read_bytes() == fixed[3:]

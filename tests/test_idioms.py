@@ -70,10 +70,24 @@ def test_named_tuple_outputs_of_a_sub_pipeline(tmp_path: Path, monkeypatch: pyte
 def test_draws_and_prints_in_the_pipeline_body(tmp_path: Path) -> None:
     script = IDIOMS / "draws.py"
     compilation = compile_file(script, pipeline_name="main", details=True)
-    assert {"random:seed", "random:randint"} <= {n.target for n in compilation.graph}
+    assert {"random:seed", "random:randint", "numpy:random.seed", "numpy:random.randint"} <= {
+        n.target for n in compilation.graph}
     assert not [w for w in compilation.warnings if w.code == "DAGC150"]  # the pipeline seeded before `noisy`
     assert run_local(script, "main", {}, tmp_path) == plain_result(script, "main", tmp_path)
     assert run_local(script, "main", {"seed": 11}, tmp_path) == plain_result(script, "main", tmp_path, seed=11)
+
+
+@pytest.mark.parametrize("shuffle", ["random.shuffle", "np.random.shuffle"])
+def test_a_shuffle_in_place_in_the_pipeline_body_is_reported(tmp_path: Path, shuffle: str) -> None:
+    """Plain Python shuffles the pipeline's own list; a node of its own would shuffle a copy of it."""
+    script = tmp_path / "shuffled.py"
+    script.write_text("import random\n\nimport numpy as np\n\nimport dagc\n\n\n@dagc.task\n"
+                      "def first(xs: list) -> int:\n    return xs[0]\n\n\n@dagc.pipeline\n"
+                      f"def main(seed: int = 0) -> list:\n    random.seed(seed)\n    xs = [1, 2, 3, 4]\n"
+                      f"    {shuffle}(xs)\n    return [first(xs), xs]\n")
+    (found,) = _diagnostics(script)
+    assert (found.code, found.span.line) == ("DAGC109", 17)
+    assert "changes `xs` in place" in found.message and "return xs" in found.hint
 
 
 def test_path_parameter_defaults(tmp_path: Path) -> None:
@@ -97,6 +111,19 @@ def test_module_level_grids_built_by_comprehensions_and_itertools(tmp_path: Path
     assert run_local(script, "main", {}, tmp_path) == plain_result(script, "main", tmp_path)
 
 
+def test_a_module_level_iterator_looped_over_twice_is_reported(tmp_path: Path) -> None:
+    """Plain Python's second loop over `itertools.product(...)` gets no item: compiling it as a list would not."""
+    script = tmp_path / "twice.py"
+    script.write_text("import itertools\n\nimport dagc\n\nGRID = itertools.product([1, 2], [3])\n"
+                      "ODDS = (n for n in range(5) if n % 2)\n\n\n@dagc.task\ndef mul(a: int, b: int) -> int:\n"
+                      "    return a * b\n\n\n@dagc.pipeline\ndef main() -> list:\n"
+                      "    first = [mul(a, b) for a, b in GRID]\n    odd = [mul(n, n) for n in ODDS]\n"
+                      "    for a, b in GRID:\n        first.append(mul(b, a))\n    return [first, odd]\n")
+    (found,) = _diagnostics(script)
+    assert (found.code, found.span.line) == ("DAGC116", 18)
+    assert "used up" in found.message and "list(" in found.hint
+
+
 def test_options_given_at_the_call(tmp_path: Path) -> None:
     script = IDIOMS / "call_options.py"
     graph = compile_file(script, pipeline_name="main")
@@ -105,6 +132,21 @@ def test_options_given_at_the_call(tmp_path: Path) -> None:
     assert (options["train"].retries, options["train.1"].retries, options["train.1"].cache) == (3, 2, False)
     assert options["train.2"].retries == 0  # the decorator's own options, for a call without any
     assert run_local(script, "main", {}, tmp_path) == plain_result(script, "main", tmp_path)
+
+
+def test_options_given_at_the_call_keep_each_task_s_own_effects(tmp_path: Path) -> None:
+    """Each call's task with its options is its own: a task that draws from the global generator is seen to,
+    after a call of another task with the same options."""
+    script = tmp_path / "drawn.py"
+    script.write_text("import random\n\nimport dagc\n\n\ndef quiet(x: int) -> int:\n    return x + 1\n\n\n"
+                      "def noisy(x: int) -> float:\n    return x + random.random()\n\n\n@dagc.pipeline\n"
+                      "def main() -> list:\n    out = []\n    for i in range(8):\n"
+                      "        out.append(dagc.task(retries=1)(quiet)(i))\n"
+                      "        out.append(dagc.task(retries=1)(noisy)(i))\n    return out\n")
+    compilation = compile_file(script, pipeline_name="main", details=True)
+    drawing = [n.name for n in compilation.graph if n.effects.rng]
+    assert len(drawing) == 8 and all(name.startswith("noisy") for name in drawing), drawing
+    assert "DAGC150" in [w.code for w in compilation.warnings]
 
 
 def test_a_task_defined_inside_the_pipeline_gets_one_diagnostic(tmp_path: Path) -> None:
@@ -155,7 +197,7 @@ def test_check_of_a_whole_file_checks_a_sub_pipeline_through_its_caller(tmp_path
 
 
 # ---- on Ray and torch ----------------------------------------------------------------------------------
-ENGINE_CASES = ["draws", "paths", "keywords", "named_outputs"]
+ENGINE_CASES = ["draws", "paths", "keywords", "named_outputs", "call_options", "grids"]
 
 
 @pytest.mark.slow

@@ -36,14 +36,15 @@ class _Files:
     original: dict[Path, str] = field(default_factory=dict)
     current: dict[Path, str] = field(default_factory=dict)
     shown: dict[Path, str] = field(default_factory=dict)
+    marked: set[Path] = field(default_factory=set)  # files that begin with a UTF-8 byte order mark, kept on write
 
     def key(self, display: str) -> Path:
         path = Path(display).resolve()
         if path not in self.current:
             raw = path.read_bytes()
-            text = raw[len(codecs.BOM_UTF8):].decode("utf-8") if raw.startswith(codecs.BOM_UTF8) \
-                else raw.decode("utf-8")
-            self.original[path] = self.current[path] = text
+            if raw.startswith(codecs.BOM_UTF8):
+                self.marked.add(path)
+            self.original[path] = self.current[path] = raw.decode("utf-8-sig")  # (as read_source decodes it)
             self.shown[path] = display
         return path
 
@@ -140,7 +141,7 @@ def _diff(files: _Files) -> str:
 def _write(files: _Files) -> None:
     for path in files.changed():
         raw = files.current[path].encode("utf-8")
-        path.write_bytes(codecs.BOM_UTF8 + raw if path.read_bytes().startswith(codecs.BOM_UTF8) else raw)
+        path.write_bytes(codecs.BOM_UTF8 + raw if path in files.marked else raw)
 
 
 def cmd_fix(args: argparse.Namespace) -> int:

@@ -34,8 +34,9 @@ def _all_pipelines(project: Project) -> list[PipelineDef]:
 
 
 def _entry_pipelines(info: ModuleInfo) -> list[PipelineDef]:
-    """The module's pipelines, less another framework's sub-pipelines (a Prefect subflow) that one of them
-    calls: those run inside their caller, as in their framework, and often take arguments without defaults."""
+    """The module's pipelines, less another framework's sub-pipelines (a Prefect subflow, a KFP graph component)
+    that one of them calls: those run inside their caller, as in their framework, and often take arguments
+    without defaults (so the one pipeline no other calls is compiled by default)."""
     called = {n.func.id for p in info.pipelines.values() for n in ast.walk(p.node)
               if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id != p.name}
     return [p for p in info.pipelines.values() if p.dialect is None or p.name not in called]
@@ -108,16 +109,6 @@ def _called_name(func: ast.expr) -> str:
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
 
 
-def _outermost(pipelines: list[PipelineDef]) -> list[PipelineDef]:
-    """Of pipelines written for another framework (which calls pipelines inside pipelines), those no other
-    one calls; dagc's own pipelines are always chosen by name when there are several."""
-    if any(p.dialect is None for p in pipelines):
-        return []
-    called = {n.func.id for p in pipelines for n in ast.walk(p.node)
-              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-    return [p for p in pipelines if p.name not in called]
-
-
 def list_pipelines(path: str | Path, *, given: frozenset[str] | None = None) -> list[str]:
     """The pipelines of `path`; with `given` (the names of --param), only those that can be compiled on their
     own: a sub-pipeline that another pipeline of the file calls, with a parameter that has no default and is not
@@ -168,8 +159,6 @@ def _compile_source(path: str | Path, pipeline_name: str | None, params: dict[st
                            None, hint=f"pipelines here: {', '.join(info.pipelines) or 'none'}")
         elif len(pipelines) == 1:
             chosen = pipelines[0]
-        elif len(_outermost(pipelines)) == 1:  # KFP's graph components: the pipeline no other one calls
-            chosen = _outermost(pipelines)[0]
         elif not pipelines:
             unimported = _decorator_without_import(info)
             if unimported is not None:  # the decorators are there, but `dagc` names nothing in the module

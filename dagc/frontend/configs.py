@@ -75,14 +75,15 @@ class StaticFunction:
     fn: Callable[..., Any]
 
 
-def _bounded(items: Iterable[Any]) -> list[Any]:
-    """The items of an iterator of the standard library, as long as a compile-time list may be."""
-    from dagc.frontend.static import MAX_STATIC_ITEMS
+def _bounded(items: Iterable[Any]) -> Any:
+    """An iterator of the standard library, as a compile-time iterator (its items are handed out once, as plain
+    Python's are), as long as a compile-time list may be."""
+    from dagc.frontend.static import MAX_STATIC_ITEMS, StaticIterator
 
     out = list(itertools.islice(items, MAX_STATIC_ITEMS + 1))
     if len(out) > MAX_STATIC_ITEMS:
         raise ValueError("too many items to build at compile time")
-    return out
+    return StaticIterator(out)
 
 
 def _abspath(path: str) -> str:
@@ -98,7 +99,7 @@ _FUNCTIONS: dict[str, Callable[..., Any]] = {
     "os.path.isabs": posixpath.isabs, "os.path.abspath": _abspath,
     "math.sqrt": math.sqrt, "math.log": math.log, "math.log2": math.log2, "math.log10": math.log10,
     "math.exp": math.exp, "math.ceil": math.ceil, "math.floor": math.floor,
-    # a grid of settings, as a list (what `list(...)` of the iterator holds)
+    # a grid of settings: an iterator, used up by the first loop over it
     "itertools.product": lambda *iterables, repeat=1: _bounded(itertools.product(*iterables, repeat=repeat)),
     "itertools.combinations": lambda iterable, r: _bounded(itertools.combinations(iterable, r)),
     "itertools.permutations": lambda iterable, r=None: _bounded(itertools.permutations(iterable, r)),

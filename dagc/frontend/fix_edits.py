@@ -12,10 +12,11 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
+from dagc.diagnostics import DiagnosticSink
 from dagc.fixes import AddDecorator, Fix, InsertStatement, MoveStatement, ReplaceExpression, SetOption
 from dagc.frontend.forms import kfp_options
 from dagc.frontend.modules import ModuleInfo, TaskDef
-from dagc.frontend.source import SOURCE_TEXTS, SourceFile
+from dagc.frontend.source import SourceFile, read_source
 from dagc.ir.location import SourceSpan
 
 __all__ = ["declare_readonly_fix", "import_dagc_fix", "kfp_fix", "move_seed_fix", "pipeline_decorator_fix",
@@ -200,18 +201,14 @@ def _changes_visibly(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> b
 def declare_readonly_fix(path: Path, qualname: str, names: list[str]) -> Fix | None:
     """`readonly=[...]` with `names` added, on task `qualname` of the file at `path` (read and parsed here: what
     a run recorded is compared with the compiled graph, which keeps no syntax)."""
-    given = SOURCE_TEXTS.get()
-    try:
-        text = given.get(path.resolve()) if given else None
-        text = path.read_text(encoding="utf-8") if text is None else text
-        tree = ast.parse(text)
-    except (OSError, SyntaxError, ValueError):
+    source = read_source(path, str(path), DiagnosticSink())  # (what it cannot read or parse, compiling says)
+    if source is None:
         return None
-    fn = _function(tree, qualname)
+    text = source.text
+    fn = _function(source.tree, qualname)
     decorator = _dagc_task_decorator(fn) if fn is not None else None
     if fn is None or decorator is None or any(_changes_visibly(fn, name) for name in names):
         return None  # (a change the body shows but the runs never made: the declaration would be wrong)
-    source = SourceFile(path, str(path), text, tree)
     declared = next((k.value for k in decorator.keywords if k.arg == "readonly"), None) \
         if isinstance(decorator, ast.Call) else None
     if declared is not None and not isinstance(declared, (ast.List, ast.Tuple)):

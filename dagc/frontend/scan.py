@@ -32,7 +32,7 @@ from dagc.frontend.modules import (
     static_option_value,
     static_value,
 )
-from dagc.frontend.static import NotStatic, is_literal_value
+from dagc.frontend.static import NotStatic, StaticIterator, is_literal_value
 from dagc.ir.types import TaskOptions
 
 __all__ = ["scan_module", "decorator_kind", "is_main_guard"]
@@ -351,7 +351,9 @@ def _define_constant(project: Project, info: ModuleInfo, target: ast.expr, value
         return
     frozen_items = isinstance(constant, tuple) and all(
         is_literal_value(c) or isinstance(c, ConfigValue) and c.cls.frozen for c in constant)
-    if is_literal_value(constant) or frozen_items or isinstance(constant, ConfigValue) and (
+    # (an iterator of literals, `itertools.product(...)`: each compile hands its items to the first loop only)
+    literal_iterator = isinstance(constant, StaticIterator) and is_literal_value(list(constant.items))
+    if is_literal_value(constant) or frozen_items or literal_iterator or isinstance(constant, ConfigValue) and (
             constant.cls.frozen or not _changed_in_module(info, target.id)):
         info.symbols[target.id] = Constant(constant, value)
     elif isinstance(constant, ConfigValue):

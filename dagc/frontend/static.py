@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from dagc.frontend.arguments import TYPES, ArgumentsError, StaticArgParser
@@ -23,7 +23,7 @@ from dagc.frontend.configs import (
     stdlib_value,
 )
 
-__all__ = ["NotStatic", "StaticRange", "eval_static", "MAX_STATIC_ITEMS", "is_literal_value", "iterate_static"]
+__all__ = ["NotStatic", "StaticIterator", "StaticRange", "eval_static", "MAX_STATIC_ITEMS", "is_literal_value", "iterate_static"]
 
 MAX_STATIC_ITEMS = 1_000_000
 MAX_INT_BITS = 12_000  # about 3,600 decimal digits: below the 4,300 digits Python converts to text
@@ -57,6 +57,26 @@ class StaticRange:
 
     def __hash__(self) -> int:
         return hash(self.range)
+
+
+class StaticIterator:
+    """An iterator known at compile time (`itertools.product(...)`, a generator expression): its items, which
+    plain Python hands out once. It has no len(), as an iterator has none."""
+
+    def __init__(self, items: Iterable[Any]) -> None:
+        self.items = tuple(items)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.items)
+
+    def __repr__(self) -> str:
+        return f"iter({list(self.items)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StaticIterator) and other.items == self.items
+
+    def __hash__(self) -> int:
+        return hash(self.items)
 
 
 _BINOPS: dict[type, Callable[[Any, Any], Any]] = {
@@ -274,7 +294,7 @@ def eval_static(node: ast.expr, lookup: Callable[[ast.Name], Any]) -> Any:
 
 def _eval_comprehension(node: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp,
                         lookup: Callable[[ast.Name], Any]) -> Any:
-    """`[(lr, bs) for lr in LRS for bs in SIZES]` (a generator gives a list, as `list(...)` of it would)."""
+    """`[(lr, bs) for lr in LRS for bs in SIZES]` (a generator expression gives an iterator, used up once)."""
     bound: dict[str, Any] = {}
 
     def inner(name: ast.Name) -> Any:
@@ -303,6 +323,8 @@ def _eval_comprehension(node: ast.ListComp | ast.SetComp | ast.GeneratorExp | as
     try:
         if isinstance(node, ast.DictComp):
             return dict(items)
+        if isinstance(node, ast.GeneratorExp):
+            return StaticIterator(items)
         return set(items) if isinstance(node, ast.SetComp) else items
     except TypeError:
         raise NotStatic(node, "an item is not hashable") from None
@@ -451,6 +473,8 @@ def _iterate(node: ast.AST, value: Any) -> list[Any]:
         return list(value.range)
     if isinstance(value, (list, tuple, str)):
         return list(value)
+    if isinstance(value, StaticIterator):
+        return list(value.items)
     if isinstance(value, dict):
         return list(value)
     raise NotStatic(node, "not iterable at compile time")
@@ -491,7 +515,9 @@ def _eval_builtin_call(node: ast.Call, lookup: Callable[[ast.Name], Any]) -> Any
     fn = _PURE_BUILTINS.get(name)
     if fn is None:
         raise NotStatic(node, f"`{name}` is not a compile-time function")
-    args = [_iterate(node, a) if isinstance(a, StaticRange) else a for a in args]
+    if name == "len" and any(isinstance(a, StaticIterator) for a in args):
+        raise NotStatic(node, "an iterator has no len(); build a list of it (`list(...)`) to count its items")
+    args = [_iterate(node, a) if isinstance(a, (StaticRange, StaticIterator)) else a for a in args]
     try:
         return fn(*args)
     except Exception as exc:

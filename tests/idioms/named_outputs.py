@@ -1,4 +1,5 @@
-"""A sub-pipeline that returns a NamedTuple of task results, read by field, by index and unpacked."""
+"""A sub-pipeline that returns a NamedTuple of task results, read by field, by index (known now, or a task's
+result) and unpacked."""
 
 from typing import NamedTuple
 
@@ -22,6 +23,11 @@ def total(xs: list) -> int:
 
 
 @dagc.task
+def pick(n: int) -> int:
+    return n % 2
+
+
+@dagc.task
 def describe(split: Split) -> str:
     return f"{type(split).__name__}: {len(split.train)} train, {len(split.test)} test, {split.note}"
 
@@ -35,7 +41,8 @@ def prepare(n: int) -> Split:
 def main(n: int = 10) -> list:
     parts = prepare(n)
     train, test, note = prepare(n + 2)
-    return [total(parts.train), total(parts[1]), total(train), total(test), note, describe(parts)]
+    return [total(parts.train), total(parts[1]), total(train), total(test), note, describe(parts),
+            total(parts[pick(n)])]
 
 
 @dagc.pipeline

@@ -42,7 +42,6 @@ from dagc.frontend.forms import kfp_chain, kfp_hint
 from dagc.frontend.modules import (
     FunctionSig,
     ImportedModule,
-    ImportedName,
     ModuleInfo,
     Opaque,
     PipelineDef,
@@ -226,14 +225,7 @@ class Calls(Component):
             name = func.attr
         if owner is None or name is None:
             return None
-        for _ in range(50):  # to the module that defines it
-            symbol = owner.symbols.get(name)
-            if not isinstance(symbol, ImportedName):
-                break
-            target = self.cx.project.module(symbol.module)
-            if target is None:
-                return None
-            owner, name = target, symbol.name
+        owner, name = self.cx.exprs.defined_in(owner, name)  # the module that defines it
         symbol = owner.symbols.get(name)
         if not (isinstance(symbol, Opaque) and symbol.kind == "function" and isinstance(symbol.node, ast.FunctionDef)):
             return None

@@ -82,9 +82,16 @@ class Context:
         self.module_objects_read: dict[str, str] = {}
         # plain functions of the user's called in the pipeline body, as tasks with default options (by id)
         self.helper_tasks: dict[int, Any] = {}
+        # a task with the options one call gives it (`train.options(retries=3)(x)`), one object per task and
+        # options for the whole compile: effect summaries are kept by the task object's id
+        self.configured_tasks: dict[tuple[int, Any, tuple[str, ...]], Any] = {}
+        # a pipeline's body (by id, kept) -> that body with its returns lifted (extract/returns.py)
+        self.lifted_bodies: dict[int, tuple[list[ast.stmt], list[ast.stmt]]] = {}
         self.module_objects: dict[int, tuple[str, Any]] = {}
         self.last_task: Node | None = None  # node of the task call evaluated last
         self.effect_warned: set[tuple[int, str]] = set()
+        # compile-time iterators a loop has used up (by id; the value kept so that its id stays its own)
+        self.used_iterators: dict[int, Any] = {}
         self.bound_args: dict[str, dict[str, Operand]] = {}  # node -> its arguments by parameter
         self.global_writes: dict[str, tuple[str, SourceSpan]] = {}  # module-level name -> first change seen
         # node -> (parameter, why, where) of each argument it may change in place (for DAGC159)

@@ -169,7 +169,10 @@ class Interpreter(Component):
             scope.env[pipeline.receiver] = ClassValue(symbol.steps, pipeline.info, instance)
 
     def _run_body(self, scope: Scope, info: ModuleInfo, body: list[ast.stmt]) -> Value | None:
-        body = lift_returns(body) or body  # `if c: return a` / `else: return b`: one return, at the end
+        lifted = self.cx.lifted_bodies.get(id(body))  # (a sub-pipeline called again: rewritten once)
+        if lifted is None:  # `if c: return a` / `else: return b`: one return, at the end
+            lifted = self.cx.lifted_bodies[id(body)] = (body, lift_returns(body) or body)
+        body = lifted[1]
         scope.assigned_later = assigned_names(body)
         returned: Value | None = None
         saw_return = False
@@ -456,11 +459,11 @@ class Interpreter(Component):
                 raise ExtractError
             given[kw.arg] = self.cx.exprs.eval(kw.value, scope, info)
         for param in params:
+            path_text = None if param.name in given else path_argument(param.default, pipeline.info)
             if param.name in given:
                 inner.env[param.name] = given[param.name]
-            elif path_argument(param.default, pipeline.info) is not None:  # built where the program runs
-                text = self.cx.exprs.static_value(path_argument(param.default, pipeline.info), Scope(pipeline, ""),
-                                                  pipeline.info)
+            elif path_text is not None:  # `Path("data")`: built where the program runs
+                text = self.cx.exprs.static_value(path_text, Scope(pipeline, ""), pipeline.info)
                 inner.env[param.name] = Dyn(built_path(self.cx, inner_name + "." + param.name,
                                                        operand_from_python(text), pipeline.info.source.span(param.node)))
             elif param.default is not None:

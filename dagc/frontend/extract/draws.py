@@ -27,6 +27,14 @@ def random_call(cx: Context, call: ast.Call, scope: Scope, info: ModuleInfo) -> 
     name = f"{module}.{function}"
     if name in lib.RNG_EXEMPT or not (name in lib.RNG_FUNCTIONS or name.startswith(lib.RNG_PREFIXES)):
         return None
+    changed = _changed_in_place(name, call)
+    if changed is not None:  # (the node would shuffle its own copy: the pipeline's value would stay as it was)
+        arg = ast.unparse(changed)
+        cx.sink.error("DAGC109", f"`{ast.unparse(call)}` changes `{arg}` in place: not supported in a pipeline body",
+                      info.source.span(call),
+                      hint=f"call it in a task that returns what it changes (`{ast.unparse(call)}`, then `return "
+                      f"{arg}`) and bind the task's result to `{arg}`; the task draws in the plain run's order")
+        raise ExtractError
     if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
         cx.sink.error("DAGC109", f"`*args`/`**kwargs` in a call of `{ast.unparse(call.func)}` in a pipeline body",
                       info.source.span(call), hint="pass each argument by itself")
@@ -47,6 +55,14 @@ def random_call(cx: Context, call: ast.Call, scope: Scope, info: ModuleInfo) -> 
     cx.last_task = node
     cx.pipeline_seeds = cx.pipeline_seeds or node.effects.seeded  # (later tasks' draws follow this seed)
     return Dyn(Ref(made))
+
+
+def _changed_in_place(name: str, call: ast.Call) -> ast.expr | None:
+    """The argument that `call` of library function `name` changes in place (`random.shuffle(xs)`), if any."""
+    facts = lib.catalogue().library_function(name)
+    if facts is None:
+        return None
+    return next((call.args[i] for i in facts.mutates if i < len(call.args)), None)
 
 
 def _library_target(func: ast.expr, scope: Scope, info: ModuleInfo) -> tuple[str, str] | None:

@@ -48,7 +48,14 @@ from dagc.frontend.modules import (
     TaskDef,
     static_symbol,
 )
-from dagc.frontend.static import BUILTIN, MAX_INT_BITS, STATIC_BUILTINS, NotStatic, eval_static
+from dagc.frontend.static import (
+    BUILTIN,
+    MAX_INT_BITS,
+    STATIC_BUILTINS,
+    NotStatic,
+    StaticIterator,
+    eval_static,
+)
 from dagc.ir.core import MODULE_VALUE_ATTR, Node
 from dagc.ir.facts import Effects
 from dagc.ir.types import Map, Ref, Seq, TaskOptions, operand_from_python
@@ -88,7 +95,8 @@ class Expressions(Component):
         if isinstance(expr, (ast.ListComp, ast.GeneratorExp, ast.DictComp)):
             return self.comprehension(expr, scope, info)
         if isinstance(expr, (ast.Attribute, ast.Subscript)) and isinstance(expr.value, ast.Name) and isinstance(
-                scope.env.get(expr.value.id), Record):  # `parts.train`, `parts[0]` of a NamedTuple built here
+                scope.env.get(expr.value.id), Record) and not (  # `parts.train`, `parts[0]` of a NamedTuple built
+                isinstance(expr, ast.Subscript) and self.cx.glue.needs_glue(expr.slice, scope, info)):  # here
             key = expr.attr if isinstance(expr, ast.Attribute) else self.static_value(expr.slice, scope, info)
             field = record_field(scope.env[expr.value.id], key)
             if field is not None:
@@ -291,7 +299,7 @@ class Expressions(Component):
     def module_object(self, expr: ast.Name, scope: Scope, info: ModuleInfo) -> Value:
         """A module-level object used in a pipeline body: a node that reads it where it runs, from the module
         every process has imported (as the plain run reads the one object its import made)."""
-        owner, name = self._defined_in(info, expr.id)
+        owner, name = self.defined_in(info, expr.id)
         target = f"{owner.name}:{name}"
         made = self.cx.module_objects_read.get(target)
         if made is None:  # one node per object, at the top level: every use is the same object, as in Python
@@ -333,7 +341,7 @@ class Expressions(Component):
             self.cx.returned[made] = "argparse.Namespace"  # (for effects: its attributes are values)
         return Dyn(Ref(made))
 
-    def _defined_in(self, info: ModuleInfo, name: str) -> tuple[ModuleInfo, str]:
+    def defined_in(self, info: ModuleInfo, name: str) -> tuple[ModuleInfo, str]:
         """The module and name that define `name` as `info` sees it, following the user's own imports."""
         for _ in range(50):
             symbol = info.symbols.get(name)
@@ -468,4 +476,7 @@ class Expressions(Component):
             items = [self.cx.calls.build_config(v, expr, scope, info) if isinstance(v, ConfigValue) else Static(v)
                      for v in value.value]
             return self.sequence(items, isinstance(value.value, list), expr, info)
+        if isinstance(value, Static) and isinstance(value.value, StaticIterator):  # its items, to this task only
+            self.cx.loops.use_up(value.value, expr, info, "this task call")
+            return Static(list(value.value.items))
         return value

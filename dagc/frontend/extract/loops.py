@@ -31,7 +31,7 @@ from dagc.frontend.extract.values import (
     value_of,
 )
 from dagc.frontend.modules import ModuleInfo
-from dagc.frontend.static import NotStatic, iterate_static
+from dagc.frontend.static import NotStatic, StaticIterator, iterate_static
 from dagc.ir.core import Node, output_name
 from dagc.ir.location import SourceSpan
 from dagc.ir.payload import Exit, Region
@@ -94,6 +94,8 @@ class Loops(Component):
                                "dict comprehension over a task result runs once per item (a map)")
             raise ExtractError
         value = self.cx.exprs.static_value(expr, scope, info)
+        if isinstance(value, StaticIterator):
+            self.use_up(value, expr, info, what)
         try:
             return iterate_static(expr, value)
         except NotStatic as exc:
@@ -101,6 +103,17 @@ class Loops(Component):
                                info.source.span(expr),
                                hint="iterate over a range, a literal list/tuple/dict, enumerate() or zip() of them")
             raise ExtractError from None
+
+    def use_up(self, iterator: StaticIterator, expr: ast.expr, info: ModuleInfo, what: str) -> None:
+        """An iterator bound to a name gives its items to the first loop (or task) that takes it only, as in
+        plain Python."""
+        if id(iterator) in self.cx.used_iterators:
+            self.cx.sink.error(
+                "DAGC116", f"{what} iterates over `{ast.unparse(expr)}`, an iterator an earlier loop (or task) has "
+                "used up: plain Python's would get no item", info.source.span(expr),
+                hint=f"build a list once (`{ast.unparse(expr)} = list(...)`) to loop over its items more than once")
+            raise ExtractError
+        self.cx.used_iterators[id(iterator)] = iterator
 
     def for_loop(self, stmt: ast.For, scope: Scope, info: ModuleInfo) -> None:
         span = info.source.span(stmt)

@@ -37,7 +37,11 @@ def configured_task(calls: Calls, call: ast.Call, scope: Scope, info: ModuleInfo
     given, after = task_options(calls.cx.project, info, written)
     names = [k.arg for k in written.keywords if k.arg in TASK_OPTIONS and k.arg != "after"]
     options = dataclasses.replace(base.options, **{name: getattr(given, name) for name in names})
-    return dataclasses.replace(base, options=options, after=base.after + after)
+    key = (id(base), options, base.after + after)
+    made = calls.cx.configured_tasks.get(key)
+    if made is None:  # (a new object per call could take the id of one freed before, and its effects)
+        made = calls.cx.configured_tasks[key] = dataclasses.replace(base, options=options, after=key[2])
+    return made
 
 
 def _task(calls: Calls, expr: ast.expr, scope: Scope, info: ModuleInfo) -> TaskDef | None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from dagc.frontend.extract.context import Context
 from dagc.frontend.extract.values import Dyn, ExtractError, Scope, Value, to_operand
-from dagc.frontend.modules import ImportedName, ModuleInfo, Opaque
+from dagc.frontend.modules import ModuleInfo, Opaque
 from dagc.ir.core import Node
 from dagc.ir.facts import Effects
 from dagc.ir.types import Ref, TaskOptions
@@ -117,15 +117,7 @@ def _named_tuple_class(cx: Context, func: ast.expr, scope: Scope, info: ModuleIn
                        ) -> tuple[ModuleInfo, ast.ClassDef] | None:
     if not isinstance(func, ast.Name) or func.id in scope.env:
         return None
-    owner, name = info, func.id
-    for _ in range(50):  # to the module that defines it
-        symbol = owner.symbols.get(name)
-        if not isinstance(symbol, ImportedName):
-            break
-        target = cx.project.module(symbol.module)
-        if target is None:
-            return None
-        owner, name = target, symbol.name
+    owner, name = cx.exprs.defined_in(info, func.id)
     symbol = owner.symbols.get(name)
     if not (isinstance(symbol, Opaque) and symbol.kind == "class" and isinstance(symbol.node, ast.ClassDef)):
         return None
