@@ -37,6 +37,8 @@ def _entry_pipelines(info: ModuleInfo) -> list[PipelineDef]:
     """The module's pipelines, less another framework's sub-pipelines (a Prefect subflow, a KFP graph component)
     that one of them calls: those run inside their caller, as in their framework, and often take arguments
     without defaults (so the one pipeline no other calls is compiled by default)."""
+    if all(p.dialect is None for p in info.pipelines.values()):  # (dagc's own: no walk of the bodies)
+        return list(info.pipelines.values())
     called = {n.func.id for p in info.pipelines.values() for n in ast.walk(p.node)
               if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id != p.name}
     return [p for p in info.pipelines.values() if p.dialect is None or p.name not in called]
@@ -119,7 +121,7 @@ def list_pipelines(path: str | Path, *, given: frozenset[str] | None = None) -> 
     project = Project(Path(path), sink, str(path))
     with no_gc():  # the parse is kept for the compile that follows (see compile_source)
         pipelines = _all_pipelines(project)
-        if given is None:
+        if given is None or len(pipelines) < 2:  # (one pipeline is called by no other)
             return [p.name for p in pipelines]
         called = {_called_name(n.func) for p in pipelines for n in ast.walk(p.node) if isinstance(n, ast.Call)}
         return [p.name for p in pipelines if p.node.name not in called or all(

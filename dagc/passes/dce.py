@@ -66,4 +66,6 @@ def _kept(node: Node) -> bool:
     """A node its framework always runs, or a region or fused group holding one (ir.core.KEEP_ATTR)."""
     from dagc.ir.regions import walk
 
-    return bool(node.attrs.get(KEEP_ATTR)) or any(inner.attrs.get(KEEP_ATTR) for inner in walk(node))
+    if node.attrs.get(KEEP_ATTR):
+        return True
+    return node.op not in ("task", "glue", "transfer") and any(inner.attrs.get(KEEP_ATTR) for inner in walk(node))
