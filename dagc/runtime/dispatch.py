@@ -25,7 +25,8 @@ __all__ = ["Dispatcher", "Slots", "DISPATCH_MODES"]
 
 DISPATCH_MODES = ("priority", "static")
 POLL_S = 0.5  # the longest the dispatcher sleeps between looks (it wakes as soon as a watched ref is ready)
-# with a slot free and tasks waiting: a task submitted meanwhile is seen within this long
+# while the driver is still submitting (a slot free, tasks waiting): the next look comes this soon, so that a task
+# submitted during the wait is seen; once submission is over, only what is watched wakes the thread
 EAGER_POLL_S = 0.02
 
 
@@ -66,6 +67,7 @@ class Dispatcher:
         self.startable: set[str] = set()  # waiting tasks whose inputs are all ready
         self.holding: dict[ray.ObjectRef, str] = {}  # done ref -> its task, granted and not yet ended
         self.failed_open = False  # the granting thread stopped while Ray runs on: every task is granted at once
+        self.added = False  # a task was submitted since the last step (while the thread may sleep in `ray.wait`)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -90,6 +92,7 @@ class Dispatcher:
                 self.readers.setdefault(ref, []).append(task)
             if not missing:
                 self.startable.add(task)
+            self.added = True
         self._wake.set()
 
     def start(self) -> None:
@@ -139,6 +142,7 @@ class Dispatcher:
         with self._lock:
             holding = list(self.holding)
             awaited = list(self.readers)
+            self.added = False
         ended = ray.wait(holding, num_returns=len(holding), timeout=0, fetch_local=False)[0] if holding else []
         found = ray.wait(awaited, num_returns=len(awaited), timeout=0, fetch_local=False)[0] if awaited else []
         with self._lock:
@@ -157,7 +161,8 @@ class Dispatcher:
                 del self.missing[task]
                 self.holding[self.done.pop(task)] = task
             watched = [*self.holding, *self.readers]
-            eager = bool(self.done) and len(self.holding) < self.capacity
+            # look again soon only while tasks may still be submitted: what is watched wakes the thread otherwise
+            eager = self.added and bool(self.done) and len(self.holding) < self.capacity
         if chosen:
             self.slots.grant.remote(chosen)
         return watched, eager
