@@ -16,8 +16,6 @@ from tests.conftest import run_dagc
 from tests.dialect_runs import framework_run
 from tests.engines import run_local, run_ray, run_torch
 
-pytest.importorskip("prefect")
-
 PORTS = Path(__file__).parent / "ports"
 
 # port -> (flow, its parameters but the output file, which each run names for itself)
