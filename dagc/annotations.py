@@ -132,15 +132,28 @@ def pipeline(fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
     return decorate
 
 
-# Set in every process of a dagc program (dagc.runtime), which imports the user's modules to call their tasks.
+# Set while a dagc program (dagc.runtime) imports the user's modules to call their tasks.
 PROGRAM_VARIABLE = "DAGC_PROGRAM"
+# Whether this whole process is a worker of a dagc program, which may import a user's module at any time (Ray
+# imports a task's module when it unpickles the task). A Ray worker starts with the variable set: it is read
+# once, when dagc is first imported there, and taken out of the environment, so that a process a task starts
+# (another dagc script, say) does not inherit it and find its own pipeline calls doing nothing.
+_program_worker = os.environ.pop(PROGRAM_VARIABLE, "") == "1"
+
+
+def enter_program_worker() -> None:
+    """Mark this process as a worker of a dagc program for the rest of its life, and take the variable out of
+    its environment (see `_program_worker`)."""
+    global _program_worker
+    _program_worker = True
+    os.environ.pop(PROGRAM_VARIABLE, None)
 
 
 def _outside_programs(func: F) -> F:
     """The pipeline function itself, except in a process of a dagc program: there a call of it does nothing
     and returns None. A module that calls its pipeline at its top level (as an Airflow DAG file does) would
     otherwise run the whole pipeline again in every process that imports it; the program runs it once."""
-    if not os.environ.get(PROGRAM_VARIABLE):
+    if not (_program_worker or os.environ.get(PROGRAM_VARIABLE)):
         return func
 
     @functools.wraps(func)

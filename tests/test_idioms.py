@@ -236,3 +236,15 @@ def test_a_pipeline_called_at_module_level_runs_once_on_ray_and_torch(tmp_path: 
     printed = "".join(text for path in sorted((tmp_path / "torch-run").rglob("*.console.json"))
                       for _, text in load_console(path.with_name(path.name.replace(".console.json", ".pkl"))))
     assert printed.count("double ran") == 1, printed
+
+
+@pytest.mark.slow
+def test_a_script_a_task_starts_runs_its_own_pipeline_on_every_backend(tmp_path: Path, ray_cluster) -> None:
+    """What marks a program's process (its pipelines called at module level do nothing there) does not pass to
+    the processes its tasks start: a dagc script run by a task runs its pipeline, as under the plain run."""
+    script = IDIOMS / "nested_script.py"
+    plain = plain_result(script, "main", tmp_path)
+    assert plain == "double ran"
+    assert run_local(script, "main", {}, tmp_path) == plain
+    assert run_ray(script, "main", {}, tmp_path, ray_cluster.address) == plain
+    assert run_torch(script, "main", {}, tmp_path) == plain

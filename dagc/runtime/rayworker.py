@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import ray
 
-from dagc.annotations import PROGRAM_VARIABLE
+from dagc.annotations import enter_program_worker
 from dagc.runtime import admission
 from dagc.runtime.costs import CostLog
 from dagc.runtime.events import EventLog
@@ -48,6 +48,7 @@ _held: dict[str, dict[int, list[Any]]] = {}
 def prepare_worker(interpreter: Interpreter) -> None:
     """Make this worker look like `python SCRIPT ARGS` and load the script's module, as before any task."""
     script, args, cwd, entry, omp_threads = interpreter
+    enter_program_worker()  # (a pipeline the user's modules call at their top level does not run here)
     prepare_interpreter(script, args, cwd)
     if "torch" not in sys.modules:  # torch starts on the threads the plain run starts with
         if omp_threads is None:
@@ -56,7 +57,6 @@ def prepare_worker(interpreter: Interpreter) -> None:
             os.environ["OMP_NUM_THREADS"] = omp_threads
         passive_waiting()  # tasks on the plain run's threads share this node's cores (dagc.runtime.threads)
     if entry:  # its module-level code (a seed, settings) runs before any task, as under `python script.py`
-        os.environ[PROGRAM_VARIABLE] = "1"  # (but a pipeline it calls there does not run: the program runs it)
         importlib.import_module(entry)
     if not _process_threads and current_threads() is not None:
         _process_threads.append(current_threads())  # type: ignore[arg-type]
