@@ -358,6 +358,7 @@ def task_rows(graph: Graph, final_state: bool = False) -> dict[str, tuple]:
     object a task changes after the task that made it is never reused, unless `final_state`: the program then
     stores that group as it is at its end (`final_state_groups`; the local program does)."""
     from dagc.ir.effects import state_groups
+    from dagc.runtime.rows import TaskRow
 
     fps = task_fingerprints(graph)
     state = {task: k for k, group in enumerate(state_groups(graph)) for task in group.nodes}
@@ -375,7 +376,9 @@ def task_rows(graph: Graph, final_state: bool = False) -> dict[str, tuple]:
             row = (*row[:3], f"{NEVER_REUSED}`{name}` shares an object that the pipeline returns and tasks "
                    f"change in place ({returned[state[name]]}): its stored outputs do not hold that object's "
                    "final state", row[4])
-        rows[name] = (*row, assumed_effects(graph, node, drawers), *((threads,) if threads is not None else ()))
+        rows[name] = (*row, assumed_effects(graph, node, drawers), threads)
+        if node.op == "task" and node.options.memory is not None:  # (per call too: `train.options(memory=...)`)
+            rows[name] = tuple(TaskRow.of(rows[name])._replace(memory=node.options.memory))
     return _downstream_of_uncached(graph, rows)
 
 

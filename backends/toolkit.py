@@ -457,7 +457,7 @@ def emit_task_table(w: CodeWriter, rows: dict[str, tuple], name: str = "TASKS", 
     (dagc.runtime.rows.TaskRow), each field that is not its default named."""
     w.line("# task: TaskRow(fingerprint, retries, timeout in seconds, cache (True, or why not), state group, what it")
     w.line("#        may change: (parameters, parameters it changes, random draws, files, module names), the threads its")
-    w.line("#        cpus= declares); see dagc.runtime.rows")
+    w.line("#        cpus= declares, the bytes its memory= declares); see dagc.runtime.rows")
     if where:
         w.line(where)
     w.line(f"{name} = {{")

@@ -45,8 +45,13 @@ def p(n: int = 300):
 """
 
 
-def _emit(tmp_path: Path, backend: str) -> Path:
-    (tmp_path / "job.py").write_text(textwrap.dedent(SCRIPT), encoding="utf-8")
+# the same, with `big`'s figure given at the call (`train.options(memory=...)(x)`, as Ray users write it)
+PER_CALL = SCRIPT.replace('@dagc.task(memory="100MiB")\ndef big', "@dagc.task\ndef big").replace(
+    "total += big(n)", 'total += big.options(memory="100MiB")(n)')
+
+
+def _emit(tmp_path: Path, backend: str, script: str = SCRIPT) -> Path:
+    (tmp_path / "job.py").write_text(textwrap.dedent(script), encoding="utf-8")
     program = tmp_path / "out" / f"prog_{backend}.py"
     program.parent.mkdir(parents=True, exist_ok=True)
     program.write_text(emit(compile_file(tmp_path / "job.py", backend=backend), backend, program))
@@ -66,8 +71,10 @@ def _check(tmp_path: Path, stderr: str) -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the per-task peak needs /proc")
-def test_local_program_says_and_records_memory_beyond_the_declared(tmp_path: Path) -> None:
-    program = _emit(tmp_path, "local")
+@pytest.mark.parametrize("script", [SCRIPT, PER_CALL], ids=["decorator", "per-call"])
+def test_local_program_says_and_records_memory_beyond_the_declared(tmp_path: Path, script: str) -> None:
+    assert script.count("100MiB") == 1
+    program = _emit(tmp_path, "local", script)
     proc = run_python([str(program), "--run-dir", str(tmp_path / "run"), "--cost-store", str(tmp_path / "costs"),
                        "--result", str(tmp_path / "r.json")], capture_output=True, text=True, timeout=300,
                       cwd=tmp_path)

@@ -73,7 +73,7 @@ def store_rate() -> float:
 
 
 # task functions (module, qualified name) said to have taken more memory than declared, once per process
-OVER_MEMORY_SAID: set[tuple[str | None, str]] = set()
+OVER_MEMORY_SAID: set[tuple[str | None, str, int]] = set()
 
 # the start of a cache column's reason when a task reads what a task that acts on the world made (or runs after
 # it): its output is stored and reused by its fingerprint and the content of its arguments, taken when it is
@@ -92,6 +92,7 @@ class TaskSpec:
     uncached: str | None = None  # why the task is never taken from the cache
     assumed: Assumed | None = None  # what the compiler assumed it may change (None: not checked)
     threads: int | None = None  # the threads its `cpus=` declares (dagc.runtime.threads)
+    memory: int | None = None  # the bytes its `memory=` declares, where the call or a framework's option says
 
     @classmethod
     def from_row(cls, name: str, row: TaskRow | tuple | None) -> TaskSpec:
@@ -101,7 +102,7 @@ class TaskSpec:
         # the cache column is True, or the reason the task is not cacheable
         return cls(name, row.fingerprint, int(row.retries), row.timeout, row.cache is True, row.state,
                    None if row.cache is True else (row.cache or "declared cache=False"),
-                   Assumed.from_row(row.effects) if row.effects is not None else None, row.threads)
+                   Assumed.from_row(row.effects) if row.effects is not None else None, row.threads, row.memory)
 
 
 class TaskFailed(Exception):
@@ -366,7 +367,8 @@ class Executor:
         found: list[tuple[str, str]] | None = None
         # the energy counters of the devices this process sees, where the machine has any (dagc.runtime.energy)
         energy = meter() if owner and (self.log is not None or self.costs is not None) else None
-        declared = declared_memory(fn)  # its memory=, said when the task took more (dagc.runtime.costs)
+        # its memory= (the call's, else its decorator's), said when the task took more (dagc.runtime.costs)
+        declared = spec.memory if spec.memory is not None else declared_memory(fn)
         measure = owner and (self.costs is not None or declared is not None)
         tries = 0
         while True:
@@ -595,7 +597,7 @@ class Executor:
         """A task took more memory than its `memory=` declares: said once per task function in this process (a
         loop's body runs many times, unrolled as `big[0]`, `big[1]`, ...), as a warning and a `memory_exceeded`
         event; the cost store keeps the measured figure."""
-        key = (getattr(fn, "__module__", None), getattr(fn, "__qualname__", task))
+        key = (getattr(fn, "__module__", None), getattr(fn, "__qualname__", task), declared)
         if key in OVER_MEMORY_SAID:
             return
         OVER_MEMORY_SAID.add(key)

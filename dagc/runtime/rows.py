@@ -30,6 +30,7 @@ class TaskRow(NamedTuple):
     ranks: tuple[int, ...] = ()
     inputs: tuple[str, ...] = ()
     outputs: tuple[str, ...] = ()
+    memory: int | None = None  # the bytes the call's `memory=` declares (a warning when the task takes more)
 
     @classmethod
     def of(cls, row: Any) -> TaskRow:

@@ -7,6 +7,7 @@ import builtins
 
 from dagc.frontend.extract.context import Component
 from dagc.frontend.extract.messages import describe
+from dagc.frontend.extract.options import configured_callee
 from dagc.frontend.extract.queries import generator_as_list, target_names
 from dagc.frontend.extract.values import (
     Callee,
@@ -57,6 +58,9 @@ class Glue(Component):
     """Turns operations on run-time values into `glue` nodes, and says which expressions need one."""
 
     def is_task_callee(self, func: ast.expr, scope: Scope, info: ModuleInfo) -> bool:
+        configured = configured_callee(func, info)  # `train.options(memory=...)(x)` inside an expression
+        if configured is not None:  # (`dagc.task(...)(fn)` makes a task of any function)
+            return configured[0] is not func or self.is_task_callee(configured[1], scope, info)
         if isinstance(func, ast.Name):
             if func.id in scope.env:
                 return isinstance(scope.env[func.id], Callee)

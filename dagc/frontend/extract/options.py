@@ -15,21 +15,29 @@ from dagc.frontend.modules import ModuleInfo, TaskDef
 if TYPE_CHECKING:
     from dagc.frontend.extract.calls import Calls
 
-__all__ = ["configured_task"]
+__all__ = ["configured_callee", "configured_task"]
+
+
+def configured_callee(func: ast.expr, info: ModuleInfo) -> tuple[ast.Call, ast.expr] | None:
+    """For the callee of a call in one of these forms, (the call writing the options, the expression naming the
+    task); None otherwise. Only the form is read, so that asking has no effect."""
+    if not isinstance(func, ast.Call):
+        return None
+    if isinstance(func.func, ast.Attribute) and func.func.attr == "options" and not func.args:
+        return func, func.func.value  # `train.options(...)(x)`
+    if (isinstance(func.func, ast.Call) and len(func.args) == 1 and not func.keywords
+            and _is_dagc_task(func.func.func, info)):
+        return func.func, func.args[0]  # `dagc.task(...)(fn)(x)`
+    return None
 
 
 def configured_task(calls: Calls, call: ast.Call, scope: Scope, info: ModuleInfo) -> TaskDef | None:
     """The task `call` calls, with the options written at the call; None when `call` is not of these forms."""
-    made = call.func
-    if not isinstance(made, ast.Call):
+    form = configured_callee(call.func, info)
+    if form is None:
         return None
-    if isinstance(made.func, ast.Attribute) and made.func.attr == "options" and not made.args:
-        written, base = made, _task(calls, made.func.value, scope, info)  # `train.options(...)(x)`
-    elif (isinstance(made.func, ast.Call) and len(made.args) == 1 and not made.keywords
-          and _is_dagc_task(made.func.func, info)):
-        written, base = made.func, _task(calls, made.args[0], scope, info)  # `dagc.task(...)(fn)(x)`
-    else:
-        return None
+    written, named = form
+    base = _task(calls, named, scope, info)
     if base is None:
         return None
     from dagc.frontend.scan import task_options
