@@ -230,18 +230,38 @@ def declare_readonly_fix(path: Path, qualname: str, names: list[str]) -> Fix | N
 
 
 def guard_call_fix(source: SourceFile, stmt: ast.stmt) -> Fix | None:
-    """A top-level call (`main()`, `result = main()`) put under `if __name__ == "__main__":`, so that importing
-    the module no longer runs it: when nothing else at module level reads what it binds."""
+    """A top-level call (`main()`, `result = main()`) put under `if __name__ == "__main__":`, with the statements
+    right after it that read what it binds (`print(result)`), so that importing the module no longer runs it:
+    when nothing else at module level reads those names."""
     from dagc.frontend.scan import is_main_guard  # (scan builds its own fixes here)
 
-    if stmt not in source.tree.body:
+    body = source.tree.body
+    if stmt not in body:
         return None
-    bound = {n.id for target in getattr(stmt, "targets", []) for n in ast.walk(target) if isinstance(n, ast.Name)}
-    readers = [s for s in source.tree.body if s is not stmt and not is_main_guard(s)]
-    if bound & {n.id for s in readers for n in ast.walk(s) if isinstance(n, ast.Name)}:
+    group = [stmt]
+    bound = _stored(stmt)
+    for after in body[body.index(stmt) + 1:]:
+        if not (isinstance(after, _SIMPLE) and bound & _read(after)):
+            break
+        group.append(after)
+        bound |= _stored(after)
+    readers = [s for s in body if s not in group and not is_main_guard(s)]
+    if any(bound & _read(s) for s in readers):
         return None
     segment = ast.get_source_segment(source.text, stmt) or "the call"
-    return Fix(f"call `{segment}` under `if __name__ == \"__main__\":`", (GuardStatement(source.span(stmt)),))
+    return Fix(f"call `{segment}` under `if __name__ == \"__main__\":`",
+               tuple(GuardStatement(source.span(s)) for s in group))
+
+
+_SIMPLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)
+
+
+def _stored(stmt: ast.stmt) -> set[str]:
+    return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+
+
+def _read(stmt: ast.stmt) -> set[str]:
+    return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
 
 
 def _awaits(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
