@@ -64,6 +64,7 @@ class _EditTransformer(cst.CSTTransformer):
         self.edits = list(edits)
         self.done: set[int] = set()
         self.moved: list[tuple[int, cst.BaseStatement]] = []  # (line to go above, the statement)
+        self.left: dict[int, list[cst.EmptyLine]] = {}  # definitions moved out of a block: their blank lines
 
     def _pending(self, kind: type, at: Position) -> list[Edit]:
         return [e for e in self.edits if isinstance(e, kind) and _start(e) == at and id(e) not in self.done]
@@ -95,8 +96,30 @@ class _EditTransformer(cst.CSTTransformer):
             assert isinstance(edit, MoveDefinition)
             self.done.add(id(edit))
             self.moved.append((edit.before, updated.with_changes(params=_with_params(updated.params, edit.params))))
+            self.left[id(original_node)] = _blank_prefix(original_node.leading_lines)
             return cst.RemoveFromParent()
         return updated
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock,
+                            updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        """The statement after a definition moved out keeps the blank lines the definition had above it (none,
+        first in its block), not those that separated it from the definition."""
+        if not any(id(stmt) in self.left for stmt in original_node.body):
+            return updated_node
+        kept = iter(updated_node.body)
+        body: list[cst.BaseStatement] = []
+        carried: list[cst.EmptyLine] | None = None
+        for stmt in original_node.body:
+            if id(stmt) in self.left:
+                carried = self.left[id(stmt)] if carried is None else carried
+                continue
+            new = next(kept)
+            if carried is not None:
+                own = list(getattr(new, "leading_lines", ()))
+                new = new.with_changes(leading_lines=[*carried, *own[len(_blank_prefix(own)):]])
+                carried = None
+            body.append(new)
+        return updated_node.with_changes(body=body)
 
     def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
         return self._decorate(original_node, updated_node)
@@ -200,16 +223,19 @@ def _with_blank_lines_of(stmt: cst.BaseStatement, moved: cst.BaseStatement) -> c
     """A statement moved above `stmt` gets the blank lines that separate `stmt` from what comes before, and
     `stmt` keeps its own: `def f(): ...`, two blank lines, the moved line, two blank lines, `stmt`. The moved
     statement keeps the comments above it, not the blank lines that separated it from its old neighbours."""
-    leading = list(getattr(stmt, "leading_lines", ()))
+    blank = _blank_prefix(getattr(stmt, "leading_lines", ()))
+    own = [line.with_changes(indent=True) for line in getattr(moved, "leading_lines", ())]
+    return moved.with_changes(leading_lines=[*blank, *own[len(_blank_prefix(own)):]])
+
+
+def _blank_prefix(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    """The blank lines before the first comment of `lines`."""
     blank = []
-    for line in leading:
+    for line in lines:
         if line.comment is not None:
             break
         blank.append(line)
-    own = [line.with_changes(indent=True) for line in getattr(moved, "leading_lines", ())]
-    while own and own[0].comment is None:
-        own.pop(0)
-    return moved.with_changes(leading_lines=[*blank, *own])
+    return blank
 
 
 _MAIN_TEST = '__name__ == "__main__"'
