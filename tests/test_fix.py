@@ -182,9 +182,73 @@ if __name__ == "__main__":
     # (a module-level seed keeps the plain run's numbers by running the drawing task where the seed ran)
     left=frozenset({"DAGC150"}))
 
+NESTED_TASK = Case("DAGC108", '''\
+import dagc
+
+
+@dagc.task
+def load(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.pipeline
+def main(n: int = 4, scale: float = 2.0):
+    xs = load(n)
+    offset = 1
+
+    # scales each item
+    @dagc.task(retries=1)
+    def rescale(v: list, *, rounded: bool = False) -> list:
+        return [round(x * scale + offset) if rounded else x * scale + offset for x in v]
+
+    return rescale(xs), rescale(xs, rounded=True)
+''', frozenset({14, 15, 16, 17, 18, 19}),
+    ("# scales each item", "@dagc.task(retries=1)", "def rescale(v: list, *, rounded: bool = False, offset, scale) -> list:",
+     "    return [round(x * scale + offset) if rounded else x * scale + offset for x in v]", "", "",
+     "    return rescale(xs, offset=offset, scale=scale), rescale(xs, rounded=True, offset=offset, scale=scale)"))
+
+NESTED_HELPER = Case("DAGC108", '''\
+import dagc
+
+
+@dagc.task
+def load(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.pipeline
+def main(n: int = 4):
+    def total(xs: list) -> int:  # a plain function: it runs as a task
+        return sum(xs)
+
+    return total(load(n))
+''', frozenset({11, 12, 13}), ("def total(xs: list) -> int:  # a plain function: it runs as a task",
+                                "    return sum(xs)", "", ""))
+
+METHOD_WITHOUT_SELF = Case("DAGC133", '''\
+import dagc
+
+
+class Steps:
+    @dagc.task
+    def load() -> list:
+        return [1, 2, 3]
+
+    @dagc.task
+    @staticmethod
+    def total(xs: list) -> int:
+        return sum(xs)
+
+
+@dagc.pipeline
+def main():
+    return Steps.total(Steps.load())
+''', frozenset(), ("    @staticmethod",))
+
 CASES = {"missing-import": NO_IMPORT, "missing-pipeline": NO_PIPELINE, "kubeflow-resources": KUBEFLOW,
          "misspelt-option": MISSPELT_OPTION, "readonly-contradicted": READONLY_CONTRADICTED,
-         "pure-contradicted": PURE_CONTRADICTED, "seed-in-main-block": MAIN_SEED}
+         "pure-contradicted": PURE_CONTRADICTED, "seed-in-main-block": MAIN_SEED, "nested-task": NESTED_TASK,
+         "nested-helper": NESTED_HELPER, "method-without-self": METHOD_WITHOUT_SELF}
 
 
 def _codes(script: Path, *options: str) -> tuple[int, list[str]]:
@@ -310,6 +374,63 @@ def test_what_no_fix_covers_is_reported_and_left(tmp_path: Path) -> None:
     assert '@dagc.task(cost="2s", cpus=1)' in script.read_text(encoding="utf-8")
     preview = run_dagc("fix", str(script), "--diff")
     assert preview.returncode == 0 and preview.stdout == ""
+
+
+NESTED_UNMOVABLE = {
+    # moved to module level, it would take the place of the module's own `total`
+    "shadows-a-module-name": '''\
+import dagc
+
+
+def total(xs: list) -> int:
+    return len(xs)
+
+
+@dagc.task
+def load(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.pipeline
+def main(n: int = 4):
+    @dagc.task
+    def total(xs: list) -> int:
+        return sum(xs)
+
+    return total(load(n))
+''',
+    # it reads `n` of the pipeline, and the pipeline passes it on as a value, not only calls it
+    "passed-on-as-a-value": '''\
+import dagc
+
+
+@dagc.task
+def apply(fn, xs: list) -> list:
+    return [fn(x) for x in xs]
+
+
+@dagc.pipeline
+def main(n: int = 4):
+    def shift(x: int) -> int:
+        return x + n
+
+    return apply(shift, [1, 2])
+''',
+}
+
+
+@pytest.mark.parametrize("name", sorted(NESTED_UNMOVABLE))
+def test_a_nested_function_that_cannot_move_exactly_keeps_its_hint(name: str, tmp_path: Path) -> None:
+    """No fix where the move would change what the script computes: `dagc fix` changes nothing and reports the
+    diagnostic at its place, with its hint."""
+    script = tmp_path / "job.py"
+    source = NESTED_UNMOVABLE[name]
+    script.write_text(source, encoding="utf-8")
+    line = next(i for i, text in enumerate(source.splitlines(), 1) if text.startswith("    def "))
+    proc = run_dagc("fix", str(script))
+    assert proc.returncode == 1 and script.read_text(encoding="utf-8") == source
+    assert f"{script}:{line}:5: error[DAGC108]" in proc.stderr and "= hint: move `def " in proc.stderr, proc.stderr
+    assert "= fix:" not in proc.stderr and "0 fix(es) made; changed nothing; 1 diagnostic(s)" in proc.stderr
 
 
 def test_fix_refuses_what_is_not_a_script(tmp_path: Path) -> None:
