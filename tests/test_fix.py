@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -269,7 +270,10 @@ def _changes(before: str, after: str) -> tuple[set[int], list[str]]:
     return changed, added
 
 
-def _fix_and_verify(script: Path, case: Case, tmp_path: Path, *options: str) -> None:
+def _fix_and_verify(script: Path, case: Case, tmp_path: Path, *options: str,
+                    plain: Callable[[Path, str, Path], object] = plain_result) -> str:
+    """Fix `script` (whose text is `case.source`) and check the fix as the module docstring says; `plain`: the
+    fixed script's own run (a framework's, for a flow of another framework). Returns what `dagc fix` said."""
     status, before_codes = _codes(script, *options)
     assert case.code in before_codes, before_codes
 
@@ -296,7 +300,8 @@ def _fix_and_verify(script: Path, case: Case, tmp_path: Path, *options: str) -> 
     assert script.read_text(encoding="utf-8") == fixed
 
     local = run_local(script, case.pipeline, {}, tmp_path)
-    assert local == plain_result(script, case.pipeline, tmp_path)
+    assert local == plain(script, case.pipeline, tmp_path)
+    return proc.stderr
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
