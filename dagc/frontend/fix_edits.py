@@ -29,7 +29,7 @@ from dagc.frontend.source import SourceFile, read_source
 from dagc.ir.location import SourceSpan
 
 __all__ = ["bare_decorator_fix", "declare_readonly_fix", "guard_call_fix", "import_dagc_fix", "kfp_fix",
-           "move_seed_fix", "pipeline_decorator_fix", "plain_def_fix", "readonly_without", "rename_option_fix",
+           "move_seed_fix", "pipeline_decorator_fix", "plain_def_fix", "readonly_without", "rename_name_fix", "rename_option_fix",
            "static_method_fix", "task_option_fix"]
 
 
@@ -121,6 +121,11 @@ def rename_option_fix(source: SourceFile, call: ast.Call, keyword: ast.keyword, 
         return None
     at = source.span(call)
     return Fix(f"write `{meant}=` for `{keyword.arg}=`", (SetOption(at, keyword.arg, None), SetOption(at, meant, value)))
+
+
+def rename_name_fix(source: SourceFile, name: ast.Name, meant: str) -> Fix:
+    """An undefined name written as the defined one it is close to: `lod(n)` → `load(n)`."""
+    return Fix(f"write `{meant}` for `{name.id}`", (ReplaceExpression(source.span(name), meant),))
 
 
 def kfp_fix(source: SourceFile, call: ast.Call, chain: list[ast.Call], task: object) -> Fix | None:
