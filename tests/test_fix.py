@@ -246,10 +246,25 @@ def main():
     return Steps.total(Steps.load())
 ''', frozenset(), ("    @staticmethod",))
 
+NAME_SLIP = Case("DAGC101", '''\
+import dagc
+
+
+@dagc.task
+def load(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.pipeline
+def main(count: int = 4):
+    xs = lod(count)  # a slip of a letter
+    return xs, len(xs)
+''', frozenset({11}), ("    xs = load(count)  # a slip of a letter",))
+
 CASES = {"missing-import": NO_IMPORT, "missing-pipeline": NO_PIPELINE, "kubeflow-resources": KUBEFLOW,
          "misspelt-option": MISSPELT_OPTION, "readonly-contradicted": READONLY_CONTRADICTED,
          "pure-contradicted": PURE_CONTRADICTED, "seed-in-main-block": MAIN_SEED, "nested-task": NESTED_TASK,
-         "nested-helper": NESTED_HELPER, "method-without-self": METHOD_WITHOUT_SELF}
+         "nested-helper": NESTED_HELPER, "method-without-self": METHOD_WITHOUT_SELF, "name-slip": NAME_SLIP}
 
 
 def _codes(script: Path, *options: str) -> tuple[int, list[str]]:
