@@ -453,6 +453,51 @@ def test_a_nested_function_that_cannot_move_exactly_keeps_its_hint(name: str, tm
     assert "= fix:" not in proc.stderr and "0 fix(es) made; changed nothing; 1 diagnostic(s)" in proc.stderr
 
 
+GUESSES = {
+    # `np` is as close to `n` as difflib's hint goes, but no slip of a letter: the hint suggests, no fix writes
+    "a-short-name-near-another": ("DAGC101", 12, 12, '''\
+import dagc
+
+
+@dagc.task
+def load(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.pipeline
+def main(n: int = 4):
+    xs = load(n)
+    return np.mean(xs)
+'''),
+    # the main block runs the coroutine the flow's call gives: a plain `def` would give it no coroutine
+    "an-async-flow-run-by-asyncio": ("DAGC108", 7, 1, '''\
+import asyncio
+
+from prefect import flow
+
+
+@flow
+async def main(n: int = 3):
+    return n + 1
+
+
+if __name__ == "__main__":
+    print(asyncio.run(main()))
+'''),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GUESSES))
+def test_a_hint_that_is_no_exact_edit_is_reported_and_left(name: str, tmp_path: Path) -> None:
+    code, line, col, source = GUESSES[name]
+    script = tmp_path / "job.py"
+    script.write_text(source, encoding="utf-8")
+    proc = run_dagc("fix", str(script))
+    assert proc.returncode == 1 and script.read_text(encoding="utf-8") == source
+    assert f"{script}:{line}:{col}: error[{code}]" in proc.stderr and "= hint: " in proc.stderr, proc.stderr
+    assert "= fix:" not in proc.stderr and "0 fix(es) made" in proc.stderr
+
+
 def test_fix_refuses_what_is_not_a_script(tmp_path: Path) -> None:
     graph = tmp_path / "g.ir.json"
     graph.write_text("{}", encoding="utf-8")
