@@ -65,6 +65,7 @@ class _EditTransformer(cst.CSTTransformer):
         self.done: set[int] = set()
         self.moved: list[tuple[int, cst.BaseStatement]] = []  # (line to go above, the statement)
         self.left: dict[int, list[cst.EmptyLine]] = {}  # definitions moved out of a block: their blank lines
+        self.taken: set[int] = set()  # statement lines moved out of a block
 
     def _pending(self, kind: type, at: Position) -> list[Edit]:
         return [e for e in self.edits if isinstance(e, kind) and _start(e) == at and id(e) not in self.done]
@@ -83,7 +84,7 @@ class _EditTransformer(cst.CSTTransformer):
             self.done.add(id(edit))
         return updated_node.with_changes(decorator=expr)
 
-    # ---- decorators of a definition --------------------------------------------------------------
+    # ---- definitions: decorators, `async`, a move out of the function that defines them ------------
     def leave_FunctionDef(self, original_node: cst.FunctionDef,
                           updated_node: cst.FunctionDef) -> cst.FunctionDef | cst.RemovalSentinel:
         updated = self._decorate(original_node, updated_node)
@@ -112,6 +113,8 @@ class _EditTransformer(cst.CSTTransformer):
         for stmt in original_node.body:
             if id(stmt) in self.left:
                 carried = self.left[id(stmt)] if carried is None else carried
+                continue
+            if id(stmt) in self.taken:
                 continue
             new = next(kept)
             if carried is not None:
@@ -170,6 +173,7 @@ class _EditTransformer(cst.CSTTransformer):
                 continue
             self.done.add(id(edit))
             self.moved.append((edit.before, updated_node))
+            self.taken.add(id(original_node))
             return cst.RemoveFromParent()
         return updated_node
 
