@@ -13,7 +13,8 @@ from dataclasses import dataclass, fields
 
 from dagc.ir.location import SourceSpan
 
-__all__ = ["AddDecorator", "Edit", "Fix", "InsertStatement", "MoveStatement", "ReplaceExpression", "SetOption"]
+__all__ = ["AddArguments", "AddDecorator", "DropAsync", "Edit", "Fix", "GuardStatement", "InsertStatement",
+           "MoveDefinition", "MoveStatement", "ReplaceExpression", "SetOption"]
 
 
 @dataclass(frozen=True)
@@ -28,10 +29,12 @@ class SetOption:
 
 @dataclass(frozen=True)
 class AddDecorator:
-    """Add `@{text}` above the decorators of the function or class whose `def`/`class` starts at `at`."""
+    """Add `@{text}` above the decorators of the function or class whose `def`/`class` starts at `at` (with
+    `innermost`, below them, just above the `def`: `@staticmethod` under `@dagc.task`)."""
 
     at: SourceSpan
     text: str
+    innermost: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,11 +63,49 @@ class ReplaceExpression:
     text: str
 
 
-Edit = SetOption | AddDecorator | InsertStatement | MoveStatement | ReplaceExpression
+@dataclass(frozen=True)
+class MoveDefinition:
+    """Move the function whose `def` starts at `at` out of the function that defines it, with its decorators and
+    the comments above it, to module level just above the top-level statement that starts on line `before`;
+    `params` (names it read from the enclosing function) become its last parameters (keyword-only when it
+    has defaults or `*args`)."""
+
+    at: SourceSpan
+    before: int
+    params: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AddArguments:
+    """Pass each of `names` by keyword, as itself (`lr=lr`), to the call spanning exactly `at`."""
+
+    at: SourceSpan
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GuardStatement:
+    """Put the top-level statement starting at `at` under `if __name__ == "__main__":` (statements next to
+    each other share one guard)."""
+
+    at: SourceSpan
+
+
+@dataclass(frozen=True)
+class DropAsync:
+    """Make the `async def` starting at `at` a plain `def`."""
+
+    at: SourceSpan
+
+
+Edit = (SetOption | AddDecorator | InsertStatement | MoveStatement | ReplaceExpression | MoveDefinition
+        | AddArguments | GuardStatement | DropAsync)
 
 _KINDS: dict[type, str] = {SetOption: "set-option", AddDecorator: "add-decorator",
                            InsertStatement: "insert-statement", MoveStatement: "move-statement",
-                           ReplaceExpression: "replace-expression"}
+                           ReplaceExpression: "replace-expression", MoveDefinition: "move-definition",
+                           AddArguments: "add-arguments", GuardStatement: "guard-statement",
+                           DropAsync: "drop-async"}
 
 
 @dataclass(frozen=True)

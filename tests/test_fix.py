@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -182,9 +183,88 @@ if __name__ == "__main__":
     # (a module-level seed keeps the plain run's numbers by running the drawing task where the seed ran)
     left=frozenset({"DAGC150"}))
 
+NESTED_TASK = Case("DAGC108", '''\
+import dagc
+
+
+@dagc.task
+def load(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.pipeline
+def main(n: int = 4, scale: float = 2.0):
+    xs = load(n)
+    offset = 1
+
+    # scales each item
+    @dagc.task(retries=1)
+    def rescale(v: list, *, rounded: bool = False) -> list:
+        return [round(x * scale + offset) if rounded else x * scale + offset for x in v]
+
+    return rescale(xs), rescale(xs, rounded=True)
+''', frozenset({14, 15, 16, 17, 18, 19}),
+    ("# scales each item", "@dagc.task(retries=1)", "def rescale(v: list, *, rounded: bool = False, offset, scale) -> list:",
+     "    return [round(x * scale + offset) if rounded else x * scale + offset for x in v]", "", "",
+     "    return rescale(xs, offset=offset, scale=scale), rescale(xs, rounded=True, offset=offset, scale=scale)"))
+
+NESTED_HELPER = Case("DAGC108", '''\
+import dagc
+
+
+@dagc.task
+def load(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.pipeline
+def main(n: int = 4):
+    def total(xs: list) -> int:  # a plain function: it runs as a task
+        return sum(xs)
+
+    return total(load(n))
+''', frozenset({11, 12, 13}), ("def total(xs: list) -> int:  # a plain function: it runs as a task",
+                                "    return sum(xs)", "", ""))
+
+METHOD_WITHOUT_SELF = Case("DAGC133", '''\
+import dagc
+
+
+class Steps:
+    @dagc.task
+    def load() -> list:
+        return [1, 2, 3]
+
+    @dagc.task
+    @staticmethod
+    def total(xs: list) -> int:
+        return sum(xs)
+
+
+@dagc.pipeline
+def main():
+    return Steps.total(Steps.load())
+''', frozenset(), ("    @staticmethod",))
+
+NAME_SLIP = Case("DAGC101", '''\
+import dagc
+
+
+@dagc.task
+def load(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.pipeline
+def main(count: int = 4):
+    xs = lod(count)  # a slip of a letter
+    return xs, len(xs)
+''', frozenset({11}), ("    xs = load(count)  # a slip of a letter",))
+
 CASES = {"missing-import": NO_IMPORT, "missing-pipeline": NO_PIPELINE, "kubeflow-resources": KUBEFLOW,
          "misspelt-option": MISSPELT_OPTION, "readonly-contradicted": READONLY_CONTRADICTED,
-         "pure-contradicted": PURE_CONTRADICTED, "seed-in-main-block": MAIN_SEED}
+         "pure-contradicted": PURE_CONTRADICTED, "seed-in-main-block": MAIN_SEED, "nested-task": NESTED_TASK,
+         "nested-helper": NESTED_HELPER, "method-without-self": METHOD_WITHOUT_SELF, "name-slip": NAME_SLIP}
 
 
 def _codes(script: Path, *options: str) -> tuple[int, list[str]]:
@@ -205,7 +285,10 @@ def _changes(before: str, after: str) -> tuple[set[int], list[str]]:
     return changed, added
 
 
-def _fix_and_verify(script: Path, case: Case, tmp_path: Path, *options: str) -> None:
+def _fix_and_verify(script: Path, case: Case, tmp_path: Path, *options: str,
+                    plain: Callable[[Path, str, Path], object] = plain_result) -> str:
+    """Fix `script` (whose text is `case.source`) and check the fix as the module docstring says; `plain`: the
+    fixed script's own run (a framework's, for a flow of another framework). Returns what `dagc fix` said."""
     status, before_codes = _codes(script, *options)
     assert case.code in before_codes, before_codes
 
@@ -232,7 +315,8 @@ def _fix_and_verify(script: Path, case: Case, tmp_path: Path, *options: str) -> 
     assert script.read_text(encoding="utf-8") == fixed
 
     local = run_local(script, case.pipeline, {}, tmp_path)
-    assert local == plain_result(script, case.pipeline, tmp_path)
+    assert local == plain(script, case.pipeline, tmp_path)
+    return proc.stderr
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -310,6 +394,108 @@ def test_what_no_fix_covers_is_reported_and_left(tmp_path: Path) -> None:
     assert '@dagc.task(cost="2s", cpus=1)' in script.read_text(encoding="utf-8")
     preview = run_dagc("fix", str(script), "--diff")
     assert preview.returncode == 0 and preview.stdout == ""
+
+
+NESTED_UNMOVABLE = {
+    # moved to module level, it would take the place of the module's own `total`
+    "shadows-a-module-name": '''\
+import dagc
+
+
+def total(xs: list) -> int:
+    return len(xs)
+
+
+@dagc.task
+def load(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.pipeline
+def main(n: int = 4):
+    @dagc.task
+    def total(xs: list) -> int:
+        return sum(xs)
+
+    return total(load(n))
+''',
+    # it reads `n` of the pipeline, and the pipeline passes it on as a value, not only calls it
+    "passed-on-as-a-value": '''\
+import dagc
+
+
+@dagc.task
+def apply(fn, xs: list) -> list:
+    return [fn(x) for x in xs]
+
+
+@dagc.pipeline
+def main(n: int = 4):
+    def shift(x: int) -> int:
+        return x + n
+
+    return apply(shift, [1, 2])
+''',
+}
+
+
+@pytest.mark.parametrize("name", sorted(NESTED_UNMOVABLE))
+def test_a_nested_function_that_cannot_move_exactly_keeps_its_hint(name: str, tmp_path: Path) -> None:
+    """No fix where the move would change what the script computes: `dagc fix` changes nothing and reports the
+    diagnostic at its place, with its hint."""
+    script = tmp_path / "job.py"
+    source = NESTED_UNMOVABLE[name]
+    script.write_text(source, encoding="utf-8")
+    line = next(i for i, text in enumerate(source.splitlines(), 1) if text.startswith("    def "))
+    proc = run_dagc("fix", str(script))
+    assert proc.returncode == 1 and script.read_text(encoding="utf-8") == source
+    assert f"{script}:{line}:5: error[DAGC108]" in proc.stderr and "= hint: move `def " in proc.stderr, proc.stderr
+    assert "= fix:" not in proc.stderr and "0 fix(es) made; changed nothing; 1 diagnostic(s)" in proc.stderr
+
+
+GUESSES = {
+    # `np` is as close to `n` as difflib's hint goes, but no slip of a letter: the hint suggests, no fix writes
+    "a-short-name-near-another": ("DAGC101", 12, 12, '''\
+import dagc
+
+
+@dagc.task
+def load(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.pipeline
+def main(n: int = 4):
+    xs = load(n)
+    return np.mean(xs)
+'''),
+    # the main block runs the coroutine the flow's call gives: a plain `def` would give it no coroutine
+    "an-async-flow-run-by-asyncio": ("DAGC108", 7, 1, '''\
+import asyncio
+
+from prefect import flow
+
+
+@flow
+async def main(n: int = 3):
+    return n + 1
+
+
+if __name__ == "__main__":
+    print(asyncio.run(main()))
+'''),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GUESSES))
+def test_a_hint_that_is_no_exact_edit_is_reported_and_left(name: str, tmp_path: Path) -> None:
+    code, line, col, source = GUESSES[name]
+    script = tmp_path / "job.py"
+    script.write_text(source, encoding="utf-8")
+    proc = run_dagc("fix", str(script))
+    assert proc.returncode == 1 and script.read_text(encoding="utf-8") == source
+    assert f"{script}:{line}:{col}: error[{code}]" in proc.stderr and "= hint: " in proc.stderr, proc.stderr
+    assert "= fix:" not in proc.stderr and "0 fix(es) made" in proc.stderr
 
 
 def test_fix_refuses_what_is_not_a_script(tmp_path: Path) -> None:

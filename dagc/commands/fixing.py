@@ -15,13 +15,16 @@ import difflib
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dagc.commands.common import EXIT_ERRORS, EXIT_OK, compile_input, print_diagnostics
 from dagc.diagnostics import CompileError, Diagnostic
 from dagc.fixes import Edit
 from dagc.ir.location import SourceSpan
 from dagc.usage import UsageError
+
+if TYPE_CHECKING:
+    from dagc.apply_fixes import Applied
 
 __all__ = ["MAX_ROUNDS", "cmd_fix"]
 
@@ -104,28 +107,37 @@ def _diagnostics(args: argparse.Namespace) -> list[Diagnostic]:
 
 
 def _round(diagnostics: list[Diagnostic], files: _Files, made: list[_Made]) -> bool:
-    """Apply every fix of `diagnostics` (each file in one pass); whether any text changed."""
-    from dagc.apply_fixes import apply_edits  # (libcst: loaded by this command only)
-
-    edits: dict[Path, dict[Edit, None]] = {}
-    for diag in diagnostics:
-        if diag.fix is not None:
-            for edit in diag.fix.edits:
-                edits.setdefault(files.key(edit.at.file), {})[edit] = None
+    """Apply every fix of `diagnostics` (each file in one pass); whether any text changed. A fix is made whole
+    or not at all: when one of its edits finds no code, its other edits are left out too."""
+    fixes = [d.fix for d in diagnostics if d.fix is not None]
     missed: set[Edit] = set()
-    changed = False
     texts = tuple(files.current.items())  # (what the diagnostics' places refer to)
-    for path, wanted in sorted(edits.items()):
-        before = files.current[path]
-        applied = apply_edits(before, list(wanted))
-        missed.update(applied.missed)
-        if applied.text != before:
+    while True:
+        edits: dict[Path, dict[Edit, None]] = {}
+        for fix in fixes:
+            if not missed.intersection(fix.edits):
+                for edit in fix.edits:
+                    edits.setdefault(files.key(edit.at.file), {})[edit] = None
+        results = {path: _apply(files.current[path], list(wanted)) for path, wanted in sorted(edits.items())}
+        newly = {edit for applied in results.values() for edit in applied.missed} - missed
+        if not newly:
+            break
+        missed |= newly
+    changed = False
+    for path, applied in results.items():
+        if applied.text != files.current[path]:
             files.current[path] = applied.text
             changed = True
     if changed:
         made.extend(dict.fromkeys(_Made(d.code, d.span, d.fix.summary, texts) for d in diagnostics
                                   if d.fix is not None and not missed.intersection(d.fix.edits)))
     return changed
+
+
+def _apply(text: str, edits: list[Edit]) -> Applied:
+    from dagc.apply_fixes import apply_edits  # (libcst: loaded by this command only)
+
+    return apply_edits(text, edits)
 
 
 def _diff(files: _Files) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import weakref
 
+from dagc.frontend.fix_edits import static_method_fix
 from dagc.frontend.modules import ClassSteps, FunctionSig, ModuleInfo, Opaque, PipelineDef, Project, TaskDef
 
 __all__ = ["scan_class", "method_kind"]
@@ -82,7 +83,8 @@ def scan_class(project: Project, info: ModuleInfo, node: ast.ClassDef) -> Opaque
             if receiver is None:
                 project.sink.error("DAGC133", f"method `{qualname}` has no `self` or `cls` parameter",
                                    info.source.span(stmt.args) if stmt.args.args else info.source.span(stmt),
-                                   hint="add @staticmethod if it needs no instance")
+                                   hint="add @staticmethod if it needs no instance",
+                                   fix=static_method_fix(info.source, stmt))
                 steps.methods.add(stmt.name)
                 continue
             sig = _without_receiver(sig)

@@ -13,14 +13,24 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from dagc.diagnostics import DiagnosticSink
-from dagc.fixes import AddDecorator, Fix, InsertStatement, MoveStatement, ReplaceExpression, SetOption
+from dagc.fixes import (
+    AddDecorator,
+    DropAsync,
+    Fix,
+    GuardStatement,
+    InsertStatement,
+    MoveStatement,
+    ReplaceExpression,
+    SetOption,
+)
 from dagc.frontend.forms import kfp_options
 from dagc.frontend.modules import ModuleInfo, TaskDef
 from dagc.frontend.source import SourceFile, read_source
 from dagc.ir.location import SourceSpan
 
-__all__ = ["declare_readonly_fix", "import_dagc_fix", "kfp_fix", "move_seed_fix", "pipeline_decorator_fix",
-           "readonly_without", "rename_option_fix", "task_option_fix"]
+__all__ = ["bare_decorator_fix", "declare_readonly_fix", "guard_call_fix", "import_dagc_fix", "kfp_fix",
+           "move_seed_fix", "pipeline_decorator_fix", "plain_def_fix", "readonly_without", "rename_name_fix", "rename_option_fix",
+           "static_method_fix", "task_option_fix"]
 
 
 def _import_dagc(source: SourceFile) -> InsertStatement:
@@ -111,6 +121,11 @@ def rename_option_fix(source: SourceFile, call: ast.Call, keyword: ast.keyword, 
         return None
     at = source.span(call)
     return Fix(f"write `{meant}=` for `{keyword.arg}=`", (SetOption(at, keyword.arg, None), SetOption(at, meant, value)))
+
+
+def rename_name_fix(source: SourceFile, name: ast.Name, meant: str) -> Fix:
+    """An undefined name written as the defined one it is close to: `lod(n)` → `load(n)`."""
+    return Fix(f"write `{meant}` for `{name.id}`", (ReplaceExpression(source.span(name), meant),))
 
 
 def kfp_fix(source: SourceFile, call: ast.Call, chain: list[ast.Call], task: object) -> Fix | None:
@@ -217,3 +232,89 @@ def declare_readonly_fix(path: Path, qualname: str, names: list[str]) -> Fix | N
     items += [json.dumps(name) for name in names]
     value = f"[{', '.join(items)}]"
     return Fix(f"declare `readonly={value}` on `{fn.name}`", (SetOption(source.span(decorator), "readonly", value),))
+
+
+def guard_call_fix(source: SourceFile, stmt: ast.stmt) -> Fix | None:
+    """A top-level call (`main()`, `result = main()`) put under `if __name__ == "__main__":`, with the statements
+    right after it that read what it binds (`print(result)`), so that importing the module no longer runs it:
+    when nothing else at module level reads those names."""
+    from dagc.frontend.scan import is_main_guard  # (scan builds its own fixes here)
+
+    body = source.tree.body
+    if stmt not in body:
+        return None
+    group = [stmt]
+    bound = _stored(stmt)
+    for after in body[body.index(stmt) + 1:]:
+        if not (isinstance(after, _SIMPLE) and bound & _read(after)):
+            break
+        group.append(after)
+        bound |= _stored(after)
+    readers = [s for s in body if s not in group and not is_main_guard(s)]
+    if any(bound & _read(s) for s in readers):
+        return None
+    segment = ast.get_source_segment(source.text, stmt) or "the call"
+    return Fix(f"call `{segment}` under `if __name__ == \"__main__\":`",
+               tuple(GuardStatement(source.span(s)) for s in group))
+
+
+_SIMPLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign)
+
+
+def _stored(stmt: ast.stmt) -> set[str]:
+    return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+
+
+def _read(stmt: ast.stmt) -> set[str]:
+    return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _awaits(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    return any(isinstance(n, (ast.Await, ast.AsyncFor, ast.AsyncWith, ast.Yield, ast.YieldFrom))
+               for n in ast.walk(fn))
+
+
+# what takes the coroutine an async function's call gives (`asyncio.run(main())`)
+_COROUTINE_TAKERS = frozenset({"run", "gather", "create_task", "ensure_future", "wait_for", "shield",
+                               "run_until_complete", "run_coroutine_threadsafe", "wait"})
+
+
+def plain_def_fix(source: SourceFile, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Fix | None:
+    """`async def` → `def`, for a function that awaits nothing and that the module only calls (no `await`, no
+    `asyncio.run(...)` or other use of the coroutine a call gives)."""
+    if not isinstance(fn, ast.AsyncFunctionDef) or _awaits(fn):
+        return None
+    parents = {id(child): node for node in ast.walk(source.tree) for child in ast.iter_child_nodes(node)}
+    for node in ast.walk(source.tree):
+        if not (isinstance(node, ast.Name) and node.id == fn.name and isinstance(node.ctx, ast.Load)):
+            continue
+        use: ast.AST = node
+        parent = parents.get(id(use))
+        if isinstance(parent, ast.Attribute) and parent.attr in ("submit", "map"):  # Prefect's `t.submit(x)`
+            use, parent = parent, parents.get(id(parent))
+        if not (isinstance(parent, ast.Call) and parent.func is use):
+            return None
+        outer = parents.get(id(parent))
+        if isinstance(outer, ast.Await) or isinstance(outer, ast.Call) and \
+                ast.unparse(outer.func).rpartition(".")[2] in _COROUTINE_TAKERS:
+            return None
+    return Fix(f"write `{fn.name}` as a plain `def` (it awaits nothing)", (DropAsync(source.span(fn)),))
+
+
+def bare_decorator_fix(source: SourceFile, decorator: ast.expr) -> Fix | None:
+    """`@step(...)` → `@step`: the decorator without the arguments it does not take."""
+    if not isinstance(decorator, ast.Call):
+        return None
+    name = ast.get_source_segment(source.text, decorator.func)
+    if name is None:
+        return None
+    return Fix(f"write a bare `@{name}`", (ReplaceExpression(source.span(decorator), name),))
+
+
+def static_method_fix(source: SourceFile, method: ast.FunctionDef | ast.AsyncFunctionDef) -> Fix | None:
+    """`@staticmethod` under the dagc decorator of a method that takes no parameter (so it needs no instance)."""
+    if method.args.posonlyargs or method.args.args or method.args.vararg is not None or any(
+            isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod") for d in method.decorator_list):
+        return None
+    return Fix(f"declare `{method.name}` a @staticmethod",
+               (AddDecorator(source.span(method), "staticmethod", innermost=True),))

@@ -33,6 +33,7 @@ from dagc.frontend.dialects.rewrite import (
     is_function_ref,
     unsupported,
 )
+from dagc.frontend.fix_edits import plain_def_fix
 from dagc.frontend.modules import FunctionSig, ModuleInfo, PipelineDef, Project, TaskDef, static_option_value
 from dagc.frontend.static import NotStatic
 from dagc.ir.types import TaskOptions
@@ -100,7 +101,7 @@ def pipeline_node(project: Project, info: ModuleInfo,
     """The DAG function's body in dagc's forms; its nested `@task` functions become tasks of the module."""
     if isinstance(fn, ast.AsyncFunctionDef):
         project.sink.error("DAGC108", f"async DAG function `{fn.name}` is not supported", info.source.span(fn),
-                           hint="write the DAG function as a plain `def`")
+                           hint="write the DAG function as a plain `def`", fix=plain_def_fix(info.source, fn))
         return fn
     enable_after(info)
     _check_module_tasks(project, info, fn)

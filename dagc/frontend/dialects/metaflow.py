@@ -19,6 +19,7 @@ from typing import Any
 
 from dagc.diagnostics import Severity
 from dagc.frontend.dialects import CLASS_BASES, dotted_name
+from dagc.frontend.fix_edits import bare_decorator_fix
 from dagc.frontend.modules import (
     ClassSteps,
     FunctionSig,
@@ -211,7 +212,7 @@ def _step_options(project: Project, info: ModuleInfo, fn: ast.FunctionDef | ast.
         if _is_step(info, decorator):
             if isinstance(decorator, ast.Call) and (decorator.args or decorator.keywords):
                 project.sink.error("DAGC124", "`@step(...)` with arguments is not supported by dagc",
-                                   info.source.span(decorator),
+                                   info.source.span(decorator), fix=bare_decorator_fix(info.source, decorator),
                                    hint="name the first step `start` and the last `end`, and write a bare @step")
             continue
         name = _decorator_name(info, decorator)

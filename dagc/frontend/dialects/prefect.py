@@ -32,6 +32,7 @@ from dagc.frontend.dialects.rewrite import (
     scalar_names,
     unsupported,
 )
+from dagc.frontend.fix_edits import guard_call_fix, plain_def_fix
 from dagc.frontend.modules import ModuleInfo, Project, static_option_value
 from dagc.frontend.static import NotStatic
 from dagc.ir.types import TaskOptions
@@ -90,7 +91,7 @@ def pipeline_node(project: Project, info: ModuleInfo,
     if isinstance(fn, ast.AsyncFunctionDef):
         project.sink.error("DAGC108", f"async flow `{fn.name}` is not supported", info.source.span(fn),
                            hint="write the flow and its tasks as plain `def` functions; dagc runs independent "
-                           "tasks in parallel without asyncio")
+                           "tasks in parallel without asyncio", fix=plain_def_fix(info.source, fn))
         return fn
     enable_after(info)
     called = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
@@ -99,7 +100,8 @@ def pipeline_node(project: Project, info: ModuleInfo,
                 found[0].dialect == "prefect" for d in stmt.decorator_list
                 if (found := decorator_form(info, d)) is not None):
             project.sink.error("DAGC108", f"async task `{stmt.name}` is not supported", info.source.span(stmt),
-                               hint="write the task as a plain `def`; dagc runs independent tasks in parallel")
+                               hint="write the task as a plain `def`; dagc runs independent tasks in parallel",
+                               fix=plain_def_fix(info.source, stmt))
     _check_module_calls(project, info, fn)
     lowered = copy_function(fn)
     rewriter = _FlowRewriter(project, info, bound_names(fn), scalar_names(fn))
@@ -115,7 +117,8 @@ def _check_module_calls(project: Project, info: ModuleInfo, fn: ast.FunctionDef)
                 stmt.value.func, ast.Name) and stmt.value.func.id == fn.name:
             project.sink.error("DAGC110", f"flow `{fn.name}` is called at the module's top level: it would run each "
                                "time a program imports the module", info.source.span(stmt.value),
-                               hint="call it under `if __name__ == \"__main__\":`, as Prefect's examples do")
+                               hint="call it under `if __name__ == \"__main__\":`, as Prefect's examples do",
+                               fix=guard_call_fix(info.source, stmt))
 
 
 class _FlowRewriter(ast.NodeTransformer):

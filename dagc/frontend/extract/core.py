@@ -29,6 +29,7 @@ from dagc.frontend.extract.values import (
     known_container,
     to_operand,
 )
+from dagc.frontend.fix_nested import nested_definition_fix
 from dagc.frontend.modules import ModuleInfo, Opaque, PipelineDef
 from dagc.frontend.overrides import report_overrides, unknown_setting
 from dagc.frontend.seeds import check_main_seeds
@@ -301,7 +302,8 @@ class Interpreter(Component):
                            "import your module and call each task by its module-level name, which a function "
                            "defined inside another one does not have", info.source.span(fn),
                            hint=f"move `def {fn.name}`{decorated} to the top level of the module{uses}; the "
-                           f"pipeline calls it as before{'' if kind else ' (a plain function called there runs as a task)'}")
+                           f"pipeline calls it as before{'' if kind else ' (a plain function called there runs as a task)'}",
+                           fix=nested_definition_fix(info.source, fn))
         raise ExtractError
 
     def _unpack_count(self, target: ast.expr) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from dagc.fixes import Fix
 from dagc.frontend.arguments import StaticArgs
 from dagc.frontend.configs import ConfigValue
 from dagc.frontend.extract.context import Component
@@ -38,6 +39,7 @@ from dagc.frontend.extract.values import (
     mutable_ids,
     to_operand,
 )
+from dagc.frontend.fix_edits import rename_name_fix
 from dagc.frontend.modules import (
     Constant,
     ImportedModule,
@@ -59,6 +61,8 @@ from dagc.frontend.static import (
 from dagc.ir.core import MODULE_VALUE_ATTR, Node
 from dagc.ir.facts import Effects
 from dagc.ir.types import Map, Ref, Seq, TaskOptions, operand_from_python
+
+_SURE_SLIP = 0.8  # the similarity (difflib) from which `dagc fix` writes the close name for an undefined one
 
 
 class Expressions(Component):
@@ -283,7 +287,7 @@ class Expressions(Component):
             if name in STATIC_BUILTINS or name in PY_BUILTINS:
                 return External(f"builtin `{name}`")
             self.cx.sink.error("DAGC101", f"name `{name}` is not defined", info.source.span(expr),
-                               hint=self._suggest(name, scope, info))
+                               hint=self._suggest(name, scope, info), fix=self._rename_fix(expr, scope, info))
             raise ExtractError
         if self.is_module_object(name, info):
             self.cx.core.run_time_setting(name, symbol, info, info.source.span(expr))
@@ -354,13 +358,22 @@ class Expressions(Component):
         return info, name
 
     def _suggest(self, name: str, scope: Scope, info: ModuleInfo) -> str:
+        close = self._close_name(name, scope, info)
+        if close is not None:
+            return f"did you mean `{close}`?"
+        return "define it, import it, or pass it as a pipeline parameter"
+
+    def _close_name(self, name: str, scope: Scope, info: ModuleInfo, cutoff: float = 0.6) -> str | None:
         import difflib
 
-        candidates = list(scope.env) + list(info.symbols)
-        close = difflib.get_close_matches(name, candidates, n=1)
-        if close:
-            return f"did you mean `{close[0]}`?"
-        return "define it, import it, or pass it as a pipeline parameter"
+        close = difflib.get_close_matches(name, list(scope.env) + list(info.symbols), n=1, cutoff=cutoff)
+        return close[0] if close else None
+
+    def _rename_fix(self, node: ast.AST, scope: Scope, info: ModuleInfo) -> Fix | None:
+        """The undefined name at `node` written as the defined one it is close to, when it is a slip of a letter
+        or two (`lod`, `modle`), not a short name near another (`np` is not `n`)."""
+        close = self._close_name(node.id, scope, info, _SURE_SLIP) if isinstance(node, ast.Name) else None
+        return None if close is None else rename_name_fix(info.source, node, close)
 
     def symbol_value(self, symbol: Any, name: str, info: ModuleInfo, use: ast.AST | None = None,
                      use_info: ModuleInfo | None = None) -> Value:
@@ -439,7 +452,7 @@ class Expressions(Component):
         except Undefined as exc:
             name = exc.node.id  # type: ignore[attr-defined]
             self.cx.sink.error("DAGC101", f"name `{name}` is not defined", info.source.span(exc.node),
-                               hint=self._suggest(name, scope, info))
+                               hint=self._suggest(name, scope, info), fix=self._rename_fix(exc.node, scope, info))
         except RuntimeUse as exc:
             self.cx.sink.error(
                 "DAGC114",

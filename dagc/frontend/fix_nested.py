@@ -1,0 +1,161 @@
+"""The fix of a function defined inside a pipeline (DAGC108): the `def` moved, with its decorators and the
+comments above it, to module level just above the pipeline; the names it read from the pipeline (its
+parameters, its variables) become parameters, passed by keyword at each call in the pipeline.
+
+Built only when the move keeps what the script computes: the function's name is free at module level, what
+its decorators, defaults and annotations read is not the pipeline's, it does not call itself or change the
+pipeline's names (`nonlocal`), what it reads from the pipeline is a value (not a function, class or module
+the pipeline defines or imports), and, when it needs such names, the pipeline only calls it.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass, field
+
+from dagc.fixes import AddArguments, Edit, Fix, MoveDefinition
+from dagc.frontend.source import SourceFile
+
+__all__ = ["nested_definition_fix"]
+
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+@dataclass
+class _Bound:
+    """The names a block of code binds in its own scope, by how."""
+
+    values: set[str] = field(default_factory=set)  # assigned, loop or `as` targets
+    definitions: set[str] = field(default_factory=set)  # functions, classes, imports
+    inner: set[str] = field(default_factory=set)  # bound by a comprehension or lambda inside it
+    declared: set[str] = field(default_factory=set)  # `global` / `nonlocal`
+
+    @property
+    def all(self) -> set[str]:
+        return (self.values | self.definitions) - self.declared
+
+
+def _bound(stmts: list[ast.stmt]) -> _Bound:
+    """What `stmts` bind in their own scope (nested functions, classes, lambdas and comprehensions are scopes of
+    their own: only their names, or the names they bind for `inner`, are counted)."""
+    found = _Bound()
+    todo: list[ast.AST] = list(stmts)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            found.definitions.add(node.name)
+            todo.extend([*node.decorator_list, *_evaluated_outside(node)])
+            continue
+        if isinstance(node, (ast.Lambda, *_COMPREHENSIONS)):
+            found.inner.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+            found.inner.update(a.arg for a in ast.walk(node) if isinstance(a, ast.arg))
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            found.values.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.definitions.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            found.values.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            found.declared.update(node.names)
+        todo.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _evaluated_outside(fn: ast.AST) -> list[ast.AST]:
+    """The parts of a definition that run where it is defined: defaults, annotations, base classes."""
+    if isinstance(fn, ast.ClassDef):
+        return [*fn.bases, *fn.keywords]
+    if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        args = fn.args
+        every = [*args.posonlyargs, *args.args, *args.kwonlyargs, *(a for a in (args.vararg, args.kwarg) if a)]
+        return [*args.defaults, *(d for d in args.kw_defaults if d is not None),
+                *(a.annotation for a in every if a.annotation is not None),
+                *([fn.returns] if fn.returns is not None else [])]
+    return []
+
+
+def _loads(nodes: list[ast.AST]) -> set[str]:
+    return {n.id for node in nodes for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+
+
+def _parameters(fn: _Function) -> set[str]:
+    args = fn.args
+    return {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg] if a}
+
+
+def _enclosing(tree: ast.Module, fn: _Function) -> tuple[ast.stmt, _Function, list[ast.stmt]] | None:
+    """The top-level statement, the function that defines `fn` and the block `fn` is a statement of."""
+    for top in tree.body:
+        for outer in ast.walk(top):
+            if not isinstance(outer, (ast.FunctionDef, ast.AsyncFunctionDef)) or outer is fn:
+                continue
+            todo: list[ast.AST] = list(outer.body)
+            while todo:
+                node = todo.pop()
+                for name in ("body", "orelse", "finalbody", "handlers"):
+                    block = getattr(node, name, None)
+                    if isinstance(block, list) and any(_same(s, fn) for s in block):
+                        return top, outer, block
+                if not isinstance(node, _SCOPES):
+                    todo.extend(ast.iter_child_nodes(node))
+            if any(_same(s, fn) for s in outer.body):
+                return top, outer, outer.body
+    return None
+
+
+def _same(stmt: ast.AST, fn: _Function) -> bool:
+    return isinstance(stmt, type(fn)) and stmt.lineno == fn.lineno and stmt.col_offset == fn.col_offset
+
+
+def _uses(outer: _Function, fn: _Function) -> tuple[list[ast.Call], bool]:
+    """The calls of `fn` by name in `outer` (outside `fn`), and whether `outer` names it otherwise too."""
+    calls: list[ast.Call] = []
+    callee: set[int] = set()
+    names: list[ast.Name] = []
+    todo: list[ast.AST] = list(outer.body)
+    while todo:
+        node = todo.pop()
+        if _same(node, fn):
+            continue
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == fn.name:
+            calls.append(node)
+            callee.add(id(node.func))
+        elif isinstance(node, ast.Name) and node.id == fn.name:
+            names.append(node)
+        todo.extend(ast.iter_child_nodes(node))
+    calls.sort(key=lambda c: (c.lineno, c.col_offset))
+    return calls, any(id(n) not in callee for n in names)
+
+
+def nested_definition_fix(source: SourceFile, fn: _Function) -> Fix | None:
+    """`fn`, defined inside a pipeline of `source`, moved to module level above the pipeline (None when the move
+    could change what the script computes)."""
+    found = _enclosing(source.tree, fn)
+    if found is None:
+        return None
+    top, outer, block = found
+    module = _bound(source.tree.body)
+    if len(block) < 2 or fn.name in module.all | set(dir(builtins)):
+        return None  # (an empty block left behind; a name the module already has)
+    here = _bound(outer.body)
+    local = (here.all | _parameters(outer)) - {fn.name}
+    own = _bound(fn.body)
+    if _loads([*fn.decorator_list, *_evaluated_outside(fn)]) & local or any(
+            isinstance(n, ast.Nonlocal) for n in ast.walk(fn)):
+        return None
+    if fn.name in here.values or fn.name in _loads(fn.body) - own.all - _parameters(fn):
+        return None  # (rebound in the pipeline, or calling itself)
+    params = sorted((_loads(fn.body) - own.all - _parameters(fn) - own.declared) & local)
+    if set(params) & (here.definitions | here.inner):
+        return None
+    calls, named = _uses(outer, fn)
+    if params and named:
+        return None  # (passed on as a value: its new parameters would not be given)
+    edits: list[Edit] = [MoveDefinition(source.span(fn), top.lineno, tuple(params))]
+    edits += [AddArguments(source.span(call), tuple(params)) for call in calls] if params else []
+    passing = f", passing {', '.join(f'`{p}`' for p in params)} to it" if params else ""
+    return Fix(f"move `def {fn.name}` to the top level of the module{passing}", tuple(edits))
