@@ -20,7 +20,14 @@ from __future__ import annotations
 import ast
 import weakref
 
-from dagc.frontend.dialects import CONTEXTS, DECORATORS, DecoratorForm, decorator_form, dotted_name
+from dagc.frontend.dialects import (
+    CONTEXTS,
+    DECORATORS,
+    RUNS_EVERY_TASK,
+    DecoratorForm,
+    decorator_form,
+    dotted_name,
+)
 from dagc.frontend.dialects.airflow_operators import (
     EMPTY_OPERATORS,
     PYTHON_OPERATORS,
@@ -50,6 +57,7 @@ for _module in ("airflow.sdk", "airflow.decorators"):
     DECORATORS[f"{_module}.task"] = DecoratorForm("airflow", "task")
     DECORATORS[f"{_module}.task.python"] = DecoratorForm("airflow", "task")
     DECORATORS[f"{_module}.dag"] = DecoratorForm("airflow", "pipeline")
+RUNS_EVERY_TASK.add("airflow")  # a DAG run runs each of its tasks, whether its result is used or not
 for _dag_class in ("airflow.DAG", "airflow.sdk.DAG", "airflow.models.DAG", "airflow.models.dag.DAG",
                    "airflow.sdk.definitions.dag.DAG"):
     CONTEXTS[_dag_class] = "airflow"
@@ -127,6 +135,10 @@ def scan_with(project: Project, info: ModuleInfo, node: ast.With) -> None:
     if found is None:
         return
     fn, variable = found
+    for group in (s for s in node.body if isinstance(s, ast.FunctionDef) and _is_group(info, s)):
+        if variable is None:  # (the programs find a group's tasks in the DAG the module binds)
+            project.sink.error("DAGC108", f"task group `{group.name}` in a DAG block that binds no name",
+                               info.source.span(group), hint=f"bind the DAG: `with DAG(...) as dag:`; {_HINT}")
     enable_after(info)
     _check_module_tasks(project, info, fn)
     body = _lowered(project, info, fn, "", {}, {}, dag_variable=variable)
