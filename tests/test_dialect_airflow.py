@@ -99,11 +99,11 @@ def test_ray_and_torch_programs_equal_dag_test(airflow_home: Path, airflow_resul
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("dag", ["example_python_operator", "tutorial_dag"])
-def test_ray_and_torch_programs_of_with_dag_blocks_equal_dag_test(airflow_home: Path, airflow_results, ray_cluster,
-                                                                  dag: str) -> None:
-    """`with DAG(...)` blocks of `PythonOperator`s (defined in the block, given `op_args`/`op_kwargs` and other
+def test_ray_and_torch_programs_of_a_with_dag_block_equal_dag_test(airflow_home: Path, airflow_results,
+                                                                   ray_cluster) -> None:
+    """A `with DAG(...)` block of `PythonOperator`s (defined in the block, given `op_args`/`op_kwargs` and other
     operators' `.output`, made in a loop, ordered by `>>`): the programs import the DAG file as the module."""
+    dag = "example_python_operator"
     script = PORTS / f"{CASES[dag]}.py"
     assert run_ray(script, dag, {}, airflow_home, ray_cluster.address) == airflow_results[dag]
     assert run_torch(script, dag, {}, airflow_home) == airflow_results[dag]
@@ -423,3 +423,30 @@ def test_check_names_what_needs_airflows_run_context_at_its_line(tmp_path: Path)
                        (33, "operator `BashOperator`"), (34, "a Jinja template")):
         assert f"context.py:{line}:" in proc.stderr and what in proc.stderr, (line, what, proc.stderr)
     assert "Traceback" not in proc.stderr
+
+
+BLOCK = '''\
+from airflow.sdk import DAG, task
+
+with DAG("block") as dag:
+    @task
+    def scale(x: int) -> int:
+        return x * {factor}
+
+    dag.add_result(scale(2))
+'''
+
+
+def test_code_of_a_task_defined_in_a_with_dag_block_is_its_own(tmp_path: Path) -> None:
+    """A task defined in a `with DAG(...)` block is a function of the module: editing it changes the digest the
+    program compares at start, so a cached result of the task is not reused."""
+    from dagc.backends.fingerprint import code_table
+    from dagc.runtime.code import code_digest
+
+    script = tmp_path / "block.py"
+    script.write_text(BLOCK.format(factor=3))
+    table, files = code_table(compile_file(script, pipeline_name="block"))
+    names, _upstream, emitted = table["scale"]
+    assert code_digest(names, tmp_path, files) == emitted
+    script.write_text(BLOCK.format(factor=4))
+    assert code_digest(names, tmp_path, files) != emitted
