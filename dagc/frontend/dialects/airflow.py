@@ -31,7 +31,7 @@ from dagc.frontend.dialects import (
 from dagc.frontend.dialects.airflow_operators import (
     EMPTY_OPERATORS,
     PYTHON_OPERATORS,
-    Callable,
+    PlainFunction,
     check_task_code,
     python_operator,
 )
@@ -147,7 +147,7 @@ def scan_with(project: Project, info: ModuleInfo, node: ast.With) -> None:
 
 
 def _lowered(project: Project, info: ModuleInfo, fn: ast.FunctionDef, qualname: str, outer: dict[str, str],
-             outer_callables: dict[str, Callable], dag_variable: str | None = None) -> ast.FunctionDef:
+             outer_callables: dict[str, PlainFunction], dag_variable: str | None = None) -> ast.FunctionDef:
     """`fn` (a DAG function, or a task group in one, named `qualname` as Python names it; "" for a `with DAG`
     block, whose definitions are the module's) in dagc's forms; `outer`: the tasks and groups of the functions
     it is defined in, by the names its body may use for them; `outer_callables`: their plain functions;
@@ -169,13 +169,13 @@ def _lowered(project: Project, info: ModuleInfo, fn: ast.FunctionDef, qualname: 
 
 def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef, lowered: ast.FunctionDef,
                   qualname: str, outer: dict[str, str],
-                  outer_callables: dict[str, Callable]) -> tuple[dict[str, str], dict[str, Callable]]:
+                  outer_callables: dict[str, PlainFunction]) -> tuple[dict[str, str], dict[str, PlainFunction]]:
     """The `@task` functions and `@task_group`s `fn` defines, as tasks and (inlined) pipelines of the module named
     `qualname.<locals>.name` (their Python qualified name; `name` in a `with DAG` block), and the plain functions
     it hands to operators (`python_callable=`); removed from the rewritten body. Returns ({name in the body:
     symbol}, {name: callable})."""
     found: dict[str, str] = {}
-    callables: dict[str, Callable] = {}
+    callables: dict[str, PlainFunction] = {}
     handed = {k.value.id for k in ast.walk(fn) if isinstance(k, ast.keyword) and k.arg == "python_callable"
               and isinstance(k.value, ast.Name)}
     kept: list[ast.stmt] = []
@@ -190,7 +190,7 @@ def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef, lower
         form = _task_decorator(project, info, original)
         if form is None:
             if isinstance(original, ast.FunctionDef) and (original.name in handed or not qualname):
-                callables[original.name] = Callable(original, name)
+                callables[original.name] = PlainFunction(original, name)
             elif not qualname and isinstance(original, (ast.ClassDef, ast.Import, ast.ImportFrom,
                                                         ast.AsyncFunctionDef)):
                 pass  # a definition of the module, written in the `with DAG` block
@@ -269,7 +269,7 @@ class _DagRewriter(ast.NodeTransformer):
     operators (`PythonOperator`, `EmptyOperator`, `op.output`); `dag.add_result(x)` of a `with DAG` block binds
     the DAG's result (`result`); `dag.doc_md = ...` is dropped (documentation, not computation)."""
 
-    def __init__(self, project: Project, info: ModuleInfo, local: set[str], callables: dict[str, Callable],
+    def __init__(self, project: Project, info: ModuleInfo, local: set[str], callables: dict[str, PlainFunction],
                  dag_variable: str | None) -> None:
         self.project, self.info, self.local = project, info, local
         self.callables, self.dag_variable = callables, dag_variable

@@ -13,13 +13,16 @@ function with its arguments only.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from dagc.frontend.dialects import dotted_name
 from dagc.frontend.dialects.rewrite import unsupported
 from dagc.frontend.modules import FunctionSig, ModuleInfo, Opaque, Project, TaskDef
+from dagc.ir.types import TaskOptions
 
-__all__ = ["Callable", "PYTHON_OPERATORS", "EMPTY_OPERATORS", "python_operator", "context_params", "check_task_code"]
+__all__ = ["PlainFunction", "PYTHON_OPERATORS", "EMPTY_OPERATORS", "python_operator", "context_params",
+           "check_task_code"]
 
 _HINT = "docs/dialects.md (Airflow) lists the forms dagc compiles"
 _PROVIDERS = ("airflow.providers.standard.operators", "airflow.operators")
@@ -41,7 +44,7 @@ _OPERATOR_UNSUPPORTED = ("templates_dict", "templates_exts", "show_return_value_
 
 
 @dataclass(frozen=True)
-class Callable:
+class PlainFunction:
     """A function a DAG body may hand to an operator: its definition and its Python qualified name."""
 
     node: ast.FunctionDef
@@ -88,8 +91,8 @@ def check_task_code(project: Project, info: ModuleInfo, fn: ast.FunctionDef | as
     return reported
 
 
-def python_operator(project: Project, info: ModuleInfo, call: ast.Call, callables: dict[str, Callable],
-                    options_of: object) -> ast.expr:
+def python_operator(project: Project, info: ModuleInfo, call: ast.Call, callables: dict[str, PlainFunction],
+                    options_of: Callable[[ast.Call], tuple[TaskOptions, tuple[str, ...]]]) -> ast.expr:
     """`PythonOperator(task_id=..., python_callable=fn, op_args=[...], op_kwargs={...})` as a call of a task of
     its own (named after a literal `task_id`, its options the operator's `retries=`/`execution_timeout=`).
     `callables`: the functions the DAG body defines, by name; `options_of(call)`: the dagc options of the call."""
@@ -122,7 +125,8 @@ def python_operator(project: Project, info: ModuleInfo, call: ast.Call, callable
                                                           for k in op_kwargs.keys):
             return unsupported(project, info, op_kwargs, "`op_kwargs=` must be a dict of string keys written in "
                                "the call", f"write `op_kwargs={{\"key\": value}}`; {_HINT}")
-        keywords = [ast.keyword(arg=k.value, value=v) for k, v in zip(op_kwargs.keys, op_kwargs.values)]  # type: ignore[union-attr]
+        keywords = [ast.keyword(arg=k.value, value=v)  # type: ignore[union-attr]
+                    for k, v in zip(op_kwargs.keys, op_kwargs.values)]
     for value in (*args, *(k.value for k in keywords)):
         template = next((n for n in ast.walk(value) if isinstance(n, ast.Constant) and isinstance(n.value, str)
                          and "{{" in n.value), None)
@@ -133,7 +137,7 @@ def python_operator(project: Project, info: ModuleInfo, call: ast.Call, callable
     task_id = given.get("task_id")
     name = task_id.value if isinstance(task_id, ast.Constant) and isinstance(task_id.value, str) \
         and task_id.value.isidentifier() else found.node.name
-    options, _ = options_of(call)  # type: ignore[operator]
+    options, _ = options_of(call)
     returns = ast.unparse(found.node.returns) if found.node.returns is not None else None
     task = TaskDef(name, info.name, found.qualname, FunctionSig.of(found.node), options, returns, found.node,
                    info.source, dialect="airflow")
@@ -144,7 +148,8 @@ def python_operator(project: Project, info: ModuleInfo, call: ast.Call, callable
     return ast.copy_location(ast.Call(func=func, args=args, keywords=keywords), call)
 
 
-def _callable(project: Project, info: ModuleInfo, expr: ast.expr, callables: dict[str, Callable]) -> Callable | None:
+def _callable(project: Project, info: ModuleInfo, expr: ast.expr,
+              callables: dict[str, PlainFunction]) -> PlainFunction | None:
     """The function `python_callable=` names: defined in the DAG body, or at the module's top level."""
     if not isinstance(expr, ast.Name):
         return None
@@ -152,7 +157,7 @@ def _callable(project: Project, info: ModuleInfo, expr: ast.expr, callables: dic
         return callables[expr.id]
     symbol = info.symbols.get(expr.id)
     if isinstance(symbol, Opaque) and isinstance(symbol.node, ast.FunctionDef):
-        return Callable(symbol.node, symbol.node.name)
+        return PlainFunction(symbol.node, symbol.node.name)
     if isinstance(symbol, TaskDef) and symbol.module == info.name and isinstance(symbol.node, ast.FunctionDef):
-        return Callable(symbol.node, symbol.qualname)  # (a `@task` function's own: Airflow calls it undecorated)
+        return PlainFunction(symbol.node, symbol.qualname)  # (a `@task` function's own: Airflow calls it undecorated)
     return None
