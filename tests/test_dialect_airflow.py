@@ -25,24 +25,34 @@ from tests.engines import run_local, run_ray, run_torch
 
 PORTS = Path(__file__).parent / "ports"
 
-# port -> its DAG function
+# DAG (a `@dag` function's name, or a `with DAG(...)` block's dag_id) -> its port
 CASES: dict[str, str] = {
-    "airflow_taskflow_etl": "tutorial_taskflow_api",
-    "airflow_dynamic_mapping": "mapping_second_order",
-    "airflow_model_training": "ridge_training",
-    "airflow_task_groups": "task_group_mapping",
+    "tutorial_taskflow_api": "airflow_taskflow_etl",
+    "mapping_second_order": "airflow_dynamic_mapping",
+    "ridge_training": "airflow_model_training",
+    "task_group_mapping": "airflow_task_groups",
+    "example_python_operator": "airflow_python_operator",
+    "tutorial_dag": "airflow_tutorial_dag",
+    "example_xcom_args": "airflow_xcom_args",
+    "example_xcom_args_with_operators": "airflow_xcom_args",
 }
+PORTED = sorted(set(CASES.values()))
 
 OWN_RUN = '''\
 import pickle, runpy
 from airflow.models.xcom import XComModel
+from airflow.sdk import DAG
 from airflow.utils.db import upgradedb
 from airflow.utils.session import create_session
 
 upgradedb()
-out = {}
-for port, name in CASES.items():
-    dag = runpy.run_path(f"dags/{port}.py", run_name="airflow_port")[name]()
+out, files = {}, {}
+for name, port in CASES.items():
+    if port not in files:
+        files[port] = runpy.run_path(f"dags/{port}.py", run_name="airflow_port")
+    found = files[port].get(name)
+    dag = found() if callable(found) else next(  # a `@dag` function, or the DAG a `with DAG(...)` block built
+        d for d in files[port].values() if isinstance(d, DAG) and d.dag_id == name)
     run = dag.test()
     assert run.state == "success", (port, run.state)
     (result,) = [t.task_id for t in dag.tasks if getattr(t, "returns_dag_result", False)]
@@ -50,7 +60,7 @@ for port, name in CASES.items():
         (row,) = session.query(XComModel).filter(
             XComModel.dag_id == dag.dag_id, XComModel.run_id == run.run_id, XComModel.task_id == result,
             XComModel.key == "return_value").all()
-        out[port] = XComModel.deserialize_value(row)
+        out[name] = XComModel.deserialize_value(row)
 pickle.dump(out, open("out.pkl", "wb"))
 '''
 
@@ -60,11 +70,11 @@ def airflow_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, objec
     """Each DAG's result as `dag.test()` computes it: the DAG result's XCom, all DAGs in one interpreter."""
     tmp = tmp_path_factory.mktemp("airflow_own")
     (tmp / "dags").mkdir()
-    for port in CASES:  # dag.test() finds the DAG through its DAG folder
+    for port in PORTED:  # dag.test() finds the DAG through its DAG folder
         shutil.copy(PORTS / f"{port}.py", tmp / "dags" / f"{port}.py")
     env = {"AIRFLOW_HOME": str(tmp / "home"), "AIRFLOW__CORE__DAGS_FOLDER": str(tmp / "dags"),
            "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__CORE__HOSTNAME_CALLABLE": "socket.gethostname"}
-    return framework_run("airflow", f"CASES = {CASES!r}\n{OWN_RUN}", [PORTS / f"{p}.py" for p in CASES], env, tmp)
+    return framework_run("airflow", f"CASES = {CASES!r}\n{OWN_RUN}", [PORTS / f"{p}.py" for p in PORTED], env, tmp)
 
 
 @pytest.fixture
@@ -74,18 +84,29 @@ def airflow_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("port", sorted(CASES))
-def test_local_program_equals_dag_test(airflow_home: Path, airflow_results, port: str) -> None:
-    assert run_local(PORTS / f"{port}.py", CASES[port], {}, airflow_home) == airflow_results[port]
+@pytest.mark.parametrize("dag", sorted(CASES))
+def test_local_program_equals_dag_test(airflow_home: Path, airflow_results, dag: str) -> None:
+    assert run_local(PORTS / f"{CASES[dag]}.py", dag, {}, airflow_home) == airflow_results[dag]
 
 
 @pytest.mark.slow
 def test_ray_and_torch_programs_equal_dag_test(airflow_home: Path, airflow_results, ray_cluster) -> None:
     """The DAG with mapped tasks over a task's result, tasks at module level and in the DAG function, and `>>`."""
-    port = "airflow_dynamic_mapping"
-    script, dag = PORTS / f"{port}.py", CASES[port]
-    assert run_ray(script, dag, {}, airflow_home, ray_cluster.address) == airflow_results[port]
-    assert run_torch(script, dag, {}, airflow_home) == airflow_results[port]
+    dag = "mapping_second_order"
+    script = PORTS / f"{CASES[dag]}.py"
+    assert run_ray(script, dag, {}, airflow_home, ray_cluster.address) == airflow_results[dag]
+    assert run_torch(script, dag, {}, airflow_home) == airflow_results[dag]
+
+
+@pytest.mark.slow
+def test_ray_and_torch_programs_of_a_with_dag_block_equal_dag_test(airflow_home: Path, airflow_results,
+                                                                   ray_cluster) -> None:
+    """A `with DAG(...)` block of `PythonOperator`s (defined in the block, given `op_args`/`op_kwargs` and other
+    operators' `.output`, made in a loop, ordered by `>>`): the programs import the DAG file as the module."""
+    dag = "example_python_operator"
+    script = PORTS / f"{CASES[dag]}.py"
+    assert run_ray(script, dag, {}, airflow_home, ray_cluster.address) == airflow_results[dag]
+    assert run_torch(script, dag, {}, airflow_home) == airflow_results[dag]
 
 
 def test_forms_compile_to_dagcs_own() -> None:
@@ -148,7 +169,7 @@ def test_check_names_each_unsupported_construct_at_its_line(tmp_path: Path) -> N
 def test_program_says_when_airflow_is_missing(tmp_path: Path) -> None:
     """Where the programs run without Airflow, the import of the DAG file fails: one line says what to install."""
     program = tmp_path / "etl_local.py"
-    graph = compile_file(PORTS / "airflow_taskflow_etl.py", pipeline_name=CASES["airflow_taskflow_etl"])
+    graph = compile_file(PORTS / "airflow_taskflow_etl.py", pipeline_name="tutorial_taskflow_api")
     program.write_text(emit(graph, "local", program))
     absent = tmp_path / "absent" / "airflow"  # an environment whose `import airflow` fails as without it
     absent.mkdir(parents=True)
@@ -234,4 +255,198 @@ def test_nested_task_code_sees_what_it_closes_over(tmp_path: Path) -> None:
     names, _upstream, emitted = table["scale"]
     assert code_digest(names, tmp_path, files) == emitted
     script.write_text(CLOSURE.format(factor=4))
+    assert code_digest(names, tmp_path, files) != emitted
+
+
+FORMS_HEAD = '''\
+from datetime import datetime
+
+{imports}
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow.providers.standard.operators.python import PythonOperator
+from airflow.sdk import chain, dag, task
+
+
+@task(retries=2)
+def double(x: int) -> int:
+    return 2 * x
+
+
+def report(numbers: list) -> int:
+    return len(numbers)
+
+
+'''
+
+FORMS_BODY = '''\
+    @task
+    def extract() -> list:
+        return [1, 2, 3]
+
+    @task
+    def total(values) -> int:
+        return sum(values)
+
+    start = EmptyOperator(task_id="start")
+    numbers = extract()
+    doubled = double.expand(x=numbers)
+    summed = total(doubled)
+    audit = PythonOperator(task_id="audit", python_callable=report, op_args=[numbers], retries=3)
+    start >> numbers
+    chain(audit, summed)
+'''
+
+WITH_FORMS = {  # imports, the `with` line, the line that marks the DAG's result
+    "sdk": ("from airflow.sdk import DAG", 'with DAG(dag_id="etl", schedule=None) as dag:', "    dag.add_result(summed)"),
+    "airflow": ("import airflow", 'with airflow.DAG("etl", start_date=datetime(2024, 1, 1)) as etl_dag:',
+                "    etl_dag.add_result(summed)"),
+    "models": ("from airflow.models.dag import DAG", "with DAG(schedule=None) as etl:", "    etl.add_result(summed)"),
+    "no_as": ("from airflow.models.dag import DAG", 'with DAG("etl", schedule=None):', ""),
+}
+
+
+def _shape(graph) -> list[tuple[object, ...]]:
+    """Each node's name, operation, arguments, options and the nodes it waits for: what a DAG computes."""
+    return sorted((n.name, n.op, repr(n.args), repr(n.kwargs), n.options.retries, tuple(sorted(n.deps)))
+                  for n in graph)
+
+
+@pytest.mark.parametrize("form", sorted(WITH_FORMS))
+def test_with_dag_block_compiles_as_the_dag_function(tmp_path: Path, form: str) -> None:
+    """A module-level `with DAG(...)` block (any spelling of DAG; named by its id, or by its variable) is the
+    pipeline the same body makes as a `@dag` function: tasks defined in it and at module level, `.expand`, an
+    `EmptyOperator` that only orders, a `PythonOperator` with its own retries, `chain`; `dag.add_result(x)` is
+    the DAG's result, as the function's `return x`."""
+    imports, with_line, result = WITH_FORMS[form]
+    function = tmp_path / "as_function.py"
+    function.write_text(FORMS_HEAD.format(imports=imports) + "@dag(schedule=None)\ndef etl():\n" + FORMS_BODY
+                        + ("    return summed\n" if result else "") + "\n\netl()\n")
+    block = tmp_path / "as_block.py"
+    block.write_text(FORMS_HEAD.format(imports=imports) + with_line + "\n" + FORMS_BODY + result + "\n")
+    from_function = compile_file(function, pipeline_name="etl")
+    from_block = compile_file(block, pipeline_name="etl")
+    assert _shape(from_block) == _shape(from_function)
+    assert from_block.node("audit").options.retries == 3 and "audit" in from_block.node("total").deps
+    assert from_block.node("total").target == "as_block:total"  # defined in the block: a name of the module
+    assert repr(from_block.returns) == repr(from_function.returns)
+    assert ("None" in repr(from_block.returns)) == (not result)
+
+
+JUNCTIONS = '''\
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow.sdk import DAG, task
+
+
+@task
+def step(name: str) -> str:
+    return name
+
+
+with DAG("junctions", schedule=None) as dag:
+    join = EmptyOperator(task_id="join")
+    fork = EmptyOperator(task_id="fork")
+    a = step("a")
+    b = step("b")
+    c = step("c")
+    d = step("d")
+    join >> d
+    [a, b] >> join >> fork >> c
+    for name in ["e", "f"]:
+        e = step(name)
+        fork >> e
+'''
+
+
+def test_empty_operators_order_what_follows_them_after_what_precedes_them(tmp_path: Path) -> None:
+    """An `EmptyOperator` is no task: a task ordered after it (before or after its own upstreams are given, in a
+    loop too) waits for the tasks ordered before it."""
+    script = tmp_path / "junctions.py"
+    script.write_text(JUNCTIONS)
+    graph = compile_file(script, pipeline_name="junctions")
+    steps = {n.args[0].value: n for n in graph if n.op == "task"}  # type: ignore[union-attr]
+    deps = {name: {graph.node(d).args[0].value for d in node.deps} for name, node in steps.items()}  # type: ignore[union-attr]
+    assert deps == {"a": set(), "b": set(), "c": {"a", "b"}, "d": {"a", "b"}, "e": {"a", "b"}, "f": {"a", "b"}}
+
+
+CONTEXT = '''\
+from datetime import datetime
+
+from airflow.models.dag import DAG
+from airflow.providers.standard.operators.bash import BashOperator
+from airflow.providers.standard.operators.python import PythonOperator, get_current_context
+from airflow.sdk import task
+
+
+@task
+def stamp(x, ti=None, **context):
+    return x
+
+
+@task
+def current(x):
+    context = get_current_context()
+    return context["ds"]
+
+
+def pull(**kwargs):
+    ti = kwargs["ti"]
+    return ti.xcom_pull(task_ids="extract")
+
+
+def day(value):
+    return value
+
+
+with DAG("context", schedule=None, start_date=datetime(2024, 1, 1)):
+    a = stamp(1)
+    b = current(2)
+    c = PythonOperator(task_id="pull", python_callable=pull)
+    d = BashOperator(task_id="echo", bash_command="echo hi")
+    e = PythonOperator(task_id="day", python_callable=day, op_kwargs={"value": "{{ ds }}"})
+    a >> b
+'''
+
+
+def test_check_names_what_needs_airflows_run_context_at_its_line(tmp_path: Path) -> None:
+    """Context parameters (named in the message, the hint gives the signature without them),
+    `get_current_context()`, `ti.xcom_pull`, a Jinja template and an operator dagc does not run: each reported
+    at its line, in a `with DAG(...)` block."""
+    script = tmp_path / "context.py"
+    script.write_text(CONTEXT)
+    proc = run_dagc("check", str(script))
+    assert proc.returncode != 0
+    for line, what in ((10, "task `stamp` takes Airflow's run context (`ti`, `**context`)"),
+                       (10, "remove `ti`, `**context` from the signature (`def stamp(x)`)"),
+                       (16, "`get_current_context()` in task `current`"),
+                       (20, "callable `pull` takes Airflow's run context (`**kwargs`)"),
+                       (22, "`.xcom_pull(...)` in callable `pull`"),
+                       (33, "operator `BashOperator`"), (34, "a Jinja template")):
+        assert f"context.py:{line}:" in proc.stderr and what in proc.stderr, (line, what, proc.stderr)
+    assert "Traceback" not in proc.stderr
+
+
+BLOCK = '''\
+from airflow.sdk import DAG, task
+
+with DAG("block") as dag:
+    @task
+    def scale(x: int) -> int:
+        return x * {factor}
+
+    dag.add_result(scale(2))
+'''
+
+
+def test_code_of_a_task_defined_in_a_with_dag_block_is_its_own(tmp_path: Path) -> None:
+    """A task defined in a `with DAG(...)` block is a function of the module: editing it changes the digest the
+    program compares at start, so a cached result of the task is not reused."""
+    from dagc.backends.fingerprint import code_table
+    from dagc.runtime.code import code_digest
+
+    script = tmp_path / "block.py"
+    script.write_text(BLOCK.format(factor=3))
+    table, files = code_table(compile_file(script, pipeline_name="block"))
+    names, _upstream, emitted = table["scale"]
+    assert code_digest(names, tmp_path, files) == emitted
+    script.write_text(BLOCK.format(factor=4))
     assert code_digest(names, tmp_path, files) != emitted

@@ -16,7 +16,7 @@ from dagc.annotations import TASK_OPTIONS
 from dagc.fixes import Fix
 from dagc.frontend.arguments import StaticArgParser, StaticArgs, parsed
 from dagc.frontend.configs import ConfigValue
-from dagc.frontend.dialects import DecoratorForm, decorator_form
+from dagc.frontend.dialects import DecoratorForm, decorator_form, with_dialect
 from dagc.frontend.fix_edits import rename_option_fix
 from dagc.frontend.modules import (
     Constant,
@@ -428,6 +428,10 @@ def _scan_block(project: Project, info: ModuleInfo, body: list[ast.stmt]) -> Non
                 if isinstance(item.optional_vars, ast.Name):
                     info.symbols[item.optional_vars.id] = Opaque("value", item.context_expr)
             _scan_block(project, info, stmt.body)
+            if isinstance(stmt, ast.With):
+                from dagc.frontend.dialects import scan_dialect_with
+
+                scan_dialect_with(project, info, stmt)  # a framework's pipeline block (Airflow's `with DAG(...)`)
         elif isinstance(stmt, ast.Try):
             _scan_block(project, info, stmt.body)
             for handler in stmt.handlers:
@@ -439,8 +443,8 @@ def _check_tasks_outside_pipelines(project: Project, info: ModuleInfo) -> None:
     for stmt in info.source.tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
             continue
-        if is_main_guard(stmt):
-            continue
+        if is_main_guard(stmt) or isinstance(stmt, ast.With) and with_dialect(info, stmt) is not None:
+            continue  # (a framework's pipeline block calls its tasks to build the pipeline, running none)
         for node in ast.walk(stmt):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
                 symbol = project.lookup(info, node.func.id)

@@ -54,6 +54,8 @@ def definitions(path: str, mtime_ns: int, size: int) -> dict[str, str]:
                     visit(stmt.body, f"{prefix}{stmt.name}.")
                 else:  # a task defined inside a function (an Airflow DAG's): Python's `f.<locals>.g`
                     visit(stmt.body, f"{prefix}{stmt.name}.<locals>.")
+            elif isinstance(stmt, ast.With) and not prefix:  # a module-level `with DAG(...):` defines module names
+                visit(stmt.body, prefix)
 
     visit(tree.body, "")
     out.update(_value_definitions(tree.body, lines, out))

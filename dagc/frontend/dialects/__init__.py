@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from dagc.frontend.modules import ModuleInfo, Opaque, Project
 
-__all__ = ["DecoratorForm", "DECORATORS", "CLASS_BASES", "dotted_name", "decorator_form", "class_dialect",
-           "scan_dialect_class"]
+__all__ = ["DecoratorForm", "DECORATORS", "CLASS_BASES", "CONTEXTS", "dotted_name", "decorator_form",
+           "class_dialect", "scan_dialect_class", "with_dialect", "scan_dialect_with"]
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,10 @@ DECORATORS: dict[str, DecoratorForm] = {}
 # A framework whose flows are classes (Metaflow's FlowSpec): the base class's dotted name -> the dialect whose
 # module (dagc.frontend.dialects.<dialect>) reads such a class with `scan_flow(project, info, node)`.
 CLASS_BASES: dict[str, str] = {}
+
+# A framework whose pipelines are module-level `with` blocks (Airflow's `with DAG(...) as dag:`): the context
+# class's dotted name -> the dialect whose module reads such a block with `scan_with(project, info, node)`.
+CONTEXTS: dict[str, str] = {}
 
 # The dialects whose framework runs every task of a pipeline, used or not: their tasks carry `ir.core.KEEP_ATTR`.
 RUNS_EVERY_TASK: set[str] = set()
@@ -77,8 +81,30 @@ def scan_dialect_class(project: Project, info: ModuleInfo, node: ast.ClassDef) -
     return importlib.import_module(f"dagc.frontend.dialects.{dialect}").scan_flow(project, info, node)
 
 
-# Each dialect's module registers its decorators in DECORATORS (or its flow classes in CLASS_BASES) when
-# imported: one line per dialect.
+def with_dialect(info: ModuleInfo, node: ast.With) -> str | None:
+    """The dialect of module-level `with` block `node` when its context is a framework's pipeline (`with DAG(...)`)."""
+    for item in node.items:
+        expr = item.context_expr
+        name = dotted_name(info, expr.func if isinstance(expr, ast.Call) else expr)
+        if name in CONTEXTS:
+            return CONTEXTS[name]
+    return None
+
+
+def scan_dialect_with(project: Project, info: ModuleInfo, node: ast.With) -> bool:
+    """A framework's pipeline written as a module-level `with` block, read by its dialect (its body's task calls
+    as a pipeline); False for any other `with`."""
+    import importlib
+
+    dialect = with_dialect(info, node)
+    if dialect is None:
+        return False
+    importlib.import_module(f"dagc.frontend.dialects.{dialect}").scan_with(project, info, node)
+    return True
+
+
+# Each dialect's module registers its decorators in DECORATORS (its flow classes in CLASS_BASES, its pipeline
+# contexts in CONTEXTS) when imported: one line per dialect.
 from dagc.frontend.dialects import airflow as _airflow  # noqa: E402, F401
 from dagc.frontend.dialects import kfp as _kfp  # noqa: E402, F401
 from dagc.frontend.dialects import metaflow as _metaflow  # noqa: E402, F401

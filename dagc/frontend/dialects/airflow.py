@@ -20,7 +20,21 @@ from __future__ import annotations
 import ast
 import weakref
 
-from dagc.frontend.dialects import DECORATORS, DecoratorForm, decorator_form, dotted_name
+from dagc.frontend.dialects import (
+    CONTEXTS,
+    DECORATORS,
+    RUNS_EVERY_TASK,
+    DecoratorForm,
+    decorator_form,
+    dotted_name,
+)
+from dagc.frontend.dialects.airflow_operators import (
+    EMPTY_OPERATORS,
+    PYTHON_OPERATORS,
+    PlainFunction,
+    check_task_code,
+    python_operator,
+)
 from dagc.frontend.dialects.rewrite import (
     AFTER,
     Mapped,
@@ -38,14 +52,19 @@ from dagc.frontend.modules import FunctionSig, ModuleInfo, PipelineDef, Project,
 from dagc.frontend.static import NotStatic
 from dagc.ir.types import TaskOptions
 
-__all__ = ["task_options", "pipeline_node"]
+__all__ = ["task_options", "pipeline_node", "scan_with"]
 
 for _module in ("airflow.sdk", "airflow.decorators"):
     DECORATORS[f"{_module}.task"] = DecoratorForm("airflow", "task")
     DECORATORS[f"{_module}.task.python"] = DecoratorForm("airflow", "task")
     DECORATORS[f"{_module}.dag"] = DecoratorForm("airflow", "pipeline")
+RUNS_EVERY_TASK.add("airflow")  # a DAG run runs each of its tasks, whether its result is used or not
+for _dag_class in ("airflow.DAG", "airflow.sdk.DAG", "airflow.models.DAG", "airflow.models.dag.DAG",
+                   "airflow.sdk.definitions.dag.DAG"):
+    CONTEXTS[_dag_class] = "airflow"
 
-_HINT = "docs/dialects.md (Airflow TaskFlow) lists the forms dagc compiles"
+_HINT = "docs/dialects.md (Airflow) lists the forms dagc compiles"
+_DOCS = {"doc", "doc_md", "doc_rst", "doc_json", "doc_yaml"}  # what `dag.doc_md = ...` sets: shown, not computed
 _GROUP = {"airflow.sdk.task_group", "airflow.decorators.task_group"}
 _CHAIN = {"airflow.sdk.chain", "airflow.models.baseoperator.chain", "airflow.sdk.bases.operator.chain"}
 _TIMEDELTA = {"datetime.timedelta", "pendulum.duration"}
@@ -105,53 +124,92 @@ def pipeline_node(project: Project, info: ModuleInfo,
         return fn
     enable_after(info)
     _check_module_tasks(project, info, fn)
-    return _lowered(project, info, fn, fn.name, {})
+    return _lowered(project, info, fn, fn.name, {}, {})
 
 
-def _lowered(project: Project, info: ModuleInfo, fn: ast.FunctionDef, qualname: str,
-             outer: dict[str, str]) -> ast.FunctionDef:
-    """`fn` (a DAG function, or a task group in one, named `qualname` as Python names it) in dagc's forms; `outer`:
-    the tasks and groups of the functions it is defined in, by the names its body may use for them."""
+def scan_with(project: Project, info: ModuleInfo, node: ast.With) -> None:
+    """`with DAG(dag_id=...) as dag:` at module level: a pipeline named after the DAG's id (or the variable),
+    its body lowered as a `@dag` function's. The tasks and functions defined in the block are the module's."""
+    from dagc.frontend.dialects.airflow_with import dag_function
+
+    found = dag_function(project, info, node)
+    if found is None:
+        return
+    fn, variable = found
+    for group in (s for s in node.body if isinstance(s, ast.FunctionDef) and _is_group(info, s)):
+        if variable is None:  # (the programs find a group's tasks in the DAG the module binds)
+            project.sink.error("DAGC108", f"task group `{group.name}` in a DAG block that binds no name",
+                               info.source.span(group), hint=f"bind the DAG: `with DAG(...) as dag:`; {_HINT}")
+    enable_after(info)
+    _check_module_tasks(project, info, fn)
+    body = _lowered(project, info, fn, "", {}, {}, dag_variable=variable)
+    info.pipelines[fn.name] = PipelineDef(fn.name, info.name, FunctionSig.of(fn), body, info.source,
+                                          weakref.ref(info), dialect="airflow")
+
+
+def _lowered(project: Project, info: ModuleInfo, fn: ast.FunctionDef, qualname: str, outer: dict[str, str],
+             outer_callables: dict[str, PlainFunction], dag_variable: str | None = None) -> ast.FunctionDef:
+    """`fn` (a DAG function, or a task group in one, named `qualname` as Python names it; "" for a `with DAG`
+    block, whose definitions are the module's) in dagc's forms; `outer`: the tasks and groups of the functions
+    it is defined in, by the names its body may use for them; `outer_callables`: their plain functions;
+    `dag_variable`: the name a `with DAG(...) as dag:` block binds (its `dag.add_result(x)` is the result)."""
     lowered = copy_function(fn)
     assert isinstance(lowered, ast.FunctionDef)
-    nested = {**outer, **_nested_tasks(project, info, fn, lowered, qualname, outer)}
+    tasks, callables = _nested_tasks(project, info, fn, lowered, qualname, outer, outer_callables)
+    nested = {**outer, **tasks}
     local = bound_names(lowered) - set(nested)
     body = [_Renamer(nested).visit(stmt) for stmt in lowered.body]
-    rewriter = _DagRewriter(project, info, local)
-    body = [rewriter.visit(stmt) for stmt in body]
-    lowered.body = _Ordering(project, info, local).statements(body) or [ast.copy_location(ast.Pass(), fn)]
+    rewriter = _DagRewriter(project, info, local, {**outer_callables, **callables}, dag_variable)
+    body = [new for stmt in body if (new := rewriter.visit(stmt)) is not None]
+    body = _Ordering(project, info, local, rewriter.junctions).statements(body)
+    if rewriter.result is not None:
+        body.append(ast.copy_location(ast.Return(ast.Name(rewriter.result, ast.Load())), body[-1] if body else fn))
+    lowered.body = body or [ast.copy_location(ast.Pass(), fn)]
     return lowered
 
 
 def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef, lowered: ast.FunctionDef,
-                  qualname: str, outer: dict[str, str]) -> dict[str, str]:
+                  qualname: str, outer: dict[str, str],
+                  outer_callables: dict[str, PlainFunction]) -> tuple[dict[str, str], dict[str, PlainFunction]]:
     """The `@task` functions and `@task_group`s `fn` defines, as tasks and (inlined) pipelines of the module named
-    `qualname.<locals>.name` (their Python qualified name); removed from the rewritten body. Returns {name in
-    the body: symbol}."""
+    `qualname.<locals>.name` (their Python qualified name; `name` in a `with DAG` block), and the plain functions
+    it hands to operators (`python_callable=`); removed from the rewritten body. Returns ({name in the body:
+    symbol}, {name: callable})."""
     found: dict[str, str] = {}
+    callables: dict[str, PlainFunction] = {}
+    handed = {k.value.id for k in ast.walk(fn) if isinstance(k, ast.keyword) and k.arg == "python_callable"
+              and isinstance(k.value, ast.Name)}
     kept: list[ast.stmt] = []
     for stmt, original in zip(lowered.body, fn.body):
-        name = f"{qualname}.<locals>.{getattr(original, 'name', '')}"
+        name = f"{qualname}.<locals>.{getattr(original, 'name', '')}" if qualname else getattr(original, "name", "")
         if isinstance(original, ast.FunctionDef) and _is_group(info, original):
-            group = _lowered(project, info, original, name, {**outer, **found})
+            group = _lowered(project, info, original, name, {**outer, **found}, {**outer_callables, **callables})
             info.symbols[name] = PipelineDef(original.name, info.name, FunctionSig.of(original), group, info.source,
                                              weakref.ref(info), dialect="airflow")
             found[original.name] = name
             continue
         form = _task_decorator(project, info, original)
         if form is None:
-            kept.append(stmt)
+            if isinstance(original, ast.FunctionDef) and (original.name in handed or not qualname):
+                callables[original.name] = PlainFunction(original, name)
+            elif not qualname and isinstance(original, (ast.ClassDef, ast.Import, ast.ImportFrom,
+                                                        ast.AsyncFunctionDef)):
+                pass  # a definition of the module, written in the `with DAG` block
+            else:
+                kept.append(stmt)
             continue
         assert isinstance(original, (ast.FunctionDef, ast.AsyncFunctionDef))
+        found[original.name] = name
+        if not qualname:  # already the module's task (dagc.frontend.scan read the block's definitions)
+            continue
         options, _ = task_options(project, info, form if isinstance(form, ast.Call) else None)
         returns = ast.unparse(original.returns) if original.returns is not None else None
         task = TaskDef(original.name, info.name, name, FunctionSig.of(original), options, returns, original,
                        info.source, dialect="airflow")
         info.tasks[name] = task
         info.symbols[name] = task
-        found[original.name] = name
     lowered.body = kept
-    return found
+    return found, callables
 
 
 def _is_group(info: ModuleInfo, fn: ast.FunctionDef) -> bool:
@@ -161,16 +219,18 @@ def _is_group(info: ModuleInfo, fn: ast.FunctionDef) -> bool:
 
 def _task_decorator(project: Project, info: ModuleInfo, stmt: ast.stmt) -> ast.Call | bool | None:
     """For a nested function decorated as an Airflow task: its decorator call (or True without one); None
-    for another statement. A task form dagc does not run (`@task.bash`, `@task.branch`, ...) is reported."""
+    for another statement. A task form dagc does not run (`@task.bash`, `@task.branch`, ...), and a task that
+    needs Airflow's run context, is reported."""
     if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
     for decorator in stmt.decorator_list:
         found = decorator_form(info, decorator)
         if found is not None and found[0].dialect == "airflow" and found[0].kind == "task":
-            if isinstance(stmt, ast.AsyncFunctionDef) or _takes_context(stmt):
-                project.sink.error("DAGC108", f"task `{stmt.name}` takes Airflow's run context or is async, which "
-                                   "dagc does not give", info.source.span(stmt),
-                                   hint=f"pass the values the task needs as arguments; {_HINT}")
+            if isinstance(stmt, ast.AsyncFunctionDef):
+                project.sink.error("DAGC108", f"task `{stmt.name}` is async, which dagc does not run",
+                                   info.source.span(stmt), hint=f"write the task as a plain `def`; {_HINT}")
+            else:
+                check_task_code(project, info, stmt, "task")
             return found[1] if found[1] is not None else True  # type: ignore[return-value]
         name = dotted_name(info, decorator.func if isinstance(decorator, ast.Call) else decorator) or ""
         if name.startswith(("airflow.sdk.task.", "airflow.decorators.task.")):
@@ -190,11 +250,6 @@ def _check_module_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef)
             _task_decorator(project, info, stmt)
 
 
-def _takes_context(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """`**context` / `**kwargs`: Airflow passes the task's run context in it."""
-    return fn.args.kwarg is not None
-
-
 class _Renamer(ast.NodeTransformer):
     """Points the body's uses of its nested tasks at the tasks' symbols."""
 
@@ -211,14 +266,65 @@ class _Renamer(ast.NodeTransformer):
 
 
 class _DagRewriter(ast.NodeTransformer):
-    """Rewrites TaskFlow's call forms: `.expand`, `.partial(...).expand`, `.override(...)(...)`, operators."""
+    """Rewrites TaskFlow's call forms (`.expand`, `.partial(...).expand`, `.override(...)(...)`) and the classic
+    operators (`PythonOperator`, `EmptyOperator`, `op.output`); `dag.add_result(x)` of a `with DAG` block binds
+    the DAG's result (`result`); `dag.doc_md = ...` is dropped (documentation, not computation)."""
 
-    def __init__(self, project: Project, info: ModuleInfo, local: set[str]) -> None:
+    def __init__(self, project: Project, info: ModuleInfo, local: set[str], callables: dict[str, PlainFunction],
+                 dag_variable: str | None) -> None:
         self.project, self.info, self.local = project, info, local
+        self.callables, self.dag_variable = callables, dag_variable
         self.taken = set(local)
+        self.junctions: set[str] = set()  # names bound to an EmptyOperator: they only order
+        self.operators: set[str] = set()  # names bound to a PythonOperator's task call
+        self.result: str | None = None
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
         return node
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST | None:
+        if all(isinstance(t, ast.Attribute) and t.attr in _DOCS for t in node.targets):
+            return None
+        target = node.targets[0] if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) else None
+        operator = dotted_name(self.info, node.value.func) if isinstance(node.value, ast.Call) else None
+        if target is not None and operator in EMPTY_OPERATORS:
+            self.junctions.add(target.id)
+            return None
+        result = self._add_result(node.value)
+        if result is not None and target is not None:
+            node.value, self.result = result, target.id
+        self.generic_visit(node)
+        if target is not None and operator in PYTHON_OPERATORS:
+            self.operators.add(target.id)
+        return node
+
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+        result = self._add_result(node.value)
+        if result is None:
+            return self.generic_visit(node)
+        self.result = "_dag_result"
+        while self.result in self.taken:
+            self.result = "_" + self.result
+        self.taken.add(self.result)
+        bound = ast.Assign([ast.copy_location(ast.Name(self.result, ast.Store()), node)], result)
+        return self.generic_visit(ast.copy_location(bound, node))
+
+    def _add_result(self, expr: ast.expr) -> ast.expr | None:
+        """`x` of `dag.add_result(x)` (the DAG's result, Airflow 3), for the block's own `dag`; else None."""
+        if self.dag_variable is None or not (isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)
+                                             and expr.func.attr == "add_result"
+                                             and isinstance(expr.func.value, ast.Name)
+                                             and expr.func.value.id == self.dag_variable):
+            return None
+        if len(expr.args) != 1 or expr.keywords:
+            return unsupported(self.project, self.info, expr, "`add_result` takes one task's result",
+                               f"write `{self.dag_variable}.add_result(task_call_or_name)`; {_HINT}")
+        return expr.args[0]
+
+    def visit_Attribute(self, node: ast.Attribute) -> ast.AST:
+        if node.attr == "output" and isinstance(node.value, ast.Name) and node.value.id in self.operators:
+            return node.value  # the operator's XCom: what its callable returned
+        return self.generic_visit(node)
 
     def visit_With(self, node: ast.With) -> ast.AST:
         names = [dotted_name(self.info, i.context_expr.func) for i in node.items if isinstance(i.context_expr, ast.Call)]
@@ -233,15 +339,24 @@ class _DagRewriter(ast.NodeTransformer):
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in ("expand", "expand_kwargs"):
             return self._expand(node, func)
+        name = dotted_name(self.info, func) or ""
+        if name in PYTHON_OPERATORS:
+            self.generic_visit(node)
+            return python_operator(self.project, self.info, node, self.callables,
+                                   lambda call: task_options(self.project, self.info, call))
+        if name in EMPTY_OPERATORS:
+            return unsupported(self.project, self.info, node, "an `EmptyOperator` that is not bound to a name",
+                               f"bind it and order with it: `start = EmptyOperator(task_id=\"start\")`, then "
+                               f"`start >> task`; {_HINT}")
         self.generic_visit(node)
         if isinstance(func, ast.Call) and isinstance(func.func, ast.Attribute) and func.func.attr == "override" \
                 and is_function_ref(func.func.value, self.local):
             return call_of(func.func.value, node.args, node.keywords, node)  # task ids, pools: not what it computes
-        name = dotted_name(self.info, func) or ""
         if name.startswith("airflow.") and name.rpartition(".")[2][:1].isupper():
             return unsupported(self.project, self.info, node,
                                f"Airflow operator `{name.rpartition('.')[2]}` is not supported: dagc compiles "
-                               "TaskFlow `@task` functions", f"write the step as a `@task` function; {_HINT}")
+                               "`@task` functions and `PythonOperator`", f"write the step as a `@task` function; "
+                               f"{_HINT}")
         return node
 
     def _expand(self, node: ast.Call, func: ast.Attribute) -> ast.expr:
@@ -274,29 +389,37 @@ class _DagRewriter(ast.NodeTransformer):
 
 
 class _Ordering:
-    """`a >> b`, `b << a`, `a >> [b, c]`, `chain(a, b, c)` statements: each downstream task's call becomes
-    `dagc.after(call, *upstream)`; a task call written in the chain itself is bound to a name first."""
+    """`a >> b`, `b << a`, `a >> [b, c]`, `chain(a, b, c)` statements (in the body, or in a `for` loop of it):
+    each downstream task's call becomes `dagc.after(call, *upstream)`; a task call written in the chain itself
+    is bound to a name first. A junction (a name bound to an `EmptyOperator`) is no task: what is ordered after
+    it waits for what is ordered before it."""
 
-    def __init__(self, project: Project, info: ModuleInfo, local: set[str]) -> None:
-        self.project, self.info, self.local = project, info, local
+    def __init__(self, project: Project, info: ModuleInfo, local: set[str], junctions: set[str]) -> None:
+        self.project, self.info, self.local, self.junctions = project, info, local, junctions
         self.count = 0
+        self.assigned: dict[str, ast.Assign] = {}
+        self.home: dict[int, list[ast.stmt]] = {}  # id(assignment) -> the statement list holding it
+        self.before: dict[str, list[str]] = {j: [] for j in junctions}  # junction -> the names ordered before it
+        self.after_: dict[str, list[str]] = {j: [] for j in junctions}  # junction -> the names ordered after it
 
     def statements(self, body: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
-        assigned: dict[str, ast.Assign] = {}
         for stmt in body:
             groups = self._groups(stmt.value) if isinstance(stmt, ast.Expr) else None
             if groups is None:
+                if isinstance(stmt, (ast.For, ast.AsyncFor)):
+                    stmt.body = self.statements(stmt.body) or [ast.copy_location(ast.Pass(), stmt)]
                 out.append(stmt)
                 if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                    assigned[stmt.targets[0].id] = stmt
+                    self.assigned[stmt.targets[0].id] = stmt
+                    self.home[id(stmt)] = out
                 continue
             names: list[list[str]] = []
             failed = False
             for group in groups:
                 row = []
                 for operand in group:
-                    if isinstance(operand, ast.Name) and operand.id in assigned:
+                    if isinstance(operand, ast.Name) and (operand.id in self.assigned or operand.id in self.junctions):
                         row.append(operand.id)
                     elif isinstance(operand, ast.Call):
                         self.count += 1
@@ -304,25 +427,52 @@ class _Ordering:
                         bound = ast.copy_location(ast.Assign([ast.copy_location(ast.Name(name, ast.Store()), operand)],
                                                              operand), operand)
                         out.append(bound)
-                        assigned[name] = bound
+                        self.assigned[name] = bound
+                        self.home[id(bound)] = out
                         row.append(name)
                     else:
                         unsupported(self.project, self.info, operand, "an order (`>>`) between what is not the "
-                                    "result of a task call in this DAG function",
+                                    "result of a task call in this DAG",
                                     f"order task calls, or names bound to them: `a = extract()` then `a >> b`; {_HINT}")
                         failed = True
                 names.append(row)
             if failed:
                 continue
             for upstream, downstream in zip(names, names[1:]):
-                for name in downstream:
-                    self._after(assigned[name], upstream, out)
+                self._edge(upstream, downstream, set())
         return out
 
-    def _after(self, stmt: ast.Assign, upstream: list[str], out: list[ast.stmt]) -> None:
+    def _edge(self, upstream: list[str], downstream: list[str], seen: set[str]) -> None:
+        """Order each of `downstream` after each of `upstream`, through junctions (`seen`: those passed)."""
+        tasks = self._through(upstream, set())
+        for name in downstream:
+            if name in self.junctions:
+                if name in seen:
+                    continue  # (a cycle of junctions: Airflow rejects the DAG; nothing more to order)
+                self.before[name].extend(upstream)
+                self._edge(upstream, self.after_[name], seen | {name})  # what was already ordered after it
+            elif tasks:
+                self._after(self.assigned[name], tasks)
+        for name in upstream:
+            if name in self.junctions:
+                self.after_[name].extend(downstream)
+
+    def _through(self, names: list[str], seen: set[str]) -> list[str]:
+        """`names` with each junction replaced by the tasks ordered before it, in order, each once."""
+        out: list[str] = []
+        for name in names:
+            if name in self.junctions:
+                if name not in seen:
+                    out.extend(self._through(self.before[name], seen | {name}))
+            else:
+                out.append(name)
+        return list(dict.fromkeys(out))
+
+    def _after(self, stmt: ast.Assign, upstream: list[str]) -> None:
         """Make `stmt`'s task call wait for the tasks bound to `upstream`. An upstream bound after `stmt` (Airflow
         orders regardless of where tasks are written) moves `stmt` after it, when nothing in between reads
         what `stmt` binds or rebinds what it reads."""
+        out = self.home[id(stmt)]
         position = out.index(stmt)
         bound_at = {t.id: i for i, s in enumerate(out) if isinstance(s, ast.Assign) for t in s.targets
                     if isinstance(t, ast.Name)}
@@ -342,7 +492,8 @@ class _Ordering:
         prerequisites = [ast.copy_location(ast.Name(u, ast.Load()), stmt) for u in upstream]
         value = stmt.value
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == AFTER:
-            value.args.extend(prerequisites)
+            waited = {a.id for a in value.args[1:] if isinstance(a, ast.Name)}
+            value.args.extend(p for p in prerequisites if p.id not in waited)  # (an order repeated in a loop)
         elif isinstance(value, ast.ListComp) and isinstance(value.elt, ast.Call):  # a mapped task: each item waits
             value.elt = after(value.elt, prerequisites, value.elt)
         elif isinstance(value, ast.Call):
