@@ -39,6 +39,7 @@ class _Invalid(Exception):
 
 def read_transition(project: Project, info: ModuleInfo, step: FlowStep, steps: dict[str, FlowStep]) -> None:
     """Fill `step.transition`, `targets`, `foreach` from the step's last statement (as Metaflow's graph does)."""
+    info = step.home or info  # (a step inherited from a class of another module is reported there)
     fn = step.node
     receiver = fn.args.args[0].arg if fn.args.args else "self"
     tail = fn.body[-1]
@@ -186,18 +187,24 @@ class _Writer:
     """Writes the pipeline body: each step's call, in an order the transitions allow."""
 
     def __init__(self, project: Project, info: ModuleInfo, node: ast.ClassDef, steps: dict[str, FlowStep]) -> None:
-        self.project, self.info, self.flow, self.steps = project, info, node.name, steps
+        self.project, self.info, self.node, self.flow, self.steps = project, info, node, node.name, steps
         self.called: set[str] = set()
+        # the steps a class of another module defines, and their transitions: reported in that module
+        self.homes = {id(n): s.home for s in steps.values() if s.home is not None for n in (s.node, s.next_call)}
 
     def fail(self, where: ast.AST, message: str, hint: str) -> None:
-        span = _name_span(self.info, where) if isinstance(where, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-            else self.info.source.span(where)
+        info = self.homes.get(id(where), self.info)
+        span = _name_span(info, where) if isinstance(where, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+            else info.source.span(where)
         self.project.sink.error("DAGC117", message, span, hint=hint)
         raise _Invalid
 
     def located(self, stmt: ast.stmt, where: ast.AST) -> ast.stmt:
-        """`stmt` with every node placed at `where`: a step's name in its `def`, or a transition."""
-        if isinstance(where, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        """`stmt` with every node placed at `where`: a step's name in its `def`, or a transition (at the flow
+        class's name, for a step a class of another module defines)."""
+        if id(where) in self.homes:
+            where = self.node
+        if isinstance(where, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             line = self.info.source.lines[where.lineno - 1].encode("utf-8")  # (ast's columns count bytes)
             col = max(line.find(where.name.encode("utf-8"), where.col_offset), 0)
             _locate(stmt, (where.lineno, col, where.lineno, col + len(where.name.encode("utf-8"))))

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from types import FunctionType, MethodType
 from typing import Any
 
-__all__ = ["adapt", "Artifacts", "run_step"]
+__all__ = ["adapt", "adapt_local", "Artifacts", "run_step"]
 
 # attributes of the instance that are Metaflow's (or this module's) bookkeeping, never artifacts passed down
 _BOOKKEEPING = frozenset({
@@ -51,6 +51,12 @@ class Artifacts:
 def adapt(fn: Any) -> Callable[..., Any]:
     """The task that runs step `fn` (a `@step` method of a FlowSpec class, taken from the class)."""
     return functools.partial(run_step, _flow_class(fn), fn.__qualname__.rpartition(".")[2])
+
+
+def adapt_local(cls: type, step: str) -> Callable[..., Any]:
+    """The task that runs `step` of flow class `cls`, which derives from the user's own flow classes (the step
+    may be a base's function: its flow object is still of class `cls`)."""
+    return functools.partial(run_step, cls, step)
 
 
 def _flow_class(fn: Any) -> type:
@@ -146,8 +152,10 @@ def _result(cls: type, step: str, node: Any, flow: Any) -> Any:
                            f"its last statement names ({', '.join(node.out_funcs)})")
     values = _artifacts(flow)
     fixed = flow.__dict__["_fixed"]
-    if node.type == "end":
-        return dict(sorted({**fixed, **values, "name": cls.__name__}.items()))
+    if node.type == "end":  # (Metaflow's client reads a Config's value as the plain dict it stored)
+        found = {**fixed, **values, "name": cls.__name__}
+        return dict(sorted((k, v.to_dict() if hasattr(v, "to_dict") and type(v).__name__ == "ConfigValue" else v)
+                           for k, v in found.items()))
     stack = tuple(tuple(frame) for frame in flow.__dict__["_foreach_stack"])
     if transition is not None and transition[1] is not None:  # a foreach: its items' indices go to the map
         splits = int(flow.__dict__["_foreach_num_splits"])
@@ -252,9 +260,11 @@ def _fixed_values(cls: type, given: dict[str, Any]) -> dict[str, Any]:
     originals = _originals(cls)
     fixed: dict[str, Any] = {}
     for var, original in originals.items():
-        from metaflow import Parameter
+        from metaflow import Config, Parameter
 
-        if isinstance(original, Parameter):
+        if isinstance(original, Config):
+            fixed[var] = _config_value(original)
+        elif isinstance(original, Parameter):
             fixed[var] = _parameter_value(original, given.get(var))
         else:
             fixed[var] = original
@@ -275,6 +285,30 @@ def _originals(cls: type) -> dict[str, Any]:
                 found[var] = value
         _CLASS_VALUES[cls] = found
     return found
+
+
+def _config_value(config: Any) -> Any:
+    """A Config's value, as Metaflow's run loads it before the start step: its default file (read here, in the
+    start step's task, so that a change to the file makes the run's tasks stale: dagc.runtime.filetrace) or its
+    default_value, parsed by its parser or as JSON; a ConfigValue unless the Config is `plain`."""
+    import json
+
+    from metaflow.user_configs.config_options import ConfigInput
+    from metaflow.user_configs.config_parameters import ConfigValue
+
+    default = config.kwargs.get("default")
+    if callable(default):
+        default = default(None)
+    if default is None:
+        return None
+    plain = bool(config.kwargs.get("plain"))
+    if getattr(config, "_default_is_file", False):
+        with open(default, encoding="utf-8") as handle:
+            default = handle.read()
+    if isinstance(default, str):
+        default = ConfigInput._call_parser(config.parser, default, plain) if config.parser else \
+            default if plain else json.loads(default)
+    return default if plain else ConfigValue(default)
 
 
 def _parameter_value(parameter: Any, given: Any) -> Any:
