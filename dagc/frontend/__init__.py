@@ -75,8 +75,10 @@ def _where_a_pipeline_belongs(info: ModuleInfo) -> tuple[SourceSpan | None, str,
                 for f in stmt.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
                 for d in f.decorator_list):
             return name_span(info.source, stmt), (
-                "a Metaflow-style flow: decorate each step with @dagc.task and @staticmethod (taking its inputs as "
-                "arguments, returning its outputs), and the method that calls the steps in order with @dagc.pipeline"), None
+                f"a Metaflow flow derives from metaflow.FlowSpec: write `class {stmt.name}(FlowSpec):` after "
+                "`from metaflow import FlowSpec, step`, and dagc compiles it as it is; or, without Metaflow, "
+                "decorate each step with @dagc.task and @staticmethod (taking its inputs as arguments, returning its "
+                "outputs), and the method that calls the steps in order with @dagc.pipeline"), None
     caller = _calls_the_tasks(info)
     if caller is not None:
         return name_span(info.source, caller), (

@@ -46,12 +46,13 @@ _PARAMETERS = {"metaflow.Parameter": "parameter", "metaflow.parameters.Parameter
                # read by the start step, from its file (relative to the working directory) or its default_value
                "metaflow.Config": "config", "metaflow.user_configs.config_parameters.Config": "config"}
 _CONFIG_EXPR = ("metaflow.config_expr", "metaflow.user_configs.config_parameters.config_expr")
-_SUPPORTED = {"retry", "resources", "catch", "timeout"}
+_SUPPORTED = {"retry", "resources", "catch", "timeout", "parallel"}
+PARALLEL = "_parallel_ubf_iter"  # what Metaflow's `self.next(..., num_parallel=N)` makes a foreach over
 _IGNORED = {"card": "a card is a report of the step for Metaflow's UI; dagc runs the step without it",
             "project": "a project names Metaflow's deployments; dagc runs the flow without it",
             "schedule": "a schedule starts deployed flows; dagc runs the flow when asked",
             "trigger": "a trigger starts deployed flows; dagc runs the flow when asked"}
-SUPPORTED_HINT = "dagc runs @step methods with @retry, @resources, @catch and @timeout"
+SUPPORTED_HINT = "dagc runs @step methods with @retry, @resources, @catch, @timeout and @parallel"
 MEGABYTE = 2**20  # Metaflow gives memory in megabytes
 
 
@@ -79,6 +80,7 @@ class FlowStep:
     next_call: ast.Call | None = None
     options: TaskOptions = field(default_factory=TaskOptions)
     home: ModuleInfo | None = None  # the module defining it, when a base class of another module does
+    parallel: bool = False  # @parallel: one of the N tasks of `self.next(self.it, num_parallel=N)`
 
 
 @dataclass
@@ -142,7 +144,9 @@ def scan_flow(project: Project, info: ModuleInfo, node: ast.ClassDef) -> Opaque:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if any(_is_step(info, d) for d in stmt.decorator_list):
                 flow.steps[stmt.name] = FlowStep(stmt.name, stmt, join=len(stmt.args.args) > 1,
-                                                 options=_step_options(project, info, stmt, configs))
+                                                 options=_step_options(project, info, stmt, configs),
+                                                 parallel=any(_decorator_name(info, d) == "parallel"
+                                                              for d in stmt.decorator_list))
                 continue
             members.methods.add(stmt.name)
         flow.hidden.update(_bound_names(stmt))
@@ -189,7 +193,8 @@ def _resolve(order: list[FlowClass]) -> tuple[dict[str, FlowStep], list[FlowPara
             parameters[parameter.attr] = parameter if cls.info is flow.info else _moved(parameter, flow.node)
         for name, step in cls.steps.items():
             parameters.pop(name, None)
-            steps[name] = FlowStep(name, step.node, join=step.join, options=step.options, home=cls.info)
+            steps[name] = FlowStep(name, step.node, join=step.join, options=step.options, home=cls.info,
+                                   parallel=step.parallel)
     return steps, [p for p in parameters.values() if p.kind != "config"]
 
 
@@ -301,7 +306,8 @@ _KINDS = {"times": int, "minutes_between_retries": (int, float), "seconds": (int
           "hours": (int, float), "cpu": (int, float), "gpu": (int, float), "memory": (int, float), "disk": (int, float),
           "shared_memory": (int, float), "var": str, "print_exception": bool}
 _OPTIONS_OF = {"retry": ("times", "minutes_between_retries"), "timeout": ("seconds", "minutes", "hours"),
-               "resources": ("cpu", "gpu", "memory", "disk", "shared_memory"), "catch": ("var", "print_exception")}
+               "resources": ("cpu", "gpu", "memory", "disk", "shared_memory"), "catch": ("var", "print_exception"),
+               "parallel": ()}
 
 
 def _option(project: Project, info: ModuleInfo, decorator: str, key: str, expr: ast.expr,
@@ -388,7 +394,7 @@ def _step_options(project: Project, info: ModuleInfo, fn: ast.FunctionDef | ast.
                 fields["gpus"] = float(values["gpu"])
             if values.get("memory") is not None:
                 fields["memory"] = int(float(values["memory"]) * MEGABYTE)
-        else:
+        elif name == "catch":
             catch = True
     if retries and not catch:  # with @catch the runtime makes the retries, and catches the last failure
         fields["retries"] = retries

@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import ast
 
-from dagc.frontend.dialects.metaflow import FlowParameter, FlowStep
+from dagc.frontend.dialects.metaflow import PARALLEL, FlowParameter, FlowStep
 from dagc.frontend.modules import ModuleInfo, Project
 from dagc.ir.location import SourceSpan
 
 __all__ = ["read_transition", "synthesize_pipeline"]
 
 _TRANSITIONS = ("self.next(self.b) (linear), self.next(self.a, self.b) (split), "
-                'self.next(self.each, foreach="items") (foreach), '
+                'self.next(self.each, foreach="items") (foreach), self.next(self.each, num_parallel=4) (@parallel), '
                 'self.next({"a": self.a, "b": self.b}, condition="attr") (switch)')
 
 
@@ -63,13 +63,8 @@ def read_transition(project: Project, info: ModuleInfo, step: FlowStep, steps: d
     if "condition" in keywords or any(isinstance(a, ast.Dict) for a in call.args):
         _read_switch(project, info, step, steps, call, receiver)
         return
-    if "num_parallel" in keywords:
-        project.sink.error("DAGC117", "`num_parallel=` (Metaflow's @parallel gang of tasks) is not supported by dagc",
-                           info.source.span(keywords["num_parallel"]),
-                           hint=f"use a foreach over a list of ranks; supported forms: {_TRANSITIONS}")
-        return
     for key, kw in keywords.items():
-        if key != "foreach":
+        if key not in ("foreach", "num_parallel"):
             project.sink.error("DAGC117", f"`{key}=` in a transition is not supported by dagc",
                                info.source.span(kw), hint=f"supported forms: {_TRANSITIONS}")
             return
@@ -96,6 +91,16 @@ def read_transition(project: Project, info: ModuleInfo, step: FlowStep, steps: d
                                info.source.span(call), hint='write self.next(self.each, foreach="items")')
             return
         step.transition, step.foreach = "foreach", value.value
+        return
+    if "num_parallel" in keywords:  # N tasks of a @parallel step: a foreach over N indices, as Metaflow runs it
+        target = steps[targets[0]]
+        if len(targets) != 1 or "foreach" in keywords or not target.parallel or target.join:
+            project.sink.error("DAGC117", "`num_parallel=` names one step decorated with @parallel",
+                               info.source.span(keywords["num_parallel"]),
+                               hint="write self.next(self.train, num_parallel=4) and decorate `train` with @parallel "
+                               "(and @step); the step after it is a join step taking `inputs`")
+            return
+        step.transition, step.foreach = "foreach", PARALLEL
         return
     step.transition = "split" if len(targets) > 1 else "linear"
 
@@ -280,6 +285,11 @@ class _Writer:
         """`collected = []` and the `for` over the items' indices; the join step after it."""
         target = step.targets[0]
         assert step.next_call is not None
+        if step.foreach == PARALLEL and not (self.steps[target].transition == "linear"
+                                             and self.steps[self.steps[target].targets[0]].join):
+            self.fail(step.next_call, f"@parallel step `{target}` does not go straight to a join step",
+                      "Metaflow joins a @parallel step's tasks in the step right after it: write "
+                      f"`self.next(self.join)` at the end of `{target}`, and `def join(self, inputs)`")
         inner, last, join = self.chain(target, [var, f"_{target}_index"])
         if join is None:
             self.fail(step.next_call, f"the foreach of step `{step.name}` is never joined",

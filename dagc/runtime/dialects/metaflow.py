@@ -19,6 +19,7 @@ import functools
 import hashlib
 import pickle
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -124,6 +125,7 @@ def _run(cls: type, step: str, function: Any, flow: Any, inputs: Any, node: Any)
 
 def _call(function: Any, flow: Any, inputs: Any, attempt: int | None = None) -> None:
     _set_current(flow, attempt)
+    _set_parallel(flow, function)
     if inputs is None:
         function(flow)
     else:
@@ -142,6 +144,34 @@ def _set_current(flow: Any, attempt: int | None) -> None:
                      retry_count=task.attempt if attempt is None else attempt, is_running=True)
 
 
+_THIS_TASK = threading.local()  # the @parallel task running in this thread: what `current.parallel` says
+
+
+def _set_parallel(flow: Any, function: Any) -> None:
+    """`current.parallel` and `current.is_parallel` for a @parallel step, as Metaflow's local run gives them: its
+    task's index among the N of `num_parallel=N` (the index of its foreach frame), N, and the loopback address;
+    read per thread, since the local backend may run the N tasks at once."""
+    from metaflow import current
+    from metaflow.metaflow_current import Parallel
+
+    parallel = any(d.name == "parallel" for d in getattr(function, "decorators", ()))
+    frame = flow.__dict__["_foreach_stack"][-1] if parallel and flow.__dict__["_foreach_stack"] else None
+    _THIS_TASK.parallel = Parallel(main_ip="127.0.0.1", num_nodes=int(frame.num_splits), node_index=int(frame.index),
+                                   control_task_id=None) if frame is not None else None
+    if not isinstance(type(current).__dict__.get("parallel"), property) \
+            or type(current).__dict__["parallel"].fget is not _current_parallel:
+        type(current).parallel = property(_current_parallel)
+        type(current).is_parallel = property(lambda _: getattr(_THIS_TASK, "parallel", None) is not None)
+
+
+def _current_parallel(_current: Any) -> Any:
+    from metaflow.metaflow_current import Parallel
+
+    found = getattr(_THIS_TASK, "parallel", None)
+    return found if found is not None else Parallel(main_ip="127.0.0.1", num_nodes=1, node_index=0,
+                                                     control_task_id=None)
+
+
 def _result(cls: type, step: str, node: Any, flow: Any) -> Any:
     transition = flow.__dict__.get("_transition")
     if node.type != "end" and transition is None:
@@ -158,7 +188,8 @@ def _result(cls: type, step: str, node: Any, flow: Any) -> Any:
                            for k, v in found.items()))
     stack = tuple(tuple(frame) for frame in flow.__dict__["_foreach_stack"])
     if transition is not None and transition[1] is not None:  # a foreach: its items' indices go to the map
-        splits = int(flow.__dict__["_foreach_num_splits"])
+        splits = int(flow.__dict__["_foreach_num_splits"]) if not flow.__dict__.get("_unbounded_foreach") \
+            else int(flow.__dict__["_parallel_ubf_iter"].num_parallel)  # (`num_parallel=`: N tasks of a step)
         shown = flow.__dict__.get("_foreach_values")
         foreach = (transition[1], splits, tuple(shown) if shown is not None else None)
         return Artifacts(step, values, fixed, stack, foreach), list(range(splits))
