@@ -1,5 +1,6 @@
-"""Metaflow flows, unmodified (tests/ports/metaflow_*.py: three of Metaflow's tutorials and a sweep with nested
-foreach, merge_artifacts and step decorators), compile to dagc's IR and compute on local, Ray and torch what
+"""Metaflow flows, unmodified (tests/ports/metaflow_*.py: three of Metaflow's tutorials, a sweep with nested
+foreach, merge_artifacts and step decorators, flows derived from base flow classes of another module or of their
+own, with Configs read from a file or given as values, and a @parallel gang), compile to dagc's IR and compute on local, Ray and torch what
 Metaflow's own `python flow.py run` computes: the artifacts of the `end` step, read back with Metaflow's client."""
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from tests.interpreters import run_python
 
 PORTS = Path(__file__).parent / "ports"
 FLOWS = {"metaflow_helloworld": "HelloFlow", "metaflow_playlist": "PlayListFlow", "metaflow_stats": "MovieStatsFlow",
-         "metaflow_sweep": "SweepFlow", "metaflow_switch": "SizeFlow"}
+         "metaflow_sweep": "SweepFlow", "metaflow_switch": "SizeFlow", "metaflow_template": "LinearFitFlow",
+         "metaflow_diamond": "CleanReport", "metaflow_parallel": "ShardedSumFlow"}
 _READ_END = """
 import pickle, sys
 from metaflow import Flow, namespace
