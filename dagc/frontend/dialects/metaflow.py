@@ -83,7 +83,7 @@ class FlowStep:
     parallel: bool = False  # @parallel: one of the N tasks of `self.next(self.it, num_parallel=N)`
 
 
-@dataclass
+@dataclass(eq=False)  # (one object per class: compared and hashed by identity)
 class FlowClass:
     """A FlowSpec class as declared: its own steps and parameters, and the user flow classes it derives from."""
 
@@ -157,7 +157,7 @@ def scan_flow(project: Project, info: ModuleInfo, node: ast.ClassDef) -> Opaque:
         project.sink.error("DAGC117", f"the base classes of flow `{node.name}` have no consistent order",
                            _name_span(info, node), hint="list each base class after the classes deriving from it, "
                            "as Python's method resolution order requires")
-        order = [flow]
+        order = list(dict.fromkeys([flow, *(c for b in flow.bases for c in b.mro() or [b])]))  # (to go on)
     steps, parameters = _resolve(order)
     for step in steps.values():
         step.home = step.home if step.home is not info else None
