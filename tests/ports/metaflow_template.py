@@ -2,7 +2,6 @@
 # `train` step this class adds), `end`, the parameters, the config and its helper, and overrides a class value.
 
 from metaflow import step
-
 from metaflow_template_base import TrainingTemplate
 
 

@@ -5,9 +5,14 @@ Each step becomes a task (`Flow.step`, marked with the dialect); the order of th
 after the class: its parameters are the flow's `Parameter`s. At run time (dagc.runtime.dialects.metaflow) a
 task takes the artifacts its step's predecessors left and returns the artifacts the step leaves.
 
+A flow class may derive from flow classes of its own file or of the user's modules: its steps, parameters and
+Configs are those Python finds on it (its method resolution order), and each step's task is called on the derived
+class (`TaskDef.bases`). A Config is no pipeline parameter: the start step reads it, as Metaflow's run does.
+
 Step decorators map to task options: `@retry(times=)` to retries, `@timeout(seconds=, minutes=, hours=)` to
 timeout, `@resources(cpu=, gpu=, memory=)` to cpus, gpus and memory (Metaflow's megabytes); `@catch(var=)` is
-run by the runtime (which then also makes the step's retries, so that only the last failure is caught).
+run by the runtime (which then also makes the step's retries, so that only the last failure is caught);
+`@parallel` marks the step that `self.next(..., num_parallel=N)` runs as N tasks.
 """
 
 from __future__ import annotations
@@ -15,8 +20,8 @@ from __future__ import annotations
 import ast
 import copy
 import weakref
-from dataclasses import dataclass, field
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
 from typing import Any
 
 from dagc.diagnostics import Severity

@@ -2,8 +2,8 @@
 
 A step runs on a fresh instance of its flow class, made without `FlowSpec.__init__` (which would parse the
 command line and run the whole flow). The instance holds what Metaflow's datastore would give the step: copies of
-the artifacts its predecessor left (a linear step), the flow's `Parameter`s and class-level values as read-only
-properties, the foreach stack behind `self.input`, `self.index` and `self.foreach_stack()`, and for a join its
+the artifacts its predecessor left (a linear step), the flow's `Parameter`s, Configs (read by the start step's
+task) and class-level values as read-only properties, the foreach stack behind `self.input`, `self.index` and `self.foreach_stack()`, and for a join its
 `inputs` (with `merge_artifacts`). The step's own `self.next(...)` is Metaflow's, recorded on the instance.
 
 A task returns the `Artifacts` the step leaves (a foreach step also the indices of its items, a switch step the
