@@ -37,6 +37,7 @@ from dagc.frontend.modules import (
     TaskDef,
 )
 from dagc.frontend.static import NotStatic, is_literal_value
+from dagc.ir.location import SourceSpan
 from dagc.ir.types import TaskOptions
 
 __all__ = ["FlowStep", "FlowParameter", "scan_flow", "DIALECT"]
@@ -165,8 +166,6 @@ def scan_flow(project: Project, info: ModuleInfo, node: ast.ClassDef) -> Opaque:
         order = list(dict.fromkeys([flow, *(c for b in flow.bases for c in b.mro() or [b])]))  # (to go on)
     steps, parameters = _resolve(order)
     for step in steps.values():
-        step.home = step.home if step.home is not info else None
-    for step in steps.values():
         read_transition(project, info, step, steps)
     bases = tuple(dict.fromkeys(c.target for c in order[1:]))
     for step in steps.values():
@@ -198,8 +197,8 @@ def _resolve(order: list[FlowClass]) -> tuple[dict[str, FlowStep], list[FlowPara
             parameters[parameter.attr] = parameter if cls.info is flow.info else _moved(parameter, flow.node)
         for name, step in cls.steps.items():
             parameters.pop(name, None)
-            steps[name] = FlowStep(name, step.node, join=step.join, options=step.options, home=cls.info,
-                                   parallel=step.parallel)
+            steps[name] = FlowStep(name, step.node, join=step.join, options=step.options, parallel=step.parallel,
+                                   home=cls.info if cls.info is not flow.info else None)
     return steps, [p for p in parameters.values() if p.kind != "config"]
 
 
@@ -245,7 +244,7 @@ def _bound_names(stmt: ast.stmt) -> set[str]:
     return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
-def _name_span(info: ModuleInfo, node: ast.ClassDef) -> Any:
+def _name_span(info: ModuleInfo, node: ast.ClassDef) -> SourceSpan:
     from dagc.frontend.source import name_span
 
     return name_span(info.source, node)

@@ -3,8 +3,9 @@
 A step runs on a fresh instance of its flow class, made without `FlowSpec.__init__` (which would parse the
 command line and run the whole flow). The instance holds what Metaflow's datastore would give the step: copies of
 the artifacts its predecessor left (a linear step), the flow's `Parameter`s, Configs (read by the start step's
-task) and class-level values as read-only properties, the foreach stack behind `self.input`, `self.index` and `self.foreach_stack()`, and for a join its
-`inputs` (with `merge_artifacts`). The step's own `self.next(...)` is Metaflow's, recorded on the instance.
+task) and class-level values as read-only properties, the foreach stack behind `self.input`, `self.index` and
+`self.foreach_stack()` (and `current.parallel` in a @parallel step), and for a join its `inputs` (with
+`merge_artifacts`). The step's own `self.next(...)` is Metaflow's, recorded on the instance.
 
 A task returns the `Artifacts` the step leaves (a foreach step also the indices of its items, a switch step the
 value of its condition); the `end` step
@@ -183,9 +184,10 @@ def _result(cls: type, step: str, node: Any, flow: Any) -> Any:
     values = _artifacts(flow)
     fixed = flow.__dict__["_fixed"]
     if node.type == "end":  # (Metaflow's client reads a Config's value as the plain dict it stored)
+        from metaflow.user_configs.config_parameters import ConfigValue
+
         found = {**fixed, **values, "name": cls.__name__}
-        return dict(sorted((k, v.to_dict() if hasattr(v, "to_dict") and type(v).__name__ == "ConfigValue" else v)
-                           for k, v in found.items()))
+        return dict(sorted((k, v.to_dict() if isinstance(v, ConfigValue) else v) for k, v in found.items()))
     stack = tuple(tuple(frame) for frame in flow.__dict__["_foreach_stack"])
     if transition is not None and transition[1] is not None:  # a foreach: its items' indices go to the map
         splits = int(flow.__dict__["_foreach_num_splits"]) if not flow.__dict__.get("_unbounded_foreach") \
