@@ -1,7 +1,8 @@
 """Metaflow flows, unmodified (tests/ports/metaflow_*.py: three of Metaflow's tutorials, a sweep with nested
 foreach, merge_artifacts and step decorators, flows derived from base flow classes of another module or of
-their own, with Configs read from a file or given as values, and a @parallel gang), compile to dagc's IR and compute on local, Ray and torch what
-Metaflow's own `python flow.py run` computes: the artifacts of the `end` step, read back with Metaflow's client."""
+their own, with Configs read from a file or given as values, and a @parallel gang), compile to dagc's IR and
+compute on local, Ray and torch what Metaflow's own `python flow.py run` computes: the artifacts of the `end`
+step, read back with Metaflow's client."""
 
 from __future__ import annotations
 
