@@ -141,6 +141,9 @@ def task_function(node: Node, alias: str) -> str:
         outer, local, inner = node.function.partition(".<locals>.")
         if local:  # defined inside another function (a task in an Airflow DAG function): found through it
             return f"adapt({dialect!r}, {alias}.{outer}, {inner!r})"
+        owner = node.attrs.get("task.class")
+        if owner:  # a method of a derived class (it may be its base's function): the class, and the method's name
+            return f"adapt({dialect!r}, {alias}.{owner}, {node.function.rpartition('.')[2]!r})"
         return f"adapt({dialect!r}, {alias}.{node.function})"
     return f"{alias}.{node.function}"
 

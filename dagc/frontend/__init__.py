@@ -74,9 +74,17 @@ def _where_a_pipeline_belongs(info: ModuleInfo) -> tuple[SourceSpan | None, str,
                 isinstance(d, ast.Name) and d.id == "step" or isinstance(d, ast.Attribute) and d.attr == "step"
                 for f in stmt.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
                 for d in f.decorator_list):
+            if stmt.bases:  # (a flow class of the user's own modules would have made it a flow)
+                return name_span(info.source, stmt), (
+                    f"a Metaflow flow derives from metaflow.FlowSpec, directly or through flow classes of your own "
+                    f"modules; dagc does not find `{ast.unparse(stmt.bases[0])}` among them: derive it from "
+                    "metaflow.FlowSpec (`from metaflow import FlowSpec`), or keep the base in a module next to the "
+                    "script"), None
             return name_span(info.source, stmt), (
-                "a Metaflow-style flow: decorate each step with @dagc.task and @staticmethod (taking its inputs as "
-                "arguments, returning its outputs), and the method that calls the steps in order with @dagc.pipeline"), None
+                f"a Metaflow flow derives from metaflow.FlowSpec: write `class {stmt.name}(FlowSpec):` after "
+                "`from metaflow import FlowSpec, step`, and dagc compiles it as it is; or, without Metaflow, "
+                "decorate each step with @dagc.task and @staticmethod (taking its inputs as arguments, returning its "
+                "outputs), and the method that calls the steps in order with @dagc.pipeline"), None
     caller = _calls_the_tasks(info)
     if caller is not None:
         return name_span(info.source, caller), (

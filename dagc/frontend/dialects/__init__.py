@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from dagc.frontend.modules import ModuleInfo, Opaque, Project
 
 __all__ = ["DecoratorForm", "DECORATORS", "CLASS_BASES", "CONTEXTS", "dotted_name", "decorator_form",
-           "class_dialect", "scan_dialect_class", "with_dialect", "scan_dialect_with"]
+           "class_dialect", "scan_dialect_class", "with_dialect", "scan_dialect_with", "user_symbol"]
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,8 @@ def scan_dialect_class(project: Project, info: ModuleInfo, node: ast.ClassDef) -
     other class."""
     import importlib
 
-    dialect = class_dialect(info, node)
+    dialect = class_dialect(info, node) or next(
+        (d for b in node.bases if (d := _user_class_dialect(project, info, b)) is not None), None)
     if dialect is None:
         return None
     return importlib.import_module(f"dagc.frontend.dialects.{dialect}").scan_flow(project, info, node)
@@ -101,6 +102,27 @@ def scan_dialect_with(project: Project, info: ModuleInfo, node: ast.With) -> boo
         return False
     importlib.import_module(f"dagc.frontend.dialects.{dialect}").scan_with(project, info, node)
     return True
+
+
+def _user_class_dialect(project: Project, info: ModuleInfo, base: ast.expr) -> str | None:
+    """The dialect of a user class `base` names (`class Child(BaseFlow)`): its members say it."""
+    from dagc.frontend.modules import Opaque
+
+    symbol = user_symbol(project, info, base)
+    return getattr(symbol.steps, "dialect", None) if isinstance(symbol, Opaque) else None
+
+
+def user_symbol(project: Project, info: ModuleInfo, expr: ast.expr) -> object:
+    """What `Name` or `module.Name` stands for in the user's code (through their imports), or None."""
+    from dagc.frontend.modules import ImportedModule
+
+    if isinstance(expr, ast.Name):
+        return project.lookup(info, expr.id)
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+        owner = project.lookup(info, expr.value.id)
+        module = project.module(owner.module) if isinstance(owner, ImportedModule) else None
+        return project.lookup(module, expr.attr) if module is not None else None
+    return None
 
 
 # Each dialect's module registers its decorators in DECORATORS (its flow classes in CLASS_BASES, its pipeline

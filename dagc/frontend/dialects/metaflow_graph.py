@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import ast
 
-from dagc.frontend.dialects.metaflow import FlowParameter, FlowStep
+from dagc.frontend.dialects.metaflow import PARALLEL, FlowParameter, FlowStep
 from dagc.frontend.modules import ModuleInfo, Project
 from dagc.ir.location import SourceSpan
 
 __all__ = ["read_transition", "synthesize_pipeline"]
 
 _TRANSITIONS = ("self.next(self.b) (linear), self.next(self.a, self.b) (split), "
-                'self.next(self.each, foreach="items") (foreach), '
+                'self.next(self.each, foreach="items") (foreach), self.next(self.each, num_parallel=4) (@parallel), '
                 'self.next({"a": self.a, "b": self.b}, condition="attr") (switch)')
 
 
@@ -39,6 +39,7 @@ class _Invalid(Exception):
 
 def read_transition(project: Project, info: ModuleInfo, step: FlowStep, steps: dict[str, FlowStep]) -> None:
     """Fill `step.transition`, `targets`, `foreach` from the step's last statement (as Metaflow's graph does)."""
+    info = step.home or info  # (a step inherited from a class of another module is reported there)
     fn = step.node
     receiver = fn.args.args[0].arg if fn.args.args else "self"
     tail = fn.body[-1]
@@ -62,13 +63,8 @@ def read_transition(project: Project, info: ModuleInfo, step: FlowStep, steps: d
     if "condition" in keywords or any(isinstance(a, ast.Dict) for a in call.args):
         _read_switch(project, info, step, steps, call, receiver)
         return
-    if "num_parallel" in keywords:
-        project.sink.error("DAGC117", "`num_parallel=` (Metaflow's @parallel gang of tasks) is not supported by dagc",
-                           info.source.span(keywords["num_parallel"]),
-                           hint=f"use a foreach over a list of ranks; supported forms: {_TRANSITIONS}")
-        return
     for key, kw in keywords.items():
-        if key != "foreach":
+        if key not in ("foreach", "num_parallel"):
             project.sink.error("DAGC117", f"`{key}=` in a transition is not supported by dagc",
                                info.source.span(kw), hint=f"supported forms: {_TRANSITIONS}")
             return
@@ -95,6 +91,16 @@ def read_transition(project: Project, info: ModuleInfo, step: FlowStep, steps: d
                                info.source.span(call), hint='write self.next(self.each, foreach="items")')
             return
         step.transition, step.foreach = "foreach", value.value
+        return
+    if "num_parallel" in keywords:  # N tasks of a @parallel step: a foreach over N indices, as Metaflow runs it
+        target = steps[targets[0]]
+        if len(targets) != 1 or "foreach" in keywords or not target.parallel or target.join:
+            project.sink.error("DAGC117", "`num_parallel=` names one step decorated with @parallel",
+                               info.source.span(keywords["num_parallel"]),
+                               hint="write self.next(self.train, num_parallel=4) and decorate `train` with @parallel "
+                               "(and @step); the step after it is a join step taking `inputs`")
+            return
+        step.transition, step.foreach = "foreach", PARALLEL
         return
     step.transition = "split" if len(targets) > 1 else "linear"
 
@@ -186,18 +192,24 @@ class _Writer:
     """Writes the pipeline body: each step's call, in an order the transitions allow."""
 
     def __init__(self, project: Project, info: ModuleInfo, node: ast.ClassDef, steps: dict[str, FlowStep]) -> None:
-        self.project, self.info, self.flow, self.steps = project, info, node.name, steps
+        self.project, self.info, self.node, self.flow, self.steps = project, info, node, node.name, steps
         self.called: set[str] = set()
+        # the steps a class of another module defines, and their transitions: reported in that module
+        self.homes = {id(n): s.home for s in steps.values() if s.home is not None for n in (s.node, s.next_call)}
 
     def fail(self, where: ast.AST, message: str, hint: str) -> None:
-        span = _name_span(self.info, where) if isinstance(where, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-            else self.info.source.span(where)
+        info = self.homes.get(id(where), self.info)
+        span = _name_span(info, where) if isinstance(where, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+            else info.source.span(where)
         self.project.sink.error("DAGC117", message, span, hint=hint)
         raise _Invalid
 
     def located(self, stmt: ast.stmt, where: ast.AST) -> ast.stmt:
-        """`stmt` with every node placed at `where`: a step's name in its `def`, or a transition."""
-        if isinstance(where, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        """`stmt` with every node placed at `where`: a step's name in its `def`, or a transition (at the flow
+        class's name, for a step a class of another module defines)."""
+        if id(where) in self.homes:
+            where = self.node
+        if isinstance(where, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             line = self.info.source.lines[where.lineno - 1].encode("utf-8")  # (ast's columns count bytes)
             col = max(line.find(where.name.encode("utf-8"), where.col_offset), 0)
             _locate(stmt, (where.lineno, col, where.lineno, col + len(where.name.encode("utf-8"))))
@@ -273,6 +285,11 @@ class _Writer:
         """`collected = []` and the `for` over the items' indices; the join step after it."""
         target = step.targets[0]
         assert step.next_call is not None
+        if step.foreach == PARALLEL and not (self.steps[target].transition == "linear"
+                                             and self.steps[self.steps[target].targets[0]].join):
+            self.fail(step.next_call, f"@parallel step `{target}` does not go straight to a join step",
+                      "Metaflow joins a @parallel step's tasks in the step right after it: write "
+                      f"`self.next(self.join)` at the end of `{target}`, and `def join(self, inputs)`")
         inner, last, join = self.chain(target, [var, f"_{target}_index"])
         if join is None:
             self.fail(step.next_call, f"the foreach of step `{step.name}` is never joined",

@@ -39,7 +39,7 @@ class EffectAnalyzer:
     def of_task(self, task: TaskDef, types: frozenset[tuple[str, str]] = frozenset()) -> Effects:
         """`task`'s effects; `types`: (parameter, type) for parameters without an annotation, taken from what a
         call passes (the producing task's return type): a loader, model or optimizer is then seen as one."""
-        info = self.project.module(task.module)
+        info = self.project.module(task.home or task.module)  # (an inherited method reads its own module's names)
         if info is None:  # pragma: no cover - a task always comes from a loaded module
             return Effects(world=Evidence(task.node.lineno, task.node.col_offset, "unknown module"))
         if types:

@@ -537,6 +537,10 @@ class Calls(Component):
         owner = outer if nested else task.qualname.rpartition(".")[0]
         if task.dialect is not None and owner:
             node.attrs["code.reaches"] = [*node.attrs.get("code.reaches", ()), f"{task.module}:{owner}"]
+        if task.bases:  # an inherited method is its base's function: the program passes the class it is called on
+            node.attrs["code.reaches"] = list(dict.fromkeys([*node.attrs["code.reaches"], *task.bases]))
+            node.attrs["task.class"] = owner
+            self.cx.modules_used.update(base.partition(":")[0] for base in task.bases)
         self.cx.last_task = node
         if scope.inlined:
             node.attrs["frontend.scope"] = scope.inlined

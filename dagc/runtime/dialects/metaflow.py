@@ -2,9 +2,10 @@
 
 A step runs on a fresh instance of its flow class, made without `FlowSpec.__init__` (which would parse the
 command line and run the whole flow). The instance holds what Metaflow's datastore would give the step: copies of
-the artifacts its predecessor left (a linear step), the flow's `Parameter`s and class-level values as read-only
-properties, the foreach stack behind `self.input`, `self.index` and `self.foreach_stack()`, and for a join its
-`inputs` (with `merge_artifacts`). The step's own `self.next(...)` is Metaflow's, recorded on the instance.
+the artifacts its predecessor left (a linear step), the flow's `Parameter`s, Configs (read by the start step's
+task) and class-level values as read-only properties, the foreach stack behind `self.input`, `self.index` and
+`self.foreach_stack()` (and `current.parallel` in a @parallel step), and for a join its `inputs` (with
+`merge_artifacts`). The step's own `self.next(...)` is Metaflow's, recorded on the instance.
 
 A task returns the `Artifacts` the step leaves (a foreach step also the indices of its items, a switch step the
 value of its condition); the `end` step
@@ -19,13 +20,14 @@ import functools
 import hashlib
 import pickle
 import sys
+import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import FunctionType, MethodType
 from typing import Any
 
-__all__ = ["adapt", "Artifacts", "run_step"]
+__all__ = ["adapt", "adapt_local", "Artifacts", "run_step"]
 
 # attributes of the instance that are Metaflow's (or this module's) bookkeeping, never artifacts passed down
 _BOOKKEEPING = frozenset({
@@ -51,6 +53,12 @@ class Artifacts:
 def adapt(fn: Any) -> Callable[..., Any]:
     """The task that runs step `fn` (a `@step` method of a FlowSpec class, taken from the class)."""
     return functools.partial(run_step, _flow_class(fn), fn.__qualname__.rpartition(".")[2])
+
+
+def adapt_local(cls: type, step: str) -> Callable[..., Any]:
+    """The task that runs `step` of flow class `cls`, which derives from the user's own flow classes (the step
+    may be a base's function: its flow object is still of class `cls`)."""
+    return functools.partial(run_step, cls, step)
 
 
 def _flow_class(fn: Any) -> type:
@@ -118,6 +126,7 @@ def _run(cls: type, step: str, function: Any, flow: Any, inputs: Any, node: Any)
 
 def _call(function: Any, flow: Any, inputs: Any, attempt: int | None = None) -> None:
     _set_current(flow, attempt)
+    _set_parallel(flow, function)
     if inputs is None:
         function(flow)
     else:
@@ -136,6 +145,34 @@ def _set_current(flow: Any, attempt: int | None) -> None:
                      retry_count=task.attempt if attempt is None else attempt, is_running=True)
 
 
+_THIS_TASK = threading.local()  # the @parallel task running in this thread: what `current.parallel` says
+
+
+def _set_parallel(flow: Any, function: Any) -> None:
+    """`current.parallel` and `current.is_parallel` for a @parallel step, as Metaflow's local run gives them: its
+    task's index among the N of `num_parallel=N` (the index of its foreach frame), N, and the loopback address;
+    read per thread, since the local backend may run the N tasks at once."""
+    from metaflow import current
+    from metaflow.metaflow_current import Parallel
+
+    parallel = any(d.name == "parallel" for d in getattr(function, "decorators", ()))
+    frame = flow.__dict__["_foreach_stack"][-1] if parallel and flow.__dict__["_foreach_stack"] else None
+    _THIS_TASK.parallel = Parallel(main_ip="127.0.0.1", num_nodes=int(frame.num_splits), node_index=int(frame.index),
+                                   control_task_id=None) if frame is not None else None
+    if not isinstance(type(current).__dict__.get("parallel"), property) \
+            or type(current).__dict__["parallel"].fget is not _current_parallel:
+        type(current).parallel = property(_current_parallel)
+        type(current).is_parallel = property(lambda _: getattr(_THIS_TASK, "parallel", None) is not None)
+
+
+def _current_parallel(_current: Any) -> Any:
+    from metaflow.metaflow_current import Parallel
+
+    found = getattr(_THIS_TASK, "parallel", None)
+    return found if found is not None else Parallel(main_ip="127.0.0.1", num_nodes=1, node_index=0,
+                                                     control_task_id=None)
+
+
 def _result(cls: type, step: str, node: Any, flow: Any) -> Any:
     transition = flow.__dict__.get("_transition")
     if node.type != "end" and transition is None:
@@ -146,11 +183,15 @@ def _result(cls: type, step: str, node: Any, flow: Any) -> Any:
                            f"its last statement names ({', '.join(node.out_funcs)})")
     values = _artifacts(flow)
     fixed = flow.__dict__["_fixed"]
-    if node.type == "end":
-        return dict(sorted({**fixed, **values, "name": cls.__name__}.items()))
+    if node.type == "end":  # (Metaflow's client reads a Config's value as the plain dict it stored)
+        from metaflow.user_configs.config_parameters import ConfigValue
+
+        found = {**fixed, **values, "name": cls.__name__}
+        return dict(sorted((k, v.to_dict() if isinstance(v, ConfigValue) else v) for k, v in found.items()))
     stack = tuple(tuple(frame) for frame in flow.__dict__["_foreach_stack"])
     if transition is not None and transition[1] is not None:  # a foreach: its items' indices go to the map
-        splits = int(flow.__dict__["_foreach_num_splits"])
+        splits = int(flow.__dict__["_foreach_num_splits"]) if not flow.__dict__.get("_unbounded_foreach") \
+            else int(flow.__dict__["_parallel_ubf_iter"].num_parallel)  # (`num_parallel=`: N tasks of a step)
         shown = flow.__dict__.get("_foreach_values")
         foreach = (transition[1], splits, tuple(shown) if shown is not None else None)
         return Artifacts(step, values, fixed, stack, foreach), list(range(splits))
@@ -252,9 +293,11 @@ def _fixed_values(cls: type, given: dict[str, Any]) -> dict[str, Any]:
     originals = _originals(cls)
     fixed: dict[str, Any] = {}
     for var, original in originals.items():
-        from metaflow import Parameter
+        from metaflow import Config, Parameter
 
-        if isinstance(original, Parameter):
+        if isinstance(original, Config):
+            fixed[var] = _config_value(original)
+        elif isinstance(original, Parameter):
             fixed[var] = _parameter_value(original, given.get(var))
         else:
             fixed[var] = original
@@ -275,6 +318,30 @@ def _originals(cls: type) -> dict[str, Any]:
                 found[var] = value
         _CLASS_VALUES[cls] = found
     return found
+
+
+def _config_value(config: Any) -> Any:
+    """A Config's value, as Metaflow's run loads it before the start step: its default file (read here, in the
+    start step's task, so that a change to the file makes the run's tasks stale: dagc.runtime.filetrace) or its
+    default_value, parsed by its parser or as JSON; a ConfigValue unless the Config is `plain`."""
+    import json
+
+    from metaflow.user_configs.config_options import ConfigInput
+    from metaflow.user_configs.config_parameters import ConfigValue
+
+    default = config.kwargs.get("default")
+    if callable(default):
+        default = default(None)
+    if default is None:
+        return None
+    plain = bool(config.kwargs.get("plain"))
+    if getattr(config, "_default_is_file", False):
+        with open(default, encoding="utf-8") as handle:
+            default = handle.read()
+    if isinstance(default, str):
+        default = ConfigInput._call_parser(config.parser, default, plain) if config.parser else \
+            default if plain else json.loads(default)
+    return default if plain else ConfigValue(default)
 
 
 def _parameter_value(parameter: Any, given: Any) -> Any:
