@@ -130,6 +130,7 @@ class _Lowering(ast.NodeTransformer):
         self.later_methods = self._statement_methods(fn)
         self.collected, self.loop_lists = self._collected(fn)
         self.oneofs, self.branch_values = self._oneofs(fn)
+        self.branch_forms = self._branch_forms(fn)
         self.dropped: set[str] = set()  # names bound by statements reported and left out
 
     # ---- diagnostics -------------------------------------------------------------------------------------
@@ -193,6 +194,40 @@ class _Lowering(ast.NodeTransformer):
                     if root is not None:
                         values.setdefault(root, []).append((name, value))
         return oneofs, values
+
+    def _branch_forms(self, fn: ast.AST) -> dict[str, set[str]]:
+        """Per name, the condition forms (`kfp.dsl.If`, `...Elif`, `...Else`, `...Condition`) of the blocks
+        whose bodies assign it."""
+        forms: dict[str, set[str]] = {}
+        for node in ast.walk(fn):
+            form = self._with_form(node) if isinstance(node, ast.With) else None
+            if form in ("kfp.dsl.If", "kfp.dsl.Elif", "kfp.dsl.Else", "kfp.dsl.Condition"):
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+                        forms.setdefault(inner.id, set()).add(form)  # type: ignore[arg-type]
+        return forms
+
+    def _check_oneof(self, node: ast.Call) -> None:
+        """What KFP checks of a `dsl.OneOf`: outputs of named tasks made in condition branches, one of them in
+        a `dsl.Else` (so that a value is there whichever branch runs)."""
+        if not node.args or node.keywords:
+            raise self.unsupported(node, "`dsl.OneOf` takes the outputs of the branches' tasks",
+                                   "write `dsl.OneOf(a.output, b.output)` after the `dsl.If`/`dsl.Else` blocks")
+        for arg in node.args:
+            task = _task_object(arg)
+            if not isinstance(task, ast.Name):
+                raise self.unsupported(arg, "`dsl.OneOf` of a task made in its own argument list",
+                                       "give each branch's task a name (`a = comp(...)` inside `with dsl.If(...)`) "
+                                       "and write `dsl.OneOf(a.output, ...)`")
+            if task.id not in self.branch_forms:
+                raise self.unsupported(arg, f"`dsl.OneOf` of `{task.id}`, which no `dsl.If`/`dsl.Elif`/`dsl.Else` "
+                                       "branch makes", "pass the outputs of tasks made inside the branches of one "
+                                       "condition")
+        if not any("kfp.dsl.Else" in self.branch_forms[_task_object(a).id]  # type: ignore[attr-defined]
+                   for a in node.args):
+            raise self.unsupported(node, "`dsl.OneOf` must include an output from a task in a `dsl.Else` group "
+                                   "(as KFP requires), so that a value is there whichever branch runs",
+                                   "add a `with dsl.Else():` block making a task, and pass its output too")
 
     def _gathered(self, fn: ast.AST) -> list[tuple[ast.expr, ast.expr]]:
         """The values that stand for every item of a loop when used after it, with the node that uses them:
@@ -492,13 +527,7 @@ class _Lowering(ast.NodeTransformer):
                                        "after that block")
             return ast.copy_location(ast.Name(self.collected[id(node)], ast.Load()), node)
         if name == "kfp.dsl.OneOf":
-            if not node.args or node.keywords:
-                raise self.unsupported(node, "`dsl.OneOf` takes the outputs of the branches' tasks",
-                                       "write `dsl.OneOf(a.output, b.output)` after the `dsl.If`/`dsl.Else` blocks")
-            if not all(isinstance(_task_object(v), ast.Name) for v in node.args):
-                raise self.unsupported(node, "`dsl.OneOf` of a task made in its own argument list",
-                                       "give each branch's task a name (`a = comp(...)` inside `with dsl.If(...)`) "
-                                       "and write `dsl.OneOf(a.output, ...)`")
+            self._check_oneof(node)
             return ast.copy_location(ast.Name(self.oneofs[id(node)], ast.Load()), node)
         if name == "kfp.dsl.importer":
             return self._importer(node)
