@@ -230,6 +230,10 @@ def test_exit_handler_runs_after_a_failure_as_in_kfp(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("body", "line", "needle"), [
     ("    t = greet(name=name)\n    t.set_env_variable('MODE', 'fast')\n", 22, "set_env_variable"),
     ("    x = dsl.OneOf(greet(name=name).output, greet(name='b').output)\n", 21, "OneOf"),
+    ("    t = greet(name=name)\n    with dsl.If(t.output == 'x'):\n        a = greet(name='a')\n"
+     "    greet(name=dsl.OneOf(a.output))\n", 24, "`dsl.Else`"),
+    ("    t = greet(name=name)\n    with dsl.If(t.output == 'x'):\n        a = greet(name='a')\n    with dsl.Else():\n"
+     "        b = greet(name='b')\n    greet(name=dsl.OneOf(a.output, name))\n", 26, "`name`"),
     ("    greet(name=dsl.PIPELINE_JOB_NAME_PLACEHOLDER)\n", 21, "PIPELINE_JOB_NAME_PLACEHOLDER"),
     ("    shell(text=name)\n", 21, "container component"),
     ("    e = report(status=name)\n    with dsl.ExitHandler(e):\n        greet(name=name)\n", 21, "final status"),
@@ -246,6 +250,8 @@ def test_check_names_unsupported_constructs_at_their_line(tmp_path: Path, body: 
     result = compile_source(tmp_path / "p.py")
     (found,) = [d for d in result.sink.diagnostics if d.code == "DAGC196"]
     assert found.is_error and found.span.line == line and needle in found.message and found.hint
+    if needle == "container component":  # the component named, and how to write it as one dagc runs
+        assert "`shell`" in found.message and "`shell`" in found.hint and "subprocess" in found.hint
 
 
 def test_cluster_settings_are_warned_about_not_silently_dropped(tmp_path: Path) -> None:
@@ -341,3 +347,187 @@ def test_every_component_runs_once_and_is_reused_by_the_cache(tmp_path: Path) ->
     second = read_events(tmp_path / "second" / "events.jsonl")
     assert not [e for e in second if e["event"] == "start"]
     assert {e["task"] for e in second if e["event"] == "skip"} == {"double", "note"}
+
+
+CONSTRUCTS = textwrap.dedent('''
+    from typing import List
+
+    from kfp import dsl
+    from kfp.dsl import Dataset, Input
+
+
+    @dsl.component
+    def multiply(a: int, b: int) -> int:
+        return a * b
+
+
+    @dsl.component
+    def show(grid: List[List[int]]) -> str:
+        return repr(grid)
+
+
+    @dsl.component
+    def summary(data: Input[Dataset], grid: str, label: str) -> str:
+        with open(data.path) as f:
+            return "|".join([f.read(), type(data).__name__, str(sorted(data.metadata.items())), grid, label])
+
+
+    @dsl.pipeline
+    def constructs(uri: str) -> str:
+        with dsl.ParallelFor([1, 2]) as x:
+            with dsl.ParallelFor([10, 20]) as y:
+                product = multiply(a=x, b=y)
+        grid = show(grid=dsl.Collected(product.output))
+        count = multiply(a=2, b=3)
+        with dsl.If(count.output > 5):
+            big = show(grid=[[1]])
+        with dsl.Else():
+            small = show(grid=[[0]])
+        imported = dsl.importer(artifact_uri=uri, artifact_class=dsl.Dataset, reimport=False,
+                                metadata={"source": "words", "rows": 3})
+        return summary(data=imported.output, grid=grid.output, label=dsl.OneOf(big.output, small.output)).output
+''')
+
+
+@pytest.fixture(scope="module")
+def constructs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, object], object]:
+    """The pipeline, its parameters, and KFP's own local run of it."""
+    folder = tmp_path_factory.mktemp("constructs")
+    (folder / "words.txt").write_text("one two three", encoding="utf-8")
+    (folder / "kfp_constructs.py").write_text(CONSTRUCTS, encoding="utf-8")
+    params: dict[str, object] = {"uri": str(folder / "words.txt")}
+    return folder / "kfp_constructs.py", params, kfp_run(folder / "kfp_constructs.py", "constructs", params, folder)
+
+
+def test_oneof_importer_and_nested_collected_equal_kfp_on_every_backend(
+        tmp_path: Path, constructs: tuple[Path, dict[str, object], object], ray_cluster) -> None:
+    script, params, expected = constructs
+    assert isinstance(expected, str) and "[[10.0, 20.0], [20.0, 40.0]]" in expected  # as KFP nests it
+    assert run_local(script, "constructs", params, tmp_path) == expected
+    assert run_ray(script, "constructs", params, tmp_path, ray_cluster.address) == expected
+    assert run_torch(script, "constructs", params, tmp_path) == expected
+
+
+def test_importer_is_a_task_and_oneof_a_condition_output(constructs: tuple[Path, dict[str, object], object]) -> None:
+    script, params, _ = constructs
+    graph = compile_file(script, pipeline_name="constructs", params=params)
+    importer = graph.node("importer")
+    assert importer.target == "kfp.dsl:importer" and importer.attributes()["task.dialect"] == "kfp"
+    assert dict(importer.kwargs)["artifact_class"].value == "Dataset"
+    (cond,) = [n for n in graph if n.op == "cond"]
+    assert set(graph.predecessors("summary")) == {cond.name, "importer", "show"}
+
+
+ONEOF = PORTS / "kfp_oneof.py"
+
+
+def test_oneof_port_equals_kfp(tmp_path: Path, ray_cluster) -> None:
+    params = {"pick_a": False}  # (the `Else` branch; the `If` branch is the constructs test's)
+    expected = kfp_run(ONEOF, "pipeline_with_oneof", params, tmp_path)
+    assert expected == "selected:B"
+    assert run_local(ONEOF, "pipeline_with_oneof", params, tmp_path) == expected
+    assert run_ray(ONEOF, "pipeline_with_oneof", params, tmp_path, ray_cluster.address) == expected
+
+
+def test_importer_metadata_port_runs_as_in_kfp(tmp_path: Path) -> None:
+    script = PORTS / "kfp_importer_metadata.py"
+    graph = compile_file(script)
+    importers = [n for n in graph if n.op == "task" and n.target == "kfp.dsl:importer"]
+    assert len(importers) == 2 and "make_name" in graph.predecessors(importers[1].name)  # read in its metadata
+    assert kfp_run(script, "my_pipeline", {}, tmp_path) is None
+    assert run_local(script, "my_pipeline", {}, tmp_path) is None
+
+
+IMPORTED = '''
+from kfp import dsl
+from kfp.dsl import Dataset, Input
+
+
+@dsl.component
+def count_words(data: Input[Dataset]) -> int:
+    with open(data.path) as f:
+        return len(f.read().split())
+
+
+@dsl.pipeline
+def imported(uri: str) -> int:
+    words = dsl.importer(artifact_uri=uri, artifact_class=Dataset)
+    return count_words(data=words.output).output
+'''
+
+
+def test_a_cached_reader_of_an_imported_file_runs_again_when_the_file_changes(tmp_path: Path) -> None:
+    from dagc.runtime.events import read_events
+
+    script, data = tmp_path / "imported.py", tmp_path / "words.txt"
+    script.write_text(IMPORTED, encoding="utf-8")
+    data.write_text("one two three", encoding="utf-8")
+    params = {"uri": str(data)}
+    counts, started = [], []
+    for run, text in enumerate([None, None, "one two three four"]):
+        if text is not None:
+            data.write_text(text, encoding="utf-8")
+        counts.append(run_local(script, "imported", params, tmp_path, "--cache", str(tmp_path / "cache"),
+                                "--run-dir", str(tmp_path / f"run{run}")))
+        events = read_events(tmp_path / f"run{run}" / "events.jsonl", event="start")
+        started.append({e["task"] for e in events})
+    assert counts == [3, 3, 4]
+    assert started == [{"importer", "count_words"}, set(), {"importer", "count_words"}]
+
+
+SUB_PIPELINE = '''
+from kfp import dsl
+
+
+@dsl.component
+def say(text: str) -> str:
+    return text
+
+
+@dsl.pipeline
+def inner(text: str) -> str:
+    first = say(text=text)
+    say(text="side")
+    with dsl.If(first.output == "x"):
+        say(text="inside")
+    return say(text=first.output).output
+
+
+@dsl.pipeline
+def outer() -> str:
+    start = say(text="start")
+    run = inner(text="x").after(start)
+    run.set_retry(2)
+    run.set_caching_options(False)
+    return run.output
+'''
+
+
+def test_after_on_a_pipeline_orders_all_its_tasks_and_other_settings_are_reported(tmp_path: Path) -> None:
+    script = tmp_path / "sub.py"
+    script.write_text(SUB_PIPELINE, encoding="utf-8")
+    result = compile_source(script)
+    warned = sorted((d.span.line, d.message.split("`")[1]) for d in result.sink.diagnostics if d.code == "DAGC197")
+    assert warned == [(23, ".set_retry()"), (24, ".set_caching_options()")]
+    graph = compile_file(script)
+    inner = [n for n in graph if n.name.startswith("inner.") and n.op in ("task", "cond")]
+    assert len(inner) == 4 and all("say" in graph.predecessors(n.name) for n in inner)  # every task of the pipeline waits, as in KFP
+    (nested,) = [m for n in inner if n.op == "cond" for m in walk(n) if m.op == "task"]
+    assert "say" in nested.deps
+    assert run_local(script, "outer", {}, tmp_path) == "x"
+    script.write_text(SUB_PIPELINE.replace("run.set_retry(2)", "run.set_cpu_limit('2')"), encoding="utf-8")
+    (found,) = [d for d in compile_source(script).sink.diagnostics if d.code == "DAGC196"]
+    assert found.span.line == 23 and "set_cpu_limit" in found.message and found.is_error
+
+
+def test_oneof_of_artifacts_port_passes_the_branch_artifact(tmp_path: Path) -> None:
+    """(KFP 2.17's local runner stops at a `dsl.OneOf` of artifacts: "Expected 1 artifact in
+    ArtifactSelectorSpec. Got: 2". So the components' own work is the reference: the artifact the `If` branch
+    wrote, holding the coin's side, which `flip_coin` always gives as 'heads'.)"""
+    script = PORTS / "kfp_oneof_artifacts.py"
+    (cond,) = [n for n in compile_file(script, pipeline_name="flip_coin_pipeline") if n.op == "cond"]
+    assert [m.name for m in walk(cond) if m.op == "task"] == ["cond.then.param_to_artifact",
+                                                               "cond.else.param_to_artifact"]
+    artifact = run_local(script, "flip_coin_pipeline", {}, tmp_path, "--run-dir", str(tmp_path / "run"))
+    assert type(artifact).__name__ == "Artifact" and Path(artifact.path).read_text() == "heads"
+    assert Path(artifact.path).is_relative_to(tmp_path / "run")

@@ -6,7 +6,10 @@ A KFP pipeline body builds task objects; dagc's values are the tasks' results. T
     t.output / t.outputs["m"]                 t / t["m"]   (a component with several outputs returns a dict)
     with dsl.ParallelFor(xs, parallelism=2)   for x in kfp·each(xs, concurrency=2):   (plain `for` on a literal)
         as x:                                     ... ; kfp·collected·N.append(<collected value>)
-    dsl.Collected(t.output)                   kfp·collected·N   (the list the loop appends to)
+    dsl.Collected(t.output)                   kfp·collected·N   (the list the loop appends to; of nested loops,
+                                                                 a list per item of the outer loop)
+    dsl.OneOf(a.output, b.output)             kfp·oneof·N   (each branch sets it after the task it names)
+    dsl.importer(artifact_uri=u, ...)         kfp·importer(artifact_uri=u, artifact_class="Dataset", ...)
     with dsl.If(c): / dsl.Elif / dsl.Else     if c: / elif: / else:
     e = cleanup(); with dsl.ExitHandler(e):   try: ... finally: e = cleanup()
 
@@ -54,12 +57,16 @@ UNSUPPORTED_METHODS = {
                                "`with dsl.ExitHandler(...)`",
 }
 UNSUPPORTED_CALLS = {
-    "kfp.dsl.OneOf": "give each branch's value to the next step inside that branch, or return it from a "
-                     "component after the condition",
-    "kfp.dsl.importer": "read the artifact's URI in a component (its `path`) instead of importing it",
     "kfp.dsl.ContainerSpec": "dagc runs Python components only; call the program from a @dsl.component",
 }
 TASK_METHODS = {"after", *OPTION_METHODS, *QUIET_METHODS, *IGNORED_METHODS, *UNSUPPORTED_METHODS}
+# the methods KFP refuses on a pipeline called as a component ("can only be used on single-step components")
+CONTAINER_METHODS = {"set_cpu_limit", "set_cpu_request", "set_memory_limit", "set_memory_request",
+                     "set_accelerator_limit", "set_gpu_limit", "set_accelerator_type", "set_container_image",
+                     "set_env_variable", "add_node_selector_constraint"}
+# the methods KFP records on a pipeline called as a component, but neither its local run nor a cluster uses
+# there: a pipeline's own tasks keep their own retries and caching
+PIPELINE_UNUSED_METHODS = {"set_retry", "set_caching_options"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,6 +106,13 @@ def _root_name(expr: ast.expr) -> str | None:
     return expr.id if isinstance(expr, ast.Name) else None
 
 
+def _task_object(expr: ast.expr) -> ast.expr:
+    """The task object an output is read from: `t` of `t.outputs["m"]`, the call of `comp(...).output`."""
+    while isinstance(expr, (ast.Attribute, ast.Subscript)):
+        expr = expr.value
+    return expr
+
+
 def _method_chain(expr: ast.expr) -> tuple[ast.expr, list[ast.Call]]:
     """`comp(...).set_retry(2).after(t)` → (`comp(...)`, [the method calls, innermost first])."""
     methods: list[ast.Call] = []
@@ -115,6 +129,8 @@ class _Lowering(ast.NodeTransformer):
         self.loop_items: set[str] = set()  # names bound by `with dsl.ParallelFor(...) as item`
         self.later_methods = self._statement_methods(fn)
         self.collected, self.loop_lists = self._collected(fn)
+        self.oneofs, self.branch_values = self._oneofs(fn)
+        self.branch_forms = self._branch_forms(fn)
         self.dropped: set[str] = set()  # names bound by statements reported and left out
 
     # ---- diagnostics -------------------------------------------------------------------------------------
@@ -144,22 +160,74 @@ class _Lowering(ast.NodeTransformer):
         loops = [w for w in ast.walk(fn) if isinstance(w, ast.With) and self._with_form(w) == "kfp.dsl.ParallelFor"]
         assigned = {id(loop): {n.id for n in ast.walk(loop) if isinstance(n, ast.Name)
                                and isinstance(n.ctx, ast.Store)} for loop in loops}
-        inside = {id(n): loop for loop in loops for n in ast.walk(loop)}  # innermost last (walk is outer-first)
+        within = {id(loop): {id(n) for n in ast.walk(loop)} for loop in loops}
         by_value: dict[tuple[int, str], str] = {}
         collected: dict[int, str] = {}
         per_loop: dict[int, list[tuple[str, ast.expr]]] = {}
         for node, value in self._gathered(fn):
             root = _root_name(value)
-            owners = [loop for loop in loops if root in assigned[id(loop)] and inside.get(id(node)) is not loop]
+            # the loops that make `value` and do not hold this use of it, outermost first (walk is outer-first)
+            owners = [loop for loop in loops if root in assigned[id(loop)] and id(node) not in within[id(loop)]]
             if not owners:
                 continue
-            loop = owners[-1]
-            key = (id(loop), ast.dump(value))
-            if key not in by_value:
-                by_value[key] = f"kfp·collected·{len(by_value)}"
-                per_loop.setdefault(id(loop), []).append((by_value[key], value))
-            collected[id(node)] = by_value[key]
+            # nested loops give a list of lists, as KFP does: each loop appends what the loop inside it made
+            collecting: ast.expr = value
+            for loop in reversed(owners):
+                key = (id(loop), ast.dump(collecting))
+                if key not in by_value:
+                    by_value[key] = f"kfp·collected·{len(by_value)}"
+                    per_loop.setdefault(id(loop), []).append((by_value[key], collecting))
+                collecting = ast.copy_location(ast.Name(by_value[key], ast.Load()), value)
+            collected[id(node)] = collecting.id  # type: ignore[attr-defined]
         return collected, per_loop
+
+    def _oneofs(self, fn: ast.AST) -> tuple[dict[int, str], dict[str, list[tuple[str, ast.expr]]]]:
+        """Each `dsl.OneOf(a.output, b.output)` → the name every branch sets; per task name, the (name, value)s
+        to set right after the statement that makes that task."""
+        oneofs: dict[int, str] = {}
+        values: dict[str, list[tuple[str, ast.expr]]] = {}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call) and self.dotted(node.func) == "kfp.dsl.OneOf":
+                name = oneofs[id(node)] = f"kfp·oneof·{len(oneofs)}"
+                for value in node.args:
+                    root = _root_name(value)
+                    if root is not None:
+                        values.setdefault(root, []).append((name, value))
+        return oneofs, values
+
+    def _branch_forms(self, fn: ast.AST) -> dict[str, set[str]]:
+        """Per name, the condition forms (`kfp.dsl.If`, `...Elif`, `...Else`, `...Condition`) of the blocks
+        whose bodies assign it."""
+        forms: dict[str, set[str]] = {}
+        for node in ast.walk(fn):
+            form = self._with_form(node) if isinstance(node, ast.With) else None
+            if form in ("kfp.dsl.If", "kfp.dsl.Elif", "kfp.dsl.Else", "kfp.dsl.Condition"):
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+                        forms.setdefault(inner.id, set()).add(form)  # type: ignore[arg-type]
+        return forms
+
+    def _check_oneof(self, node: ast.Call) -> None:
+        """What KFP checks of a `dsl.OneOf`: outputs of named tasks made in condition branches, one of them in
+        a `dsl.Else` (so that a value is there whichever branch runs)."""
+        if not node.args or node.keywords:
+            raise self.unsupported(node, "`dsl.OneOf` takes the outputs of the branches' tasks",
+                                   "write `dsl.OneOf(a.output, b.output)` after the `dsl.If`/`dsl.Else` blocks")
+        for arg in node.args:
+            task = _task_object(arg)
+            if not isinstance(task, ast.Name):
+                raise self.unsupported(arg, "`dsl.OneOf` of a task made in its own argument list",
+                                       "give each branch's task a name (`a = comp(...)` inside `with dsl.If(...)`) "
+                                       "and write `dsl.OneOf(a.output, ...)`")
+            if task.id not in self.branch_forms:
+                raise self.unsupported(arg, f"`dsl.OneOf` of `{task.id}`, which no `dsl.If`/`dsl.Elif`/`dsl.Else` "
+                                       "branch makes", "pass the outputs of tasks made inside the branches of one "
+                                       "condition")
+        if not any("kfp.dsl.Else" in self.branch_forms[_task_object(a).id]  # type: ignore[attr-defined]
+                   for a in node.args):
+            raise self.unsupported(node, "`dsl.OneOf` must include an output from a task in a `dsl.Else` group "
+                                   "(as KFP requires), so that a value is there whichever branch runs",
+                                   "add a `with dsl.Else():` block making a task, and pass its output too")
 
     def _gathered(self, fn: ast.AST) -> list[tuple[ast.expr, ast.expr]]:
         """The values that stand for every item of a loop when used after it, with the node that uses them:
@@ -212,7 +280,9 @@ class _Lowering(ast.NodeTransformer):
                 self.tasks[name] = outputs
             else:
                 self.tasks.pop(name, None)
-            return [stmt]
+            chosen = [_located(ast.Assign([ast.Name(oneof, ast.Store())], self.visit(copy.deepcopy(value))), value)
+                      for oneof, value in self.branch_values.get(name, [])]
+            return [stmt, *chosen]
         return [self.visit(stmt)]
 
     def _with(self, stmt: ast.With, form: str, rest: list[ast.stmt], done: list[ast.stmt]) -> list[ast.stmt]:
@@ -303,6 +373,8 @@ class _Lowering(ast.NodeTransformer):
         expr = _method_chain(expr)[0]  # `comp(...).set_retry(2)` is the task `comp(...)`
         if isinstance(expr, ast.Name):
             return self.tasks.get(expr.id)
+        if isinstance(expr, ast.Call) and self.dotted(expr.func) == "kfp.dsl.importer":
+            return _Outputs(("artifact",), True)
         if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
             symbol = self.project.lookup(self.info, expr.func.id)
             if isinstance(symbol, TaskDef) and symbol.dialect == "kfp":
@@ -316,6 +388,8 @@ class _Lowering(ast.NodeTransformer):
         carrying those options, after the tasks `.after()` names."""
         base, methods = _method_chain(expr)
         methods = [*methods, *later]
+        if methods and self._calls_pipeline(base):
+            methods = self._pipeline_methods(methods)
         base = self.visit(base)
         if not methods or not isinstance(base, ast.Call):
             return base
@@ -340,6 +414,57 @@ class _Lowering(ast.NodeTransformer):
         if after:
             call = _located(ast.Call(ast.Name(AFTER, ast.Load()), [call, *after], []), base)
         return call
+
+    def _importer(self, node: ast.Call) -> ast.Call:
+        """`dsl.importer(uri, dsl.Dataset, ...)` → the importer task's call, the class passed by its name."""
+        from dagc.frontend.dialects.kfp_importer import IMPORTER, PARAMETERS, importer_task
+
+        importer_task(self.project, self.info)
+        given = dict(zip(PARAMETERS, node.args))
+        for keyword in node.keywords:
+            if keyword.arg not in PARAMETERS:
+                raise self.unsupported(keyword.value if keyword.arg else node, f"`dsl.importer` takes no "
+                                       f"`{keyword.arg or '**'}` argument", "pass " + ", ".join(PARAMETERS))
+            given[keyword.arg] = keyword.value
+        if "artifact_uri" not in given or "artifact_class" not in given:
+            raise self.unsupported(node, "`dsl.importer` needs `artifact_uri` and `artifact_class`",
+                                   "write `dsl.importer(artifact_uri=..., artifact_class=dsl.Dataset)`")
+        cls = self.dotted(given["artifact_class"]) or ""
+        given["artifact_class"] = ast.copy_location(ast.Constant(
+            cls.removeprefix("kfp.dsl.") if cls.startswith("kfp.dsl.") else "Artifact"), given["artifact_class"])
+        download = given.get("download_to_workspace")
+        if download is not None and not (isinstance(download, ast.Constant) and download.value is False):
+            self.ignored(download, "`download_to_workspace` copies the artifact into a KFP workspace, which a dagc "
+                         "run has none of", "the artifact's `.path` names the file in place; a component that "
+                         "must not change it copies it first")
+        keywords = [ast.keyword(k, self.visit(v)) for k, v in given.items() if k != "artifact_class"]
+        keywords.insert(1, ast.keyword("artifact_class", given["artifact_class"]))
+        return _located(ast.Call(ast.Name(IMPORTER, ast.Load()), [], keywords), node)
+
+    def _calls_pipeline(self, expr: ast.expr) -> bool:
+        from dagc.frontend.modules import PipelineDef
+
+        return isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and isinstance(
+            self.project.lookup(self.info, expr.func.id), PipelineDef)
+
+    def _pipeline_methods(self, methods: list[ast.Call]) -> list[ast.Call]:
+        """The settings of a pipeline called as a component that KFP applies: `.after(...)` (every task of the
+        inlined pipeline waits); the others are reported at their line."""
+        kept: list[ast.Call] = []
+        for method in methods:
+            name = method.func.attr  # type: ignore[attr-defined]
+            if name in CONTAINER_METHODS:
+                self.unsupported(method.func, f"`.{name}()` on a pipeline called as a component: KFP allows it on "
+                                 "single-step components only", "set it on the components inside the pipeline")
+            elif name in PIPELINE_UNUSED_METHODS:
+                self.ignored(method.func, f"`.{name}()` on a pipeline called as a component is not used by KFP's "
+                             "runs (it retries and caches single-step components only), nor by dagc",
+                             "set it on the components inside the pipeline")
+            elif name in IGNORED_METHODS or name in UNSUPPORTED_METHODS:
+                kept.append(method)  # reported as on any task
+            elif name in ("after", *QUIET_METHODS):
+                kept.append(method)
+        return kept
 
     def _option(self, method: ast.Call) -> tuple[str, Any]:
         from dagc.frontend.modules import static_option_value
@@ -401,6 +526,11 @@ class _Lowering(ast.NodeTransformer):
                                        "collect a task's output made inside a `with dsl.ParallelFor(...)` block, "
                                        "after that block")
             return ast.copy_location(ast.Name(self.collected[id(node)], ast.Load()), node)
+        if name == "kfp.dsl.OneOf":
+            self._check_oneof(node)
+            return ast.copy_location(ast.Name(self.oneofs[id(node)], ast.Load()), node)
+        if name == "kfp.dsl.importer":
+            return self._importer(node)
         if name in UNSUPPORTED_CALLS:
             raise self.unsupported(node, f"`{name.removeprefix('kfp.')}` is not supported by dagc",
                                    UNSUPPORTED_CALLS[name])
@@ -410,8 +540,10 @@ class _Lowering(ast.NodeTransformer):
         if isinstance(node.func, ast.Name):
             symbol = self.project.lookup(self.info, node.func.id)
             if is_container_component(self.info, getattr(symbol, "node", None)):
-                raise self.unsupported(node, f"`{node.func.id}` is a container component, which dagc cannot run",
-                                       "write it as a Python @dsl.component that does the same work")
+                raise self.unsupported(node, f"`{node.func.id}` is a container component (`@dsl.container_component`"
+                                       "), whose container image dagc cannot run",
+                                       f"write `{node.func.id}` as a Python `@dsl.component` that runs the same "
+                                       "command with `subprocess.run([...], check=True)`")
             status = next((p.name for p in getattr(getattr(symbol, "sig", None), "params", ())
                            if (p.annotation or "").endswith("PipelineTaskFinalStatus")), None)
             if status is not None:

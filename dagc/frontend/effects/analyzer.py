@@ -40,6 +40,10 @@ class EffectAnalyzer:
         """`task`'s effects; `types`: (parameter, type) for parameters without an annotation, taken from what a
         call passes (the producing task's return type): a loader, model or optimizer is then seen as one."""
         info = self.project.module(task.home or task.module)  # (an inherited method reads its own module's names)
+        if info is None and task.dialect is not None:
+            # a framework's own task (KFP's `dsl.importer`), run by dagc.runtime.dialects: it changes nothing,
+            # and the files it reads are traced at run time (dagc.runtime.filetrace)
+            return Effects()
         if info is None:  # pragma: no cover - a task always comes from a loaded module
             return Effects(world=Evidence(task.node.lineno, task.node.col_offset, "unknown module"))
         if types:

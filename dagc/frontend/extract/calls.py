@@ -307,10 +307,14 @@ class Calls(Component):
                 raise ExtractError
             deps.extend(self.cx.visible(p) for p in producers)
         self.cx.extra_deps = list(dict.fromkeys(deps))
+        func = call.args[0].func
+        self.cx.extra_deps_for_all = isinstance(func, ast.Name) and isinstance(
+            self.cx.project.lookup(info, func.id), PipelineDef)
         try:
             return self.cx.exprs.eval(call.args[0], scope, info, n_outputs=n_outputs)
         finally:
             self.cx.extra_deps = []
+            self.cx.extra_deps_for_all = False
 
     def bind(self, call: ast.Call, task: TaskDef, scope: Scope, info: ModuleInfo,
               ) -> tuple[list[Operand], list[tuple[str, Operand]], dict[str, Operand]]:

@@ -64,6 +64,7 @@ class Context:
         self.reads: list[tuple[str, str, SourceSpan]] = []
         self.readers: dict[str, list[str]] = {}  # path -> tasks that read its current version
         self.extra_deps: list[str] = []
+        self.extra_deps_for_all = False  # `dagc.after(pipeline(...), t)`: every task of the inlined pipeline waits
         self.budget = MAX_UNROLL
         self.budget_reported = False
         self.factor = 1  # product of the lengths of the loops being unrolled
@@ -189,8 +190,10 @@ class Context:
         return node_name
 
     def take_extra_deps(self) -> list[str]:
-        deps, self.extra_deps = self.extra_deps, []
-        return deps
+        deps = self.extra_deps
+        if not self.extra_deps_for_all:
+            self.extra_deps = []
+        return list(deps)
 
 
 class Component:

@@ -10,6 +10,9 @@ and a parameter typed `int` is an int.
 A call returns what `dagc.frontend.dialects.kfp.component_outputs` says: the return value itself when it is
 the component's one output, else a dict of the outputs by name (NamedTuple fields, `Output`, the output
 parameters). Artifacts are passed on as the artifact objects, with their metadata.
+
+`dsl.importer(...)` is a task of its own (`import_artifact`): it makes the artifact object KFP's local importer
+makes, whose `.uri` is the URI given and whose `.path` is what KFP maps that URI to.
 """
 
 from __future__ import annotations
@@ -21,13 +24,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["adapt", "kfp_value"]
+__all__ = ["adapt", "kfp_value", "import_artifact"]
 
 SINGLE_OUTPUT = "Output"
 
 
 def adapt(component: Any) -> Callable[..., Any]:
     """The plain callable for a KFP component (or its undecorated function)."""
+    if _is_importer(component):
+        return import_artifact
     func = getattr(component, "python_func", component)
 
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -36,6 +41,43 @@ def adapt(component: Any) -> Callable[..., Any]:
     run.__name__ = getattr(func, "__name__", "component")
     run.__wrapped__ = func  # type: ignore[attr-defined]
     return run
+
+
+def _is_importer(component: Any) -> bool:
+    from kfp import dsl
+
+    return component is dsl.importer
+
+
+def import_artifact(artifact_uri: str, artifact_class: str = "Artifact", reimport: bool = False,
+                    metadata: dict[str, Any] | None = None, download_to_workspace: bool = False) -> Any:
+    """The artifact `dsl.importer(...)` gives: an instance of `kfp.dsl.<artifact_class>` (a class KFP does not
+    define is read as `Artifact`, as KFP's local run reads one by its schema), named "artifact", with the URI
+    and the metadata (its numbers floats, as protobuf carries them). A local file or directory it names is
+    looked at here, so that a stored result of this task, and of the tasks that read the artifact, is
+    reused only while that file is unchanged (dagc.runtime.filetrace)."""
+    from kfp import dsl
+
+    del reimport, download_to_workspace  # (KFP's remote store; a local run imports the file in place)
+    cls = getattr(dsl, artifact_class, None)
+    if not (isinstance(cls, type) and issubclass(cls, dsl.Artifact)):
+        cls = dsl.Artifact
+    artifact = cls(name="artifact", uri=str(artifact_uri), metadata=_protobuf(dict(metadata or {})))
+    _look_at(str(artifact_uri))
+    return artifact
+
+
+def _look_at(uri: str) -> None:
+    """Read a local file's first byte or list a directory, which the file trace records."""
+    import os
+
+    if "://" in uri:
+        return  # a remote store (`gs://`), or `file://`, which KFP leaves as the path too
+    if os.path.isfile(uri):
+        with open(uri, "rb") as f:
+            f.read(1)
+    elif os.path.isdir(uri):
+        os.listdir(uri)
 
 
 def kfp_value(value: Any, annotation: Any = None) -> Any:
