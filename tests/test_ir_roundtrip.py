@@ -547,7 +547,9 @@ def test_version_1_files_load_as_the_current_graph(monkeypatch: pytest.MonkeyPat
 
 
 # ---- every sample and port ---------------------------------------------------------------------------
-_SOURCES = sorted([*(REPO / "samples").glob("*.py"), *(REPO / "tests" / "ports").glob("*.py")])
+# (a flow's base class in a module of its own is no flow by itself: metaflow_template.py derives from it)
+_SOURCES = sorted(p for p in [*(REPO / "samples").glob("*.py"), *(REPO / "tests" / "ports").glob("*.py")]
+                  if p.name != "metaflow_template_base.py")
 
 
 @pytest.mark.parametrize("source", _SOURCES, ids=lambda p: p.stem)
