@@ -12,6 +12,10 @@ import pytest
 from tests.interpreters import run_python
 
 REPO = Path(__file__).resolve().parent.parent
+# Every sample and ported pipeline, each a script that compiles on its own (a flow's base class in a module of its
+# own is no flow by itself: metaflow_template.py derives from metaflow_template_base.py's)
+PIPELINE_SOURCES = sorted(p for p in [*(REPO / "samples").glob("*.py"), *(REPO / "tests" / "ports").glob("*.py")]
+                          if p.name != "metaflow_template_base.py")
 SAMPLES = REPO / "samples"
 GOLDEN = Path(__file__).resolve().parent / "golden"
 

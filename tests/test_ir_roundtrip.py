@@ -34,6 +34,7 @@ from dagc.ir import (
 from dagc.ir.parser import parse_operand
 from dagc.ir.printer import format_operand, print_node
 from dagc.ir.serialize import graph_from_json, graph_to_json, node_from_json, node_to_json
+from tests.conftest import PIPELINE_SOURCES
 from tests.interpreters import run_python
 from tests.ir_strategies import graphs
 from tests.property import examples
@@ -547,9 +548,7 @@ def test_version_1_files_load_as_the_current_graph(monkeypatch: pytest.MonkeyPat
 
 
 # ---- every sample and port ---------------------------------------------------------------------------
-# (a flow's base class in a module of its own is no flow by itself: metaflow_template.py derives from it)
-_SOURCES = sorted(p for p in [*(REPO / "samples").glob("*.py"), *(REPO / "tests" / "ports").glob("*.py")]
-                  if p.name != "metaflow_template_base.py")
+_SOURCES = PIPELINE_SOURCES
 
 
 @pytest.mark.parametrize("source", _SOURCES, ids=lambda p: p.stem)

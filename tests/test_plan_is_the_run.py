@@ -17,10 +17,9 @@ from dagc.driver import compile_file
 from dagc.frontend import list_pipelines
 from dagc.ir.effects import state_groups
 from dagc.plan import plan_file
-from tests.conftest import REPO
+from tests.conftest import PIPELINE_SOURCES, REPO
 
-SCRIPTS = sorted([*(REPO / "samples").glob("*.py"), *(REPO / "tests" / "ports").glob("*.py"),
-                  REPO / "tests" / "ports" / "nanogpt" / "train.py"])
+SCRIPTS = sorted([*PIPELINE_SOURCES, REPO / "tests" / "ports" / "nanogpt" / "train.py"])
 CASES = [(script, name) for script in SCRIPTS for name in list_pipelines(script)]
 _SUBMIT = re.compile(r"driver\.submit(?:_state)?\(\w+, '([^']+)'.*?device=(\d+|\[[\d, ]+\])")
 
