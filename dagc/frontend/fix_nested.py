@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import symtable
 from dataclasses import dataclass, field
 
 from dagc.fixes import AddArguments, Edit, Fix, MoveDefinition
@@ -107,6 +108,24 @@ def _enclosing(tree: ast.Module, fn: _Function) -> tuple[ast.stmt, _Function, li
     return None
 
 
+def _free_names(source: SourceFile, fn: _Function) -> set[str] | None:
+    """The names `fn` reads from the functions around it, as Python resolves them: a comprehension's or a
+    lambda's own variables, the locals of a function `fn` defines and its `global` names are not among them
+    (None when the module's scopes cannot be built)."""
+    try:
+        table: symtable.SymbolTable = symtable.symtable(source.text, str(source.path), "exec")
+    except (SyntaxError, ValueError):
+        return None
+    todo = [table]
+    while todo:
+        table = todo.pop()
+        if isinstance(table, symtable.Function) and table.get_name() == fn.name \
+                and table.get_lineno() == fn.lineno:
+            return set(table.get_frees())
+        todo.extend(table.get_children())
+    return None
+
+
 def _same(stmt: ast.AST, fn: _Function) -> bool:
     return isinstance(stmt, type(fn)) and stmt.lineno == fn.lineno and stmt.col_offset == fn.col_offset
 
@@ -143,13 +162,13 @@ def nested_definition_fix(source: SourceFile, fn: _Function) -> Fix | None:
         return None  # (an empty block left behind; a name the module already has)
     here = _bound(outer.body)
     local = (here.all | _parameters(outer)) - {fn.name}
-    own = _bound(fn.body)
-    if _loads([*fn.decorator_list, *_evaluated_outside(fn)]) & local or any(
+    free = _free_names(source, fn)
+    if free is None or _loads([*fn.decorator_list, *_evaluated_outside(fn)]) & local or any(
             isinstance(n, ast.Nonlocal) for n in ast.walk(fn)):
         return None
-    if fn.name in here.values or fn.name in _loads(fn.body) - own.all - _parameters(fn):
+    if fn.name in here.values or fn.name in free:
         return None  # (rebound in the pipeline, or calling itself)
-    params = sorted((_loads(fn.body) - own.all - _parameters(fn) - own.declared) & local)
+    params = sorted(free & local)
     if set(params) & (here.definitions | here.inner):
         return None
     calls, named = _uses(outer, fn)
