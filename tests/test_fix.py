@@ -231,7 +231,8 @@ def main(n: int = 4):
 ''', frozenset({11, 12, 13}), ("def total(xs: list) -> int:  # a plain function: it runs as a task",
                                 "    return sum(xs)", "", ""))
 
-# called in a loop and under `if`; its comprehension's `x` is its own, not the `x` the pipeline binds later
+# called in a loop and under `if`; its comprehension's `x` is its own, not the `x` the pipeline binds later; it
+# goes between the comment that ends `load` and the pipeline's own comment
 NESTED_IN_A_LOOP = Case("DAGC108", '''\
 import dagc
 
@@ -239,8 +240,10 @@ import dagc
 @dagc.task
 def load(n: int) -> list:
     return list(range(n))
+# (the end of `load`)
 
 
+# runs `shift` three times
 @dagc.pipeline
 def main(n: int = 3):
     @dagc.task
@@ -255,7 +258,7 @@ def main(n: int = 3):
             outs.append(shift(load(i)))
     x = outs
     return x
-''', frozenset({11, 12, 13, 14, 18, 20}),
+''', frozenset({13, 14, 15, 16, 20, 22}),
     ("@dagc.task", "def shift(ys: list, i, n) -> list:", "    return [x + n + i for x in ys]", "", "",
      "            outs.append(shift(load(n), i=i, n=n))", "            outs.append(shift(load(i), i=i, n=n))"))
 
