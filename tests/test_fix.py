@@ -461,6 +461,25 @@ def main(n: int = 4):
 
     return total(load(n))
 ''',
+    # it reads the pipeline's `n`, and is called where `n` is the comprehension's own
+    "called-where-its-name-is-another": '''\
+import dagc
+
+
+@dagc.task
+def load(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.pipeline
+def main(n: int = 4):
+    @dagc.task
+    def scale(xs: list) -> list:
+        return [x * n for x in xs]
+
+    xs = load(n)
+    return [scale(xs) for n in (1, 2)]
+''',
     # it reads `n` of the pipeline, and the pipeline passes it on as a value, not only calls it
     "passed-on-as-a-value": '''\
 import dagc
@@ -493,6 +512,37 @@ def test_a_nested_function_that_cannot_move_exactly_keeps_its_hint(name: str, tm
     assert proc.returncode == 1 and script.read_text(encoding="utf-8") == source
     assert f"{script}:{line}:5: error[DAGC108]" in proc.stderr and "= hint: move `def " in proc.stderr, proc.stderr
     assert "= fix:" not in proc.stderr and "0 fix(es) made; changed nothing; 1 diagnostic(s)" in proc.stderr
+
+
+def test_a_nested_function_called_inside_another_that_rebinds_its_names_keeps_its_hint(tmp_path: Path) -> None:
+    """`helper`'s call inside `shift` would pass `shift`'s own `n`, not the pipeline's: neither moves."""
+    script = tmp_path / "job.py"
+    source = '''\
+import dagc
+
+
+@dagc.task
+def load(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.pipeline
+def main(n: int = 4):
+    def helper(x: int) -> int:
+        return x * n
+
+    @dagc.task
+    def shift(ys: list) -> list:
+        n = 10
+        return [helper(y) + n for y in ys]
+
+    return shift(load(n))
+'''
+    script.write_text(source, encoding="utf-8")
+    proc = run_dagc("fix", str(script))
+    assert proc.returncode == 1 and script.read_text(encoding="utf-8") == source
+    assert f"{script}:11:5: error[DAGC108]" in proc.stderr and f"{script}:15:5: error[DAGC108]" in proc.stderr
+    assert "= fix:" not in proc.stderr and "0 fix(es) made; changed nothing; 2 diagnostic(s)" in proc.stderr
 
 
 GUESSES = {
