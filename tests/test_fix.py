@@ -461,6 +461,29 @@ def main(n: int = 4):
 
     return total(load(n))
 ''',
+    # the pipeline defines another `f` further down: moved, the first call would find that one not yet made
+    "defined-twice": '''\
+import dagc
+
+
+@dagc.task
+def load(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.pipeline
+def main(n: int = 4):
+    @dagc.task
+    def f(ys: list) -> list:
+        return [2 * y for y in ys]
+
+    xs = f(load(n))
+    if n > 10:
+        def f(ys: list) -> list:
+            return ys
+        xs = f(xs)
+    return xs
+''',
     # it reads the pipeline's `n`, and is called where `n` is the comprehension's own
     "called-where-its-name-is-another": '''\
 import dagc

@@ -38,13 +38,15 @@ class _Bound:
         return (self.values | self.definitions) - self.declared
 
 
-def _bound(stmts: list[ast.stmt]) -> _Bound:
+def _bound(stmts: list[ast.stmt], leaving: ast.AST | None = None) -> _Bound:
     """What `stmts` bind in their own scope (nested functions, classes, lambdas and comprehensions are scopes of
-    their own: only the names of functions and classes are counted)."""
+    their own: only the names of functions and classes are counted), but for the statement `leaving`."""
     found = _Bound()
     todo: list[ast.AST] = list(stmts)
     while todo:
         node = todo.pop()
+        if node is leaving:
+            continue
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             found.definitions.add(node.name)
             todo.extend([*node.decorator_list, *_evaluated_outside(node)])
@@ -186,14 +188,14 @@ def nested_definition_fix(source: SourceFile, fn: _Function) -> Fix | None:
     module = _bound(source.tree.body)
     if len(block) < 2 or fn.name in module.all | set(dir(builtins)):
         return None  # (an empty block left behind; a name the module already has)
-    here = _bound(outer.body)
-    local = (here.all | _parameters(outer)) - {fn.name}
+    here = _bound(outer.body, leaving=fn)  # (what the pipeline binds once `fn` has gone)
+    local = here.all | _parameters(outer)
     free = _free_names(source, fn)
     if free is None or _loads([*fn.decorator_list, *_evaluated_outside(fn)]) & local or any(
             isinstance(n, ast.Nonlocal) for n in ast.walk(fn)):
         return None
-    if fn.name in here.values or fn.name in free:
-        return None  # (rebound in the pipeline, or calling itself)
+    if fn.name in local or fn.name in free:
+        return None  # (the pipeline binds its name again, another `def` under `else:` say, or it calls itself)
     params = sorted(free & local)
     if set(params) & here.definitions:
         return None
