@@ -599,6 +599,22 @@ async def main(n: int = 3):
 if __name__ == "__main__":
     print(asyncio.run(main()))
 '''),
+    # the same, the coroutine kept under a name first
+    "an-async-flow-s-coroutine-kept-for-asyncio": ("DAGC108", 7, 1, '''\
+import asyncio
+
+from prefect import flow
+
+
+@flow
+async def main(n: int = 3):
+    return n + 1
+
+
+if __name__ == "__main__":
+    pending = main()
+    print(asyncio.run(pending))
+'''),
 }
 
 
