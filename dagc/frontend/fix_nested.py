@@ -2,10 +2,12 @@
 comments above it, to module level just above the pipeline; the names it read from the pipeline (its
 parameters, its variables) become parameters, passed by keyword at each call in the pipeline.
 
-Built only when the move keeps what the script computes: the function's name is free at module level, what
-its decorators, defaults and annotations read is not the pipeline's, it does not call itself or change the
-pipeline's names (`nonlocal`), what it reads from the pipeline is a value (not a function, class or module
-the pipeline defines or imports), and, when it needs such names, the pipeline only calls it.
+Built only when the move keeps what the script computes: the function's name is free at module level and
+bound by this `def` only in the pipeline, what its decorators, defaults and annotations read is not the
+pipeline's, it does not call itself or change the pipeline's names (`nonlocal`), what it reads from the
+pipeline (as Python resolves names: `symtable`) is a value (not a function, class or module the pipeline
+defines or imports), and, when it needs such names, the pipeline only calls it, and not where another scope
+(a nested function, a lambda, a comprehension) binds one of them.
 """
 
 from __future__ import annotations
