@@ -350,8 +350,8 @@ def try_body_nodes(graph: Graph) -> dict[str, tuple[Node, str]]:
 
 
 def task_rows(graph: Graph, final_state: bool = False) -> dict[str, tuple]:
-    """The executor's table (dagc.runtime.executor): task → (fingerprint, retries, timeout, cache,
-    state group, assumed effects[, threads declared]). A fused group or region is retried as often as its most retried task, has a timeout
+    """The executor's table (dagc.runtime.executor): task → TaskRow (fingerprint, retries, timeout, cache,
+    state group, assumed effects, threads declared, memory declared). A fused group or region is retried as often as its most retried task, has a timeout
     only when every task inside has one (their sum, once per trip of a loop being unknown: none for a
     loop), and is cached only when every task inside may be. A task that acts on the world
     (side_effects, or effects the compiler found) is never taken from the cache. A state group whose returned
@@ -376,9 +376,8 @@ def task_rows(graph: Graph, final_state: bool = False) -> dict[str, tuple]:
             row = (*row[:3], f"{NEVER_REUSED}`{name}` shares an object that the pipeline returns and tasks "
                    f"change in place ({returned[state[name]]}): its stored outputs do not hold that object's "
                    "final state", row[4])
-        rows[name] = (*row, assumed_effects(graph, node, drawers), threads)
-        if node.op == "task" and node.options.memory is not None:  # (per call too: `train.options(memory=...)`)
-            rows[name] = tuple(TaskRow.of(rows[name])._replace(memory=node.options.memory))
+        memory = node.options.memory if node.op == "task" else None  # (the call's own: `train.options(memory=...)`)
+        rows[name] = TaskRow(*row, assumed_effects(graph, node, drawers), threads, memory=memory)
     return _downstream_of_uncached(graph, rows)
 
 

@@ -193,7 +193,8 @@ class _EditTransformer(cst.CSTTransformer):
             line = start[0]
             for before, moved in self.moved:
                 if before == line:
-                    body.append(_with_blank_lines_of(stmt, moved))
+                    placed, stmt = _place_above(stmt, moved)
+                    body.append(placed)
                     guarded = None
             guard = guards.get(start)
             if guard is not None and isinstance(stmt, cst.SimpleStatementLine):
@@ -223,13 +224,22 @@ class _EditTransformer(cst.CSTTransformer):
 _Def = cst.FunctionDef | cst.ClassDef
 
 
-def _with_blank_lines_of(stmt: cst.BaseStatement, moved: cst.BaseStatement) -> cst.BaseStatement:
-    """A statement moved above `stmt` gets the blank lines that separate `stmt` from what comes before, and
-    `stmt` keeps its own: `def f(): ...`, two blank lines, the moved line, two blank lines, `stmt`. The moved
-    statement keeps the comments above it, not the blank lines that separated it from its old neighbours."""
-    blank = _blank_prefix(getattr(stmt, "leading_lines", ()))
+def _place_above(stmt: cst.BaseStatement, moved: cst.BaseStatement) -> tuple[cst.BaseStatement, cst.BaseStatement]:
+    """`moved` and `stmt`, for `moved` to go just above `stmt` and the comments right above it: what comes before
+    the blank lines that separate those comments from the code above (the end of the previous definition's
+    comments, say) stays above `moved`, and both get those blank lines: `def f(): ...`, two blank lines, the
+    moved statement, two blank lines, `stmt`. The moved statement keeps the comments above it, not the blank
+    lines that separated it from its old neighbours."""
+    leading = list(getattr(stmt, "leading_lines", ()))
+    attached = len(leading)  # where the comments right above `stmt` start
+    while attached and leading[attached - 1].comment is not None:
+        attached -= 1
+    separator = attached
+    while separator and leading[separator - 1].comment is None:
+        separator -= 1
     own = [line.with_changes(indent=True) for line in getattr(moved, "leading_lines", ())]
-    return moved.with_changes(leading_lines=[*blank, *own[len(_blank_prefix(own)):]])
+    placed = moved.with_changes(leading_lines=[*leading[:attached], *own[len(_blank_prefix(own)):]])
+    return placed, stmt.with_changes(leading_lines=leading[separator:])
 
 
 def _blank_prefix(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:

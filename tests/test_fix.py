@@ -1,7 +1,8 @@
 """`dagc fix`: each diagnostic with a fix, on a small script that raises it. After the fix the script checks
 clean, only the lines the fix names changed (every other line, comments and odd spacing included, is kept
-byte for byte), the local program computes what the plain run computes, `--diff` shows the same change
-without writing it, and a second `dagc fix` has nothing left to do."""
+byte for byte), the local program computes what the plain run computes (the plain run of the script as
+written too, where that runs), `--diff` shows the same change without writing it, and a second `dagc fix` has
+nothing left to do."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ class Case:
     added: tuple[str, ...]  # lines the fixed script has that `source` has not
     pipeline: str = "main"
     left: frozenset[str] = frozenset()  # what `dagc check` still says after the fix (warnings)
+    # the script as written runs plain, and the fixed one computes what it computed (False: it does not run, or
+    # the fix changes what it computes on purpose)
+    runs_as_before: bool = True
 
 
 NO_IMPORT = Case("DAGC003", '''\
@@ -55,7 +59,7 @@ def mean(xs: list) -> float:
 def main(n: int = 5):
     xs  =  load(n)   # spaced as the user likes
     return mean(xs)
-''', frozenset(), ("import dagc",))
+''', frozenset(), ("import dagc",), runs_as_before=False)
 
 NO_PIPELINE = Case("DAGC003", '''\
 import dagc
@@ -95,7 +99,8 @@ def main(n: int = 5):
     xs = load(n)
     score = train(xs).set_cpu_limit("2").set_memory_limit("650M")
     return score
-''', frozenset({9, 17}), ('@dagc.task(retries=1, cpus="2", memory="650M")  # flaky storage', "    score = train(xs)"))
+''', frozenset({9, 17}), ('@dagc.task(retries=1, cpus="2", memory="650M")  # flaky storage', "    score = train(xs)"),
+    runs_as_before=False)
 
 MISSPELT_OPTION = Case("DAGC120", '''\
 import dagc
@@ -181,7 +186,7 @@ if __name__ == "__main__":
     print(main())
 ''', frozenset({22, 23}), ("# the same numbers every run", "random.seed(3)", "", ""),
     # (a module-level seed keeps the plain run's numbers by running the drawing task where the seed ran)
-    left=frozenset({"DAGC150"}))
+    left=frozenset({"DAGC150"}), runs_as_before=False)
 
 NESTED_TASK = Case("DAGC108", '''\
 import dagc
@@ -226,6 +231,37 @@ def main(n: int = 4):
 ''', frozenset({11, 12, 13}), ("def total(xs: list) -> int:  # a plain function: it runs as a task",
                                 "    return sum(xs)", "", ""))
 
+# called in a loop and under `if`; its comprehension's `x` is its own, not the `x` the pipeline binds later; it
+# goes between the comment that ends `load` and the pipeline's own comment
+NESTED_IN_A_LOOP = Case("DAGC108", '''\
+import dagc
+
+
+@dagc.task
+def load(n: int) -> list:
+    return list(range(n))
+# (the end of `load`)
+
+
+# runs `shift` three times
+@dagc.pipeline
+def main(n: int = 3):
+    @dagc.task
+    def shift(ys: list) -> list:
+        return [x + n + i for x in ys]
+
+    outs = []
+    for i in range(3):
+        if i % 2 == 0:
+            outs.append(shift(load(n)))
+        else:
+            outs.append(shift(load(i)))
+    x = outs
+    return x
+''', frozenset({13, 14, 15, 16, 20, 22}),
+    ("@dagc.task", "def shift(ys: list, i, n) -> list:", "    return [x + n + i for x in ys]", "", "",
+     "            outs.append(shift(load(n), i=i, n=n))", "            outs.append(shift(load(i), i=i, n=n))"))
+
 METHOD_WITHOUT_SELF = Case("DAGC133", '''\
 import dagc
 
@@ -259,12 +295,13 @@ def load(n: int) -> list:
 def main(count: int = 4):
     xs = lod(count)  # a slip of a letter
     return xs, len(xs)
-''', frozenset({11}), ("    xs = load(count)  # a slip of a letter",))
+''', frozenset({11}), ("    xs = load(count)  # a slip of a letter",), runs_as_before=False)
 
 CASES = {"missing-import": NO_IMPORT, "missing-pipeline": NO_PIPELINE, "kubeflow-resources": KUBEFLOW,
          "misspelt-option": MISSPELT_OPTION, "readonly-contradicted": READONLY_CONTRADICTED,
          "pure-contradicted": PURE_CONTRADICTED, "seed-in-main-block": MAIN_SEED, "nested-task": NESTED_TASK,
-         "nested-helper": NESTED_HELPER, "method-without-self": METHOD_WITHOUT_SELF, "name-slip": NAME_SLIP}
+         "nested-helper": NESTED_HELPER, "nested-in-a-loop": NESTED_IN_A_LOOP,
+         "method-without-self": METHOD_WITHOUT_SELF, "name-slip": NAME_SLIP}
 
 
 def _codes(script: Path, *options: str) -> tuple[int, list[str]]:
@@ -316,6 +353,11 @@ def _fix_and_verify(script: Path, case: Case, tmp_path: Path, *options: str,
 
     local = run_local(script, case.pipeline, {}, tmp_path)
     assert local == plain(script, case.pipeline, tmp_path)
+    if case.runs_as_before:
+        written = tmp_path / "as_written"
+        written.mkdir()
+        (written / script.name).write_text(case.source, encoding="utf-8")
+        assert local == plain(written / script.name, case.pipeline, written)
     return proc.stderr
 
 
@@ -419,6 +461,48 @@ def main(n: int = 4):
 
     return total(load(n))
 ''',
+    # the pipeline defines another `f` further down: moved, the first call would find that one not yet made
+    "defined-twice": '''\
+import dagc
+
+
+@dagc.task
+def load(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.pipeline
+def main(n: int = 4):
+    @dagc.task
+    def f(ys: list) -> list:
+        return [2 * y for y in ys]
+
+    xs = f(load(n))
+    if n > 10:
+        def f(ys: list) -> list:
+            return ys
+        xs = f(xs)
+    return xs
+''',
+    # it reads the pipeline's `n`, and is called where `n` is the comprehension's own
+    "called-where-its-name-is-another": '''\
+import dagc
+
+
+@dagc.task
+def load(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.pipeline
+def main(n: int = 4):
+    @dagc.task
+    def scale(xs: list) -> list:
+        return [x * n for x in xs]
+
+    xs = load(n)
+    return [scale(xs) for n in (1, 2)]
+''',
     # it reads `n` of the pipeline, and the pipeline passes it on as a value, not only calls it
     "passed-on-as-a-value": '''\
 import dagc
@@ -453,6 +537,37 @@ def test_a_nested_function_that_cannot_move_exactly_keeps_its_hint(name: str, tm
     assert "= fix:" not in proc.stderr and "0 fix(es) made; changed nothing; 1 diagnostic(s)" in proc.stderr
 
 
+def test_a_nested_function_called_inside_another_that_rebinds_its_names_keeps_its_hint(tmp_path: Path) -> None:
+    """`helper`'s call inside `shift` would pass `shift`'s own `n`, not the pipeline's: neither moves."""
+    script = tmp_path / "job.py"
+    source = '''\
+import dagc
+
+
+@dagc.task
+def load(n: int) -> list:
+    return list(range(n))
+
+
+@dagc.pipeline
+def main(n: int = 4):
+    def helper(x: int) -> int:
+        return x * n
+
+    @dagc.task
+    def shift(ys: list) -> list:
+        n = 10
+        return [helper(y) + n for y in ys]
+
+    return shift(load(n))
+'''
+    script.write_text(source, encoding="utf-8")
+    proc = run_dagc("fix", str(script))
+    assert proc.returncode == 1 and script.read_text(encoding="utf-8") == source
+    assert f"{script}:11:5: error[DAGC108]" in proc.stderr and f"{script}:15:5: error[DAGC108]" in proc.stderr
+    assert "= fix:" not in proc.stderr and "0 fix(es) made; changed nothing; 2 diagnostic(s)" in proc.stderr
+
+
 GUESSES = {
     # `np` is as close to `n` as difflib's hint goes, but no slip of a letter: the hint suggests, no fix writes
     "a-short-name-near-another": ("DAGC101", 12, 12, '''\
@@ -483,6 +598,22 @@ async def main(n: int = 3):
 
 if __name__ == "__main__":
     print(asyncio.run(main()))
+'''),
+    # the same, the coroutine kept under a name first
+    "an-async-flow-s-coroutine-kept-for-asyncio": ("DAGC108", 7, 1, '''\
+import asyncio
+
+from prefect import flow
+
+
+@flow
+async def main(n: int = 3):
+    return n + 1
+
+
+if __name__ == "__main__":
+    pending = main()
+    print(asyncio.run(pending))
 '''),
 }
 

@@ -29,8 +29,8 @@ from dagc.frontend.source import SourceFile, read_source
 from dagc.ir.location import SourceSpan
 
 __all__ = ["bare_decorator_fix", "declare_readonly_fix", "guard_call_fix", "import_dagc_fix", "kfp_fix",
-           "move_seed_fix", "pipeline_decorator_fix", "plain_def_fix", "readonly_without", "rename_name_fix", "rename_option_fix",
-           "static_method_fix", "task_option_fix"]
+           "move_seed_fix", "pipeline_decorator_fix", "plain_def_fix", "readonly_without", "rename_name_fix",
+           "rename_option_fix", "static_method_fix", "task_option_fix"]
 
 
 def _import_dagc(source: SourceFile) -> InsertStatement:
@@ -279,12 +279,20 @@ _COROUTINE_TAKERS = frozenset({"run", "gather", "create_task", "ensure_future", 
                                "run_until_complete", "run_coroutine_threadsafe", "wait"})
 
 
+def _takes_coroutine(value: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """Whether `value` is awaited or given to what runs a coroutine (`asyncio.run(value)`)."""
+    outer = parents.get(id(value))
+    return isinstance(outer, ast.Await) or isinstance(outer, ast.Call) and outer.func is not value and \
+        ast.unparse(outer.func).rpartition(".")[2] in _COROUTINE_TAKERS
+
+
 def plain_def_fix(source: SourceFile, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Fix | None:
     """`async def` → `def`, for a function that awaits nothing and that the module only calls (no `await`, no
     `asyncio.run(...)` or other use of the coroutine a call gives)."""
     if not isinstance(fn, ast.AsyncFunctionDef) or _awaits(fn):
         return None
     parents = {id(child): node for node in ast.walk(source.tree) for child in ast.iter_child_nodes(node)}
+    kept: set[str] = set()  # names the coroutine of a call is stored under (`pending = main()`)
     for node in ast.walk(source.tree):
         if not (isinstance(node, ast.Name) and node.id == fn.name and isinstance(node.ctx, ast.Load)):
             continue
@@ -292,12 +300,14 @@ def plain_def_fix(source: SourceFile, fn: ast.FunctionDef | ast.AsyncFunctionDef
         parent = parents.get(id(use))
         if isinstance(parent, ast.Attribute) and parent.attr in ("submit", "map"):  # Prefect's `t.submit(x)`
             use, parent = parent, parents.get(id(parent))
-        if not (isinstance(parent, ast.Call) and parent.func is use):
+        if not (isinstance(parent, ast.Call) and parent.func is use) or _takes_coroutine(parent, parents):
             return None
-        outer = parents.get(id(parent))
-        if isinstance(outer, ast.Await) or isinstance(outer, ast.Call) and \
-                ast.unparse(outer.func).rpartition(".")[2] in _COROUTINE_TAKERS:
-            return None
+        holder = parents.get(id(parent))
+        if isinstance(holder, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+            kept |= _stored(holder)
+    if any(isinstance(node, ast.Name) and node.id in kept and isinstance(node.ctx, ast.Load)
+           and _takes_coroutine(node, parents) for node in ast.walk(source.tree)):
+        return None  # (`asyncio.run(pending)`)
     return Fix(f"write `{fn.name}` as a plain `def` (it awaits nothing)", (DropAsync(source.span(fn)),))
 
 
