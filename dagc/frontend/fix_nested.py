@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from dagc.fixes import AddArguments, Edit, Fix, MoveDefinition
 from dagc.frontend.source import SourceFile
 
-__all__ = ["nested_definition_fix"]
+__all__ = ["free_names", "nested_definition_fix"]
 
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -109,7 +109,7 @@ def _enclosing(tree: ast.Module, fn: _Function) -> tuple[ast.stmt, _Function, li
     return None
 
 
-def _free_names(source: SourceFile, fn: _Function) -> set[str] | None:
+def free_names(source: SourceFile, fn: _Function) -> set[str] | None:
     """The names `fn` reads from the functions around it, as Python resolves them: a comprehension's or a
     lambda's own variables, the locals of a function `fn` defines and its `global` names are not among them
     (None when the module's scopes cannot be built)."""
@@ -192,7 +192,7 @@ def nested_definition_fix(source: SourceFile, fn: _Function) -> Fix | None:
         return None  # (an empty block left behind; a name the module already has)
     here = _bound(outer.body, leaving=fn)  # (what the pipeline binds once `fn` has gone)
     local = here.all | _parameters(outer)
-    free = _free_names(source, fn)
+    free = free_names(source, fn)
     if free is None or _loads([*fn.decorator_list, *_evaluated_outside(fn)]) & local or any(
             isinstance(n, ast.Nonlocal) for n in ast.walk(fn)):
         return None

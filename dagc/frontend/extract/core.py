@@ -29,7 +29,7 @@ from dagc.frontend.extract.values import (
     known_container,
     to_operand,
 )
-from dagc.frontend.fix_nested import nested_definition_fix
+from dagc.frontend.fix_nested import free_names, nested_definition_fix
 from dagc.frontend.modules import ModuleInfo, Opaque, PipelineDef
 from dagc.frontend.overrides import report_overrides, unknown_setting
 from dagc.frontend.seeds import check_main_seeds
@@ -291,10 +291,7 @@ class Interpreter(Component):
 
         kind = next((found[0] for d in fn.decorator_list if (found := decorator_kind(info, d))), None)
         what = f"{kind} `{fn.name}`" if kind else f"function `{fn.name}`"
-        bound = {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)} | {
-            n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
-        local = sorted({n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)
-                        and n.id in scope.env and n.id not in bound})
+        local = sorted(n for n in free_names(info.source, fn) or () if n in scope.env)  # (as Python resolves them)
         uses = (f"; pass what it uses from `{scope.pipeline.name}` ({', '.join(f'`{n}`' for n in local)}) as "
                 "arguments") if local else ""
         decorated = " with its decorator" if fn.decorator_list else ""
