@@ -18,6 +18,7 @@ where they run, and nothing runs then.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import weakref
 
 from dagc.frontend.dialects import (
@@ -27,6 +28,15 @@ from dagc.frontend.dialects import (
     DecoratorForm,
     decorator_form,
     dotted_name,
+)
+from dagc.frontend.dialects.airflow_defaults import (
+    apply_at_calls,
+    configured_call,
+    dag_defaults,
+    duration,
+    operator_options,
+    with_defaults,
+    written_options,
 )
 from dagc.frontend.dialects.airflow_operators import (
     EMPTY_OPERATORS,
@@ -67,9 +77,6 @@ _HINT = "docs/dialects.md (Airflow) lists the forms dagc compiles"
 _DOCS = {"doc", "doc_md", "doc_rst", "doc_json", "doc_yaml"}  # what `dag.doc_md = ...` sets: shown, not computed
 _GROUP = {"airflow.sdk.task_group", "airflow.decorators.task_group"}
 _CHAIN = {"airflow.sdk.chain", "airflow.models.baseoperator.chain", "airflow.sdk.bases.operator.chain"}
-_TIMEDELTA = {"datetime.timedelta", "pendulum.duration"}
-_SECONDS = {"weeks": 604800, "days": 86400, "hours": 3600, "minutes": 60, "seconds": 1, "milliseconds": 1e-3,
-            "microseconds": 1e-6}
 
 
 def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> tuple[TaskOptions, tuple[str, ...]]:
@@ -88,7 +95,7 @@ def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> t
                 continue
             given["retries"] = value
         elif keyword.arg == "execution_timeout":
-            seconds = _duration(project, info, keyword.value)
+            seconds = duration(project, info, keyword.value)
             if seconds is None:
                 project.sink.error("DAGC109", "`execution_timeout=` must be a `timedelta(...)` of literals",
                                    info.source.span(keyword.value),
@@ -97,22 +104,6 @@ def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> t
             if seconds > 0:
                 given["timeout"] = seconds
     return TaskOptions(**given), ()  # type: ignore[arg-type]
-
-
-def _duration(project: Project, info: ModuleInfo, expr: ast.expr) -> float | None:
-    """Seconds of `timedelta(minutes=5)` / `pendulum.duration(hours=1)` (keywords of literals), else None."""
-    if not isinstance(expr, ast.Call) or dotted_name(info, expr.func) not in _TIMEDELTA or expr.args:
-        return None
-    total = 0.0
-    for keyword in expr.keywords:
-        try:
-            value = static_option_value(keyword.value, info, project)
-        except NotStatic:
-            return None
-        if keyword.arg not in _SECONDS or not isinstance(value, (int, float)) or isinstance(value, bool):
-            return None
-        total += value * _SECONDS[keyword.arg]
-    return total
 
 
 def pipeline_node(project: Project, info: ModuleInfo,
@@ -124,7 +115,9 @@ def pipeline_node(project: Project, info: ModuleInfo,
         return fn
     enable_after(info)
     _check_module_tasks(project, info, fn)
-    return _lowered(project, info, fn, fn.name, {}, {})
+    dag_call = next((d for d in fn.decorator_list if isinstance(d, ast.Call)
+                     and (found := decorator_form(info, d)) is not None and found[0].kind == "pipeline"), None)
+    return _lowered(project, info, fn, fn.name, {}, {}, defaults=dag_defaults(project, info, dag_call))
 
 
 def scan_with(project: Project, info: ModuleInfo, node: ast.With) -> None:
@@ -142,26 +135,34 @@ def scan_with(project: Project, info: ModuleInfo, node: ast.With) -> None:
                                info.source.span(group), hint=f"bind the DAG: `with DAG(...) as dag:`; {_HINT}")
     enable_after(info)
     _check_module_tasks(project, info, fn)
-    body = _lowered(project, info, fn, "", {}, {}, dag_variable=variable)
+    dag_call = next(i.context_expr for i in node.items if isinstance(i.context_expr, ast.Call)
+                    and dotted_name(info, i.context_expr.func) in CONTEXTS) if any(
+        isinstance(i.context_expr, ast.Call) for i in node.items) else None
+    body = _lowered(project, info, fn, "", {}, {}, dag_variable=variable,
+                    defaults=dag_defaults(project, info, dag_call))
     info.pipelines[fn.name] = PipelineDef(fn.name, info.name, FunctionSig.of(fn), body, info.source,
                                           weakref.ref(info), dialect="airflow")
 
 
 def _lowered(project: Project, info: ModuleInfo, fn: ast.FunctionDef, qualname: str, outer: dict[str, str],
-             outer_callables: dict[str, PlainFunction], dag_variable: str | None = None) -> ast.FunctionDef:
+             outer_callables: dict[str, PlainFunction], dag_variable: str | None = None,
+             defaults: dict[str, object] | None = None) -> ast.FunctionDef:
     """`fn` (a DAG function, or a task group in one, named `qualname` as Python names it; "" for a `with DAG`
     block, whose definitions are the module's) in dagc's forms; `outer`: the tasks and groups of the functions
     it is defined in, by the names its body may use for them; `outer_callables`: their plain functions;
-    `dag_variable`: the name a `with DAG(...) as dag:` block binds (its `dag.add_result(x)` is the result)."""
+    `dag_variable`: the name a `with DAG(...) as dag:` block binds (its `dag.add_result(x)` is the result);
+    `defaults`: the TaskOptions fields the DAG's `default_args` give each task that does not set its own."""
+    defaults = defaults or {}
     lowered = copy_function(fn)
     assert isinstance(lowered, ast.FunctionDef)
-    tasks, callables = _nested_tasks(project, info, fn, lowered, qualname, outer, outer_callables)
+    tasks, callables = _nested_tasks(project, info, fn, lowered, qualname, outer, outer_callables, defaults)
     nested = {**outer, **tasks}
     local = bound_names(lowered) - set(nested)
     body = [_Renamer(nested).visit(stmt) for stmt in lowered.body]
-    rewriter = _DagRewriter(project, info, local, {**outer_callables, **callables}, dag_variable)
+    rewriter = _DagRewriter(project, info, local, {**outer_callables, **callables}, dag_variable, defaults)
     body = [new for stmt in body if (new := rewriter.visit(stmt)) is not None]
     body = _Ordering(project, info, local, rewriter.junctions).statements(body)
+    apply_at_calls(project, info, body, defaults, set(nested.values()))
     if rewriter.result is not None:
         body.append(ast.copy_location(ast.Return(ast.Name(rewriter.result, ast.Load())), body[-1] if body else fn))
     lowered.body = body or [ast.copy_location(ast.Pass(), fn)]
@@ -170,7 +171,8 @@ def _lowered(project: Project, info: ModuleInfo, fn: ast.FunctionDef, qualname: 
 
 def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef, lowered: ast.FunctionDef,
                   qualname: str, outer: dict[str, str],
-                  outer_callables: dict[str, PlainFunction]) -> tuple[dict[str, str], dict[str, PlainFunction]]:
+                  outer_callables: dict[str, PlainFunction],
+                  defaults: dict[str, object]) -> tuple[dict[str, str], dict[str, PlainFunction]]:
     """The `@task` functions and `@task_group`s `fn` defines, as tasks and (inlined) pipelines of the module named
     `qualname.<locals>.name` (their Python qualified name; `name` in a `with DAG` block), and the plain functions
     it hands to operators (`python_callable=`); removed from the rewritten body. Returns ({name in the body:
@@ -183,7 +185,8 @@ def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef, lower
     for stmt, original in zip(lowered.body, fn.body):
         name = f"{qualname}.<locals>.{getattr(original, 'name', '')}" if qualname else getattr(original, "name", "")
         if isinstance(original, ast.FunctionDef) and _is_group(info, original):
-            group = _lowered(project, info, original, name, {**outer, **found}, {**outer_callables, **callables})
+            group = _lowered(project, info, original, name, {**outer, **found}, {**outer_callables, **callables},
+                             defaults=defaults)
             info.symbols[name] = PipelineDef(original.name, info.name, FunctionSig.of(original), group, info.source,
                                              weakref.ref(info), dialect="airflow")
             found[original.name] = name
@@ -201,8 +204,13 @@ def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef, lower
         assert isinstance(original, (ast.FunctionDef, ast.AsyncFunctionDef))
         found[original.name] = name
         if not qualname:  # already the module's task (dagc.frontend.scan read the block's definitions)
+            defined = info.tasks.get(name)
+            if defined is not None and defaults:
+                info.tasks[name] = info.symbols[name] = dataclasses.replace(  # type: ignore[assignment]
+                    defined, options=with_defaults(defined.options, written_options(info, original), defaults))
             continue
         options, _ = task_options(project, info, form if isinstance(form, ast.Call) else None)
+        options = with_defaults(options, written_options(info, original), defaults)
         returns = ast.unparse(original.returns) if original.returns is not None else None
         task = TaskDef(original.name, info.name, name, FunctionSig.of(original), options, returns, original,
                        info.source, dialect="airflow")
@@ -271,8 +279,8 @@ class _DagRewriter(ast.NodeTransformer):
     the DAG's result (`result`); `dag.doc_md = ...` is dropped (documentation, not computation)."""
 
     def __init__(self, project: Project, info: ModuleInfo, local: set[str], callables: dict[str, PlainFunction],
-                 dag_variable: str | None) -> None:
-        self.project, self.info, self.local = project, info, local
+                 dag_variable: str | None, defaults: dict[str, object]) -> None:
+        self.project, self.info, self.local, self.defaults = project, info, local, defaults
         self.callables, self.dag_variable = callables, dag_variable
         self.taken = set(local)
         self.junctions: set[str] = set()  # names bound to an EmptyOperator: they only order
@@ -342,8 +350,7 @@ class _DagRewriter(ast.NodeTransformer):
         name = dotted_name(self.info, func) or ""
         if name in PYTHON_OPERATORS:
             self.generic_visit(node)
-            return python_operator(self.project, self.info, node, self.callables,
-                                   lambda call: task_options(self.project, self.info, call))
+            return python_operator(self.project, self.info, node, self.callables, self._operator_options)
         if name in EMPTY_OPERATORS:
             return unsupported(self.project, self.info, node, "an `EmptyOperator` that is not bound to a name",
                                f"bind it and order with it: `start = EmptyOperator(task_id=\"start\")`, then "
@@ -351,13 +358,21 @@ class _DagRewriter(ast.NodeTransformer):
         self.generic_visit(node)
         if isinstance(func, ast.Call) and isinstance(func.func, ast.Attribute) and func.func.attr == "override" \
                 and is_function_ref(func.func.value, self.local):
-            return call_of(func.func.value, node.args, node.keywords, node)  # task ids, pools: not what it computes
+            # task ids, pools: not what it computes; its retries and timeout are the call's options
+            given, _ = task_options(self.project, self.info, func)
+            fields = {k: getattr(given, k) for k in operator_options(func)}
+            return call_of(configured_call(func.func.value, fields, node), node.args, node.keywords, node)
         if name.startswith("airflow.") and name.rpartition(".")[2][:1].isupper():
             return unsupported(self.project, self.info, node,
                                f"Airflow operator `{name.rpartition('.')[2]}` is not supported: dagc compiles "
                                "`@task` functions and `PythonOperator`", f"write the step as a `@task` function; "
                                f"{_HINT}")
         return node
+
+    def _operator_options(self, call: ast.Call) -> tuple[TaskOptions, tuple[str, ...]]:
+        """An operator's own `retries=`/`execution_timeout=`, and the DAG's defaults for those it does not set."""
+        options, after = task_options(self.project, self.info, call)
+        return with_defaults(options, operator_options(call), self.defaults), after
 
     def _expand(self, node: ast.Call, func: ast.Attribute) -> ast.expr:
         """`task.expand(x=xs)`, `task.partial(k=v).expand(x=xs)`: one call per item (several mapped keywords:
