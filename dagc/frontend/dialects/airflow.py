@@ -38,7 +38,9 @@ from dagc.frontend.dialects.airflow_defaults import (
     with_defaults,
     written_options,
 )
+from dagc.frontend.dialects.airflow_branch import TaskMeta, lower_branches, trigger_rule
 from dagc.frontend.dialects.airflow_operators import (
+    BRANCH_OPERATORS,
     EMPTY_OPERATORS,
     PYTHON_OPERATORS,
     PlainFunction,
@@ -67,6 +69,7 @@ __all__ = ["task_options", "pipeline_node", "scan_with"]
 for _module in ("airflow.sdk", "airflow.decorators"):
     DECORATORS[f"{_module}.task"] = DecoratorForm("airflow", "task")
     DECORATORS[f"{_module}.task.python"] = DecoratorForm("airflow", "task")
+    DECORATORS[f"{_module}.task.branch"] = DecoratorForm("airflow", "task")  # (dagc.frontend.dialects.airflow_branch)
     DECORATORS[f"{_module}.dag"] = DecoratorForm("airflow", "pipeline")
 RUNS_EVERY_TASK.add("airflow")  # a DAG run runs each of its tasks, whether its result is used or not
 for _dag_class in ("airflow.DAG", "airflow.sdk.DAG", "airflow.models.DAG", "airflow.models.dag.DAG",
@@ -75,6 +78,7 @@ for _dag_class in ("airflow.DAG", "airflow.sdk.DAG", "airflow.models.DAG", "airf
 
 _HINT = "docs/dialects.md (Airflow) lists the forms dagc compiles"
 _DOCS = {"doc", "doc_md", "doc_rst", "doc_json", "doc_yaml"}  # what `dag.doc_md = ...` sets: shown, not computed
+_LABEL = {"airflow.sdk.Label", "airflow.utils.edgemodifier.Label", "airflow.sdk.definitions.edges.Label"}
 _GROUP = {"airflow.sdk.task_group", "airflow.decorators.task_group"}
 _CHAIN = {"airflow.sdk.chain", "airflow.models.baseoperator.chain", "airflow.sdk.bases.operator.chain"}
 
@@ -146,7 +150,7 @@ def scan_with(project: Project, info: ModuleInfo, node: ast.With) -> None:
 
 def _lowered(project: Project, info: ModuleInfo, fn: ast.FunctionDef, qualname: str, outer: dict[str, str],
              outer_callables: dict[str, PlainFunction], dag_variable: str | None = None,
-             defaults: dict[str, object] | None = None) -> ast.FunctionDef:
+             defaults: dict[str, object] | None = None, group: bool = False) -> ast.FunctionDef:
     """`fn` (a DAG function, or a task group in one, named `qualname` as Python names it; "" for a `with DAG`
     block, whose definitions are the module's) in dagc's forms; `outer`: the tasks and groups of the functions
     it is defined in, by the names its body may use for them; `outer_callables`: their plain functions;
@@ -161,7 +165,12 @@ def _lowered(project: Project, info: ModuleInfo, fn: ast.FunctionDef, qualname: 
     body = [_Renamer(nested).visit(stmt) for stmt in lowered.body]
     rewriter = _DagRewriter(project, info, local, {**outer_callables, **callables}, dag_variable, defaults)
     body = [new for stmt in body if (new := rewriter.visit(stmt)) is not None]
-    body = _Ordering(project, info, local, rewriter.junctions).statements(body)
+    ordering = _Ordering(project, info, local, rewriter.junctions)
+    body = ordering.statements(body)
+    if group and any(m.branch for m in rewriter.calls.values()):
+        unsupported(project, info, fn, "a branch task in a task group", f"branch in the DAG's own body; {_HINT}")
+    elif not group:
+        body = lower_branches(project, info, body, rewriter.calls, rewriter.junction_meta, ordering.edges)
     apply_at_calls(project, info, body, defaults, set(nested.values()))
     if rewriter.result is not None:
         body.append(ast.copy_location(ast.Return(ast.Name(rewriter.result, ast.Load())), body[-1] if body else fn))
@@ -186,7 +195,7 @@ def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef, lower
         name = f"{qualname}.<locals>.{getattr(original, 'name', '')}" if qualname else getattr(original, "name", "")
         if isinstance(original, ast.FunctionDef) and _is_group(info, original):
             group = _lowered(project, info, original, name, {**outer, **found}, {**outer_callables, **callables},
-                             defaults=defaults)
+                             defaults=defaults, group=True)
             info.symbols[name] = PipelineDef(original.name, info.name, FunctionSig.of(original), group, info.source,
                                              weakref.ref(info), dialect="airflow")
             found[original.name] = name
@@ -285,6 +294,10 @@ class _DagRewriter(ast.NodeTransformer):
         self.taken = set(local)
         self.junctions: set[str] = set()  # names bound to an EmptyOperator: they only order
         self.operators: set[str] = set()  # names bound to a PythonOperator's task call
+        self.calls: dict[int, TaskMeta] = {}  # id(task call made) -> its Airflow id, trigger rule, whether it branches
+        self.junction_meta: dict[str, TaskMeta] = {}  # the same of each junction, by name
+        self.rules: dict[int, str] = {}  # id(a task's definition) -> its decorator's trigger rule
+        self.uses: dict[str, int] = {}  # a TaskFlow task id -> how many calls took it (Airflow's `id__1`, ...)
         self.result: str | None = None
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
@@ -297,12 +310,17 @@ class _DagRewriter(ast.NodeTransformer):
         operator = dotted_name(self.info, node.value.func) if isinstance(node.value, ast.Call) else None
         if target is not None and operator in EMPTY_OPERATORS:
             self.junctions.add(target.id)
+            assert isinstance(node.value, ast.Call)
+            given = next((k.value for k in node.value.keywords if k.arg == "task_id"), None)
+            task_id = given.value if isinstance(given, ast.Constant) and isinstance(given.value, str) else target.id
+            self.junction_meta[target.id] = TaskMeta(task_id, trigger_rule(self.project, self.info,
+                                                                           node.value.keywords))
             return None
         result = self._add_result(node.value)
         if result is not None and target is not None:
             node.value, self.result = result, target.id
         self.generic_visit(node)
-        if target is not None and operator in PYTHON_OPERATORS:
+        if target is not None and operator in PYTHON_OPERATORS | BRANCH_OPERATORS:
             self.operators.add(target.id)
         return node
 
@@ -348,9 +366,17 @@ class _DagRewriter(ast.NodeTransformer):
         if isinstance(func, ast.Attribute) and func.attr in ("expand", "expand_kwargs"):
             return self._expand(node, func)
         name = dotted_name(self.info, func) or ""
-        if name in PYTHON_OPERATORS:
+        if name in PYTHON_OPERATORS | BRANCH_OPERATORS:
             self.generic_visit(node)
-            return python_operator(self.project, self.info, node, self.callables, self._operator_options)
+            made = python_operator(self.project, self.info, node, self.callables, self._operator_options)
+            if isinstance(made, ast.Call) and isinstance(made.func, ast.Name):
+                given = next((k.value for k in node.keywords if k.arg == "task_id"), None)
+                task_id = given.value if isinstance(given, ast.Constant) else made.func.id.partition("·")[0]
+                self.calls[id(made)] = TaskMeta(str(task_id), trigger_rule(self.project, self.info, node.keywords),
+                                                name in BRANCH_OPERATORS)
+            return made
+        if name in _LABEL:
+            return node  # (a name on an edge, `a >> Label("no") >> b`: shown, not computed)
         if name in EMPTY_OPERATORS:
             return unsupported(self.project, self.info, node, "an `EmptyOperator` that is not bound to a name",
                                f"bind it and order with it: `start = EmptyOperator(task_id=\"start\")`, then "
@@ -361,13 +387,38 @@ class _DagRewriter(ast.NodeTransformer):
             # task ids, pools: not what it computes; its retries and timeout are the call's options
             given, _ = task_options(self.project, self.info, func)
             fields = {k: getattr(given, k) for k in operator_options(func)}
-            return call_of(configured_call(func.func.value, fields, node), node.args, node.keywords, node)
+            made = call_of(configured_call(func.func.value, fields, node), node.args, node.keywords, node)
+            self._taskflow(made, func.func.value, func.keywords)
+            return made
         if name.startswith("airflow.") and name.rpartition(".")[2][:1].isupper():
             return unsupported(self.project, self.info, node,
                                f"Airflow operator `{name.rpartition('.')[2]}` is not supported: dagc compiles "
                                "`@task` functions and `PythonOperator`", f"write the step as a `@task` function; "
                                f"{_HINT}")
+        self._taskflow(node, func, [])
         return node
+
+    def _taskflow(self, made: ast.expr, func: ast.expr, overrides: list[ast.keyword]) -> None:
+        """Note the Airflow id and trigger rule of `made`, a call of TaskFlow task `func` (a `.override(...)`'s
+        `overrides` taking precedence over the decorator's)."""
+        task = self.project.lookup(self.info, func.id) if isinstance(func, ast.Name) else None
+        if not isinstance(task, TaskDef) or task.dialect != "airflow":
+            return
+        owner = self.project.module(task.module) or self.info
+        found = next((f for d in task.node.decorator_list if (f := decorator_form(owner, d)) is not None), None)
+        keywords = [*(found[1].keywords if found is not None and found[1] is not None else []), *overrides]
+        given = next((k.value for k in reversed(keywords) if k.arg == "task_id"), None)
+        core = given.value if isinstance(given, ast.Constant) and isinstance(given.value, str) else task.node.name
+        count = self.uses.get(core, 0)
+        self.uses[core] = count + 1
+        branch = any((dotted_name(owner, d.func if isinstance(d, ast.Call) else d) or "").endswith(".task.branch")
+                     for d in task.node.decorator_list)
+        rule = self.rules.get(id(task.node)) if not overrides else None
+        if rule is None:  # (a decorator's rule is read, and reported, once)
+            rule = trigger_rule(self.project, owner if not overrides else self.info, keywords)
+            if not overrides:
+                self.rules[id(task.node)] = rule
+        self.calls[id(made)] = TaskMeta(f"{core}__{count}" if count else core, rule, branch)
 
     def _operator_options(self, call: ast.Call) -> tuple[TaskOptions, tuple[str, ...]]:
         """An operator's own `retries=`/`execution_timeout=`, and the DAG's defaults for those it does not set."""
@@ -392,7 +443,9 @@ class _DagRewriter(ast.NodeTransformer):
                                f"expand a `@task` function: `task.expand(x=items)`; {_HINT}")
         mapped = [(k.arg or "", Mapped(self.visit(k.value))) for k in node.keywords]
         if len(mapped) == 1:
-            return fan_out(base, [], [(k.arg or "", k.value) for k in fixed] + mapped, node, self.taken)
+            made = fan_out(base, [], [(k.arg or "", k.value) for k in fixed] + mapped, node, self.taken)
+            self._taskflow(made, base, [])
+            return made
         # a cross product: nested generators, the first keyword outermost
         comp = fan_out(base, [], [(k.arg or "", k.value) for k in fixed] + mapped[:1], node, self.taken)
         for keyword, items in mapped[1:]:
@@ -400,6 +453,7 @@ class _DagRewriter(ast.NodeTransformer):
             comp.generators.extend(inner.generators)
             assert isinstance(comp.elt, ast.Call)
             comp.elt.keywords.extend(k for k in inner.elt.keywords if k.arg == keyword)  # type: ignore[attr-defined]
+        self._taskflow(comp, base, [])
         return comp
 
 
@@ -416,6 +470,7 @@ class _Ordering:
         self.home: dict[int, list[ast.stmt]] = {}  # id(assignment) -> the statement list holding it
         self.before: dict[str, list[str]] = {j: [] for j in junctions}  # junction -> the names ordered before it
         self.after_: dict[str, list[str]] = {j: [] for j in junctions}  # junction -> the names ordered after it
+        self.edges: list[tuple[str, str]] = []  # (upstream, downstream) as written, junctions included
 
     def statements(self, body: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -454,6 +509,7 @@ class _Ordering:
             if failed:
                 continue
             for upstream, downstream in zip(names, names[1:]):
+                self.edges.extend((u, d) for u in upstream for d in downstream)
                 self._edge(upstream, downstream, set())
         return out
 
@@ -539,4 +595,5 @@ class _Ordering:
             return []
         if ast.LShift in kinds:
             ops.reverse()
+        ops = [o for o in ops if not (isinstance(o, ast.Call) and dotted_name(self.info, o.func) in _LABEL)]
         return [list(o.elts) if isinstance(o, (ast.List, ast.Tuple)) else [o] for o in ops]

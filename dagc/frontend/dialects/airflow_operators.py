@@ -21,12 +21,13 @@ from dagc.frontend.dialects.rewrite import unsupported
 from dagc.frontend.modules import FunctionSig, ImportedModule, ImportedName, ModuleInfo, Opaque, Project, TaskDef
 from dagc.ir.types import TaskOptions
 
-__all__ = ["PlainFunction", "PYTHON_OPERATORS", "EMPTY_OPERATORS", "python_operator", "context_params",
+__all__ = ["PlainFunction", "PYTHON_OPERATORS", "BRANCH_OPERATORS", "EMPTY_OPERATORS", "python_operator", "context_params",
            "check_task_code"]
 
 _HINT = "docs/dialects.md (Airflow) lists the forms dagc compiles"
 _PROVIDERS = ("airflow.providers.standard.operators", "airflow.operators")
 PYTHON_OPERATORS = {f"{m}.python.PythonOperator" for m in _PROVIDERS}
+BRANCH_OPERATORS = {f"{m}.python.BranchPythonOperator" for m in _PROVIDERS}  # a PythonOperator that branches
 EMPTY_OPERATORS = {f"{m}.empty.EmptyOperator" for m in _PROVIDERS} | {"airflow.operators.dummy.DummyOperator"}
 _CURRENT_CONTEXT = {f"{m}.python.get_current_context" for m in _PROVIDERS} | {
     "airflow.sdk.get_current_context", "airflow.sdk.definitions.context.get_current_context"}
