@@ -35,6 +35,9 @@ CASES: dict[str, str] = {
     "tutorial_dag": "airflow_tutorial_dag",
     "example_xcom_args": "airflow_xcom_args",
     "example_xcom_args_with_operators": "airflow_xcom_args",
+    "example_nested_branch_dag": "airflow_nested_branch",
+    "example_branch_dop_operator_v3": "airflow_branch_dop",
+    "branch_rules": "airflow_branch_rules",
 }
 PORTED = sorted(set(CASES.values()))
 

@@ -155,19 +155,49 @@ class _Graph:
 
 
 def _bound(body: list[ast.stmt], calls: dict[int, TaskMeta]) -> list[ast.stmt]:
-    """`body` with each task call written as a statement (`report(x)`) or returned (`return join(a, b)`) bound
-    to a name first, so that it can run under a condition."""
+    """`body` with each task call that is not the whole value of an assignment (`report(x)`, `return join(a, b)`,
+    `{"a": a(), ...}`) bound to a name first, in the order Python calls them, so that it can run under a
+    condition."""
     out: list[ast.stmt] = []
-    for index, stmt in enumerate(body):
-        value = stmt.value if isinstance(stmt, (ast.Expr, ast.Return)) else None
-        if value is None or id(_called(value)) not in calls:
+    for stmt in body:
+        if not isinstance(stmt, (ast.Assign, ast.Expr, ast.Return)) or stmt.value is None:
             out.append(stmt)
             continue
-        name = _name(f"task·{index}", store=True)
-        out.append(ast.copy_location(ast.Assign([ast.copy_location(name, stmt)], value), stmt))
-        if isinstance(stmt, ast.Return):
-            out.append(ast.copy_location(ast.Return(ast.copy_location(_name(name.id), stmt)), stmt))
+        hoist = _Hoist(calls, stmt, len(out))
+        whole = _called(stmt.value)
+        if isinstance(stmt, ast.Assign) and id(whole) in calls:
+            for child in ast.iter_child_nodes(whole):
+                hoist.visit(child)
+        else:
+            stmt.value = hoist.visit(stmt.value)
+        out.extend(hoist.bound)
+        if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Name) and hoist.bound):
+            out.append(stmt)  # (a task call written as a statement is now its binding)
     return out
+
+
+class _Hoist(ast.NodeTransformer):
+    """Replaces each task call of an expression (innermost first) by a name bound to it before `stmt`."""
+
+    def __init__(self, calls: dict[int, TaskMeta], stmt: ast.stmt, index: int) -> None:
+        self.calls, self.stmt, self.index = calls, stmt, index
+        self.bound: list[ast.stmt] = []
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        if isinstance(node, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)) \
+                and id(node) not in self.calls:
+            return node  # (a call in a comprehension runs per item: not a task of the DAG's graph)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == AFTER and node.args \
+                and id(_called(node)) in self.calls:  # `dagc.after(call, ...)`: the call keeps its wait
+            super().generic_visit(_called(node))
+        else:
+            node = super().generic_visit(node)
+        if isinstance(node, ast.expr) and id(_called(node)) in self.calls:
+            name = f"task·{self.index}·{len(self.bound)}"
+            target = ast.copy_location(_name(name, store=True), node)
+            self.bound.append(ast.copy_location(ast.Assign([target], node), self.stmt))
+            return ast.copy_location(_name(name), node)
+        return node
 
 
 def lower_branches(project: Project, info: ModuleInfo, body: list[ast.stmt], calls: dict[int, TaskMeta],
