@@ -12,7 +12,6 @@ DAG's result (`dag.add_result`).
 from __future__ import annotations
 
 import pendulum
-
 from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.sdk import DAG, TriggerRule, task
 

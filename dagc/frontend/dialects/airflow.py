@@ -29,6 +29,7 @@ from dagc.frontend.dialects import (
     decorator_form,
     dotted_name,
 )
+from dagc.frontend.dialects.airflow_branch import TaskMeta, lower_branches, trigger_rule
 from dagc.frontend.dialects.airflow_defaults import (
     apply_at_calls,
     configured_call,
@@ -38,7 +39,6 @@ from dagc.frontend.dialects.airflow_defaults import (
     with_defaults,
     written_options,
 )
-from dagc.frontend.dialects.airflow_branch import TaskMeta, lower_branches, trigger_rule
 from dagc.frontend.dialects.airflow_operators import (
     BRANCH_OPERATORS,
     EMPTY_OPERATORS,

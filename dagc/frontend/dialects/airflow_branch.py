@@ -110,18 +110,23 @@ class _Graph:
                  edges: list[tuple[str, str]]) -> None:
         self.meta: dict[str, TaskMeta] = dict(junctions)
         self.statement: dict[str, ast.Assign] = {}
+        holds: dict[str, list[str]] = {}  # a name bound to a value that is not a task's -> the tasks it holds
         for stmt in body:
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
                 meta = calls.get(id(_called(stmt.value)))
                 if meta is not None:
                     self.meta[stmt.targets[0].id] = meta
                     self.statement[stmt.targets[0].id] = stmt
+                else:  # `outputs = [a, b]`: a task given `outputs` takes a's and b's results
+                    holds[stmt.targets[0].id] = [r for n in ast.walk(stmt.value) if isinstance(n, ast.Name)
+                                                 for r in ([n.id] if n.id in self.meta else holds.get(n.id, []))]
         self.upstream: dict[str, list[str]] = {n: [] for n in self.meta}
         for up, down in edges:
             if up in self.meta and down in self.meta and up not in self.upstream[down]:
                 self.upstream[down].append(up)
         for name, stmt in self.statement.items():
-            for read in (n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)):
+            names = [n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)]
+            for read in (r for n in names for r in ([n] if n in self.meta else holds.get(n, []))):
                 if read in self.meta and read != name and read not in self.upstream[name]:
                     self.upstream[name].append(read)
         self.downstream: dict[str, list[str]] = {n: [] for n in self.meta}

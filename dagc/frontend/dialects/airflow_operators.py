@@ -18,7 +18,15 @@ from dataclasses import dataclass
 
 from dagc.frontend.dialects import dotted_name
 from dagc.frontend.dialects.rewrite import unsupported
-from dagc.frontend.modules import FunctionSig, ImportedModule, ImportedName, ModuleInfo, Opaque, Project, TaskDef
+from dagc.frontend.modules import (
+    FunctionSig,
+    ImportedModule,
+    ImportedName,
+    ModuleInfo,
+    Opaque,
+    Project,
+    TaskDef,
+)
 from dagc.ir.types import TaskOptions
 
 __all__ = ["PlainFunction", "PYTHON_OPERATORS", "BRANCH_OPERATORS", "EMPTY_OPERATORS", "python_operator", "context_params",
