@@ -137,7 +137,7 @@ def _airflow_run(script: Path, dag: str, tmp: Path) -> object:
     shutil.copy(script, tmp / "dags" / "job.py")
     env = {"AIRFLOW_HOME": str(tmp / "home"), "AIRFLOW__CORE__DAGS_FOLDER": str(tmp / "dags"),
            "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "AIRFLOW__CORE__HOSTNAME_CALLABLE": "socket.gethostname"}
-    return framework_run("airflow-fix", f"CASES = {{'job': {dag!r}}}\n{OWN_RUN}", [script], env, tmp)["job"]
+    return framework_run("airflow-fix", f"CASES = {{{dag!r}: 'job'}}\n{OWN_RUN}", [script], env, tmp)[dag]
 
 
 def test_airflow_async_dag_function_becomes_plain(tmp_path: Path, monkeypatch) -> None:
