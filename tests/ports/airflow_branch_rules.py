@@ -2,7 +2,7 @@
 `BranchPythonOperator` that picks two of three paths (a list of task ids), a skip passed on through a path, and
 joins under `none_failed`, `none_failed_min_one_success`, `one_success`, `all_done`, and the default
 `all_success`; a `@task.branch` in the DAG function that returns None (skipping all it leads to); a branch that
-is itself skipped. The DAG's result gathers what each task returned (None for a skipped one).
+is itself skipped; an item of a skipped task's result. The DAG's result gathers what each task returned (None for a skipped one).
 """
 
 from __future__ import annotations
@@ -25,6 +25,11 @@ def walk(name, steps):
 @task
 def follow(before):
     return None if before is None else before + "+"
+
+
+@task(multiple_outputs=True)
+def split(name: str) -> dict:
+    return {"head": name[:1], "tail": name[1:]}
 
 
 @task(trigger_rule=TriggerRule.NONE_FAILED)
@@ -81,6 +86,9 @@ def branch_rules():
     b >> skipped_branch
     x = PythonOperator(task_id="x", python_callable=walk, op_args=["x", 4])
     skipped_branch >> x
+    parts = split("path")
+    b >> parts
+    head = parts["head"]
     done = all_done(a.output, late.output)
     done_before = all_done(a.output, b.output)
     return results({
@@ -90,6 +98,8 @@ def branch_rules():
         "all_done": [done, done_before],
         "all_success": all_success(a.output, c.output),
         "x": x.output,
+        "head": head,
+        "tail": all_done(parts["tail"], None),
     })
 
 

@@ -159,6 +159,25 @@ class _Graph:
         return seen
 
 
+def _guarded(stmt: ast.stmt, graph: _Graph, ran: dict[str, ast.expr | bool]) -> ast.stmt:
+    """`stmt` as it is, or, for `x = <an operation on task results>` (`x = a["key"]`, `x = a + 1`) where a task
+    read may be skipped, `if <all read ran>: x = ... else: x = None`: Airflow resolves what a skipped task's
+    XCom gives as None, where the operation would fail. A display (`[a, b]`) keeps a skipped task's None."""
+    if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)) \
+            or isinstance(stmt.value, (ast.Name, ast.Constant, ast.List, ast.Tuple, ast.Dict, ast.Set)):
+        return stmt
+    reads = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name) and n.id in graph.statement}
+    runs = _and([ran[r] for r in sorted(reads)])
+    if isinstance(runs, bool):
+        return stmt
+    skipped = ast.Assign([_name(stmt.targets[0].id, store=True)], ast.Constant(None))
+    guarded = ast.If(runs, [stmt], [skipped])
+    for node in ast.walk(guarded):
+        if isinstance(node, (ast.expr, ast.stmt)) and not hasattr(node, "lineno"):
+            ast.copy_location(node, stmt)
+    return guarded
+
+
 def _bound(body: list[ast.stmt], calls: dict[int, TaskMeta]) -> list[ast.stmt]:
     """`body` with each task call that is not the whole value of an assignment (`report(x)`, `return join(a, b)`,
     `{"a": a(), ...}`) bound to a name first, in the order Python calls them, so that it can run under a
@@ -182,7 +201,8 @@ def _bound(body: list[ast.stmt], calls: dict[int, TaskMeta]) -> list[ast.stmt]:
 
 
 class _Hoist(ast.NodeTransformer):
-    """Replaces each task call of an expression (innermost first) by a name bound to it before `stmt`."""
+    """Replaces each task call of an expression (innermost first), and each item of a value (`a["key"]`, what a
+    skipped task gives reads as None), by a name bound to it before `stmt`."""
 
     def __init__(self, calls: dict[int, TaskMeta], stmt: ast.stmt, index: int) -> None:
         self.calls, self.stmt, self.index = calls, stmt, index
@@ -197,7 +217,8 @@ class _Hoist(ast.NodeTransformer):
             super().generic_visit(_called(node))
         else:
             node = super().generic_visit(node)
-        if isinstance(node, ast.expr) and id(_called(node)) in self.calls:
+        item = isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name)  # `a["key"]`: guarded on a
+        if isinstance(node, ast.expr) and (id(_called(node)) in self.calls or item):
             name = f"task·{self.index}·{len(self.bound)}"
             target = ast.copy_location(_name(name, store=True), node)
             self.bound.append(ast.copy_location(ast.Assign([target], node), self.stmt))
@@ -248,7 +269,7 @@ def lower_branches(project: Project, info: ModuleInfo, body: list[ast.stmt], cal
     for stmt in body:
         name = next((n for n, s in graph.statement.items() if s is stmt), None)
         if name is None:
-            out.append(stmt)
+            out.append(_guarded(stmt, graph, ran))
             continue
         made: list[ast.stmt] = list(flags.get(name, []))
         skipped = ast.Assign([_name(name, store=True)], ast.Constant(None))
