@@ -590,9 +590,33 @@ with DAG("forms", schedule=None) as dag:
 '''
 
 
+BRANCH_SHAPES = '''\
+from airflow.sdk import DAG, task
+
+NAME = "x"
+
+
+@task.branch
+def pick(n: int) -> str:
+    return "a"
+
+
+@task
+def step(name: str) -> str:
+    return name
+
+
+with DAG("shapes", schedule=None) as dag:
+    chosen = pick.expand(n=[1, 2])
+    a = step.override(task_id=NAME + "y")("a")
+    chosen >> a
+'''
+
+
 def test_check_names_what_branching_cannot_lower_at_its_line(tmp_path: Path) -> None:
-    """A trigger rule that depends on failures or on all upstream tasks being skipped, and a task made in a loop
-    of a DAG that branches: each reported at the line naming it."""
+    """A trigger rule that depends on failures or on all upstream tasks being skipped, a task made in a loop of a
+    DAG that branches, a mapped branch, a task a branch may choose whose id is not a literal: each reported at
+    the line naming it."""
     script = tmp_path / "forms.py"
     script.write_text(BRANCH_FORMS)
     proc = run_dagc("check", str(script))
@@ -601,6 +625,12 @@ def test_check_names_what_branching_cannot_lower_at_its_line(tmp_path: Path) -> 
                        (21, "a task made in a loop (or block) of a DAG that branches")):
         assert f"forms.py:{line}:" in proc.stderr and what in proc.stderr, (line, what, proc.stderr)
     assert proc.stderr.count("error[") == 3 and "Traceback" not in proc.stderr
+    shapes = tmp_path / "shapes.py"
+    shapes.write_text(BRANCH_SHAPES)
+    proc = run_dagc("check", str(shapes))
+    for line, what in ((17, "a mapped branch task"), (18, "the id of `a`, a task a branch may choose")):
+        assert f"shapes.py:{line}:" in proc.stderr and what in proc.stderr, (line, what, proc.stderr)
+    assert proc.stderr.count("error[") == 2 and "Traceback" not in proc.stderr
 
 
 def test_branches_compile_to_conditional_regions() -> None:

@@ -312,9 +312,10 @@ class _DagRewriter(ast.NodeTransformer):
             self.junctions.add(target.id)
             assert isinstance(node.value, ast.Call)
             given = next((k.value for k in node.value.keywords if k.arg == "task_id"), None)
-            task_id = given.value if isinstance(given, ast.Constant) and isinstance(given.value, str) else target.id
+            known = isinstance(given, ast.Constant) and isinstance(given.value, str)
+            task_id = given.value if known else target.id  # type: ignore[union-attr]
             self.junction_meta[target.id] = TaskMeta(task_id, trigger_rule(self.project, self.info,
-                                                                           node.value.keywords))
+                                                                           node.value.keywords), known=known)
             return None
         result = self._add_result(node.value)
         if result is not None and target is not None:
@@ -371,9 +372,10 @@ class _DagRewriter(ast.NodeTransformer):
             made = python_operator(self.project, self.info, node, self.callables, self._operator_options)
             if isinstance(made, ast.Call) and isinstance(made.func, ast.Name):
                 given = next((k.value for k in node.keywords if k.arg == "task_id"), None)
-                task_id = given.value if isinstance(given, ast.Constant) else made.func.id.partition("·")[0]
-                self.calls[id(made)] = TaskMeta(str(task_id), trigger_rule(self.project, self.info, node.keywords),
-                                                name in BRANCH_OPERATORS)
+                known = isinstance(given, ast.Constant) and isinstance(given.value, str)
+                self.calls[id(made)] = TaskMeta(given.value if known else "",  # type: ignore[union-attr]
+                                                trigger_rule(self.project, self.info, node.keywords),
+                                                name in BRANCH_OPERATORS, known)
             return made
         if name in _LABEL:
             return node  # (a name on an edge, `a >> Label("no") >> b`: shown, not computed)
@@ -408,7 +410,8 @@ class _DagRewriter(ast.NodeTransformer):
         found = next((f for d in task.node.decorator_list if (f := decorator_form(owner, d)) is not None), None)
         keywords = [*(found[1].keywords if found is not None and found[1] is not None else []), *overrides]
         given = next((k.value for k in reversed(keywords) if k.arg == "task_id"), None)
-        core = given.value if isinstance(given, ast.Constant) and isinstance(given.value, str) else task.node.name
+        known = given is None or isinstance(given, ast.Constant) and isinstance(given.value, str)
+        core = given.value if given is not None and known else task.node.name  # type: ignore[union-attr]
         count = self.uses.get(core, 0)
         self.uses[core] = count + 1
         branch = any((dotted_name(owner, d.func if isinstance(d, ast.Call) else d) or "").endswith(".task.branch")
@@ -418,7 +421,7 @@ class _DagRewriter(ast.NodeTransformer):
             rule = trigger_rule(self.project, owner if not overrides else self.info, keywords)
             if not overrides:
                 self.rules[id(task.node)] = rule
-        self.calls[id(made)] = TaskMeta(f"{core}__{count}" if count else core, rule, branch)
+        self.calls[id(made)] = TaskMeta(f"{core}__{count}" if count else core, rule, branch, known)
 
     def _operator_options(self, call: ast.Call) -> tuple[TaskOptions, tuple[str, ...]]:
         """An operator's own `retries=`/`execution_timeout=`, and the DAG's defaults for those it does not set."""

@@ -43,6 +43,7 @@ class TaskMeta:
     task_id: str
     rule: str = _ALL
     branch: bool = False
+    known: bool = True  # the id is written as a literal (else a branch cannot be read to choose it)
 
 
 def trigger_rule(project: Project, info: ModuleInfo, keywords: list[ast.keyword]) -> str:
@@ -244,6 +245,19 @@ def lower_branches(project: Project, info: ModuleInfo, body: list[ast.stmt], cal
     order = graph.order()
     if order is None:
         return body  # (a cycle: Airflow rejects the DAG, the extraction reports the loop of waits)
+    failed = False
+    for name, meta in graph.meta.items():
+        stmt = graph.statement.get(name)
+        if meta.branch and stmt is not None and isinstance(_called(stmt.value), ast.ListComp):
+            unsupported(project, info, stmt, "a mapped branch task (`.expand`)",
+                        f"branch once, on a task that gathers what the mapped tasks return; {_HINT}")
+            failed = True
+        if not meta.known and any(graph.meta[u].branch for u in graph.upstream[name]):
+            unsupported(project, info, stmt if stmt is not None else body[0], f"the id of `{name}`, a task a branch "
+                        "may choose, is not written as a string", f"write `task_id=\"...\"` as a literal; {_HINT}")
+            failed = True
+    if failed:
+        return body
     ran: dict[str, ast.expr | bool] = {}
     flags: dict[str, list[ast.stmt]] = {}  # name -> the statements binding its run flag, before its statement
     for name in order:
