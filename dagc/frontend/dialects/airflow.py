@@ -10,7 +10,11 @@ The DAG function's body is rewritten into dagc's forms (dagc.frontend.dialects.r
     load.override(task_id="l")(x)   →  load(x)
     a >> b, b << a, chain(a, b)     →  b's call becomes dagc.after(<call>, a)        (an order without data)
 
-Task options dagc has an equivalent for: `retries=`, `execution_timeout=timedelta(...)` (a timeout). A file's
+    @task.branch / BranchPythonOperator  →  `if` on what the branch chose, around each task it may skip
+                                            (dagc.frontend.dialects.airflow_branch)
+
+Task options dagc has an equivalent for: `retries=`, `execution_timeout=timedelta(...)` (a timeout), also from
+the DAG's `default_args` (dagc.frontend.dialects.airflow_defaults). A file's
 `my_dag()` at module level builds a DAG object when the programs import the module: Airflow must be installed
 where they run, and nothing runs then.
 """
