@@ -143,9 +143,8 @@ def scan_with(project: Project, info: ModuleInfo, node: ast.With) -> None:
                                info.source.span(group), hint=f"bind the DAG: `with DAG(...) as dag:`; {_HINT}")
     enable_after(info)
     _check_module_tasks(project, info, fn)
-    dag_call = next(i.context_expr for i in node.items if isinstance(i.context_expr, ast.Call)
-                    and dotted_name(info, i.context_expr.func) in CONTEXTS) if any(
-        isinstance(i.context_expr, ast.Call) for i in node.items) else None
+    dag_call = next((i.context_expr for i in node.items if isinstance(i.context_expr, ast.Call)
+                     and dotted_name(info, i.context_expr.func) in CONTEXTS), None)
     body = _lowered(project, info, fn, "", {}, {}, dag_variable=variable,
                     defaults=dag_defaults(project, info, dag_call))
     info.pipelines[fn.name] = PipelineDef(fn.name, info.name, FunctionSig.of(fn), body, info.source,
