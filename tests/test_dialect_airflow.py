@@ -35,6 +35,9 @@ CASES: dict[str, str] = {
     "tutorial_dag": "airflow_tutorial_dag",
     "example_xcom_args": "airflow_xcom_args",
     "example_xcom_args_with_operators": "airflow_xcom_args",
+    "example_nested_branch_dag": "airflow_nested_branch",
+    "example_branch_dop_operator_v3": "airflow_branch_dop",
+    "branch_rules": "airflow_branch_rules",
 }
 PORTED = sorted(set(CASES.values()))
 
@@ -104,6 +107,17 @@ def test_ray_and_torch_programs_of_a_with_dag_block_equal_dag_test(airflow_home:
     """A `with DAG(...)` block of `PythonOperator`s (defined in the block, given `op_args`/`op_kwargs` and other
     operators' `.output`, made in a loop, ordered by `>>`): the programs import the DAG file as the module."""
     dag = "example_python_operator"
+    script = PORTS / f"{CASES[dag]}.py"
+    assert run_ray(script, dag, {}, airflow_home, ray_cluster.address) == airflow_results[dag]
+    assert run_torch(script, dag, {}, airflow_home) == airflow_results[dag]
+
+
+@pytest.mark.slow
+def test_ray_and_torch_programs_of_a_branching_dag_equal_dag_test(airflow_home: Path, airflow_results,
+                                                                  ray_cluster) -> None:
+    """Branches (a `BranchPythonOperator` choosing a list, a `@task.branch` of the DAG function choosing none)
+    and the trigger rules that meet their skips: the tasks Airflow skips do not run in either program."""
+    dag = "branch_rules"
     script = PORTS / f"{CASES[dag]}.py"
     assert run_ray(script, dag, {}, airflow_home, ray_cluster.address) == airflow_results[dag]
     assert run_torch(script, dag, {}, airflow_home) == airflow_results[dag]
@@ -450,3 +464,182 @@ def test_code_of_a_task_defined_in_a_with_dag_block_is_its_own(tmp_path: Path) -
     assert code_digest(names, tmp_path, files) == emitted
     script.write_text(BLOCK.format(factor=4))
     assert code_digest(names, tmp_path, files) != emitted
+
+
+DEFAULTS = '''\
+from datetime import datetime, timedelta
+
+from airflow.providers.standard.operators.python import PythonOperator
+from airflow.sdk import DAG, dag, task
+
+DEFAULTS = {"owner": "ml", "retries": 2, "email_on_failure": False, "retry_delay": timedelta(minutes=1),
+            "execution_timeout": timedelta(minutes=5), "pool_slots": 2}
+
+
+@task
+def top(x: int) -> int:
+    return x + 1
+
+
+@task(retries=5)
+def own(x: int) -> int:
+    return x
+
+
+def plain(x):
+    return x
+
+
+@dag(schedule=None, start_date=datetime(2024, 1, 1), default_args=DEFAULTS)
+def defaults():
+    @task(execution_timeout=timedelta(seconds=10))
+    def inner(x: int) -> int:
+        return x
+
+    e = PythonOperator(task_id="e", python_callable=plain, op_args=[inner(own(top(1)))], retries=0)
+    return top.override(retries=7)(e.output)
+
+
+defaults()
+
+with DAG("block", default_args={"retries": 1, "depends_on_past": True, "sla": 3}) as blk:
+    blk.add_result(top(1))
+'''
+
+
+def test_default_args_give_each_task_the_options_it_does_not_set(tmp_path: Path) -> None:
+    """`default_args` (a module-level dict constant or a literal) give retries and a timeout to every task of
+    their DAG that does not set its own, as Airflow does: module-level tasks at the call (another DAG calling
+    them keeps its own defaults); keys that change nothing are ignored, any other is warned about at its line."""
+    script = tmp_path / "defaults.py"
+    script.write_text(DEFAULTS)
+    graph = compile_file(script, pipeline_name="defaults")
+    options = {n.name: (n.options.retries, n.options.timeout) for n in graph if n.op == "task"}
+    assert options == {"top": (2, 300.0), "own": (5, 300.0), "inner": (2, 10.0), "e": (0, 300.0),
+                       "top.1": (7, 300.0)}
+    block = compile_file(script, pipeline_name="block")
+    assert [(n.name, n.options.retries, n.options.timeout) for n in block if n.op == "task"] == [("top", 1, None)]
+    proc = run_dagc("check", str(script))
+    assert proc.returncode == 0, proc.stderr
+    warned = [line for line in proc.stderr.splitlines() if "warning[" in line]
+    assert len(warned) == 2 and "defaults.py:7:56:" in warned[0] and "`pool_slots`" in warned[0]
+    assert "defaults.py:36:72:" in warned[1] and "`sla`" in warned[1]
+
+
+IMPORTING = '''\
+from datetime import datetime
+
+from airflow.providers.standard.operators.python import PythonOperator
+from airflow.sdk import DAG
+
+from helpers import etl
+from helpers.etl import extract
+from helpers.tasks import total
+
+with DAG("imported", schedule=None, start_date=datetime(2024, 1, 1), default_args={"retries": 2}) as dag:
+    got = PythonOperator(task_id="extract", python_callable=extract)
+    scaled = PythonOperator(task_id="scale", python_callable=etl.scale, op_args=[got.output], op_kwargs={"factor": 3})
+    dag.add_result(total(scaled.output))
+'''
+
+
+def test_callables_and_tasks_imported_from_the_users_modules(airflow_home: Path) -> None:
+    """A `python_callable` imported from another module of the project (by name, or through its module) and a
+    `@task` imported from one are tasks of those modules; the program imports them there."""
+    import runpy
+
+    project = airflow_home / "project"
+    (project / "helpers").mkdir(parents=True)
+    (project / "helpers" / "__init__.py").write_text("")
+    (project / "helpers" / "etl.py").write_text(
+        "def extract():\n    return [1, 2, 3]\n\n\ndef scale(values, factor):\n    return [v * factor for v in values]\n")
+    (project / "helpers" / "tasks.py").write_text(
+        "from airflow.sdk import task\n\n\n@task(retries=1)\ndef total(values: list) -> int:\n    return sum(values)\n")
+    script = project / "imported.py"
+    script.write_text(IMPORTING)
+    graph = compile_file(script, pipeline_name="imported")
+    assert {n.name: (n.target, n.options.retries) for n in graph if n.op == "task"} == {
+        "extract": ("helpers.etl:extract", 2), "scale": ("helpers.etl:scale", 2), "total": ("helpers.tasks:total", 1)}
+    etl = runpy.run_path(str(project / "helpers" / "etl.py"))
+    assert run_local(script, "imported", {}, airflow_home) == sum(etl["scale"](etl["extract"](), 3))
+
+
+BRANCH_FORMS = '''\
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow.sdk import DAG, TriggerRule, task
+
+
+@task.branch
+def pick() -> str:
+    return "a"
+
+
+@task
+def step(name: str) -> str:
+    return name
+
+
+with DAG("forms", schedule=None) as dag:
+    chosen = pick()
+    a = step("a")
+    b = step.override(trigger_rule="one_failed")("b")
+    c = EmptyOperator(task_id="c", trigger_rule=TriggerRule.ALL_SKIPPED)
+    chosen >> [a, b, c]
+    for name in ["d", "e"]:
+        a >> step(name)
+'''
+
+
+BRANCH_SHAPES = '''\
+from airflow.sdk import DAG, task
+
+NAME = "x"
+
+
+@task.branch
+def pick(n: int) -> str:
+    return "a"
+
+
+@task
+def step(name: str) -> str:
+    return name
+
+
+with DAG("shapes", schedule=None) as dag:
+    chosen = pick.expand(n=[1, 2])
+    a = step.override(task_id=NAME + "y")("a")
+    chosen >> a
+'''
+
+
+def test_check_names_what_branching_cannot_lower_at_its_line(tmp_path: Path) -> None:
+    """A trigger rule that depends on failures or on all upstream tasks being skipped, a task made in a loop of a
+    DAG that branches, a mapped branch, a task a branch may choose whose id is not a literal: each reported at
+    the line naming it."""
+    script = tmp_path / "forms.py"
+    script.write_text(BRANCH_FORMS)
+    proc = run_dagc("check", str(script))
+    assert proc.returncode != 0
+    for line, what in ((18, "trigger rule `one_failed`"), (19, "trigger rule `all_skipped`"),
+                       (21, "a task made in a loop (or block) of a DAG that branches")):
+        assert f"forms.py:{line}:" in proc.stderr and what in proc.stderr, (line, what, proc.stderr)
+    assert proc.stderr.count("error[") == 3 and "Traceback" not in proc.stderr
+    shapes = tmp_path / "shapes.py"
+    shapes.write_text(BRANCH_SHAPES)
+    proc = run_dagc("check", str(shapes))
+    for line, what in ((17, "a mapped branch task"), (18, "the id of `a`, a task a branch may choose")):
+        assert f"shapes.py:{line}:" in proc.stderr and what in proc.stderr, (line, what, proc.stderr)
+    assert proc.stderr.count("error[") == 2 and "Traceback" not in proc.stderr
+
+
+def test_branches_compile_to_conditional_regions() -> None:
+    """Each task a branch may skip runs in a `cond` region on the branch's choice; a task no branch reaches
+    does not."""
+    graph = compile_file(PORTS / "airflow_branch_dop.py", pipeline_name="example_branch_dop_operator_v3")
+    top = {n.name: n for n in graph}
+    assert "should_run" in top and [n.op for n in top.values()].count("cond") == 3
+    conds = [n for n in graph if n.op == "cond"]
+    inside = sorted(b.function for c in conds for body in c.bodies.values() for b in body if b.op == "task")
+    assert inside == ["side", "side", "which"]
+    assert graph.node("should_run").op == "task"  # (no branch reaches it: it runs unconditionally)

@@ -10,7 +10,11 @@ The DAG function's body is rewritten into dagc's forms (dagc.frontend.dialects.r
     load.override(task_id="l")(x)   →  load(x)
     a >> b, b << a, chain(a, b)     →  b's call becomes dagc.after(<call>, a)        (an order without data)
 
-Task options dagc has an equivalent for: `retries=`, `execution_timeout=timedelta(...)` (a timeout). A file's
+    @task.branch / BranchPythonOperator  →  `if` on what the branch chose, around each task it may skip
+                                            (dagc.frontend.dialects.airflow_branch)
+
+Task options dagc has an equivalent for: `retries=`, `execution_timeout=timedelta(...)` (a timeout), also from
+the DAG's `default_args` (dagc.frontend.dialects.airflow_defaults). A file's
 `my_dag()` at module level builds a DAG object when the programs import the module: Airflow must be installed
 where they run, and nothing runs then.
 """
@@ -18,6 +22,7 @@ where they run, and nothing runs then.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import weakref
 
 from dagc.frontend.dialects import (
@@ -28,7 +33,18 @@ from dagc.frontend.dialects import (
     decorator_form,
     dotted_name,
 )
+from dagc.frontend.dialects.airflow_branch import TaskMeta, lower_branches, trigger_rule
+from dagc.frontend.dialects.airflow_defaults import (
+    apply_at_calls,
+    configured_call,
+    dag_defaults,
+    duration,
+    operator_options,
+    with_defaults,
+    written_options,
+)
 from dagc.frontend.dialects.airflow_operators import (
+    BRANCH_OPERATORS,
     EMPTY_OPERATORS,
     PYTHON_OPERATORS,
     PlainFunction,
@@ -57,6 +73,7 @@ __all__ = ["task_options", "pipeline_node", "scan_with"]
 for _module in ("airflow.sdk", "airflow.decorators"):
     DECORATORS[f"{_module}.task"] = DecoratorForm("airflow", "task")
     DECORATORS[f"{_module}.task.python"] = DecoratorForm("airflow", "task")
+    DECORATORS[f"{_module}.task.branch"] = DecoratorForm("airflow", "task")  # (dagc.frontend.dialects.airflow_branch)
     DECORATORS[f"{_module}.dag"] = DecoratorForm("airflow", "pipeline")
 RUNS_EVERY_TASK.add("airflow")  # a DAG run runs each of its tasks, whether its result is used or not
 for _dag_class in ("airflow.DAG", "airflow.sdk.DAG", "airflow.models.DAG", "airflow.models.dag.DAG",
@@ -65,11 +82,9 @@ for _dag_class in ("airflow.DAG", "airflow.sdk.DAG", "airflow.models.DAG", "airf
 
 _HINT = "docs/dialects.md (Airflow) lists the forms dagc compiles"
 _DOCS = {"doc", "doc_md", "doc_rst", "doc_json", "doc_yaml"}  # what `dag.doc_md = ...` sets: shown, not computed
+_LABEL = {"airflow.sdk.Label", "airflow.utils.edgemodifier.Label", "airflow.sdk.definitions.edges.Label"}
 _GROUP = {"airflow.sdk.task_group", "airflow.decorators.task_group"}
 _CHAIN = {"airflow.sdk.chain", "airflow.models.baseoperator.chain", "airflow.sdk.bases.operator.chain"}
-_TIMEDELTA = {"datetime.timedelta", "pendulum.duration"}
-_SECONDS = {"weeks": 604800, "days": 86400, "hours": 3600, "minutes": 60, "seconds": 1, "milliseconds": 1e-3,
-            "microseconds": 1e-6}
 
 
 def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> tuple[TaskOptions, tuple[str, ...]]:
@@ -88,7 +103,7 @@ def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> t
                 continue
             given["retries"] = value
         elif keyword.arg == "execution_timeout":
-            seconds = _duration(project, info, keyword.value)
+            seconds = duration(project, info, keyword.value)
             if seconds is None:
                 project.sink.error("DAGC109", "`execution_timeout=` must be a `timedelta(...)` of literals",
                                    info.source.span(keyword.value),
@@ -97,22 +112,6 @@ def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> t
             if seconds > 0:
                 given["timeout"] = seconds
     return TaskOptions(**given), ()  # type: ignore[arg-type]
-
-
-def _duration(project: Project, info: ModuleInfo, expr: ast.expr) -> float | None:
-    """Seconds of `timedelta(minutes=5)` / `pendulum.duration(hours=1)` (keywords of literals), else None."""
-    if not isinstance(expr, ast.Call) or dotted_name(info, expr.func) not in _TIMEDELTA or expr.args:
-        return None
-    total = 0.0
-    for keyword in expr.keywords:
-        try:
-            value = static_option_value(keyword.value, info, project)
-        except NotStatic:
-            return None
-        if keyword.arg not in _SECONDS or not isinstance(value, (int, float)) or isinstance(value, bool):
-            return None
-        total += value * _SECONDS[keyword.arg]
-    return total
 
 
 def pipeline_node(project: Project, info: ModuleInfo,
@@ -124,7 +123,9 @@ def pipeline_node(project: Project, info: ModuleInfo,
         return fn
     enable_after(info)
     _check_module_tasks(project, info, fn)
-    return _lowered(project, info, fn, fn.name, {}, {})
+    dag_call = next((d for d in fn.decorator_list if isinstance(d, ast.Call)
+                     and (found := decorator_form(info, d)) is not None and found[0].kind == "pipeline"), None)
+    return _lowered(project, info, fn, fn.name, {}, {}, defaults=dag_defaults(project, info, dag_call))
 
 
 def scan_with(project: Project, info: ModuleInfo, node: ast.With) -> None:
@@ -142,26 +143,38 @@ def scan_with(project: Project, info: ModuleInfo, node: ast.With) -> None:
                                info.source.span(group), hint=f"bind the DAG: `with DAG(...) as dag:`; {_HINT}")
     enable_after(info)
     _check_module_tasks(project, info, fn)
-    body = _lowered(project, info, fn, "", {}, {}, dag_variable=variable)
+    dag_call = next((i.context_expr for i in node.items if isinstance(i.context_expr, ast.Call)
+                     and dotted_name(info, i.context_expr.func) in CONTEXTS), None)
+    body = _lowered(project, info, fn, "", {}, {}, dag_variable=variable,
+                    defaults=dag_defaults(project, info, dag_call))
     info.pipelines[fn.name] = PipelineDef(fn.name, info.name, FunctionSig.of(fn), body, info.source,
                                           weakref.ref(info), dialect="airflow")
 
 
 def _lowered(project: Project, info: ModuleInfo, fn: ast.FunctionDef, qualname: str, outer: dict[str, str],
-             outer_callables: dict[str, PlainFunction], dag_variable: str | None = None) -> ast.FunctionDef:
+             outer_callables: dict[str, PlainFunction], dag_variable: str | None = None,
+             defaults: dict[str, object] | None = None, group: bool = False) -> ast.FunctionDef:
     """`fn` (a DAG function, or a task group in one, named `qualname` as Python names it; "" for a `with DAG`
     block, whose definitions are the module's) in dagc's forms; `outer`: the tasks and groups of the functions
     it is defined in, by the names its body may use for them; `outer_callables`: their plain functions;
-    `dag_variable`: the name a `with DAG(...) as dag:` block binds (its `dag.add_result(x)` is the result)."""
+    `dag_variable`: the name a `with DAG(...) as dag:` block binds (its `dag.add_result(x)` is the result);
+    `defaults`: the TaskOptions fields the DAG's `default_args` give each task that does not set its own."""
+    defaults = defaults or {}
     lowered = copy_function(fn)
     assert isinstance(lowered, ast.FunctionDef)
-    tasks, callables = _nested_tasks(project, info, fn, lowered, qualname, outer, outer_callables)
+    tasks, callables = _nested_tasks(project, info, fn, lowered, qualname, outer, outer_callables, defaults)
     nested = {**outer, **tasks}
     local = bound_names(lowered) - set(nested)
     body = [_Renamer(nested).visit(stmt) for stmt in lowered.body]
-    rewriter = _DagRewriter(project, info, local, {**outer_callables, **callables}, dag_variable)
+    rewriter = _DagRewriter(project, info, local, {**outer_callables, **callables}, dag_variable, defaults)
     body = [new for stmt in body if (new := rewriter.visit(stmt)) is not None]
-    body = _Ordering(project, info, local, rewriter.junctions).statements(body)
+    ordering = _Ordering(project, info, local, rewriter.junctions)
+    body = ordering.statements(body)
+    if group and any(m.branch for m in rewriter.calls.values()):
+        unsupported(project, info, fn, "a branch task in a task group", f"branch in the DAG's own body; {_HINT}")
+    elif not group:
+        body = lower_branches(project, info, body, rewriter.calls, rewriter.junction_meta, ordering.edges)
+    apply_at_calls(project, info, body, defaults, set(nested.values()))
     if rewriter.result is not None:
         body.append(ast.copy_location(ast.Return(ast.Name(rewriter.result, ast.Load())), body[-1] if body else fn))
     lowered.body = body or [ast.copy_location(ast.Pass(), fn)]
@@ -170,7 +183,8 @@ def _lowered(project: Project, info: ModuleInfo, fn: ast.FunctionDef, qualname: 
 
 def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef, lowered: ast.FunctionDef,
                   qualname: str, outer: dict[str, str],
-                  outer_callables: dict[str, PlainFunction]) -> tuple[dict[str, str], dict[str, PlainFunction]]:
+                  outer_callables: dict[str, PlainFunction],
+                  defaults: dict[str, object]) -> tuple[dict[str, str], dict[str, PlainFunction]]:
     """The `@task` functions and `@task_group`s `fn` defines, as tasks and (inlined) pipelines of the module named
     `qualname.<locals>.name` (their Python qualified name; `name` in a `with DAG` block), and the plain functions
     it hands to operators (`python_callable=`); removed from the rewritten body. Returns ({name in the body:
@@ -183,7 +197,8 @@ def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef, lower
     for stmt, original in zip(lowered.body, fn.body):
         name = f"{qualname}.<locals>.{getattr(original, 'name', '')}" if qualname else getattr(original, "name", "")
         if isinstance(original, ast.FunctionDef) and _is_group(info, original):
-            group = _lowered(project, info, original, name, {**outer, **found}, {**outer_callables, **callables})
+            group = _lowered(project, info, original, name, {**outer, **found}, {**outer_callables, **callables},
+                             defaults=defaults, group=True)
             info.symbols[name] = PipelineDef(original.name, info.name, FunctionSig.of(original), group, info.source,
                                              weakref.ref(info), dialect="airflow")
             found[original.name] = name
@@ -201,8 +216,13 @@ def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef, lower
         assert isinstance(original, (ast.FunctionDef, ast.AsyncFunctionDef))
         found[original.name] = name
         if not qualname:  # already the module's task (dagc.frontend.scan read the block's definitions)
+            defined = info.tasks.get(name)
+            if defined is not None and defaults:
+                info.tasks[name] = info.symbols[name] = dataclasses.replace(  # type: ignore[assignment]
+                    defined, options=with_defaults(defined.options, written_options(info, original), defaults))
             continue
         options, _ = task_options(project, info, form if isinstance(form, ast.Call) else None)
+        options = with_defaults(options, written_options(info, original), defaults)
         returns = ast.unparse(original.returns) if original.returns is not None else None
         task = TaskDef(original.name, info.name, name, FunctionSig.of(original), options, returns, original,
                        info.source, dialect="airflow")
@@ -271,12 +291,16 @@ class _DagRewriter(ast.NodeTransformer):
     the DAG's result (`result`); `dag.doc_md = ...` is dropped (documentation, not computation)."""
 
     def __init__(self, project: Project, info: ModuleInfo, local: set[str], callables: dict[str, PlainFunction],
-                 dag_variable: str | None) -> None:
-        self.project, self.info, self.local = project, info, local
+                 dag_variable: str | None, defaults: dict[str, object]) -> None:
+        self.project, self.info, self.local, self.defaults = project, info, local, defaults
         self.callables, self.dag_variable = callables, dag_variable
         self.taken = set(local)
         self.junctions: set[str] = set()  # names bound to an EmptyOperator: they only order
         self.operators: set[str] = set()  # names bound to a PythonOperator's task call
+        self.calls: dict[int, TaskMeta] = {}  # id(task call made) -> its Airflow id, trigger rule, whether it branches
+        self.junction_meta: dict[str, TaskMeta] = {}  # the same of each junction, by name
+        self.rules: dict[int, str] = {}  # id(a task's definition) -> its decorator's trigger rule
+        self.uses: dict[str, int] = {}  # a TaskFlow task id -> how many calls took it (Airflow's `id__1`, ...)
         self.result: str | None = None
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
@@ -289,12 +313,18 @@ class _DagRewriter(ast.NodeTransformer):
         operator = dotted_name(self.info, node.value.func) if isinstance(node.value, ast.Call) else None
         if target is not None and operator in EMPTY_OPERATORS:
             self.junctions.add(target.id)
+            assert isinstance(node.value, ast.Call)
+            given = next((k.value for k in node.value.keywords if k.arg == "task_id"), None)
+            known = isinstance(given, ast.Constant) and isinstance(given.value, str)
+            task_id = given.value if known else target.id  # type: ignore[union-attr]
+            self.junction_meta[target.id] = TaskMeta(task_id, trigger_rule(self.project, self.info,
+                                                                           node.value.keywords), known=known)
             return None
         result = self._add_result(node.value)
         if result is not None and target is not None:
             node.value, self.result = result, target.id
         self.generic_visit(node)
-        if target is not None and operator in PYTHON_OPERATORS:
+        if target is not None and operator in PYTHON_OPERATORS | BRANCH_OPERATORS:
             self.operators.add(target.id)
         return node
 
@@ -340,10 +370,18 @@ class _DagRewriter(ast.NodeTransformer):
         if isinstance(func, ast.Attribute) and func.attr in ("expand", "expand_kwargs"):
             return self._expand(node, func)
         name = dotted_name(self.info, func) or ""
-        if name in PYTHON_OPERATORS:
+        if name in PYTHON_OPERATORS | BRANCH_OPERATORS:
             self.generic_visit(node)
-            return python_operator(self.project, self.info, node, self.callables,
-                                   lambda call: task_options(self.project, self.info, call))
+            made = python_operator(self.project, self.info, node, self.callables, self._operator_options)
+            if isinstance(made, ast.Call) and isinstance(made.func, ast.Name):
+                given = next((k.value for k in node.keywords if k.arg == "task_id"), None)
+                known = isinstance(given, ast.Constant) and isinstance(given.value, str)
+                self.calls[id(made)] = TaskMeta(given.value if known else "",  # type: ignore[union-attr]
+                                                trigger_rule(self.project, self.info, node.keywords),
+                                                name in BRANCH_OPERATORS, known)
+            return made
+        if name in _LABEL:
+            return node  # (a name on an edge, `a >> Label("no") >> b`: shown, not computed)
         if name in EMPTY_OPERATORS:
             return unsupported(self.project, self.info, node, "an `EmptyOperator` that is not bound to a name",
                                f"bind it and order with it: `start = EmptyOperator(task_id=\"start\")`, then "
@@ -351,13 +389,47 @@ class _DagRewriter(ast.NodeTransformer):
         self.generic_visit(node)
         if isinstance(func, ast.Call) and isinstance(func.func, ast.Attribute) and func.func.attr == "override" \
                 and is_function_ref(func.func.value, self.local):
-            return call_of(func.func.value, node.args, node.keywords, node)  # task ids, pools: not what it computes
+            # task ids, pools: not what it computes; its retries and timeout are the call's options
+            given, _ = task_options(self.project, self.info, func)
+            fields = {k: getattr(given, k) for k in operator_options(func)}
+            made = call_of(configured_call(func.func.value, fields, node), node.args, node.keywords, node)
+            self._taskflow(made, func.func.value, func.keywords)
+            return made
         if name.startswith("airflow.") and name.rpartition(".")[2][:1].isupper():
             return unsupported(self.project, self.info, node,
                                f"Airflow operator `{name.rpartition('.')[2]}` is not supported: dagc compiles "
                                "`@task` functions and `PythonOperator`", f"write the step as a `@task` function; "
                                f"{_HINT}")
+        self._taskflow(node, func, [])
         return node
+
+    def _taskflow(self, made: ast.expr, func: ast.expr, overrides: list[ast.keyword]) -> None:
+        """Note the Airflow id and trigger rule of `made`, a call of TaskFlow task `func` (a `.override(...)`'s
+        `overrides` taking precedence over the decorator's)."""
+        task = self.project.lookup(self.info, func.id) if isinstance(func, ast.Name) else None
+        if not isinstance(task, TaskDef) or task.dialect != "airflow":
+            return
+        owner = self.project.module(task.module) or self.info
+        found = next((f for d in task.node.decorator_list if (f := decorator_form(owner, d)) is not None), None)
+        keywords = [*(found[1].keywords if found is not None and found[1] is not None else []), *overrides]
+        given = next((k.value for k in reversed(keywords) if k.arg == "task_id"), None)
+        known = given is None or isinstance(given, ast.Constant) and isinstance(given.value, str)
+        core = given.value if given is not None and known else task.node.name  # type: ignore[union-attr]
+        count = self.uses.get(core, 0)
+        self.uses[core] = count + 1
+        branch = any((dotted_name(owner, d.func if isinstance(d, ast.Call) else d) or "").endswith(".task.branch")
+                     for d in task.node.decorator_list)
+        rule = self.rules.get(id(task.node)) if not overrides else None
+        if rule is None:  # (a decorator's rule is read, and reported, once)
+            rule = trigger_rule(self.project, owner if not overrides else self.info, keywords)
+            if not overrides:
+                self.rules[id(task.node)] = rule
+        self.calls[id(made)] = TaskMeta(f"{core}__{count}" if count else core, rule, branch, known)
+
+    def _operator_options(self, call: ast.Call) -> tuple[TaskOptions, tuple[str, ...]]:
+        """An operator's own `retries=`/`execution_timeout=`, and the DAG's defaults for those it does not set."""
+        options, after = task_options(self.project, self.info, call)
+        return with_defaults(options, operator_options(call), self.defaults), after
 
     def _expand(self, node: ast.Call, func: ast.Attribute) -> ast.expr:
         """`task.expand(x=xs)`, `task.partial(k=v).expand(x=xs)`: one call per item (several mapped keywords:
@@ -377,7 +449,9 @@ class _DagRewriter(ast.NodeTransformer):
                                f"expand a `@task` function: `task.expand(x=items)`; {_HINT}")
         mapped = [(k.arg or "", Mapped(self.visit(k.value))) for k in node.keywords]
         if len(mapped) == 1:
-            return fan_out(base, [], [(k.arg or "", k.value) for k in fixed] + mapped, node, self.taken)
+            made = fan_out(base, [], [(k.arg or "", k.value) for k in fixed] + mapped, node, self.taken)
+            self._taskflow(made, base, [])
+            return made
         # a cross product: nested generators, the first keyword outermost
         comp = fan_out(base, [], [(k.arg or "", k.value) for k in fixed] + mapped[:1], node, self.taken)
         for keyword, items in mapped[1:]:
@@ -385,6 +459,7 @@ class _DagRewriter(ast.NodeTransformer):
             comp.generators.extend(inner.generators)
             assert isinstance(comp.elt, ast.Call)
             comp.elt.keywords.extend(k for k in inner.elt.keywords if k.arg == keyword)  # type: ignore[attr-defined]
+        self._taskflow(comp, base, [])
         return comp
 
 
@@ -401,6 +476,7 @@ class _Ordering:
         self.home: dict[int, list[ast.stmt]] = {}  # id(assignment) -> the statement list holding it
         self.before: dict[str, list[str]] = {j: [] for j in junctions}  # junction -> the names ordered before it
         self.after_: dict[str, list[str]] = {j: [] for j in junctions}  # junction -> the names ordered after it
+        self.edges: list[tuple[str, str]] = []  # (upstream, downstream) as written, junctions included
 
     def statements(self, body: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
@@ -439,6 +515,7 @@ class _Ordering:
             if failed:
                 continue
             for upstream, downstream in zip(names, names[1:]):
+                self.edges.extend((u, d) for u in upstream for d in downstream)
                 self._edge(upstream, downstream, set())
         return out
 
@@ -524,4 +601,5 @@ class _Ordering:
             return []
         if ast.LShift in kinds:
             ops.reverse()
+        ops = [o for o in ops if not (isinstance(o, ast.Call) and dotted_name(self.info, o.func) in _LABEL)]
         return [list(o.elts) if isinstance(o, (ast.List, ast.Tuple)) else [o] for o in ops]

@@ -18,15 +18,24 @@ from dataclasses import dataclass
 
 from dagc.frontend.dialects import dotted_name
 from dagc.frontend.dialects.rewrite import unsupported
-from dagc.frontend.modules import FunctionSig, ModuleInfo, Opaque, Project, TaskDef
+from dagc.frontend.modules import (
+    FunctionSig,
+    ImportedModule,
+    ImportedName,
+    ModuleInfo,
+    Opaque,
+    Project,
+    TaskDef,
+)
 from dagc.ir.types import TaskOptions
 
-__all__ = ["PlainFunction", "PYTHON_OPERATORS", "EMPTY_OPERATORS", "python_operator", "context_params",
+__all__ = ["PlainFunction", "PYTHON_OPERATORS", "BRANCH_OPERATORS", "EMPTY_OPERATORS", "python_operator", "context_params",
            "check_task_code"]
 
 _HINT = "docs/dialects.md (Airflow) lists the forms dagc compiles"
 _PROVIDERS = ("airflow.providers.standard.operators", "airflow.operators")
 PYTHON_OPERATORS = {f"{m}.python.PythonOperator" for m in _PROVIDERS}
+BRANCH_OPERATORS = {f"{m}.python.BranchPythonOperator" for m in _PROVIDERS}  # a PythonOperator that branches
 EMPTY_OPERATORS = {f"{m}.empty.EmptyOperator" for m in _PROVIDERS} | {"airflow.operators.dummy.DummyOperator"}
 _CURRENT_CONTEXT = {f"{m}.python.get_current_context" for m in _PROVIDERS} | {
     "airflow.sdk.get_current_context", "airflow.sdk.definitions.context.get_current_context"}
@@ -49,6 +58,7 @@ class PlainFunction:
 
     node: ast.FunctionDef
     qualname: str
+    module: str | None = None  # the user module defining it, when not the DAG's own (`from helpers import fn`)
 
 
 def context_params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
@@ -109,8 +119,12 @@ def python_operator(project: Project, info: ModuleInfo, call: ast.Call, callable
     found = _callable(project, info, given["python_callable"], callables)
     if found is None:
         return unsupported(project, info, given["python_callable"], "`python_callable=` must name a function "
-                           "defined in this file", f"define the function in the DAG file and pass it by name; {_HINT}")
-    if check_task_code(project, info, found.node, "callable"):
+                           "defined in this file or imported from a module of the project",
+                           f"define the function in the DAG file, or import it (`from helpers.etl import extract`), "
+                           f"and pass it by name; {_HINT}")
+    owner = project.module(found.module) if found.module is not None else info
+    assert owner is not None
+    if check_task_code(project, owner, found.node, "callable"):
         return ast.copy_location(ast.Constant(None), call)
     args: list[ast.expr] = []
     keywords: list[ast.keyword] = []
@@ -139,9 +153,10 @@ def python_operator(project: Project, info: ModuleInfo, call: ast.Call, callable
         and task_id.value.isidentifier() else found.node.name
     options, _ = options_of(call)
     returns = ast.unparse(found.node.returns) if found.node.returns is not None else None
-    task = TaskDef(name, info.name, found.qualname, FunctionSig.of(found.node), options, returns, found.node,
-                   info.source, dialect="airflow")
-    symbol = f"{found.qualname}·{call.lineno}:{call.col_offset}"  # one task per operator: its own options
+    task = TaskDef(name, owner.name, found.qualname, FunctionSig.of(found.node), options, returns, found.node,
+                   owner.source, dialect="airflow")
+    where = f"{owner.name}." if owner is not info else ""
+    symbol = f"{where}{found.qualname}·{call.lineno}:{call.col_offset}"  # one task per operator: its own options
     info.tasks[symbol] = task
     info.symbols[symbol] = task
     func = ast.copy_location(ast.Name(symbol, ast.Load()), call)
@@ -150,14 +165,37 @@ def python_operator(project: Project, info: ModuleInfo, call: ast.Call, callable
 
 def _callable(project: Project, info: ModuleInfo, expr: ast.expr,
               callables: dict[str, PlainFunction]) -> PlainFunction | None:
-    """The function `python_callable=` names: defined in the DAG body, or at the module's top level."""
+    """The function `python_callable=` names: defined in the DAG body, at the module's top level, or in another
+    module of the user's that the file imports it from (`from helpers.etl import extract`, `etl.extract`)."""
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+        module = project.lookup(info, expr.value.id)  # (`from helpers import etl` names a module too)
+        if isinstance(module, ImportedModule):
+            return _imported(project, module.module, expr.attr)
+        return None
     if not isinstance(expr, ast.Name):
         return None
     if expr.id in callables:
         return callables[expr.id]
     symbol = info.symbols.get(expr.id)
+    if isinstance(symbol, ImportedName):
+        return _imported(project, symbol.module, symbol.name)
     if isinstance(symbol, Opaque) and isinstance(symbol.node, ast.FunctionDef):
         return PlainFunction(symbol.node, symbol.node.name)
     if isinstance(symbol, TaskDef) and symbol.module == info.name and isinstance(symbol.node, ast.FunctionDef):
         return PlainFunction(symbol.node, symbol.qualname)  # (a `@task` function's own: Airflow calls it undecorated)
+    return None
+
+
+def _imported(project: Project, module: str, name: str) -> PlainFunction | None:
+    """The function `name` defined at the top level of user module `module` (followed through its imports)."""
+    owner = project.module(module)
+    if owner is None:
+        return None
+    symbol = owner.symbols.get(name)
+    if isinstance(symbol, ImportedName):
+        return _imported(project, symbol.module, symbol.name)
+    if isinstance(symbol, Opaque) and isinstance(symbol.node, ast.FunctionDef):
+        return PlainFunction(symbol.node, symbol.node.name, owner.name)
+    if isinstance(symbol, TaskDef) and symbol.module == owner.name and isinstance(symbol.node, ast.FunctionDef):
+        return PlainFunction(symbol.node, symbol.qualname, owner.name)
     return None
