@@ -189,6 +189,58 @@ def test_a_changed_config_file_makes_a_cached_run_read_it_again(tmp_path: Path) 
     assert sorted(second["losses"]) == [0.01, 0.02, 0.04]  # type: ignore[index]
 
 
+_FOREACH_FLOW = '''
+from metaflow import FlowSpec, Parameter, step
+
+
+class ScaleFlow(FlowSpec):
+    scale = Parameter("scale", default=2)
+
+    @step
+    def start(self):
+        self.items = [1, 2, 3]
+        self.next(self.times, foreach="items")
+
+    @step
+    def times(self):
+        self.value = self.input * self.scale
+        self.next(self.join)
+
+    @step
+    def join(self, inputs):
+        self.values = sorted(inp.value for inp in inputs)
+        self.next(self.end)
+
+    @step
+    def end(self):
+        pass
+'''
+
+
+def test_a_second_cached_run_of_a_foreach_flow_reuses_every_step(tmp_path: Path) -> None:
+    """Each `dagc run` compiles again, planning with what the runs before it measured (the foreach's width among
+    it): the plan's estimates leave a step's fingerprint as it was, so a second run under --cache reuses every
+    step; a changed Parameter runs again the steps that read it (the start step, and every step after it)."""
+    (tmp_path / "scale.py").write_text(_FOREACH_FLOW, encoding="utf-8")
+
+    def run(*options: str) -> tuple[set[str], set[str], object]:
+        run_dir = tmp_path / f"run{len(list(tmp_path.glob('run*')))}"
+        done = run_dagc("run", str(tmp_path / "scale.py"), "--cost-store", str(tmp_path / "costs"), *options,
+                        "--result", str(tmp_path / "result.pkl"), "--", "--cache", str(tmp_path / "cache"),
+                        "--run-dir", str(run_dir), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-3000:]
+        log = run_dir / "events.jsonl"
+        started = {e["task"].partition(".")[0] for e in read_events(log, event="start")}
+        return started, {e["task"] for e in read_events(log, event="skip")}, \
+            pickle.loads((tmp_path / "result.pkl").read_bytes())["values"]  # type: ignore[index]
+
+    steps = {"start", "map", "join", "end"}
+    assert run() == (steps, set(), [2, 4, 6])
+    assert run() == (set(), steps, [2, 4, 6])
+    assert run("--param", "scale=3") == (steps, set(), [3, 6, 9])
+    assert run("--param", "scale=3") == (set(), steps, [3, 6, 9])
+
+
 _CONFIG_IN_OPTION = '''
 from metaflow import Config, FlowSpec, config_expr, resources, retry, step
 
