@@ -306,15 +306,18 @@ class Calls(Component):
                                    info.source.span(arg), hint="pass the result of the task that must finish first")
                 raise ExtractError
             deps.extend(self.cx.visible(p) for p in producers)
-        self.cx.extra_deps = list(dict.fromkeys(deps))
-        func = call.args[0].func
-        self.cx.extra_deps_for_all = isinstance(func, ast.Name) and isinstance(
-            self.cx.project.lookup(info, func.id), PipelineDef)
+        # inside the body of a pipeline that waits (below), a task waits for what the pipeline waits for too
+        waiting = self.cx.extra_deps, self.cx.extra_deps_for_all
+        after = tuple(dict.fromkeys([*(waiting[0] if waiting[1] else ()), *deps]))
+        target = call.args[0]
+        callee = self._callee(target.func, scope, info)
+        if isinstance(callee, Callee) and isinstance(callee.symbol, PipelineDef):  # every task of its body waits
+            return self.cx.core.inline_pipeline(target, callee.symbol, scope, info, after=after)
+        self.cx.extra_deps, self.cx.extra_deps_for_all = list(after), False
         try:
-            return self.cx.exprs.eval(call.args[0], scope, info, n_outputs=n_outputs)
+            return self.cx.exprs.eval(target, scope, info, n_outputs=n_outputs)
         finally:
-            self.cx.extra_deps = []
-            self.cx.extra_deps_for_all = False
+            self.cx.extra_deps, self.cx.extra_deps_for_all = waiting
 
     def bind(self, call: ast.Call, task: TaskDef, scope: Scope, info: ModuleInfo,
               ) -> tuple[list[Operand], list[tuple[str, Operand]], dict[str, Operand]]:
