@@ -241,6 +241,51 @@ def test_a_second_cached_run_of_a_foreach_flow_reuses_every_step(tmp_path: Path)
     assert run("--param", "scale=3") == (set(), steps, [3, 6, 9])
 
 
+_CLASS_VALUES_FLOW = '''
+from metaflow import Config, FlowSpec, Parameter, step
+
+CONFIG_PATH = "FOLDER/a.json"
+SCALE = 10
+
+
+def scaled(x):
+    return x * SCALE
+
+
+class ValuesFlow(FlowSpec):
+    settings = Config("settings", default=CONFIG_PATH)
+    n = Parameter("n", default=scaled(1))
+
+    @step
+    def start(self):
+        self.k = self.settings.k
+        self.next(self.end)
+
+    @step
+    def end(self):
+        self.out = (self.k, self.n)
+'''
+
+
+def test_a_cached_step_runs_again_when_what_its_class_values_read_changes(tmp_path: Path) -> None:
+    """A Parameter's or Config's default may read module-level code and values (`scaled(1)`, `CONFIG_PATH`): the
+    flow's steps reach them, so that editing one runs the steps again under --cache, not reuse what the old
+    value gave."""
+    (tmp_path / "a.json").write_text('{"k": 1}', encoding="utf-8")
+    (tmp_path / "b.json").write_text('{"k": 2}', encoding="utf-8")
+    script, flow = tmp_path / "values.py", _CLASS_VALUES_FLOW.replace("FOLDER", tmp_path.as_posix())
+    script.write_text(flow, encoding="utf-8")
+    reaches = set(compile_file(script).node("start").attrs["code.reaches"])
+    assert {"values:CONFIG_PATH", "values:scaled", "values:SCALE"} <= reaches
+    cache = str(tmp_path / "cache")
+    assert run_local(script, "ValuesFlow", {}, tmp_path, "--cache", cache)["out"] == (1, 10)  # type: ignore[index]
+    script.write_text(flow.replace("/a.json", "/b.json").replace("SCALE = 10", "SCALE = 20"), encoding="utf-8")
+    again = run_python([str(tmp_path / "ValuesFlow_local.py"), "--result", str(tmp_path / "again.pkl"), "--cache",
+                        cache], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert pickle.loads((tmp_path / "again.pkl").read_bytes())["out"] == (2, 20)
+
+
 _CONFIG_IN_OPTION = '''
 from metaflow import Config, FlowSpec, config_expr, resources, retry, step
 
