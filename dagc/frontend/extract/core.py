@@ -485,5 +485,6 @@ class Interpreter(Component):
             result = self._run_body(inner, pipeline.info, pipeline.node.body)
         finally:
             self.cx.stack.pop()
-            self.cx.extra_deps, self.cx.extra_deps_for_all = waiting
+            if after:
+                self.cx.extra_deps, self.cx.extra_deps_for_all = waiting
         return result if result is not None else Static(None)
