@@ -4,8 +4,8 @@ one backend is reused by another.
 A task's fingerprint hashes what decides its output: its target and operands (as IR JSON), the
 source text of its function (decorators included: editing a task's code changes its fingerprint,
 so `--resume` reruns it), the options that can change what it computes (not estimates such as
-`cost` nor run policy such as `retries`), dagc's IR version, and the fingerprints of the values it
-reads. A fused group or a region hashes each task inside it the same way. Transfers pass their
+`cost` or a map's expected width, nor run policy such as `retries`), dagc's IR version, and the
+fingerprints of the values it reads. A fused group or a region hashes each task inside it the same way. Transfers pass their
 input's fingerprint through (they move a value, they do not change it).
 
 State has versions: a task touching a piece of state (a model trained in place, the global random
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dagc.ir.core import REGION_OPS, Graph, Node, region_bodies
-from dagc.ir.regions import walk
+from dagc.ir.regions import TRIPS_ATTR, WIDTH_ATTR, walk
 from dagc.ir.serialize import operand_to_json, options_to_json
 from dagc.ir.types import operand_to_python
 from dagc.runtime.code import definitions
@@ -37,6 +37,9 @@ __all__ = ["task_fingerprints", "task_rows", "try_body_nodes", "try_body_rows", 
 # options that say how to run or estimate a task, not what it computes
 RUN_POLICY_OPTIONS = frozenset({"cost", "flops", "out_size", "priority", "retries", "timeout", "cache",
                                 "preemptible"})
+# a region's estimates, for planning only: a learned map width (dagc.learned) must not make the next
+# compile's region another computation than the one the cache holds
+_ESTIMATE_ATTRS = frozenset({WIDTH_ATTR, TRIPS_ATTR})
 
 # What a fingerprint's description means: raised when it changes meaning, so that no stored output is
 # taken for another's. Not the IR's file format (dagc.ir.serialize.FORMAT_VERSION): a new way of writing
@@ -187,7 +190,7 @@ def _describe(graph: Graph, node: Node) -> dict[str, Any]:
 
         data["members"] = [_describe(graph, m) for m in fused_members(node)]
     if node.op in REGION_OPS:  # the bodies decide the outputs too
-        region = {k: v for k, v in node.attrs.items() if k.startswith("region.")}
+        region = {k: v for k, v in node.attrs.items() if k.startswith("region.") and k not in _ESTIMATE_ATTRS}
         region.update(_payload_described(node))
         data["region"] = dict(sorted(region.items()))
         data["bodies"] = {key: [_describe(graph, n) for n in body] for key, body in region_bodies(node).items()}

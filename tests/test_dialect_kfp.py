@@ -520,6 +520,20 @@ def test_after_on_a_pipeline_orders_all_its_tasks_and_other_settings_are_reporte
     assert found.span.line == 23 and "set_cpu_limit" in found.message and found.is_error
 
 
+def test_after_on_a_pipeline_orders_its_body_not_the_tasks_of_its_arguments(tmp_path: Path) -> None:
+    """A task made in the call's arguments is the calling pipeline's and does not wait (as in KFP); a task of the
+    body with an `.after(...)` of its own waits for both."""
+    script = tmp_path / "sub.py"
+    script.write_text(SUB_PIPELINE.replace('inner(text="x")', 'inner(text=say(text="x").output)').replace(
+        '    say(text="side")\n', '    say(text="side").after(first)\n'), encoding="utf-8")
+    graph = compile_file(script)
+    assert graph.node("say.1").deps == ()  # the argument's task
+    inner = [n for n in graph if n.name.startswith("inner.") and n.op in ("task", "cond")]
+    assert len(inner) == 4 and all("say" in n.deps for n in inner)
+    assert set(graph.node("inner.say.1").deps) == {"say", "inner.say"}  # `say(text="side").after(first)`
+    assert run_local(script, "outer", {}, tmp_path) == "x"
+
+
 def test_oneof_of_artifacts_port_passes_the_branch_artifact(tmp_path: Path) -> None:
     """(KFP 2.17's local runner stops at a `dsl.OneOf` of artifacts: "Expected 1 artifact in
     ArtifactSelectorSpec. Got: 2". So the components' own work is the reference: the artifact the `If` branch

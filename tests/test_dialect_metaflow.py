@@ -189,6 +189,103 @@ def test_a_changed_config_file_makes_a_cached_run_read_it_again(tmp_path: Path) 
     assert sorted(second["losses"]) == [0.01, 0.02, 0.04]  # type: ignore[index]
 
 
+_FOREACH_FLOW = '''
+from metaflow import FlowSpec, Parameter, step
+
+
+class ScaleFlow(FlowSpec):
+    scale = Parameter("scale", default=2)
+
+    @step
+    def start(self):
+        self.items = [1, 2, 3]
+        self.next(self.times, foreach="items")
+
+    @step
+    def times(self):
+        self.value = self.input * self.scale
+        self.next(self.join)
+
+    @step
+    def join(self, inputs):
+        self.values = sorted(inp.value for inp in inputs)
+        self.next(self.end)
+
+    @step
+    def end(self):
+        pass
+'''
+
+
+def test_a_second_cached_run_of_a_foreach_flow_reuses_every_step(tmp_path: Path) -> None:
+    """Each `dagc run` compiles again, planning with what the runs before it measured (the foreach's width among
+    it): the plan's estimates leave a step's fingerprint as it was, so a second run under --cache reuses every
+    step; a changed Parameter runs again the steps that read it (the start step, and every step after it)."""
+    (tmp_path / "scale.py").write_text(_FOREACH_FLOW, encoding="utf-8")
+
+    def run(*options: str) -> tuple[set[str], set[str], object]:
+        run_dir = tmp_path / f"run{len(list(tmp_path.glob('run*')))}"
+        done = run_dagc("run", str(tmp_path / "scale.py"), "--cost-store", str(tmp_path / "costs"), *options,
+                        "--result", str(tmp_path / "result.pkl"), "--", "--cache", str(tmp_path / "cache"),
+                        "--run-dir", str(run_dir), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr[-3000:]
+        log = run_dir / "events.jsonl"
+        started = {e["task"].partition(".")[0] for e in read_events(log, event="start")}
+        return started, {e["task"] for e in read_events(log, event="skip")}, \
+            pickle.loads((tmp_path / "result.pkl").read_bytes())["values"]  # type: ignore[index]
+
+    steps = {"start", "map", "join", "end"}
+    assert run() == (steps, set(), [2, 4, 6])
+    assert run() == (set(), steps, [2, 4, 6])
+    assert run("--param", "scale=3") == (steps, set(), [3, 6, 9])
+    assert run("--param", "scale=3") == (set(), steps, [3, 6, 9])
+
+
+_CLASS_VALUES_FLOW = '''
+from metaflow import Config, FlowSpec, Parameter, step
+
+CONFIG_PATH = "FOLDER/a.json"
+SCALE = 10
+
+
+def scaled(x):
+    return x * SCALE
+
+
+class ValuesFlow(FlowSpec):
+    settings = Config("settings", default=CONFIG_PATH)
+    n = Parameter("n", default=scaled(1))
+
+    @step
+    def start(self):
+        self.k = self.settings.k
+        self.next(self.end)
+
+    @step
+    def end(self):
+        self.out = (self.k, self.n)
+'''
+
+
+def test_a_cached_step_runs_again_when_what_its_class_values_read_changes(tmp_path: Path) -> None:
+    """A Parameter's or Config's default may read module-level code and values (`scaled(1)`, `CONFIG_PATH`): the
+    flow's steps reach them, so that editing one runs the steps again under --cache, not reuse what the old
+    value gave."""
+    (tmp_path / "a.json").write_text('{"k": 1}', encoding="utf-8")
+    (tmp_path / "b.json").write_text('{"k": 2}', encoding="utf-8")
+    script, flow = tmp_path / "values.py", _CLASS_VALUES_FLOW.replace("FOLDER", tmp_path.as_posix())
+    script.write_text(flow, encoding="utf-8")
+    reaches = set(compile_file(script).node("start").attrs["code.reaches"])
+    assert {"values:CONFIG_PATH", "values:scaled", "values:SCALE"} <= reaches
+    cache = str(tmp_path / "cache")
+    assert run_local(script, "ValuesFlow", {}, tmp_path, "--cache", cache)["out"] == (1, 10)  # type: ignore[index]
+    script.write_text(flow.replace("/a.json", "/b.json").replace("SCALE = 10", "SCALE = 20"), encoding="utf-8")
+    again = run_python([str(tmp_path / "ValuesFlow_local.py"), "--result", str(tmp_path / "again.pkl"), "--cache",
+                        cache], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert pickle.loads((tmp_path / "again.pkl").read_bytes())["out"] == (2, 20)
+
+
 _CONFIG_IN_OPTION = '''
 from metaflow import Config, FlowSpec, config_expr, resources, retry, step
 

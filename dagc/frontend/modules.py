@@ -131,10 +131,6 @@ class PipelineDef:
     receiver: str | None = None  # `self`/`cls` of a pipeline method: stands for the class in its body
     priority: int = 0  # `@dagc.pipeline(priority=N)`: higher runs first on a shared cluster
     dialect: str | None = None  # the framework it is written for (dagc.frontend.dialects), None for dagc's own
-    # a method of a class deriving from the user's own classes (a Metaflow flow's base): the module defining the
-    # function when a base of another module does, and the bases (`module:Class`), whose code it reads
-    home: str | None = None
-    bases: tuple[str, ...] = ()
 
     @property
     def info(self) -> ModuleInfo:

@@ -12,7 +12,7 @@ import ast
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dagc.frontend.modules import ModuleInfo, Project, TaskDef
+    from dagc.frontend.modules import ModuleInfo, TaskDef
 
 __all__ = ["IMPORTER", "PARAMETERS", "importer_task"]
 
@@ -23,12 +23,11 @@ _SIGNATURE = ("def importer(artifact_uri: str, artifact_class: str = 'Artifact',
               "    ...\n")
 
 
-def importer_task(project: Project, info: ModuleInfo) -> TaskDef:
+def importer_task(info: ModuleInfo) -> TaskDef:
     """The importer's task, registered in the module's symbols under IMPORTER (once per module)."""
     from dagc.frontend.modules import FunctionSig, TaskDef
     from dagc.ir.types import TaskOptions
 
-    del project
     found = info.symbols.get(IMPORTER)
     if found is not None:
         return found  # type: ignore[return-value]

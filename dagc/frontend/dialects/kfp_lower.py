@@ -419,7 +419,7 @@ class _Lowering(ast.NodeTransformer):
         """`dsl.importer(uri, dsl.Dataset, ...)` → the importer task's call, the class passed by its name."""
         from dagc.frontend.dialects.kfp_importer import IMPORTER, PARAMETERS, importer_task
 
-        importer_task(self.project, self.info)
+        importer_task(self.info)
         given = dict(zip(PARAMETERS, node.args))
         for keyword in node.keywords:
             if keyword.arg not in PARAMETERS:

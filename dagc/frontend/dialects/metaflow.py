@@ -37,8 +37,8 @@ from dagc.frontend.modules import (
     Project,
     TaskDef,
 )
+from dagc.frontend.source import name_span
 from dagc.frontend.static import NotStatic, is_literal_value
-from dagc.ir.location import SourceSpan
 from dagc.ir.types import TaskOptions
 
 __all__ = ["FlowStep", "FlowParameter", "scan_flow", "DIALECT"]
@@ -138,8 +138,6 @@ def scan_flow(project: Project, info: ModuleInfo, node: ast.ClassDef) -> Opaque:
 
     reported = len(project.sink.diagnostics)
     _check_class_decorators(project, info, node)
-    configs = {p.attr for s in node.body if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call)
-               and (p := _parameter(project, info, s, quiet=True)) is not None and p.kind == "config"}
     flow = FlowClass(node.name, info, node, {}, [], set(), _flow_bases(project, info, node))
     members = FlowMembers(node.name, info.name, flow=flow)
     for stmt in node.body:
@@ -150,6 +148,8 @@ def scan_flow(project: Project, info: ModuleInfo, node: ast.ClassDef) -> Opaque:
                 continue
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             if any(_is_step(info, d) for d in stmt.decorator_list):
+                # (the Configs a decorator can read: those the class body binds before it, as Python runs it)
+                configs = {p.attr for p in flow.parameters if p.kind == "config"}
                 flow.steps[stmt.name] = FlowStep(stmt.name, stmt, join=len(stmt.args.args) > 1,
                                                  options=_step_options(project, info, stmt, configs),
                                                  parallel=any(_decorator_name(info, d) == "parallel"
@@ -162,8 +162,8 @@ def scan_flow(project: Project, info: ModuleInfo, node: ast.ClassDef) -> Opaque:
     order = flow.mro()
     if not order:
         project.sink.error("DAGC117", f"the base classes of flow `{node.name}` have no consistent order",
-                           _name_span(info, node), hint="list each base class after the classes deriving from it, "
-                           "as Python's method resolution order requires")
+                           name_span(info.source, node), hint="list each base class after the classes deriving "
+                           "from it, as Python's method resolution order requires")
         order = list(dict.fromkeys([flow, *(c for b in flow.bases for c in b.mro() or [b])]))  # (to go on)
     steps, parameters = _resolve(order)
     for step in steps.values():
@@ -245,12 +245,6 @@ def _bound_names(stmt: ast.stmt) -> set[str]:
     return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
 
 
-def _name_span(info: ModuleInfo, node: ast.ClassDef) -> SourceSpan:
-    from dagc.frontend.source import name_span
-
-    return name_span(info.source, node)
-
-
 def _is_step(info: ModuleInfo, decorator: ast.expr) -> bool:
     target = decorator.func if isinstance(decorator, ast.Call) else decorator
     return dotted_name(info, target) in _STEP
@@ -278,17 +272,16 @@ def _check_class_decorators(project: Project, info: ModuleInfo, node: ast.ClassD
                                "or @pypi_base change where steps run); " + SUPPORTED_HINT)
 
 
-def _parameter(project: Project, info: ModuleInfo, stmt: ast.Assign, quiet: bool = False) -> FlowParameter | None:
-    """`name = Parameter(...)`, `IncludeFile(...)` or `Config(...)` (reported when malformed, unless `quiet`)."""
+def _parameter(project: Project, info: ModuleInfo, stmt: ast.Assign) -> FlowParameter | None:
+    """`name = Parameter(...)`, `IncludeFile(...)` or `Config(...)` (reported when malformed)."""
     assert isinstance(stmt.value, ast.Call)
     kind = _PARAMETERS.get(dotted_name(info, stmt.value.func) or "")
     if kind is None:
         return None
     if len(stmt.targets) != 1 or not isinstance(stmt.targets[0], ast.Name):
-        if not quiet:
-            project.sink.error("DAGC124", f"a {'Config' if kind == 'config' else 'Parameter'} is assigned to one "
-                               "class attribute", info.source.span(stmt),
-                               hint='write `alpha = Parameter("alpha", default=0.01)`')
+        project.sink.error("DAGC124", f"a {'Config' if kind == 'config' else 'Parameter'} is assigned to one "
+                           "class attribute", info.source.span(stmt),
+                           hint='write `alpha = Parameter("alpha", default=0.01)`')
         return None
     attr = stmt.targets[0].id
     default: ast.expr = ast.copy_location(ast.Constant(None), stmt.value)

@@ -35,6 +35,7 @@ class EffectAnalyzer:
         self._pending: dict[int, tuple[ast.FunctionDef | ast.AsyncFunctionDef, ModuleInfo]] = {}
         self._partial: dict[int, Effects] = {}  # the summary so far of each unfinished function
         self._typed: dict[tuple[int, frozenset[tuple[str, str]]], Effects] = {}  # of_task with the callers' types
+        self._class_bodies: dict[int, ast.FunctionDef] = {}  # id(class node) -> its statements outside methods
 
     def of_task(self, task: TaskDef, types: frozenset[tuple[str, str]] = frozenset()) -> Effects:
         """`task`'s effects; `types`: (parameter, type) for parameters without an annotation, taken from what a
@@ -53,6 +54,20 @@ class EffectAnalyzer:
                 found = self._typed[key] = FunctionScan(self, task.node, info, dict(types)).run()
             return found
         return self.of_function(task.node, info)
+
+    def of_class_body(self, cls: ast.ClassDef, info: ModuleInfo) -> Effects:
+        """The effects of what `cls`'s body runs outside its methods (its attributes' values: a Metaflow flow's
+        `Parameter(default=...)` and `Config(default=...)` among them), read as a function's body: its `reaches`
+        are the module-level code and values a class's values come from."""
+        fn = self._class_bodies.get(id(cls))
+        if fn is None:
+            body = [s for s in cls.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+            arguments = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                                      kwarg=None, defaults=[])
+            fn = ast.copy_location(ast.FunctionDef(cls.name, arguments, body or [ast.Pass()], [], None, None), cls)
+            ast.fix_missing_locations(fn)
+            self._class_bodies[id(cls)] = fn
+        return self.of_function(fn, info)
 
     def of_function(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, info: ModuleInfo) -> Effects:
         key = id(fn)

@@ -306,15 +306,18 @@ class Calls(Component):
                                    info.source.span(arg), hint="pass the result of the task that must finish first")
                 raise ExtractError
             deps.extend(self.cx.visible(p) for p in producers)
-        self.cx.extra_deps = list(dict.fromkeys(deps))
-        func = call.args[0].func
-        self.cx.extra_deps_for_all = isinstance(func, ast.Name) and isinstance(
-            self.cx.project.lookup(info, func.id), PipelineDef)
+        # inside the body of a pipeline that waits (below), a task waits for what the pipeline waits for too
+        waiting = self.cx.extra_deps, self.cx.extra_deps_for_all
+        after = tuple(dict.fromkeys([*(waiting[0] if waiting[1] else ()), *deps]))
+        target = call.args[0]
+        callee = self._callee(target.func, scope, info)
+        if isinstance(callee, Callee) and isinstance(callee.symbol, PipelineDef):  # every task of its body waits
+            return self.cx.core.inline_pipeline(target, callee.symbol, scope, info, after=after)
+        self.cx.extra_deps, self.cx.extra_deps_for_all = list(after), False
         try:
-            return self.cx.exprs.eval(call.args[0], scope, info, n_outputs=n_outputs)
+            return self.cx.exprs.eval(target, scope, info, n_outputs=n_outputs)
         finally:
-            self.cx.extra_deps = []
-            self.cx.extra_deps_for_all = False
+            self.cx.extra_deps, self.cx.extra_deps_for_all = waiting
 
     def bind(self, call: ast.Call, task: TaskDef, scope: Scope, info: ModuleInfo,
               ) -> tuple[list[Operand], list[tuple[str, Operand]], dict[str, Operand]]:
@@ -481,6 +484,19 @@ class Calls(Component):
             out.append(os.path.normpath(path))
         return tuple(out)
 
+    def _class_values_read(self, classes: list[str]) -> list[str]:
+        """The module-level code and values the bodies of `classes` (`module:Class`) read outside their methods
+        (`Parameter("n", default=scaled(1))`, `Config("c", default=CONFIG_PATH)`): a change to one changes what
+        the class's steps see."""
+        found: list[str] = []
+        for name in classes:
+            module, _, cls = name.partition(":")
+            info = self.cx.project.module(module)
+            symbol = info.symbols.get(cls) if info is not None else None
+            if isinstance(symbol, Opaque) and isinstance(symbol.node, ast.ClassDef):
+                found.extend(sorted(self.cx.analyzer.of_class_body(symbol.node, info).reaches))
+        return found
+
     def _task_call(self, call: ast.Call, task: TaskDef, scope: Scope, info: ModuleInfo, n_outputs: int) -> Value:
         extra = self.cx.take_extra_deps()
         args, kwargs, named = self.bind(call, task, scope, info)
@@ -539,12 +555,13 @@ class Calls(Component):
         # (an Airflow DAG's) reads what that function binds before it: the outermost definition covers both
         outer, nested, _ = task.qualname.partition(".<locals>.")
         owner = outer if nested else task.qualname.rpartition(".")[0]
-        if task.dialect is not None and owner:
-            node.attrs["code.reaches"] = [*node.attrs.get("code.reaches", ()), f"{task.module}:{owner}"]
+        if task.dialect is not None and owner:  # (and the bases of its class, and what their values read)
+            classes = [f"{task.module}:{owner}", *task.bases]
+            reached = [*node.attrs.get("code.reaches", ()), *classes, *self._class_values_read(classes)]
+            node.attrs["code.reaches"] = list(dict.fromkeys(reached))
+            self.cx.modules_used.update(name.partition(":")[0] for name in reached)
         if task.bases:  # an inherited method is its base's function: the program passes the class it is called on
-            node.attrs["code.reaches"] = list(dict.fromkeys([*node.attrs["code.reaches"], *task.bases]))
             node.attrs["task.class"] = owner
-            self.cx.modules_used.update(base.partition(":")[0] for base in task.bases)
         self.cx.last_task = node
         if scope.inlined:
             node.attrs["frontend.scope"] = scope.inlined

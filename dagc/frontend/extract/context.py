@@ -64,7 +64,7 @@ class Context:
         self.reads: list[tuple[str, str, SourceSpan]] = []
         self.readers: dict[str, list[str]] = {}  # path -> tasks that read its current version
         self.extra_deps: list[str] = []
-        self.extra_deps_for_all = False  # `dagc.after(pipeline(...), t)`: every task of the inlined pipeline waits
+        self.extra_deps_for_all = False  # `dagc.after(pipeline(...), t)`: every task of the pipeline's body waits
         self.budget = MAX_UNROLL
         self.budget_reported = False
         self.factor = 1  # product of the lengths of the loops being unrolled

@@ -431,7 +431,10 @@ class Interpreter(Component):
             self.cx.runtime_kinds[value.operand.name] = kind
         return value
 
-    def inline_pipeline(self, call: ast.Call, pipeline: PipelineDef, scope: Scope, info: ModuleInfo) -> Value:
+    def inline_pipeline(self, call: ast.Call, pipeline: PipelineDef, scope: Scope, info: ModuleInfo,
+                        after: tuple[str, ...] = ()) -> Value:
+        """The pipeline's body, inlined; `after`: the tasks every task of the body waits for (`dagc.after`; the
+        tasks of its arguments are the caller's and do not wait)."""
         if pipeline in self.cx.stack:
             chain = " → ".join(p.name for p in self.cx.stack[self.cx.stack.index(pipeline):] + [pipeline])
             self.cx.sink.error("DAGC113", f"pipeline `{pipeline.name}` calls itself ({chain})", info.source.span(call),
@@ -472,8 +475,13 @@ class Interpreter(Component):
                                    info.source.span(call))
                 raise ExtractError
         self.cx.stack.append(pipeline)
+        waiting = self.cx.extra_deps, self.cx.extra_deps_for_all
+        if after:
+            self.cx.extra_deps, self.cx.extra_deps_for_all = list(after), True
         try:
             result = self._run_body(inner, pipeline.info, pipeline.node.body)
         finally:
             self.cx.stack.pop()
+            if after:
+                self.cx.extra_deps, self.cx.extra_deps_for_all = waiting
         return result if result is not None else Static(None)
