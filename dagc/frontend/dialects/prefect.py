@@ -138,7 +138,7 @@ class _FlowRewriter(AsyncForms):
         self.project, self.info, self.local, self.scalars = project, info, local, scalars
         self.taken = set(local) | set(configured)
         self.configured = configured  # names bound to `task.with_options(...)`
-        self.callees: dict[int, ast.Call] = {}  # each `.with_options(...)` read once: its `task.options(...)`
+        self.callees: dict[int, ast.expr] = {}  # each `.with_options(...)` read once: its `task.options(...)`
         self.init_async(is_async)
 
     def statements(self, body: list[ast.stmt]) -> list[ast.stmt]:
@@ -189,10 +189,11 @@ class _FlowRewriter(AsyncForms):
 
     def visit_ListComp(self, node: ast.ListComp) -> ast.AST:
         self.generic_visit(node)
-        # `[f.result() for f in futures]` is now `[f for f in futures]`: the futures' values are the list
+        # `[f.result() for f in futures]` (or `in t.map(xs)`) is now `[f for f in futures]`: the futures' values
+        # are the list
         (gen,) = node.generators if len(node.generators) == 1 else (None,)
         if gen is not None and not gen.ifs and isinstance(gen.target, ast.Name) and isinstance(node.elt, ast.Name) \
-                and node.elt.id == gen.target.id and isinstance(gen.iter, ast.Name):
+                and node.elt.id == gen.target.id and isinstance(gen.iter, (ast.Name, ast.ListComp)):
             return gen.iter
         return node
 

@@ -81,6 +81,7 @@ class AsyncForms(ast.NodeTransformer):
         self.async_tasks, self.plain_async = async_functions(self.info)
         self.awaited: set[int] = set()  # the task calls whose coroutine is awaited, gathered or stored
         self.stored: set[int] = set()  # of these, the calls whose coroutine is stored (they run when awaited)
+        self.reported: set[str] = set()  # names of stored coroutines already reported (their awaits are not)
         self.pending: dict[str, ast.stmt] = {}  # names holding coroutines not awaited yet -> the storing statement
 
     def task_name(self, func: ast.expr) -> str | None:
@@ -137,10 +138,12 @@ class AsyncForms(ast.NodeTransformer):
         works = any(isinstance(n, ast.Call) and id(n) not in self.stored for s in rewritten for n in ast.walk(s))
         for name in sorted(before & set(self.pending)):
             if works:
-                self.report_late(name, "awaited after other work of the flow, which Prefect runs first")
+                self.report_late(name, "not awaited before other work of the flow: Prefect runs them only when "
+                                 "they are awaited, after that work (or never)")
 
     def report_late(self, name: str, why: str) -> None:
         stored = self.pending.pop(name)
+        self.reported.add(name)
         self.project.sink.error("DAGC108", f"the coroutines stored in `{name}` are {why}",
                                 self.info.source.span(stored), hint="await the calls where they are made: "
                                 f"`{name} = await ...`, or `await asyncio.gather(...)` of them; {_HINT}")
@@ -153,8 +156,8 @@ class AsyncForms(ast.NodeTransformer):
 
     def visit_Await(self, node: ast.Await) -> ast.AST:
         value = node.value
-        if isinstance(value, ast.Name) and value.id in self.pending:
-            del self.pending[value.id]
+        if isinstance(value, ast.Name) and (value.id in self.pending or value.id in self.reported):
+            self.pending.pop(value.id, None)
             return value
         if not isinstance(value, ast.Call):
             return unsupported(self.project, self.info, node, "only a task call or `asyncio.gather(...)` of task "
@@ -177,8 +180,8 @@ class AsyncForms(ast.NodeTransformer):
                                f"gather the task calls alone; a task that fails stops the run; {_HINT}")
         if len(call.args) == 1 and isinstance(call.args[0], ast.Starred):
             items = call.args[0].value
-            if isinstance(items, ast.Name) and items.id in self.pending:
-                del self.pending[items.id]
+            if isinstance(items, ast.Name) and (items.id in self.pending or items.id in self.reported):
+                self.pending.pop(items.id, None)
                 return items
             if isinstance(items, (ast.ListComp, ast.GeneratorExp)):
                 self._mark(items.elt)
@@ -196,8 +199,8 @@ class AsyncForms(ast.NodeTransformer):
     def _gathered(self, elts: list[ast.expr], where: ast.AST) -> ast.expr:
         out: list[ast.expr] = []
         for elt in elts:
-            if isinstance(elt, ast.Name) and elt.id in self.pending:
-                del self.pending[elt.id]
+            if isinstance(elt, ast.Name) and (elt.id in self.pending or elt.id in self.reported):
+                self.pending.pop(elt.id, None)
                 out.append(elt)
                 continue
             self._mark(elt)

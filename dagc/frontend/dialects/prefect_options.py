@@ -29,8 +29,9 @@ def is_with_options(expr: ast.expr) -> bool:
 
 
 def options_callee(project: Project, info: ModuleInfo, call: ast.Call, task: ast.expr,
-                   read: ReadOptions) -> ast.Call:
-    """`task.options(...)` with the dagc options `call` (a `.with_options(...)`) sets, placed at `call`."""
+                   read: ReadOptions) -> ast.expr:
+    """`task.options(...)` with the dagc options `call` (a `.with_options(...)`) sets, placed at `call`; `task`
+    itself when it sets none (`name=`, `tags=`: a flow's too, which is inlined where it is called)."""
     given, _ = read(project, info, call)
     defaults = TaskOptions()
     keywords: list[ast.keyword] = []
@@ -44,6 +45,8 @@ def options_callee(project: Project, info: ModuleInfo, call: ast.Call, task: ast
             if all(k.arg != field for k in keywords):
                 keywords.append(ast.copy_location(ast.keyword(arg=field, value=ast.copy_location(
                     ast.Constant(value), keyword.value)), keyword))
+    if not keywords:
+        return copy.deepcopy(task)
     func = ast.copy_location(ast.Attribute(value=copy.deepcopy(task), attr="options", ctx=ast.Load()), call)
     return ast.copy_location(ast.Call(func=func, args=[], keywords=keywords), call)
 
