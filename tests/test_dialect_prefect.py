@@ -202,6 +202,7 @@ async def later(x: int = 3):
 
 
 main()
+asyncio.run(later())
 '''
 
 
@@ -219,7 +220,8 @@ def test_check_names_each_unsupported_construct_at_its_line(tmp_path: Path) -> N
                          ("asyncio.create_task", "`asyncio.create_task(...)` is not supported"),
                          ("await helper(x)", "awaiting `helper`, which is not a Prefect task"),
                          ("double(fetch(x))", "the call of async task `fetch` is not awaited"),
-                         ("main()", "flow `main` is called at the module's top level")):
+                         ("main()", "flow `main` is called at the module's top level"),
+                         ("asyncio.run(later())", "flow `later` is called at the module's top level")):
         line = next(i for i, text in enumerate(lines, 1) if marker in text and not text.startswith("def"))
         said = re.findall(rf"flows\.py:{line}:\d+: error\[DAGC1\d\d\]: (.*)", proc.stderr)
         assert any(what in message for message in said), (marker, what, proc.stderr)

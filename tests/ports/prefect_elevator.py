@@ -3,12 +3,14 @@ run-work-concurrently.mdx, "Using asyncio"): an async task per floor, gathered b
 
 Kept as Prefect writes it: the async task that prints and sleeps, `await asyncio.gather(*[... for ...])` over
 the floors, `asyncio.run(elevator())` under the main guard. Changed: a floor takes a hundredth of a second, not a
-second, and the task returns its floor and the flow what it gathers, so that runs can be compared.
+second, and the task returns its floor and the flow what it gathers, so that runs can be compared;
+two blank lines between definitions, not one.
 """
 
 import asyncio
 
 from prefect import flow, task
+
 
 @task
 async def stop_at_floor(floor: int):

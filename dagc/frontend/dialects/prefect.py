@@ -22,7 +22,9 @@ from __future__ import annotations
 import ast
 import copy
 
-from dagc.frontend.dialects import DECORATORS, DecoratorForm, decorator_form, dotted_name
+from dagc.frontend.dialects import DECORATORS, DecoratorForm, dotted_name
+from dagc.frontend.dialects.prefect_async import AsyncForms, check_async_generator
+from dagc.frontend.dialects.prefect_options import bound_configurations, is_with_options, options_callee
 from dagc.frontend.dialects.rewrite import (
     Mapped,
     after,
@@ -36,8 +38,6 @@ from dagc.frontend.dialects.rewrite import (
     scalar_names,
     unsupported,
 )
-from dagc.frontend.dialects.prefect_async import AsyncForms, check_async_generator
-from dagc.frontend.dialects.prefect_options import bound_configurations, is_with_options, options_callee
 from dagc.frontend.fix_edits import guard_call_fix
 from dagc.frontend.modules import ModuleInfo, Project, TaskDef, static_option_value
 from dagc.frontend.static import NotStatic
@@ -118,14 +118,19 @@ def pipeline_node(project: Project, info: ModuleInfo,
     return lowered
 
 
-def _check_module_calls(project: Project, info: ModuleInfo, fn: ast.FunctionDef) -> None:
-    """A flow called at the module's top level runs whenever the module is imported, in every process of a
-    program (and starts Prefect's server there): reported, with the guard that keeps it to `python script.py`."""
+def _check_module_calls(project: Project, info: ModuleInfo, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    """A flow called at the module's top level (an async one through `asyncio.run(flow())`) runs whenever the
+    module is imported, in every process of a program (and starts Prefect's server there): reported, with the
+    guard that keeps it to `python script.py`."""
     for stmt in info.source.tree.body:
-        if isinstance(stmt, (ast.Expr, ast.Assign)) and isinstance(stmt.value, ast.Call) and isinstance(
-                stmt.value.func, ast.Name) and stmt.value.func.id == fn.name:
+        if not (isinstance(stmt, (ast.Expr, ast.Assign)) and isinstance(stmt.value, ast.Call)):
+            continue
+        call = stmt.value
+        if dotted_name(info, call.func) == "asyncio.run" and len(call.args) == 1 and isinstance(call.args[0], ast.Call):
+            call = call.args[0]
+        if isinstance(call.func, ast.Name) and call.func.id == fn.name:
             project.sink.error("DAGC110", f"flow `{fn.name}` is called at the module's top level: it would run each "
-                               "time a program imports the module", info.source.span(stmt.value),
+                               "time a program imports the module", info.source.span(call),
                                hint="call it under `if __name__ == \"__main__\":`, as Prefect's examples do",
                                fix=guard_call_fix(info.source, stmt))
 

@@ -67,11 +67,12 @@ def _owner(fn: ast.AST, target: ast.AST) -> ast.AST | None:
 
 
 class AsyncForms(ast.NodeTransformer):
-    """The async half of the flow rewriter: awaits, gathers and stored coroutines. The rewriter sets
-    `is_async`, `async_tasks`, `plain_async` and calls `check_pending` around each statement."""
+    """The async half of the flow rewriter: awaits, gathers and stored coroutines. The rewriter sets `project`,
+    `info` and `configured`, calls `init_async`, and `store_pending`/`check_pending` around each statement."""
 
     project: Project
     info: ModuleInfo
+    configured: dict[str, ast.Call]  # names bound to `task.with_options(...)`
     is_async: bool
     async_tasks: set[str]
     plain_async: set[str]
@@ -87,8 +88,8 @@ class AsyncForms(ast.NodeTransformer):
     def task_name(self, func: ast.expr) -> str | None:
         """The task a callee names (`t`, `t.with_options(...)`, a name bound to that), when it is a name of the
         module."""
-        if isinstance(func, ast.Name) and func.id in getattr(self, "configured", {}):
-            func = getattr(self, "configured")[func.id]
+        if isinstance(func, ast.Name) and func.id in self.configured:
+            func = self.configured[func.id]
         while isinstance(func, ast.Call) and isinstance(func.func, ast.Attribute) and func.func.attr == "with_options":
             func = func.func.value
         return func.id if isinstance(func, ast.Name) else None
