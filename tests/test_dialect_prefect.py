@@ -186,11 +186,17 @@ async def helper(x: int) -> int:
 
 
 @flow
+def sub(x: int) -> int:
+    return double(x)
+
+
+@flow
 def main(x: int = 3):
     a = double.with_options(retries=3)
     b = double(x, return_state=True)
     c = double.map(*[[1, 2]])
-    return a, b, c, fetch(x)
+    d = sub.with_options(retries=2)(x)
+    return a, b, c, d, fetch(x)
 
 
 @flow
@@ -215,7 +221,8 @@ def test_check_names_each_unsupported_construct_at_its_line(tmp_path: Path) -> N
     for marker, what in (("a = double.with_options", "`.with_options(...)` is supported where the flow calls"),
                          ("return_state=True", "`return_state=`"), ("double.map(*", "`.map()` with `*args`"),
                          ("async def stream", "async generator task `stream`"),
-                         ("return a, b, c, fetch(x)", "async task `fetch` is called in a sync flow"),
+                         ("sub.with_options", "options of flow `sub` set by `.with_options(...)`"),
+                         ("return a, b, c, d, fetch(x)", "async task `fetch` is called in a sync flow"),
                          ("stored = fetch(x)", "the coroutines stored in `stored` are not awaited before other work"),
                          ("asyncio.create_task", "`asyncio.create_task(...)` is not supported"),
                          ("await helper(x)", "awaiting `helper`, which is not a Prefect task"),

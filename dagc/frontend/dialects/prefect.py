@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from dagc.frontend.dialects import DECORATORS, DecoratorForm, dotted_name
+from dagc.frontend.dialects import DECORATORS, DecoratorForm, decorator_form, dotted_name
 from dagc.frontend.dialects.prefect_async import AsyncForms, check_async_generator
 from dagc.frontend.dialects.prefect_options import bound_configurations, is_with_options, options_callee
 from dagc.frontend.dialects.rewrite import (
@@ -144,6 +144,10 @@ class _FlowRewriter(AsyncForms):
         self.taken = set(local) | set(configured)
         self.configured = configured  # names bound to `task.with_options(...)`
         self.callees: dict[int, ast.expr] = {}  # each `.with_options(...)` read once: its `task.options(...)`
+        self.flows = {stmt.name for stmt in info.source.tree.body if isinstance(stmt, (
+            ast.FunctionDef, ast.AsyncFunctionDef)) and any(found[0].dialect == "prefect" and found[0].kind == "pipeline"
+                                                            for d in stmt.decorator_list
+                                                            if (found := decorator_form(info, d)) is not None)}
         self.init_async(is_async)
 
     def statements(self, body: list[ast.stmt]) -> list[ast.stmt]:
@@ -212,13 +216,11 @@ class _FlowRewriter(AsyncForms):
         self.check_unawaited(node)
         if isinstance(func, ast.Attribute) and func.attr in ("submit", "fn") and self._task_ref(func.value):
             node = call_of(self._callee(func.value), node.args, node.keywords, node)  # a future is its value
-            self.generic_visit(node)
-            return self._task_call(node)
+            return self._configured_call(node)
         if self._task_ref(func) and not isinstance(func, (ast.Name, ast.Attribute)) or \
                 isinstance(func, ast.Name) and func.id in self.configured:
             node.func = self._callee(func)  # `t.with_options(...)(x)`, `fast(x)`
-            self.generic_visit(node)
-            return self._task_call(node)
+            return self._configured_call(node)
         self.generic_visit(node)
         if isinstance(node.func, ast.Constant) and node.func.value is None:  # calls what was reported: once
             return node.func
@@ -242,6 +244,12 @@ class _FlowRewriter(AsyncForms):
                                        f"`t.with_options(retries=2)(x)`; {_HINT}")
         return self._task_call(node)
 
+    def _configured_call(self, node: ast.Call) -> ast.expr:
+        if isinstance(node.func, ast.Constant) and node.func.value is None:  # a callee reported already
+            return node.func
+        self.generic_visit(node)
+        return self._task_call(node)
+
     def _task_ref(self, expr: ast.expr) -> bool:
         """`expr` names a module-level task (`t`, `tasks.t`), one configured for the call (`t.with_options(...)`),
         or a name bound to one."""
@@ -260,7 +268,13 @@ class _FlowRewriter(AsyncForms):
             return expr
         assert isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)
         if id(expr) not in self.callees:
-            self.callees[id(expr)] = options_callee(self.project, self.info, expr, expr.func.value, task_options)
+            made = options_callee(self.project, self.info, expr, expr.func.value, task_options)
+            name = self.task_name(expr)
+            if isinstance(made, ast.Call) and name in self.flows:
+                made = unsupported(self.project, self.info, expr, f"options of flow `{name}` set by `.with_options(...)` "
+                                   "are not supported: a subflow is inlined into the flow that calls it",
+                                   f"set `retries=` and `timeout_seconds=` on the subflow's tasks; {_HINT}")
+            self.callees[id(expr)] = made
         return copy.deepcopy(self.callees[id(expr)])
 
     def _task_call(self, node: ast.Call) -> ast.expr:
