@@ -33,15 +33,12 @@ def options_callee(project: Project, info: ModuleInfo, call: ast.Call, task: ast
     """`task.options(...)` with the dagc options `call` (a `.with_options(...)`) sets, placed at `call`; `task`
     itself when it sets none (`name=`, `tags=`: a flow's too, which is inlined where it is called)."""
     given, _ = read(project, info, call)
-    defaults = TaskOptions()
     keywords: list[ast.keyword] = []
     for keyword in call.keywords:
         for field in _DAGC_FIELDS.get(keyword.arg or "", ()):
             value = getattr(given, field)
             if field == "timeout" and value is None:
-                value = defaults.timeout  # `timeout_seconds=0`: no timeout (a bad value is reported already)
-                if value is None:
-                    continue
+                continue  # `timeout_seconds=0`: no timeout (a value that is not a number is reported already)
             if all(k.arg != field for k in keywords):
                 keywords.append(ast.copy_location(ast.keyword(arg=field, value=ast.copy_location(
                     ast.Constant(value), keyword.value)), keyword))
