@@ -584,16 +584,43 @@ def main(n: int = 4):
     xs = load(n)
     return np.mean(xs)
 '''),
-    # the main block runs the coroutine the flow's call gives: a plain `def` would give it no coroutine
-    "an-async-flow-run-by-asyncio": ("DAGC108", 7, 1, '''\
+    # the main block runs the coroutine the DAG function's call gives: a plain `def` would give it no coroutine
+    "an-async-dag-function-run-by-asyncio": ("DAGC108", 12, 1, '''\
 import asyncio
 
-from prefect import flow
+from airflow.sdk import dag, task
+
+
+@task
+def plus_one(n: int) -> int:
+    return n + 1
+
+
+@dag(schedule=None)
+async def main():
+    return plus_one(3)
+
+
+if __name__ == "__main__":
+    print(asyncio.run(main()))
+'''),
+    # awaiting the stored coroutine where it is made would run its task before the other: a hint, not an edit
+    "a-coroutine-awaited-after-other-work": ("DAGC108", 13, 5, '''\
+import asyncio
+
+from prefect import flow, task
+
+
+@task
+async def plus_one(n: int) -> int:
+    return n + 1
 
 
 @flow
 async def main(n: int = 3):
-    return n + 1
+    later = plus_one(n)
+    now = await plus_one(n + 1)
+    return now + await later
 
 
 if __name__ == "__main__":

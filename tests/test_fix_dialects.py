@@ -1,6 +1,6 @@
-"""`dagc fix` on the diagnostics of Prefect, Metaflow and Airflow scripts whose hint names one edit: an `async def`
-that awaits nothing made a plain `def`, a Prefect flow called at module level put under `if __name__ ==
-"__main__":`, a Metaflow `@step(...)` made bare. As in tests/test_fix.py, the fixed script checks clean, keeps
+"""`dagc fix` on the diagnostics of Prefect, Metaflow and Airflow scripts whose hint names one edit: a Prefect flow
+called at module level put under `if __name__ == "__main__":`, an Airflow `async def` that awaits nothing made a
+plain `def`, a Metaflow `@step(...)` made bare. As in tests/test_fix.py, the fixed script checks clean, keeps
 every other line, `--diff` writes nothing, a second fix has nothing to do, and the local program computes what
 the framework's own run of the fixed script computes."""
 
@@ -16,12 +16,12 @@ from tests.interpreters import run_python
 from tests.test_dialect_airflow import OWN_RUN
 from tests.test_fix import Case, _fix_and_verify
 
-PREFECT = Case("DAGC108", '''\
+PREFECT = Case("DAGC110", '''\
 from prefect import flow, task
 
 
 @task
-async def double(x: int) -> int:
+def double(x: int) -> int:
     return 2 * x
 
 
@@ -31,7 +31,7 @@ def total(xs: list) -> int:
 
 
 @flow
-async def main(n: int = 3):
+def main(n: int = 3):
     doubled = [double(i) for i in range(n)]
     return total(doubled)
 
@@ -39,9 +39,7 @@ async def main(n: int = 3):
 # runs the flow when the script runs
 result = main()
 print(result)
-''', frozenset({5, 15, 21, 22}), ("def double(x: int) -> int:", "def main(n: int = 3):",
-                                  'if __name__ == "__main__":', "    result = main()", "    print(result)"),
-    runs_as_before=False)  # (the async flow's call gives a coroutine, which the module prints)
+''', frozenset({21, 22}), ('if __name__ == "__main__":', "    result = main()", "    print(result)"))
 
 
 def _prefect_run(script: Path, flow: str, tmp: Path) -> object:
@@ -55,13 +53,12 @@ def _prefect_run(script: Path, flow: str, tmp: Path) -> object:
     return framework_run("prefect-fix", code, [script], env, tmp)
 
 
-def test_prefect_async_functions_become_plain_and_the_flow_call_is_guarded(tmp_path: Path) -> None:
-    """The async flow first (its body is checked once it is plain), then its async task and the module-level
-    call, with the statement that prints the call's result."""
+def test_prefect_flow_call_at_module_level_is_guarded(tmp_path: Path) -> None:
+    """The module-level call goes under the guard with the statement that prints its result."""
     script = tmp_path / "job.py"
     script.write_text(PREFECT.source, encoding="utf-8")
     said = _fix_and_verify(script, PREFECT, tmp_path, plain=_prefect_run)
-    assert said.count("fixed[DAGC108]") == 2 and "fixed[DAGC110]" in said, said
+    assert "fixed[DAGC110]" in said and "fixed[DAGC108]" not in said, said
 
 
 METAFLOW = Case("DAGC124", '''\

@@ -10,6 +10,9 @@ A flow body calls its tasks directly, or through futures and fan-outs, which the
     wait(futures)                   →  (nothing: the programs wait for every task)
     load(x, wait_for=[y])           →  dagc.after(load(x), y)
 
+    t.with_options(retries=2)(x)    →  t.options(retries=2)(x)           (dagc.frontend.dialects.prefect_options)
+    await t(x), asyncio.gather(...)  →  t(x), [...]                      (dagc.frontend.dialects.prefect_async)
+
 Task options dagc has an equivalent for: `retries=`, `timeout_seconds=` (a timeout), `cache_policy=`
 (`NO_CACHE` turns the run store's reuse off; a policy keyed on the inputs marks the task pure).
 """
@@ -17,8 +20,11 @@ Task options dagc has an equivalent for: `retries=`, `timeout_seconds=` (a timeo
 from __future__ import annotations
 
 import ast
+import copy
 
 from dagc.frontend.dialects import DECORATORS, DecoratorForm, decorator_form, dotted_name
+from dagc.frontend.dialects.prefect_async import AsyncForms, check_async_generator
+from dagc.frontend.dialects.prefect_options import bound_configurations, is_with_options, options_callee
 from dagc.frontend.dialects.rewrite import (
     Mapped,
     after,
@@ -32,12 +38,12 @@ from dagc.frontend.dialects.rewrite import (
     scalar_names,
     unsupported,
 )
-from dagc.frontend.fix_edits import guard_call_fix, plain_def_fix
-from dagc.frontend.modules import ModuleInfo, Project, static_option_value
+from dagc.frontend.fix_edits import guard_call_fix
+from dagc.frontend.modules import ModuleInfo, Project, TaskDef, static_option_value
 from dagc.frontend.static import NotStatic
 from dagc.ir.types import TaskOptions
 
-__all__ = ["task_options", "pipeline_node"]
+__all__ = ["task_options", "refine_task", "pipeline_node"]
 
 for _module in ("prefect", "prefect.tasks", "prefect.flows"):
     DECORATORS[f"{_module}.task"] = DecoratorForm("prefect", "task")
@@ -85,56 +91,77 @@ def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> t
     return TaskOptions(**given), ()  # type: ignore[arg-type]
 
 
+def refine_task(project: Project, info: ModuleInfo, task: TaskDef) -> TaskDef:
+    """An async task is compiled as any task (the programs run its coroutine); an async generator is reported."""
+    check_async_generator(project, info, task.node, "task")
+    return task
+
+
 def pipeline_node(project: Project, info: ModuleInfo,
                   fn: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.FunctionDef | ast.AsyncFunctionDef:
-    """The flow's body in dagc's forms (the module's own tree is left as written)."""
-    if isinstance(fn, ast.AsyncFunctionDef):
-        project.sink.error("DAGC108", f"async flow `{fn.name}` is not supported", info.source.span(fn),
-                           hint="write the flow and its tasks as plain `def` functions; dagc runs independent "
-                           "tasks in parallel without asyncio", fix=plain_def_fix(info.source, fn))
-        return fn
+    """The flow's body in dagc's forms (the module's own tree is left as written); an async flow's body is lowered
+    to a plain one (dagc.frontend.dialects.prefect_async)."""
+    check_async_generator(project, info, fn, "flow")
     enable_after(info)
-    called = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
-    for stmt in info.source.tree.body:  # an async task's call gives a coroutine, which no program awaits
-        if isinstance(stmt, ast.AsyncFunctionDef) and stmt.name in called and any(
-                found[0].dialect == "prefect" for d in stmt.decorator_list
-                if (found := decorator_form(info, d)) is not None):
-            project.sink.error("DAGC108", f"async task `{stmt.name}` is not supported", info.source.span(stmt),
-                               hint="write the task as a plain `def`; dagc runs independent tasks in parallel",
-                               fix=plain_def_fix(info.source, stmt))
     _check_module_calls(project, info, fn)
     lowered = copy_function(fn)
-    rewriter = _FlowRewriter(project, info, bound_names(fn), scalar_names(fn))
-    lowered.body = rewriter.statements(lowered.body)
+    configured, bindings = bound_configurations(info, lowered)
+    rewriter = _FlowRewriter(project, info, bound_names(fn) - set(configured), scalar_names(fn),
+                             isinstance(fn, ast.AsyncFunctionDef), configured)
+    lowered.body = rewriter.statements([s for s in lowered.body if s not in bindings])
+    rewriter.finish_pending()
+    if isinstance(lowered, ast.AsyncFunctionDef):
+        plain = ast.FunctionDef(name=lowered.name, args=lowered.args, body=lowered.body,
+                                decorator_list=lowered.decorator_list, returns=lowered.returns,
+                                type_comment=lowered.type_comment)
+        return ast.copy_location(plain, lowered)
     return lowered
 
 
-def _check_module_calls(project: Project, info: ModuleInfo, fn: ast.FunctionDef) -> None:
-    """A flow called at the module's top level runs whenever the module is imported, in every process of a
-    program (and starts Prefect's server there): reported, with the guard that keeps it to `python script.py`."""
+def _check_module_calls(project: Project, info: ModuleInfo, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+    """A flow called at the module's top level (an async one through `asyncio.run(flow())`) runs whenever the
+    module is imported, in every process of a program (and starts Prefect's server there): reported, with the
+    guard that keeps it to `python script.py`."""
     for stmt in info.source.tree.body:
-        if isinstance(stmt, (ast.Expr, ast.Assign)) and isinstance(stmt.value, ast.Call) and isinstance(
-                stmt.value.func, ast.Name) and stmt.value.func.id == fn.name:
+        if not (isinstance(stmt, (ast.Expr, ast.Assign)) and isinstance(stmt.value, ast.Call)):
+            continue
+        call = stmt.value
+        if dotted_name(info, call.func) == "asyncio.run" and len(call.args) == 1 and isinstance(call.args[0], ast.Call):
+            call = call.args[0]
+        if isinstance(call.func, ast.Name) and call.func.id == fn.name:
             project.sink.error("DAGC110", f"flow `{fn.name}` is called at the module's top level: it would run each "
-                               "time a program imports the module", info.source.span(stmt.value),
+                               "time a program imports the module", info.source.span(call),
                                hint="call it under `if __name__ == \"__main__\":`, as Prefect's examples do",
                                fix=guard_call_fix(info.source, stmt))
 
 
-class _FlowRewriter(ast.NodeTransformer):
+class _FlowRewriter(AsyncForms):
     """Rewrites Prefect's call forms in a flow body (not inside functions or classes it defines)."""
 
-    def __init__(self, project: Project, info: ModuleInfo, local: set[str], scalars: set[str]) -> None:
+    def __init__(self, project: Project, info: ModuleInfo, local: set[str], scalars: set[str], is_async: bool,
+                 configured: dict[str, ast.Call]) -> None:
         self.project, self.info, self.local, self.scalars = project, info, local, scalars
-        self.taken = set(local)
+        self.taken = set(local) | set(configured)
+        self.configured = configured  # names bound to `task.with_options(...)`
+        self.callees: dict[int, ast.expr] = {}  # each `.with_options(...)` read once: its `task.options(...)`
+        self.flows = {stmt.name for stmt in info.source.tree.body if isinstance(stmt, (
+            ast.FunctionDef, ast.AsyncFunctionDef)) and any(found[0].dialect == "prefect" and found[0].kind == "pipeline"
+                                                            for d in stmt.decorator_list
+                                                            if (found := decorator_form(info, d)) is not None)}
+        self.init_async(is_async)
 
     def statements(self, body: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         for stmt in body:
             if isinstance(stmt, ast.Expr) and self._drops(stmt.value):
                 continue
+            before = set(self.pending)
+            used = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+            self.store_pending(stmt)
             new = self.visit(stmt)
-            out.extend(new if isinstance(new, list) else [new] if new is not None else [])
+            rewritten = new if isinstance(new, list) else [new] if new is not None else []
+            self.check_pending(used, before, rewritten)
+            out.extend(rewritten)
         if not out and body:  # a block that only waited: Python needs a statement there
             out.append(ast.copy_location(ast.Pass(), body[0]))
         return out
@@ -142,6 +169,9 @@ class _FlowRewriter(ast.NodeTransformer):
     def _drops(self, expr: ast.expr) -> bool:
         """A statement that only waits on futures it names (`wait(futures)`, `future.wait()`): dagc's programs
         wait for every task. (`task.submit(x).wait()` still calls the task.)"""
+        if isinstance(expr, ast.Await) and isinstance(expr.value, ast.Call) and \
+                dotted_name(self.info, expr.value.func) == "asyncio.sleep":
+            return True  # (a flow's pause: the programs run each task once its inputs are ready)
         if not isinstance(expr, ast.Call):
             return False
         if isinstance(expr.func, ast.Attribute) and expr.func.attr == "wait" and isinstance(
@@ -168,17 +198,29 @@ class _FlowRewriter(ast.NodeTransformer):
 
     def visit_ListComp(self, node: ast.ListComp) -> ast.AST:
         self.generic_visit(node)
-        # `[f.result() for f in futures]` is now `[f for f in futures]`: the futures' values are the list
+        # `[f.result() for f in futures]` (or `in t.map(xs)`) is now `[f for f in futures]`: the futures' values
+        # are the list
         (gen,) = node.generators if len(node.generators) == 1 else (None,)
         if gen is not None and not gen.ifs and isinstance(gen.target, ast.Name) and isinstance(node.elt, ast.Name) \
-                and node.elt.id == gen.target.id and isinstance(gen.iter, ast.Name):
+                and node.elt.id == gen.target.id and isinstance(gen.iter, (ast.Name, ast.ListComp)):
             return gen.iter
         return node
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr == "map" and is_function_ref(func.value, self.local):
-            return self._map(node, func.value)  # its arguments are read before they are rewritten
+        if isinstance(func, ast.Attribute) and func.attr == "map" and self._task_ref(func.value):
+            return self._map(node, self._callee(func.value))  # its arguments are read before they are rewritten
+        reported = self.asyncio_call(node)
+        if reported is not None:
+            return reported
+        self.check_unawaited(node)
+        if isinstance(func, ast.Attribute) and func.attr in ("submit", "fn") and self._task_ref(func.value):
+            node = call_of(self._callee(func.value), node.args, node.keywords, node)  # a future is its value
+            return self._configured_call(node)
+        if self._task_ref(func) and not isinstance(func, (ast.Name, ast.Attribute)) or \
+                isinstance(func, ast.Name) and func.id in self.configured:
+            node.func = self._callee(func)  # `t.with_options(...)(x)`, `fast(x)`
+            return self._configured_call(node)
         self.generic_visit(node)
         if isinstance(node.func, ast.Constant) and node.func.value is None:  # calls what was reported: once
             return node.func
@@ -187,17 +229,53 @@ class _FlowRewriter(ast.NodeTransformer):
             return node.args[0] if len(node.args) == 1 else node
         if isinstance(func, ast.Attribute):
             receiver, method = func.value, func.attr
-            if method in ("result", "wait") and not is_function_ref(receiver, self.local):
+            if method in ("result", "wait") and not self._task_ref(receiver):
                 return receiver  # a future's value is the task's result
-            if is_function_ref(receiver, self.local):
-                if method in ("submit", "fn"):
-                    return self._task_call(call_of(receiver, node.args, node.keywords, node))
-                if method in ("with_options", "apply_async", "delay", "serve", "deploy", "to_deployment"):
+            if self._task_ref(receiver):
+                if method == "with_options":
+                    return unsupported(self.project, self.info, node,
+                                       "a task's `.with_options(...)` is supported where the flow calls the task it "
+                                       "gives (`t.with_options(retries=2)(x)`), or bound to a name the flow calls",
+                                       f"call the configured task, `.submit()` or `.map()` it; {_HINT}")
+                if method in ("apply_async", "delay", "serve", "deploy", "to_deployment"):
                     return unsupported(self.project, self.info, node,
                                        f"Prefect's `.{method}()` is not supported in a flow dagc compiles",
-                                       "set the options in the task's decorator (`@task(retries=2)`) and call the "
-                                       f"task directly, `.submit()` or `.map()` it; {_HINT}")
+                                       "call the task directly, `.submit()` or `.map()` it; a per-call option is "
+                                       f"`t.with_options(retries=2)(x)`; {_HINT}")
         return self._task_call(node)
+
+    def _configured_call(self, node: ast.Call) -> ast.expr:
+        if isinstance(node.func, ast.Constant) and node.func.value is None:  # a callee reported already
+            return node.func
+        self.generic_visit(node)
+        return self._task_call(node)
+
+    def _task_ref(self, expr: ast.expr) -> bool:
+        """`expr` names a module-level task (`t`, `tasks.t`), one configured for the call (`t.with_options(...)`),
+        or a name bound to one."""
+        if isinstance(expr, ast.Name) and expr.id in self.configured:
+            return True
+        if is_with_options(expr):
+            assert isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)
+            return is_function_ref(expr.func.value, self.local)
+        return is_function_ref(expr, self.local)
+
+    def _callee(self, expr: ast.expr) -> ast.expr:
+        """The callee a task reference stands for in dagc's forms: `t.options(...)` for a configured task."""
+        if isinstance(expr, ast.Name) and expr.id in self.configured:
+            expr = self.configured[expr.id]
+        if not is_with_options(expr):
+            return expr
+        assert isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute)
+        if id(expr) not in self.callees:
+            made = options_callee(self.project, self.info, expr, expr.func.value, task_options)
+            name = self.task_name(expr)
+            if isinstance(made, ast.Call) and name in self.flows:
+                made = unsupported(self.project, self.info, expr, f"options of flow `{name}` set by `.with_options(...)` "
+                                   "are not supported: a subflow is inlined into the flow that calls it",
+                                   f"set `retries=` and `timeout_seconds=` on the subflow's tasks; {_HINT}")
+            self.callees[id(expr)] = made
+        return copy.deepcopy(self.callees[id(expr)])
 
     def _task_call(self, node: ast.Call) -> ast.expr:
         """A task call's Prefect-only keywords: `wait_for=` becomes an ordering; `return_state=` is refused."""
