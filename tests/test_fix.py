@@ -627,15 +627,20 @@ if __name__ == "__main__":
     print(asyncio.run(main()))
 '''),
     # the same, the coroutine kept under a name first
-    "an-async-flow-s-coroutine-kept-for-asyncio": ("DAGC108", 7, 1, '''\
+    "an-async-dag-function-s-coroutine-kept-for-asyncio": ("DAGC108", 12, 1, '''\
 import asyncio
 
-from prefect import flow
+from airflow.sdk import dag, task
 
 
-@flow
-async def main(n: int = 3):
+@task
+def plus_one(n: int) -> int:
     return n + 1
+
+
+@dag(schedule=None)
+async def main():
+    return plus_one(3)
 
 
 if __name__ == "__main__":
