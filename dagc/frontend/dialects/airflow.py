@@ -134,15 +134,13 @@ def scan_with(project: Project, info: ModuleInfo, node: ast.With) -> None:
     found = dag_function(project, info, node)
     if found is None:
         return
-    fn, variable = found
+    fn, variable, dag_call = found
     for group in (s for s in node.body if isinstance(s, ast.FunctionDef) and _is_group(info, s)):
         if variable is None:  # (the programs find a group's tasks in the DAG the module binds)
             project.sink.error("DAGC108", f"task group `{group.name}` in a DAG block that binds no name",
                                info.source.span(group), hint=f"bind the DAG: `with DAG(...) as dag:`; {_HINT}")
     enable_after(info)
     _check_module_tasks(project, info, fn)
-    dag_call = next((i.context_expr for i in node.items if isinstance(i.context_expr, ast.Call)
-                     and dotted_name(info, i.context_expr.func) in CONTEXTS), None)
     body = _lowered(project, info, fn, "", {}, {}, dag_variable=variable,
                     defaults=dag_defaults(project, info, dag_call))
     info.pipelines[fn.name] = PipelineDef(fn.name, info.name, FunctionSig.of(fn), body, info.source,
