@@ -38,6 +38,7 @@ CASES: dict[str, str] = {
     "example_nested_branch_dag": "airflow_nested_branch",
     "example_branch_dop_operator_v3": "airflow_branch_dop",
     "branch_rules": "airflow_branch_rules",
+    "my-etl.v2": "airflow_dotted_id",
 }
 PORTED = sorted(set(CASES.values()))
 
@@ -107,6 +108,17 @@ def test_ray_and_torch_programs_of_a_with_dag_block_equal_dag_test(airflow_home:
     """A `with DAG(...)` block of `PythonOperator`s (defined in the block, given `op_args`/`op_kwargs` and other
     operators' `.output`, made in a loop, ordered by `>>`): the programs import the DAG file as the module."""
     dag = "example_python_operator"
+    script = PORTS / f"{CASES[dag]}.py"
+    assert run_ray(script, dag, {}, airflow_home, ray_cluster.address) == airflow_results[dag]
+    assert run_torch(script, dag, {}, airflow_home) == airflow_results[dag]
+
+
+@pytest.mark.slow
+def test_ray_and_torch_programs_of_a_dag_id_that_is_no_python_name_equal_dag_test(airflow_home: Path, airflow_results,
+                                                                                  ray_cluster) -> None:
+    """A `with DAG("my-etl.v2")` block (its pipeline, run directory and programs named after an id Python could
+    not bind), whose task downstream of two branches is skipped by the one that does not choose it."""
+    dag = "my-etl.v2"
     script = PORTS / f"{CASES[dag]}.py"
     assert run_ray(script, dag, {}, airflow_home, ray_cluster.address) == airflow_results[dag]
     assert run_torch(script, dag, {}, airflow_home) == airflow_results[dag]
