@@ -538,6 +538,34 @@ def test_default_args_give_each_task_the_options_it_does_not_set(tmp_path: Path)
     assert "defaults.py:36:72:" in warned[1] and "`sla`" in warned[1]
 
 
+BLOCK_DEFAULTS = '''\
+from airflow.sdk import DAG, task
+
+with DAG("first", schedule=None, default_args={"retries": 2}) as first:
+    @task
+    def step(x: int) -> int:
+        return x + 1
+
+    first.add_result(step(1))
+
+with DAG("second", schedule=None) as second:
+    second.add_result(step(2))
+
+with DAG("third", schedule=None, default_args={"retries": 4}) as third:
+    third.add_result(step(3))
+'''
+
+
+def test_default_args_of_a_with_dag_block_stay_with_its_calls(tmp_path: Path) -> None:
+    """A task defined in one `with DAG(...)` block is a function of the module that later blocks may call: each
+    call takes the `default_args` of the DAG it is made in, as Airflow gives them to the operator it makes."""
+    script = tmp_path / "blocks.py"
+    script.write_text(BLOCK_DEFAULTS)
+    retries = {dag: [(n.name, n.options.retries) for n in compile_file(script, pipeline_name=dag) if n.op == "task"]
+               for dag in ("first", "second", "third")}
+    assert retries == {"first": [("step", 2)], "second": [("step", 0)], "third": [("step", 4)]}
+
+
 IMPORTING = '''\
 from datetime import datetime
 

@@ -23,7 +23,6 @@ where they run, and nothing runs then.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import weakref
 
 from dagc.frontend.dialects import (
@@ -170,7 +169,9 @@ def _lowered(project: Project, info: ModuleInfo, fn: ast.FunctionDef, qualname: 
         unsupported(project, info, fn, "a branch task in a task group", f"branch in the DAG's own body; {_HINT}")
     elif not group:
         body = lower_branches(project, info, body, rewriter.calls, rewriter.junction_meta, ordering.edges)
-    apply_at_calls(project, info, body, defaults, set(nested.values()))
+    # (a task defined in a DAG function has its DAG's defaults in its definition; one of the module, a `with DAG`
+    # block's included, gets them at each call)
+    apply_at_calls(project, info, body, defaults, {s for s in nested.values() if ".<locals>." in s})
     if rewriter.result is not None:
         body.append(ast.copy_location(ast.Return(ast.Name(rewriter.result, ast.Load())), body[-1] if body else fn))
     lowered.body = body or [ast.copy_location(ast.Pass(), fn)]
@@ -211,12 +212,8 @@ def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef, lower
             continue
         assert isinstance(original, (ast.FunctionDef, ast.AsyncFunctionDef))
         found[original.name] = name
-        if not qualname:  # already the module's task (dagc.frontend.scan read the block's definitions)
-            defined = info.tasks.get(name)
-            if defined is not None and defaults:
-                info.tasks[name] = info.symbols[name] = dataclasses.replace(  # type: ignore[assignment]
-                    defined, options=with_defaults(defined.options, written_options(info, original), defaults))
-            continue
+        if not qualname:  # already the module's task (dagc.frontend.scan read the block's definitions), which
+            continue  # another DAG of the file may call: the defaults are given at each call (apply_at_calls)
         options, _ = task_options(project, info, form if isinstance(form, ast.Call) else None)
         options = with_defaults(options, written_options(info, original), defaults)
         returns = ast.unparse(original.returns) if original.returns is not None else None
