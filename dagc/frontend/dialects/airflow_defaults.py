@@ -4,9 +4,9 @@ gives them to each operator made in the DAG.
     @dag(default_args={"retries": 2, "execution_timeout": timedelta(minutes=5), "owner": "ml"})
         → each task without its own `retries=`/`execution_timeout=` runs with retries=2, a timeout of 300 s
 
-A task defined for this DAG (in its body, or a `PythonOperator`) gets the options in its definition; a task
-defined at module level (or in another module), which other DAGs may call too, gets them at the call:
-`t(x)` becomes dagc's per-call form `t.options(retries=2)(x)`. Keys that do not change what a run computes
+A task defined for this DAG (in its `@dag` function, or a `PythonOperator`) gets the options in its
+definition; a task of the module (at its top level, in a `with DAG(...)` block, or in another module), which
+other DAGs may call too, gets them at the call: `t(x)` becomes dagc's per-call form `t.options(retries=2)(x)`. Keys that do not change what a run computes
 (`owner`, `email*`, `retry_delay`, `depends_on_past`, `start_date`) are read and ignored; any other key is
 named in one warning at its line.
 """
