@@ -284,6 +284,53 @@ def test_nested_task_code_sees_what_it_closes_over(tmp_path: Path) -> None:
     assert code_digest(names, tmp_path, files) != emitted
 
 
+GROUP_CLOSURE = '''\
+from airflow.sdk import dag, task, task_group
+
+
+@dag(schedule=None)
+def groups():
+    @task_group
+    def shifted(x: int):
+        offset = x * 2
+
+        @task
+        def shift(v: int) -> int:
+            return v + {read}
+
+        return shift(1)
+
+    @task
+    def both(a: int, b: int) -> list:
+        return [a, b]
+
+    return both({calls})
+
+
+groups()
+'''
+
+
+@pytest.mark.parametrize(("read", "calls", "reported"), [
+    ("x + offset", "shifted(10), shifted(20)", True),  # each call's task closes over its own x: Airflow's [31, 61]
+    ("1", "shifted(10), shifted(20)", False),
+    ("x", "shifted(10), 0", False),
+    ("x", "*[shifted(n) for n in (1, 2)]", True),
+])
+def test_check_names_a_group_task_that_reads_what_each_call_of_its_group_binds(tmp_path: Path, read: str,
+                                                                             calls: str, reported: bool) -> None:
+    """A task of a task group that reads the group's parameters or variables, in a DAG that calls the group more
+    than once (or in a loop), is reported at its definition: Airflow makes a task per call, closing over that
+    call's values, while the programs find one function by its name."""
+    script = tmp_path / "groups.py"
+    script.write_text(GROUP_CLOSURE.format(read=read, calls=calls))
+    proc = run_dagc("check", str(script))
+    assert (proc.returncode != 0) == reported, proc.stderr
+    if reported:
+        assert "groups.py:11:9:" in proc.stderr and "task `shift` reads" in proc.stderr
+        assert ("`offset`" in proc.stderr) == ("offset" in read) and "Traceback" not in proc.stderr
+
+
 FORMS_HEAD = '''\
 from datetime import datetime
 

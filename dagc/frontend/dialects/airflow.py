@@ -63,6 +63,7 @@ from dagc.frontend.dialects.rewrite import (
     unsupported,
 )
 from dagc.frontend.fix_edits import plain_def_fix
+from dagc.frontend.fix_nested import free_names
 from dagc.frontend.modules import FunctionSig, ModuleInfo, PipelineDef, Project, TaskDef, static_option_value
 from dagc.frontend.static import NotStatic
 from dagc.ir.types import TaskOptions
@@ -194,6 +195,7 @@ def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef, lower
     for stmt, original in zip(lowered.body, fn.body):
         name = f"{qualname}.<locals>.{getattr(original, 'name', '')}" if qualname else getattr(original, "name", "")
         if isinstance(original, ast.FunctionDef) and _is_group(info, original):
+            _check_group_closures(project, info, fn, original)
             group = _lowered(project, info, original, name, {**outer, **found}, {**outer_callables, **callables},
                              defaults=defaults, group=True)
             info.symbols[name] = PipelineDef(original.name, info.name, FunctionSig.of(original), group, info.source,
@@ -228,6 +230,45 @@ def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef, lower
 def _is_group(info: ModuleInfo, fn: ast.FunctionDef) -> bool:
     """`@task_group` (or `@task_group(...)`): a function whose body calls tasks, run inline where it is called."""
     return any(dotted_name(info, d.func if isinstance(d, ast.Call) else d) in _GROUP for d in fn.decorator_list)
+
+
+def _check_group_closures(project: Project, info: ModuleInfo, fn: ast.FunctionDef, group: ast.FunctionDef) -> None:
+    """Report each task of `group` that reads the group's parameters or variables from its closure when `fn`
+    calls the group more than once: Airflow makes a task per call, each closing over its call's values, while
+    the programs find the task's function by its name, the first call's."""
+    if _calls_of(fn, group.name) < 2:
+        return
+    own = bound_names(group)
+    for stmt in group.body:
+        if not isinstance(stmt, ast.FunctionDef) or not any(
+                (found := decorator_form(info, d)) is not None and found[0].dialect == "airflow"
+                and found[0].kind == "task" for d in stmt.decorator_list):
+            continue
+        read = sorted((free_names(info.source, stmt) or set()) & (own - {stmt.name}))
+        if read:
+            listed = ", ".join(f"`{r}`" for r in read)
+            project.sink.error("DAGC108", f"task `{stmt.name}` reads {listed} of task group `{group.name}`, which "
+                               "the DAG calls more than once: each call's task would see the first call's values",
+                               info.source.span(stmt), hint=f"make {listed} parameters of the task and pass "
+                               f"them where the group calls it (`{stmt.name}(..., {', '.join(read)})`); {_HINT}")
+
+
+def _calls_of(fn: ast.FunctionDef, name: str) -> int:
+    """How many calls of `name` the body of `fn` makes, at least (one in a loop or comprehension counts as two)."""
+    count = 0
+
+    def visit(node: ast.AST, repeated: bool) -> None:
+        nonlocal count
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id == name:
+                count += 2 if repeated else 1
+            visit(child, repeated or isinstance(child, (ast.For, ast.AsyncFor, ast.While, ast.ListComp,
+                                                        ast.SetComp, ast.DictComp, ast.GeneratorExp)))
+
+    visit(fn, False)
+    return count
 
 
 def _task_decorator(project: Project, info: ModuleInfo, stmt: ast.stmt) -> ast.Call | bool | None:
