@@ -651,6 +651,48 @@ def test_callables_and_tasks_imported_from_the_users_modules(airflow_home: Path)
     assert run_local(script, "imported", {}, airflow_home) == sum(etl["scale"](etl["extract"](), 3))
 
 
+IMPORTED_RULE = '''\
+from airflow.sdk import DAG, task
+from helpers.tasks import tail
+
+
+@task.branch
+def pick() -> str:
+    return "a"
+
+
+@task
+def step(name: str) -> str:
+    return name
+
+
+with DAG("imported_rule", schedule=None) as dag:
+    chosen = pick()
+    a = step.override(task_id="a")("a")
+    b = step.override(task_id="b")("b")
+    chosen >> [a, b]
+    dag.add_result(tail.override(task_id="end")(b))
+'''
+
+
+def test_trigger_rule_of_a_task_imported_from_the_users_modules(tmp_path: Path) -> None:
+    """A `@task(trigger_rule=TriggerRule.NONE_FAILED)` of another module, called through `.override(task_id=...)`
+    in a DAG file that does not import TriggerRule, keeps its rule: it runs after a skipped upstream task, outside
+    any conditional region, with nothing reported."""
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "helpers" / "__init__.py").write_text("")
+    (tmp_path / "helpers" / "tasks.py").write_text("from airflow.sdk import TriggerRule, task\n\n\n"
+                                                   "@task(trigger_rule=TriggerRule.NONE_FAILED)\n"
+                                                   "def tail(x):\n    return x\n")
+    script = tmp_path / "imported_rule.py"
+    script.write_text(IMPORTED_RULE)
+    proc = run_dagc("check", str(script))
+    assert proc.returncode == 0 and "error[" not in proc.stderr, proc.stderr
+    graph = compile_file(script, pipeline_name="imported_rule")
+    assert [n.function for n in graph if n.op == "task" and n.function.endswith("tail")] == ["tail"]
+    assert sum(n.op == "cond" for n in graph) == 2  # (a and b, each under the branch's choice)
+
+
 BRANCH_FORMS = '''\
 from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.sdk import DAG, TriggerRule, task

@@ -445,7 +445,8 @@ class _DagRewriter(ast.NodeTransformer):
             return
         owner = self.project.module(task.module) or self.info
         found = next((f for d in task.node.decorator_list if (f := decorator_form(owner, d)) is not None), None)
-        keywords = [*(found[1].keywords if found is not None and found[1] is not None else []), *overrides]
+        written = found[1].keywords if found is not None and found[1] is not None else []
+        keywords = [*written, *overrides]
         given = next((k.value for k in reversed(keywords) if k.arg == "task_id"), None)
         known = given is None or isinstance(given, ast.Constant) and isinstance(given.value, str)
         core = given.value if given is not None and known else task.node.name  # type: ignore[union-attr]
@@ -453,11 +454,10 @@ class _DagRewriter(ast.NodeTransformer):
         self.uses[core] = count + 1
         branch = any((dotted_name(owner, d.func if isinstance(d, ast.Call) else d) or "").endswith(".task.branch")
                      for d in task.node.decorator_list)
-        rule = self.rules.get(id(task.node)) if not overrides else None
-        if rule is None:  # (a decorator's rule is read, and reported, once)
-            rule = trigger_rule(self.project, owner if not overrides else self.info, keywords)
-            if not overrides:
-                self.rules[id(task.node)] = rule
+        if any(k.arg == "trigger_rule" for k in overrides):  # read where it is written: the DAG's file
+            rule = trigger_rule(self.project, self.info, overrides)
+        elif (rule := self.rules.get(id(task.node))) is None:  # (a decorator's rule is read, and reported, once,
+            rule = self.rules[id(task.node)] = trigger_rule(self.project, owner, written)  # in its own module)
         self.calls[id(made)] = TaskMeta(f"{core}__{count}" if count else core, rule, branch, known)
 
     def _operator_options(self, call: ast.Call) -> tuple[TaskOptions, tuple[str, ...]]:
