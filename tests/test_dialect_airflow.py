@@ -693,6 +693,21 @@ def test_trigger_rule_of_a_task_imported_from_the_users_modules(tmp_path: Path) 
     assert sum(n.op == "cond" for n in graph) == 2  # (a and b, each under the branch's choice)
 
 
+def test_check_names_an_imported_task_that_takes_the_run_context(tmp_path: Path) -> None:
+    """A `@task` imported from another module of the project that takes Airflow's run context is reported at its
+    definition, in its own file, as one defined in the DAG's file is."""
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "helpers" / "__init__.py").write_text("")
+    (tmp_path / "helpers" / "tasks.py").write_text("from airflow.sdk import task\n\n\n"
+                                                   "@task\ndef stamp(x, ti=None):\n    return x\n")
+    script = tmp_path / "stamped.py"
+    script.write_text("from airflow.sdk import DAG\nfrom helpers.tasks import stamp\n\n"
+                      "with DAG(\"stamped\", schedule=None) as dag:\n    dag.add_result(stamp(1))\n")
+    proc = run_dagc("check", str(script))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "tasks.py:5:1:" in proc.stderr and "task `stamp` takes Airflow's run context (`ti`)" in proc.stderr
+
+
 BRANCH_FORMS = '''\
 from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.sdk import DAG, TriggerRule, task

@@ -296,12 +296,18 @@ def _task_decorator(project: Project, info: ModuleInfo, stmt: ast.stmt) -> ast.C
 
 
 def _check_module_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef) -> None:
-    """The module-level `@task` functions the DAG function calls that take the run context, or are not Python
-    tasks: reported at their definition."""
+    """The module-level `@task` functions the DAG function calls (of its file, or imported from the user's
+    modules) that take the run context, or are not Python tasks: reported at their definition."""
     called = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
     for stmt in info.source.tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in called:
             _task_decorator(project, info, stmt)
+    for name in sorted(called):
+        task = project.lookup(info, name)
+        if isinstance(task, TaskDef) and task.dialect == "airflow" and task.module != info.name:
+            owner = project.module(task.module)
+            if owner is not None:
+                _task_decorator(project, owner, task.node)
 
 
 class _Renamer(ast.NodeTransformer):
