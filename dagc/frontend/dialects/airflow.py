@@ -38,8 +38,8 @@ from dagc.frontend.dialects.airflow_defaults import (
     apply_at_calls,
     configured_call,
     dag_defaults,
-    duration,
     operator_options,
+    task_options,
     with_defaults,
     written_options,
 )
@@ -64,8 +64,7 @@ from dagc.frontend.dialects.rewrite import (
 )
 from dagc.frontend.fix_edits import plain_def_fix
 from dagc.frontend.fix_nested import free_names
-from dagc.frontend.modules import FunctionSig, ModuleInfo, PipelineDef, Project, TaskDef, static_option_value
-from dagc.frontend.static import NotStatic
+from dagc.frontend.modules import FunctionSig, ModuleInfo, PipelineDef, Project, TaskDef
 from dagc.ir.types import TaskOptions
 
 __all__ = ["task_options", "pipeline_node", "scan_with"]
@@ -83,33 +82,6 @@ for _dag_class in ("airflow.DAG", "airflow.sdk.DAG", "airflow.models.DAG", "airf
 _HINT = "docs/dialects.md (Airflow) lists the forms dagc compiles"
 _DOCS = {"doc", "doc_md", "doc_rst", "doc_json", "doc_yaml"}  # what `dag.doc_md = ...` sets: shown, not computed
 _GROUP = {"airflow.sdk.task_group", "airflow.decorators.task_group"}
-
-
-def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> tuple[TaskOptions, tuple[str, ...]]:
-    """The dagc options of `@task(...)`: `retries=` and `execution_timeout=`; the others (task ids, pools,
-    queues, retry delays, `multiple_outputs=`) change nothing in what the task computes."""
-    given: dict[str, object] = {}
-    for keyword in call.keywords if call is not None else ():
-        if keyword.arg == "retries":
-            try:
-                value = static_option_value(keyword.value, info, project)
-            except NotStatic:
-                value = None
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                project.sink.error("DAGC109", "`retries=` of an Airflow task must be a whole number known at compile "
-                                   "time", info.source.span(keyword.value), hint="write a literal: `@task(retries=3)`")
-                continue
-            given["retries"] = value
-        elif keyword.arg == "execution_timeout":
-            seconds = duration(project, info, keyword.value)
-            if seconds is None:
-                project.sink.error("DAGC109", "`execution_timeout=` must be a `timedelta(...)` of literals",
-                                   info.source.span(keyword.value),
-                                   hint="write `execution_timeout=timedelta(minutes=10)`")
-                continue
-            if seconds > 0:
-                given["timeout"] = seconds
-    return TaskOptions(**given), ()  # type: ignore[arg-type]
 
 
 def pipeline_node(project: Project, info: ModuleInfo,
