@@ -651,6 +651,31 @@ def test_callables_and_tasks_imported_from_the_users_modules(airflow_home: Path)
     assert run_local(script, "imported", {}, airflow_home) == sum(etl["scale"](etl["extract"](), 3))
 
 
+def test_code_of_an_imported_callable_is_its_modules(tmp_path: Path) -> None:
+    """A `python_callable` imported from another module of the project is that module's code: editing the function
+    or a constant it reads there changes the digest the program compares at start, so a cached result of the
+    operator's task is not reused; what `op_kwargs` pass are the task's arguments, compared as such."""
+    from dagc.backends.fingerprint import code_table
+    from dagc.runtime.code import code_digest
+
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "helpers" / "__init__.py").write_text("")
+    etl = tmp_path / "helpers" / "etl.py"
+    etl.write_text("BASE = 1\n\n\ndef extract():\n    return [1, 2, 3]\n\n\n"
+                   "def scale(values, factor):\n    return [v * factor + BASE for v in values]\n")
+    (tmp_path / "helpers" / "tasks.py").write_text(
+        "from airflow.sdk import task\n\n\n@task\ndef total(values: list) -> int:\n    return sum(values)\n")
+    script = tmp_path / "imported.py"
+    script.write_text(IMPORTING)
+    graph = compile_file(script, pipeline_name="imported")
+    assert [(k, v.value) for k, v in graph.node("scale").kwargs] == [("factor", 3)]  # type: ignore[union-attr]
+    table, files = code_table(graph)
+    names, _upstream, emitted = table["scale"]
+    assert code_digest(names, tmp_path, files) == emitted
+    etl.write_text(etl.read_text().replace("BASE = 1", "BASE = 2"))
+    assert code_digest(names, tmp_path, files) != emitted
+
+
 IMPORTED_RULE = '''\
 from airflow.sdk import DAG, task
 from helpers.tasks import tail
