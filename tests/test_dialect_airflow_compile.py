@@ -237,3 +237,43 @@ def test_branches_compile_to_conditional_regions() -> None:
     inside = sorted(b.function for c in conds for body in c.bodies.values() for b in body if b.op == "task")
     assert inside == ["side", "side", "which"]
     assert graph.node("should_run").op == "task"  # (no branch reaches it: it runs unconditionally)
+
+
+BRANCH_GROUP = '''\
+from airflow.sdk import DAG, task, task_group
+
+
+@task.branch
+def pick() -> str:
+    return "other"
+
+
+@task
+def step(name: str) -> str:
+    return name
+
+
+with DAG("branch_group", schedule=None) as dag:
+    @task_group
+    def group(x: str):
+        return step.override(task_id="inner")(x)
+
+    chosen = pick()
+    grouped = group("in-group")
+    other = step.override(task_id="other")("other")
+    chosen >> [grouped, other]
+'''
+
+
+def test_check_names_a_task_group_called_in_a_dag_that_branches(tmp_path: Path) -> None:
+    """A task group called in a DAG that branches is reported at the call (Airflow would skip the group's tasks
+    a branch does not choose; they are not in the graph dagc's branching reads); the same DAG without the branch
+    compiles."""
+    script = tmp_path / "branch_group.py"
+    script.write_text(BRANCH_GROUP)
+    proc = run_dagc("check", str(script))
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "branch_group.py:20:15:" in proc.stderr and "a task group called in a DAG that branches" in proc.stderr
+    script.write_text(BRANCH_GROUP.replace("@task.branch", "@task"))
+    proc = run_dagc("check", str(script))
+    assert proc.returncode == 0, proc.stderr

@@ -141,6 +141,9 @@ def _lowered(project: Project, info: ModuleInfo, fn: ast.FunctionDef, qualname: 
     if group and any(m.branch for m in rewriter.calls.values()):
         unsupported(project, info, fn, "a branch task in a task group", f"branch in the DAG's own body; {_HINT}")
     elif not group:
+        if any(m.branch for m in rewriter.calls.values()):
+            _check_no_group_calls(project, info, body,
+                                  {s for s in nested.values() if isinstance(info.symbols.get(s), PipelineDef)})
         body = lower_branches(project, info, body, rewriter.calls, rewriter.junction_meta, ordering.edges)
     # (a task defined in a DAG function has its DAG's defaults in its definition; one of the module, a `with DAG`
     # block's included, gets them at each call)
@@ -149,6 +152,15 @@ def _lowered(project: Project, info: ModuleInfo, fn: ast.FunctionDef, qualname: 
         body.append(ast.copy_location(ast.Return(ast.Name(rewriter.result, ast.Load())), body[-1] if body else fn))
     lowered.body = body or [ast.copy_location(ast.Pass(), fn)]
     return lowered
+
+
+def _check_no_group_calls(project: Project, info: ModuleInfo, body: list[ast.stmt], groups: set[str]) -> None:
+    """Report each call of a task group (by its symbol, one of `groups`) in the body of a DAG that branches: the
+    group's tasks are not in the graph branching reads, so no branch would skip them as Airflow does."""
+    for node in (n for stmt in body for n in ast.walk(stmt)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in groups:
+            unsupported(project, info, node, "a task group called in a DAG that branches",
+                        f"call the group's tasks in the DAG's own body; {_HINT}")
 
 
 def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef, lowered: ast.FunctionDef,
