@@ -1,7 +1,8 @@
 """Airflow 3 TaskFlow DAGs compiled as written (tests/ports/airflow_*.py): each program (local, Ray on 2 devices,
 torch on 2 gloo ranks) computes the DAG result Airflow itself computes with `dag.test()` (its metadata database
 and DAG folder in a temporary AIRFLOW_HOME); the mapped tasks spread over the plan's devices; `>>` and `chain`
-order tasks; and `dagc check` names each Airflow construct dagc does not compile, at its line.
+order tasks; and `dagc check` names each Airflow construct dagc does not compile, at its line. (Default args,
+branches and trigger rules, compiled without a run: tests/test_dialect_airflow_compile.py.)
 
 Compiling needs no Airflow; running the programs does (the DAG files import it), as does Airflow's own run."""
 
@@ -38,6 +39,7 @@ CASES: dict[str, str] = {
     "example_nested_branch_dag": "airflow_nested_branch",
     "example_branch_dop_operator_v3": "airflow_branch_dop",
     "branch_rules": "airflow_branch_rules",
+    "my-etl.v2": "airflow_dotted_id",
 }
 PORTED = sorted(set(CASES.values()))
 
@@ -107,6 +109,17 @@ def test_ray_and_torch_programs_of_a_with_dag_block_equal_dag_test(airflow_home:
     """A `with DAG(...)` block of `PythonOperator`s (defined in the block, given `op_args`/`op_kwargs` and other
     operators' `.output`, made in a loop, ordered by `>>`): the programs import the DAG file as the module."""
     dag = "example_python_operator"
+    script = PORTS / f"{CASES[dag]}.py"
+    assert run_ray(script, dag, {}, airflow_home, ray_cluster.address) == airflow_results[dag]
+    assert run_torch(script, dag, {}, airflow_home) == airflow_results[dag]
+
+
+@pytest.mark.slow
+def test_ray_and_torch_programs_of_a_dag_id_that_is_no_python_name_equal_dag_test(airflow_home: Path, airflow_results,
+                                                                                  ray_cluster) -> None:
+    """A `with DAG("my-etl.v2")` block (its pipeline, run directory and programs named after an id Python could
+    not bind), whose task downstream of two branches is skipped by the one that does not choose it."""
+    dag = "my-etl.v2"
     script = PORTS / f"{CASES[dag]}.py"
     assert run_ray(script, dag, {}, airflow_home, ray_cluster.address) == airflow_results[dag]
     assert run_torch(script, dag, {}, airflow_home) == airflow_results[dag]
@@ -270,6 +283,53 @@ def test_nested_task_code_sees_what_it_closes_over(tmp_path: Path) -> None:
     assert code_digest(names, tmp_path, files) == emitted
     script.write_text(CLOSURE.format(factor=4))
     assert code_digest(names, tmp_path, files) != emitted
+
+
+GROUP_CLOSURE = '''\
+from airflow.sdk import dag, task, task_group
+
+
+@dag(schedule=None)
+def groups():
+    @task_group
+    def shifted(x: int):
+        offset = x * 2
+
+        @task
+        def shift(v: int) -> int:
+            return v + {read}
+
+        return shift(1)
+
+    @task
+    def both(a: int, b: int) -> list:
+        return [a, b]
+
+    return both({calls})
+
+
+groups()
+'''
+
+
+@pytest.mark.parametrize(("read", "calls", "reported"), [
+    ("x + offset", "shifted(10), shifted(20)", True),  # each call's task closes over its own x: Airflow's [31, 61]
+    ("1", "shifted(10), shifted(20)", False),
+    ("x", "shifted(10), 0", False),
+    ("x", "*[shifted(n) for n in (1, 2)]", True),
+])
+def test_check_names_a_group_task_that_reads_what_each_call_of_its_group_binds(tmp_path: Path, read: str,
+                                                                             calls: str, reported: bool) -> None:
+    """A task of a task group that reads the group's parameters or variables, in a DAG that calls the group more
+    than once (or in a loop), is reported at its definition: Airflow makes a task per call, closing over that
+    call's values, while the programs find one function by its name."""
+    script = tmp_path / "groups.py"
+    script.write_text(GROUP_CLOSURE.format(read=read, calls=calls))
+    proc = run_dagc("check", str(script))
+    assert (proc.returncode != 0) == reported, proc.stderr
+    if reported:
+        assert "groups.py:11:9:" in proc.stderr and "task `shift` reads" in proc.stderr
+        assert ("`offset`" in proc.stderr) == ("offset" in read) and "Traceback" not in proc.stderr
 
 
 FORMS_HEAD = '''\
@@ -466,66 +526,6 @@ def test_code_of_a_task_defined_in_a_with_dag_block_is_its_own(tmp_path: Path) -
     assert code_digest(names, tmp_path, files) != emitted
 
 
-DEFAULTS = '''\
-from datetime import datetime, timedelta
-
-from airflow.providers.standard.operators.python import PythonOperator
-from airflow.sdk import DAG, dag, task
-
-DEFAULTS = {"owner": "ml", "retries": 2, "email_on_failure": False, "retry_delay": timedelta(minutes=1),
-            "execution_timeout": timedelta(minutes=5), "pool_slots": 2}
-
-
-@task
-def top(x: int) -> int:
-    return x + 1
-
-
-@task(retries=5)
-def own(x: int) -> int:
-    return x
-
-
-def plain(x):
-    return x
-
-
-@dag(schedule=None, start_date=datetime(2024, 1, 1), default_args=DEFAULTS)
-def defaults():
-    @task(execution_timeout=timedelta(seconds=10))
-    def inner(x: int) -> int:
-        return x
-
-    e = PythonOperator(task_id="e", python_callable=plain, op_args=[inner(own(top(1)))], retries=0)
-    return top.override(retries=7)(e.output)
-
-
-defaults()
-
-with DAG("block", default_args={"retries": 1, "depends_on_past": True, "sla": 3}) as blk:
-    blk.add_result(top(1))
-'''
-
-
-def test_default_args_give_each_task_the_options_it_does_not_set(tmp_path: Path) -> None:
-    """`default_args` (a module-level dict constant or a literal) give retries and a timeout to every task of
-    their DAG that does not set its own, as Airflow does: module-level tasks at the call (another DAG calling
-    them keeps its own defaults); keys that change nothing are ignored, any other is warned about at its line."""
-    script = tmp_path / "defaults.py"
-    script.write_text(DEFAULTS)
-    graph = compile_file(script, pipeline_name="defaults")
-    options = {n.name: (n.options.retries, n.options.timeout) for n in graph if n.op == "task"}
-    assert options == {"top": (2, 300.0), "own": (5, 300.0), "inner": (2, 10.0), "e": (0, 300.0),
-                       "top.1": (7, 300.0)}
-    block = compile_file(script, pipeline_name="block")
-    assert [(n.name, n.options.retries, n.options.timeout) for n in block if n.op == "task"] == [("top", 1, None)]
-    proc = run_dagc("check", str(script))
-    assert proc.returncode == 0, proc.stderr
-    warned = [line for line in proc.stderr.splitlines() if "warning[" in line]
-    assert len(warned) == 2 and "defaults.py:7:56:" in warned[0] and "`pool_slots`" in warned[0]
-    assert "defaults.py:36:72:" in warned[1] and "`sla`" in warned[1]
-
-
 IMPORTING = '''\
 from datetime import datetime
 
@@ -564,82 +564,26 @@ def test_callables_and_tasks_imported_from_the_users_modules(airflow_home: Path)
     assert run_local(script, "imported", {}, airflow_home) == sum(etl["scale"](etl["extract"](), 3))
 
 
-BRANCH_FORMS = '''\
-from airflow.providers.standard.operators.empty import EmptyOperator
-from airflow.sdk import DAG, TriggerRule, task
+def test_code_of_an_imported_callable_is_its_modules(tmp_path: Path) -> None:
+    """A `python_callable` imported from another module of the project is that module's code: editing the function
+    or a constant it reads there changes the digest the program compares at start, so a cached result of the
+    operator's task is not reused; what `op_kwargs` pass are the task's arguments, compared as such."""
+    from dagc.backends.fingerprint import code_table
+    from dagc.runtime.code import code_digest
 
-
-@task.branch
-def pick() -> str:
-    return "a"
-
-
-@task
-def step(name: str) -> str:
-    return name
-
-
-with DAG("forms", schedule=None) as dag:
-    chosen = pick()
-    a = step("a")
-    b = step.override(trigger_rule="one_failed")("b")
-    c = EmptyOperator(task_id="c", trigger_rule=TriggerRule.ALL_SKIPPED)
-    chosen >> [a, b, c]
-    for name in ["d", "e"]:
-        a >> step(name)
-'''
-
-
-BRANCH_SHAPES = '''\
-from airflow.sdk import DAG, task
-
-NAME = "x"
-
-
-@task.branch
-def pick(n: int) -> str:
-    return "a"
-
-
-@task
-def step(name: str) -> str:
-    return name
-
-
-with DAG("shapes", schedule=None) as dag:
-    chosen = pick.expand(n=[1, 2])
-    a = step.override(task_id=NAME + "y")("a")
-    chosen >> a
-'''
-
-
-def test_check_names_what_branching_cannot_lower_at_its_line(tmp_path: Path) -> None:
-    """A trigger rule that depends on failures or on all upstream tasks being skipped, a task made in a loop of a
-    DAG that branches, a mapped branch, a task a branch may choose whose id is not a literal: each reported at
-    the line naming it."""
-    script = tmp_path / "forms.py"
-    script.write_text(BRANCH_FORMS)
-    proc = run_dagc("check", str(script))
-    assert proc.returncode != 0
-    for line, what in ((18, "trigger rule `one_failed`"), (19, "trigger rule `all_skipped`"),
-                       (21, "a task made in a loop (or block) of a DAG that branches")):
-        assert f"forms.py:{line}:" in proc.stderr and what in proc.stderr, (line, what, proc.stderr)
-    assert proc.stderr.count("error[") == 3 and "Traceback" not in proc.stderr
-    shapes = tmp_path / "shapes.py"
-    shapes.write_text(BRANCH_SHAPES)
-    proc = run_dagc("check", str(shapes))
-    for line, what in ((17, "a mapped branch task"), (18, "the id of `a`, a task a branch may choose")):
-        assert f"shapes.py:{line}:" in proc.stderr and what in proc.stderr, (line, what, proc.stderr)
-    assert proc.stderr.count("error[") == 2 and "Traceback" not in proc.stderr
-
-
-def test_branches_compile_to_conditional_regions() -> None:
-    """Each task a branch may skip runs in a `cond` region on the branch's choice; a task no branch reaches
-    does not."""
-    graph = compile_file(PORTS / "airflow_branch_dop.py", pipeline_name="example_branch_dop_operator_v3")
-    top = {n.name: n for n in graph}
-    assert "should_run" in top and [n.op for n in top.values()].count("cond") == 3
-    conds = [n for n in graph if n.op == "cond"]
-    inside = sorted(b.function for c in conds for body in c.bodies.values() for b in body if b.op == "task")
-    assert inside == ["side", "side", "which"]
-    assert graph.node("should_run").op == "task"  # (no branch reaches it: it runs unconditionally)
+    (tmp_path / "helpers").mkdir()
+    (tmp_path / "helpers" / "__init__.py").write_text("")
+    etl = tmp_path / "helpers" / "etl.py"
+    etl.write_text("BASE = 1\n\n\ndef extract():\n    return [1, 2, 3]\n\n\n"
+                   "def scale(values, factor):\n    return [v * factor + BASE for v in values]\n")
+    (tmp_path / "helpers" / "tasks.py").write_text(
+        "from airflow.sdk import task\n\n\n@task\ndef total(values: list) -> int:\n    return sum(values)\n")
+    script = tmp_path / "imported.py"
+    script.write_text(IMPORTING)
+    graph = compile_file(script, pipeline_name="imported")
+    assert [(k, v.value) for k, v in graph.node("scale").kwargs] == [("factor", 3)]  # type: ignore[union-attr]
+    table, files = code_table(graph)
+    names, _upstream, emitted = table["scale"]
+    assert code_digest(names, tmp_path, files) == emitted
+    etl.write_text(etl.read_text().replace("BASE = 1", "BASE = 2"))
+    assert code_digest(names, tmp_path, files) != emitted

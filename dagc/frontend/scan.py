@@ -16,7 +16,7 @@ from dagc.annotations import TASK_OPTIONS
 from dagc.fixes import Fix
 from dagc.frontend.arguments import StaticArgParser, StaticArgs, parsed
 from dagc.frontend.configs import ConfigValue
-from dagc.frontend.dialects import DecoratorForm, decorator_form, with_dialect
+from dagc.frontend.dialects import DecoratorForm, decorator_form, scan_dialect_with, with_dialect
 from dagc.frontend.fix_edits import rename_option_fix
 from dagc.frontend.modules import (
     Constant,
@@ -429,8 +429,6 @@ def _scan_block(project: Project, info: ModuleInfo, body: list[ast.stmt]) -> Non
                     info.symbols[item.optional_vars.id] = Opaque("value", item.context_expr)
             _scan_block(project, info, stmt.body)
             if isinstance(stmt, ast.With):
-                from dagc.frontend.dialects import scan_dialect_with
-
                 scan_dialect_with(project, info, stmt)  # a framework's pipeline block (Airflow's `with DAG(...)`)
         elif isinstance(stmt, ast.Try):
             _scan_block(project, info, stmt.body)

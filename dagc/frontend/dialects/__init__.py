@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from dagc.frontend.modules import ModuleInfo, Opaque, Project
 
 __all__ = ["DecoratorForm", "DECORATORS", "CLASS_BASES", "CONTEXTS", "dotted_name", "decorator_form",
-           "class_dialect", "scan_dialect_class", "with_dialect", "scan_dialect_with", "user_symbol"]
+           "class_dialect", "scan_dialect_class", "pipeline_context", "with_dialect", "scan_dialect_with", "user_symbol"]
 
 
 @dataclass(frozen=True)
@@ -82,14 +82,20 @@ def scan_dialect_class(project: Project, info: ModuleInfo, node: ast.ClassDef) -
     return importlib.import_module(f"dagc.frontend.dialects.{dialect}").scan_flow(project, info, node)
 
 
-def with_dialect(info: ModuleInfo, node: ast.With) -> str | None:
-    """The dialect of module-level `with` block `node` when its context is a framework's pipeline (`with DAG(...)`)."""
+def pipeline_context(info: ModuleInfo, node: ast.With) -> tuple[str, ast.withitem] | None:
+    """The dialect and the item of `with` block `node` whose context is a framework's pipeline (`with DAG(...)`)."""
     for item in node.items:
         expr = item.context_expr
         name = dotted_name(info, expr.func if isinstance(expr, ast.Call) else expr)
         if name in CONTEXTS:
-            return CONTEXTS[name]
+            return CONTEXTS[name], item
     return None
+
+
+def with_dialect(info: ModuleInfo, node: ast.With) -> str | None:
+    """The dialect of module-level `with` block `node` when its context is a framework's pipeline (`with DAG(...)`)."""
+    found = pipeline_context(info, node)
+    return found[0] if found is not None else None
 
 
 def scan_dialect_with(project: Project, info: ModuleInfo, node: ast.With) -> bool:

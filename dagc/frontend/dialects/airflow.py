@@ -8,7 +8,8 @@ The DAG function's body is rewritten into dagc's forms (dagc.frontend.dialects.r
     double.expand(x=xs)             →  [double(x=_item) for _item in xs]           (a map region)
     add.partial(y=1).expand(x=xs)   →  [add(y=1, x=_item) for _item in xs]
     load.override(task_id="l")(x)   →  load(x)
-    a >> b, b << a, chain(a, b)     →  b's call becomes dagc.after(<call>, a)        (an order without data)
+    a >> b, b << a, chain(a, b)     →  b's call becomes dagc.after(<call>, a)        (an order without data:
+                                       dagc.frontend.dialects.airflow_order)
 
     @task.branch / BranchPythonOperator  →  `if` on what the branch chose, around each task it may skip
                                             (dagc.frontend.dialects.airflow_branch)
@@ -22,7 +23,6 @@ where they run, and nothing runs then.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import weakref
 
 from dagc.frontend.dialects import (
@@ -38,8 +38,8 @@ from dagc.frontend.dialects.airflow_defaults import (
     apply_at_calls,
     configured_call,
     dag_defaults,
-    duration,
     operator_options,
+    task_options,
     with_defaults,
     written_options,
 )
@@ -51,10 +51,9 @@ from dagc.frontend.dialects.airflow_operators import (
     check_task_code,
     python_operator,
 )
+from dagc.frontend.dialects.airflow_order import LABELS, Ordering
 from dagc.frontend.dialects.rewrite import (
-    AFTER,
     Mapped,
-    after,
     bound_names,
     call_of,
     copy_function,
@@ -64,8 +63,8 @@ from dagc.frontend.dialects.rewrite import (
     unsupported,
 )
 from dagc.frontend.fix_edits import plain_def_fix
-from dagc.frontend.modules import FunctionSig, ModuleInfo, PipelineDef, Project, TaskDef, static_option_value
-from dagc.frontend.static import NotStatic
+from dagc.frontend.fix_nested import free_names
+from dagc.frontend.modules import FunctionSig, ModuleInfo, PipelineDef, Project, TaskDef
 from dagc.ir.types import TaskOptions
 
 __all__ = ["task_options", "pipeline_node", "scan_with"]
@@ -82,36 +81,7 @@ for _dag_class in ("airflow.DAG", "airflow.sdk.DAG", "airflow.models.DAG", "airf
 
 _HINT = "docs/dialects.md (Airflow) lists the forms dagc compiles"
 _DOCS = {"doc", "doc_md", "doc_rst", "doc_json", "doc_yaml"}  # what `dag.doc_md = ...` sets: shown, not computed
-_LABEL = {"airflow.sdk.Label", "airflow.utils.edgemodifier.Label", "airflow.sdk.definitions.edges.Label"}
 _GROUP = {"airflow.sdk.task_group", "airflow.decorators.task_group"}
-_CHAIN = {"airflow.sdk.chain", "airflow.models.baseoperator.chain", "airflow.sdk.bases.operator.chain"}
-
-
-def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> tuple[TaskOptions, tuple[str, ...]]:
-    """The dagc options of `@task(...)`: `retries=` and `execution_timeout=`; the others (task ids, pools,
-    queues, retry delays, `multiple_outputs=`) change nothing in what the task computes."""
-    given: dict[str, object] = {}
-    for keyword in call.keywords if call is not None else ():
-        if keyword.arg == "retries":
-            try:
-                value = static_option_value(keyword.value, info, project)
-            except NotStatic:
-                value = None
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                project.sink.error("DAGC109", "`retries=` of an Airflow task must be a whole number known at compile "
-                                   "time", info.source.span(keyword.value), hint="write a literal: `@task(retries=3)`")
-                continue
-            given["retries"] = value
-        elif keyword.arg == "execution_timeout":
-            seconds = duration(project, info, keyword.value)
-            if seconds is None:
-                project.sink.error("DAGC109", "`execution_timeout=` must be a `timedelta(...)` of literals",
-                                   info.source.span(keyword.value),
-                                   hint="write `execution_timeout=timedelta(minutes=10)`")
-                continue
-            if seconds > 0:
-                given["timeout"] = seconds
-    return TaskOptions(**given), ()  # type: ignore[arg-type]
 
 
 def pipeline_node(project: Project, info: ModuleInfo,
@@ -136,15 +106,13 @@ def scan_with(project: Project, info: ModuleInfo, node: ast.With) -> None:
     found = dag_function(project, info, node)
     if found is None:
         return
-    fn, variable = found
+    fn, variable, dag_call = found
     for group in (s for s in node.body if isinstance(s, ast.FunctionDef) and _is_group(info, s)):
         if variable is None:  # (the programs find a group's tasks in the DAG the module binds)
             project.sink.error("DAGC108", f"task group `{group.name}` in a DAG block that binds no name",
                                info.source.span(group), hint=f"bind the DAG: `with DAG(...) as dag:`; {_HINT}")
     enable_after(info)
     _check_module_tasks(project, info, fn)
-    dag_call = next((i.context_expr for i in node.items if isinstance(i.context_expr, ast.Call)
-                     and dotted_name(info, i.context_expr.func) in CONTEXTS), None)
     body = _lowered(project, info, fn, "", {}, {}, dag_variable=variable,
                     defaults=dag_defaults(project, info, dag_call))
     info.pipelines[fn.name] = PipelineDef(fn.name, info.name, FunctionSig.of(fn), body, info.source,
@@ -168,17 +136,31 @@ def _lowered(project: Project, info: ModuleInfo, fn: ast.FunctionDef, qualname: 
     body = [_Renamer(nested).visit(stmt) for stmt in lowered.body]
     rewriter = _DagRewriter(project, info, local, {**outer_callables, **callables}, dag_variable, defaults)
     body = [new for stmt in body if (new := rewriter.visit(stmt)) is not None]
-    ordering = _Ordering(project, info, local, rewriter.junctions)
+    ordering = Ordering(project, info, rewriter.junctions)
     body = ordering.statements(body)
     if group and any(m.branch for m in rewriter.calls.values()):
         unsupported(project, info, fn, "a branch task in a task group", f"branch in the DAG's own body; {_HINT}")
     elif not group:
+        if any(m.branch for m in rewriter.calls.values()):
+            _check_no_group_calls(project, info, body,
+                                  {s for s in nested.values() if isinstance(info.symbols.get(s), PipelineDef)})
         body = lower_branches(project, info, body, rewriter.calls, rewriter.junction_meta, ordering.edges)
-    apply_at_calls(project, info, body, defaults, set(nested.values()))
+    # (a task defined in a DAG function has its DAG's defaults in its definition; one of the module, a `with DAG`
+    # block's included, gets them at each call)
+    apply_at_calls(project, info, body, defaults, {s for s in nested.values() if ".<locals>." in s})
     if rewriter.result is not None:
         body.append(ast.copy_location(ast.Return(ast.Name(rewriter.result, ast.Load())), body[-1] if body else fn))
     lowered.body = body or [ast.copy_location(ast.Pass(), fn)]
     return lowered
+
+
+def _check_no_group_calls(project: Project, info: ModuleInfo, body: list[ast.stmt], groups: set[str]) -> None:
+    """Report each call of a task group (by its symbol, one of `groups`) in the body of a DAG that branches: the
+    group's tasks are not in the graph branching reads, so no branch would skip them as Airflow does."""
+    for node in (n for stmt in body for n in ast.walk(stmt)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in groups:
+            unsupported(project, info, node, "a task group called in a DAG that branches",
+                        f"call the group's tasks in the DAG's own body; {_HINT}")
 
 
 def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef, lowered: ast.FunctionDef,
@@ -197,6 +179,7 @@ def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef, lower
     for stmt, original in zip(lowered.body, fn.body):
         name = f"{qualname}.<locals>.{getattr(original, 'name', '')}" if qualname else getattr(original, "name", "")
         if isinstance(original, ast.FunctionDef) and _is_group(info, original):
+            _check_group_closures(project, info, fn, original)
             group = _lowered(project, info, original, name, {**outer, **found}, {**outer_callables, **callables},
                              defaults=defaults, group=True)
             info.symbols[name] = PipelineDef(original.name, info.name, FunctionSig.of(original), group, info.source,
@@ -215,12 +198,8 @@ def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef, lower
             continue
         assert isinstance(original, (ast.FunctionDef, ast.AsyncFunctionDef))
         found[original.name] = name
-        if not qualname:  # already the module's task (dagc.frontend.scan read the block's definitions)
-            defined = info.tasks.get(name)
-            if defined is not None and defaults:
-                info.tasks[name] = info.symbols[name] = dataclasses.replace(  # type: ignore[assignment]
-                    defined, options=with_defaults(defined.options, written_options(info, original), defaults))
-            continue
+        if not qualname:  # already the module's task (dagc.frontend.scan read the block's definitions), which
+            continue  # another DAG of the file may call: the defaults are given at each call (apply_at_calls)
         options, _ = task_options(project, info, form if isinstance(form, ast.Call) else None)
         options = with_defaults(options, written_options(info, original), defaults)
         returns = ast.unparse(original.returns) if original.returns is not None else None
@@ -235,6 +214,45 @@ def _nested_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef, lower
 def _is_group(info: ModuleInfo, fn: ast.FunctionDef) -> bool:
     """`@task_group` (or `@task_group(...)`): a function whose body calls tasks, run inline where it is called."""
     return any(dotted_name(info, d.func if isinstance(d, ast.Call) else d) in _GROUP for d in fn.decorator_list)
+
+
+def _check_group_closures(project: Project, info: ModuleInfo, fn: ast.FunctionDef, group: ast.FunctionDef) -> None:
+    """Report each task of `group` that reads the group's parameters or variables from its closure when `fn`
+    calls the group more than once: Airflow makes a task per call, each closing over its call's values, while
+    the programs find the task's function by its name, the first call's."""
+    if _calls_of(fn, group.name) < 2:
+        return
+    own = bound_names(group)
+    for stmt in group.body:
+        if not isinstance(stmt, ast.FunctionDef) or not any(
+                (found := decorator_form(info, d)) is not None and found[0].dialect == "airflow"
+                and found[0].kind == "task" for d in stmt.decorator_list):
+            continue
+        read = sorted((free_names(info.source, stmt) or set()) & (own - {stmt.name}))
+        if read:
+            listed = ", ".join(f"`{r}`" for r in read)
+            project.sink.error("DAGC108", f"task `{stmt.name}` reads {listed} of task group `{group.name}`, which "
+                               "the DAG calls more than once: each call's task would see the first call's values",
+                               info.source.span(stmt), hint=f"make {listed} parameters of the task and pass "
+                               f"them where the group calls it (`{stmt.name}(..., {', '.join(read)})`); {_HINT}")
+
+
+def _calls_of(fn: ast.FunctionDef, name: str) -> int:
+    """How many calls of `name` the body of `fn` makes, at least (one in a loop or comprehension counts as two)."""
+    count = 0
+
+    def visit(node: ast.AST, repeated: bool) -> None:
+        nonlocal count
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue
+            if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id == name:
+                count += 2 if repeated else 1
+            visit(child, repeated or isinstance(child, (ast.For, ast.AsyncFor, ast.While, ast.ListComp,
+                                                        ast.SetComp, ast.DictComp, ast.GeneratorExp)))
+
+    visit(fn, False)
+    return count
 
 
 def _task_decorator(project: Project, info: ModuleInfo, stmt: ast.stmt) -> ast.Call | bool | None:
@@ -262,12 +280,18 @@ def _task_decorator(project: Project, info: ModuleInfo, stmt: ast.stmt) -> ast.C
 
 
 def _check_module_tasks(project: Project, info: ModuleInfo, fn: ast.FunctionDef) -> None:
-    """The module-level `@task` functions the DAG function calls that take the run context, or are not Python
-    tasks: reported at their definition."""
+    """The module-level `@task` functions the DAG function calls (of its file, or imported from the user's
+    modules) that take the run context, or are not Python tasks: reported at their definition."""
     called = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
     for stmt in info.source.tree.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in called:
             _task_decorator(project, info, stmt)
+    for name in sorted(called):
+        task = project.lookup(info, name)
+        if isinstance(task, TaskDef) and task.dialect == "airflow" and task.module != info.name:
+            owner = project.module(task.module)
+            if owner is not None:
+                _task_decorator(project, owner, task.node)
 
 
 class _Renamer(ast.NodeTransformer):
@@ -380,7 +404,7 @@ class _DagRewriter(ast.NodeTransformer):
                                                 trigger_rule(self.project, self.info, node.keywords),
                                                 name in BRANCH_OPERATORS, known)
             return made
-        if name in _LABEL:
+        if name in LABELS:
             return node  # (a name on an edge, `a >> Label("no") >> b`: shown, not computed)
         if name in EMPTY_OPERATORS:
             return unsupported(self.project, self.info, node, "an `EmptyOperator` that is not bound to a name",
@@ -411,7 +435,8 @@ class _DagRewriter(ast.NodeTransformer):
             return
         owner = self.project.module(task.module) or self.info
         found = next((f for d in task.node.decorator_list if (f := decorator_form(owner, d)) is not None), None)
-        keywords = [*(found[1].keywords if found is not None and found[1] is not None else []), *overrides]
+        written = found[1].keywords if found is not None and found[1] is not None else []
+        keywords = [*written, *overrides]
         given = next((k.value for k in reversed(keywords) if k.arg == "task_id"), None)
         known = given is None or isinstance(given, ast.Constant) and isinstance(given.value, str)
         core = given.value if given is not None and known else task.node.name  # type: ignore[union-attr]
@@ -419,11 +444,10 @@ class _DagRewriter(ast.NodeTransformer):
         self.uses[core] = count + 1
         branch = any((dotted_name(owner, d.func if isinstance(d, ast.Call) else d) or "").endswith(".task.branch")
                      for d in task.node.decorator_list)
-        rule = self.rules.get(id(task.node)) if not overrides else None
-        if rule is None:  # (a decorator's rule is read, and reported, once)
-            rule = trigger_rule(self.project, owner if not overrides else self.info, keywords)
-            if not overrides:
-                self.rules[id(task.node)] = rule
+        if any(k.arg == "trigger_rule" for k in overrides):  # read where it is written: the DAG's file
+            rule = trigger_rule(self.project, self.info, overrides)
+        elif (rule := self.rules.get(id(task.node))) is None:  # (a decorator's rule is read, and reported, once,
+            rule = self.rules[id(task.node)] = trigger_rule(self.project, owner, written)  # in its own module)
         self.calls[id(made)] = TaskMeta(f"{core}__{count}" if count else core, rule, branch, known)
 
     def _operator_options(self, call: ast.Call) -> tuple[TaskOptions, tuple[str, ...]]:
@@ -461,145 +485,3 @@ class _DagRewriter(ast.NodeTransformer):
             comp.elt.keywords.extend(k for k in inner.elt.keywords if k.arg == keyword)  # type: ignore[attr-defined]
         self._taskflow(comp, base, [])
         return comp
-
-
-class _Ordering:
-    """`a >> b`, `b << a`, `a >> [b, c]`, `chain(a, b, c)` statements (in the body, or in a `for` loop of it):
-    each downstream task's call becomes `dagc.after(call, *upstream)`; a task call written in the chain itself
-    is bound to a name first. A junction (a name bound to an `EmptyOperator`) is no task: what is ordered after
-    it waits for what is ordered before it."""
-
-    def __init__(self, project: Project, info: ModuleInfo, local: set[str], junctions: set[str]) -> None:
-        self.project, self.info, self.local, self.junctions = project, info, local, junctions
-        self.count = 0
-        self.assigned: dict[str, ast.Assign] = {}
-        self.home: dict[int, list[ast.stmt]] = {}  # id(assignment) -> the statement list holding it
-        self.before: dict[str, list[str]] = {j: [] for j in junctions}  # junction -> the names ordered before it
-        self.after_: dict[str, list[str]] = {j: [] for j in junctions}  # junction -> the names ordered after it
-        self.edges: list[tuple[str, str]] = []  # (upstream, downstream) as written, junctions included
-
-    def statements(self, body: list[ast.stmt]) -> list[ast.stmt]:
-        out: list[ast.stmt] = []
-        for stmt in body:
-            groups = self._groups(stmt.value) if isinstance(stmt, ast.Expr) else None
-            if groups is None:
-                if isinstance(stmt, (ast.For, ast.AsyncFor)):
-                    stmt.body = self.statements(stmt.body) or [ast.copy_location(ast.Pass(), stmt)]
-                out.append(stmt)
-                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                    self.assigned[stmt.targets[0].id] = stmt
-                    self.home[id(stmt)] = out
-                continue
-            names: list[list[str]] = []
-            failed = False
-            for group in groups:
-                row = []
-                for operand in group:
-                    if isinstance(operand, ast.Name) and (operand.id in self.assigned or operand.id in self.junctions):
-                        row.append(operand.id)
-                    elif isinstance(operand, ast.Call):
-                        self.count += 1
-                        name = f"_ordered{self.count}"
-                        bound = ast.copy_location(ast.Assign([ast.copy_location(ast.Name(name, ast.Store()), operand)],
-                                                             operand), operand)
-                        out.append(bound)
-                        self.assigned[name] = bound
-                        self.home[id(bound)] = out
-                        row.append(name)
-                    else:
-                        unsupported(self.project, self.info, operand, "an order (`>>`) between what is not the "
-                                    "result of a task call in this DAG",
-                                    f"order task calls, or names bound to them: `a = extract()` then `a >> b`; {_HINT}")
-                        failed = True
-                names.append(row)
-            if failed:
-                continue
-            for upstream, downstream in zip(names, names[1:]):
-                self.edges.extend((u, d) for u in upstream for d in downstream)
-                self._edge(upstream, downstream, set())
-        return out
-
-    def _edge(self, upstream: list[str], downstream: list[str], seen: set[str]) -> None:
-        """Order each of `downstream` after each of `upstream`, through junctions (`seen`: those passed)."""
-        tasks = self._through(upstream, set())
-        for name in downstream:
-            if name in self.junctions:
-                if name in seen:
-                    continue  # (a cycle of junctions: Airflow rejects the DAG; nothing more to order)
-                self.before[name].extend(upstream)
-                self._edge(upstream, self.after_[name], seen | {name})  # what was already ordered after it
-            elif tasks:
-                self._after(self.assigned[name], tasks)
-        for name in upstream:
-            if name in self.junctions:
-                self.after_[name].extend(downstream)
-
-    def _through(self, names: list[str], seen: set[str]) -> list[str]:
-        """`names` with each junction replaced by the tasks ordered before it, in order, each once."""
-        out: list[str] = []
-        for name in names:
-            if name in self.junctions:
-                if name not in seen:
-                    out.extend(self._through(self.before[name], seen | {name}))
-            else:
-                out.append(name)
-        return list(dict.fromkeys(out))
-
-    def _after(self, stmt: ast.Assign, upstream: list[str]) -> None:
-        """Make `stmt`'s task call wait for the tasks bound to `upstream`. An upstream bound after `stmt` (Airflow
-        orders regardless of where tasks are written) moves `stmt` after it, when nothing in between reads
-        what `stmt` binds or rebinds what it reads."""
-        out = self.home[id(stmt)]
-        position = out.index(stmt)
-        bound_at = {t.id: i for i, s in enumerate(out) if isinstance(s, ast.Assign) for t in s.targets
-                    if isinstance(t, ast.Name)}
-        last = max((bound_at[u] for u in upstream if bound_at.get(u, -1) > position), default=None)
-        if last is not None:
-            between = out[position + 1:last + 1]
-            reads = {n.id for n in ast.walk(stmt.value) if isinstance(n, ast.Name)}
-            binds = {t.id for t in stmt.targets if isinstance(t, ast.Name)}
-            touched = {n.id for s in between for n in ast.walk(s) if isinstance(n, ast.Name)
-                       and (n.id in binds or (n.id in reads and isinstance(n.ctx, ast.Store)))}
-            if touched:
-                unsupported(self.project, self.info, stmt, f"`{sorted(touched)[0]}` is used between this task and "
-                            "a task ordered before it", f"call the upstream task first, then this one; {_HINT}")
-                return
-            out.remove(stmt)
-            out.insert(last, stmt)
-        prerequisites = [ast.copy_location(ast.Name(u, ast.Load()), stmt) for u in upstream]
-        value = stmt.value
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == AFTER:
-            waited = {a.id for a in value.args[1:] if isinstance(a, ast.Name)}
-            value.args.extend(p for p in prerequisites if p.id not in waited)  # (an order repeated in a loop)
-        elif isinstance(value, ast.ListComp) and isinstance(value.elt, ast.Call):  # a mapped task: each item waits
-            value.elt = after(value.elt, prerequisites, value.elt)
-        elif isinstance(value, ast.Call):
-            stmt.value = after(value, prerequisites, value)
-        else:
-            unsupported(self.project, self.info, stmt, "an order (`>>`) to what is not a task call",
-                        f"order task calls: `a = extract()` then `a >> b`; {_HINT}")
-
-    def _groups(self, expr: ast.expr) -> list[list[ast.expr]] | None:
-        """The operand groups of `a >> [b, c] >> d` (or `<<`, or `chain(...)`) in the order they run; None
-        for any other expression."""
-        if isinstance(expr, ast.Call) and dotted_name(self.info, expr.func) in _CHAIN:
-            return [list(a.elts) if isinstance(a, (ast.List, ast.Tuple)) else [a] for a in expr.args]
-        if not (isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.RShift, ast.LShift))):
-            return None
-        ops: list[ast.expr] = []
-        kinds: set[type] = set()
-        node: ast.expr = expr
-        while isinstance(node, ast.BinOp) and isinstance(node.op, (ast.RShift, ast.LShift)):
-            kinds.add(type(node.op))
-            ops.append(node.right)
-            node = node.left
-        ops.append(node)
-        ops.reverse()
-        if len(kinds) > 1:
-            unsupported(self.project, self.info, expr, "`>>` and `<<` mixed in one statement",
-                        f"write one direction per statement; {_HINT}")
-            return []
-        if ast.LShift in kinds:
-            ops.reverse()
-        ops = [o for o in ops if not (isinstance(o, ast.Call) and dotted_name(self.info, o.func) in _LABEL)]
-        return [list(o.elts) if isinstance(o, (ast.List, ast.Tuple)) else [o] for o in ops]

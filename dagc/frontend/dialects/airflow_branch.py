@@ -134,6 +134,7 @@ class _Graph:
         for down, ups in self.upstream.items():
             for up in ups:
                 self.downstream[up].append(down)
+        self._reached: dict[str, set[str]] = {}  # name -> what `reaches` found from it
 
     def order(self) -> list[str] | None:
         """The names, each after its upstream ones (ties in the order they were bound); None for a cycle."""
@@ -150,13 +151,16 @@ class _Graph:
         return out if len(out) == len(self.meta) else None
 
     def reaches(self, start: str) -> set[str]:
-        """`start` and every name downstream of it."""
+        """`start` and every name downstream of it (asked once per branch, downstream task and task below it)."""
+        if start in self._reached:
+            return self._reached[start]
         seen, stack = {start}, [start]
         while stack:
             for down in self.downstream[stack.pop()]:
                 if down not in seen:
                     seen.add(down)
                     stack.append(down)
+        self._reached[start] = seen
         return seen
 
 
@@ -279,9 +283,10 @@ def lower_branches(project: Project, info: ModuleInfo, body: list[ast.stmt], cal
         flag = f"ran·{name}"
         flags[name] = [ast.Assign([_name(flag, store=True)], runs)]
         ran[name] = _name(flag)
+    named = {id(s): n for n, s in graph.statement.items()}
     out: list[ast.stmt] = []
     for stmt in body:
-        name = next((n for n, s in graph.statement.items() if s is stmt), None)
+        name = named.get(id(stmt))
         if name is None:
             out.append(_guarded(stmt, graph, ran))
             continue

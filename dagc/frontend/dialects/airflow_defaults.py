@@ -1,12 +1,13 @@
-"""A DAG's `default_args={...}`: the options every task of the DAG takes unless it sets its own, as Airflow
-gives them to each operator made in the DAG.
+"""An Airflow task's options dagc has an equivalent for (`retries=`, `execution_timeout=timedelta(...)`, a
+timeout), written on the task or in a DAG's `default_args={...}`: the options every task of the DAG takes unless
+it sets its own, as Airflow gives them to each operator made in the DAG.
 
     @dag(default_args={"retries": 2, "execution_timeout": timedelta(minutes=5), "owner": "ml"})
         → each task without its own `retries=`/`execution_timeout=` runs with retries=2, a timeout of 300 s
 
-A task defined for this DAG (in its body, or a `PythonOperator`) gets the options in its definition; a task
-defined at module level (or in another module), which other DAGs may call too, gets them at the call:
-`t(x)` becomes dagc's per-call form `t.options(retries=2)(x)`. Keys that do not change what a run computes
+A task defined for this DAG (in its `@dag` function, or a `PythonOperator`) gets the options in its
+definition; a task of the module (at its top level, in a `with DAG(...)` block, or in another module), which
+other DAGs may call too, gets them at the call: `t(x)` becomes dagc's per-call form `t.options(retries=2)(x)`. Keys that do not change what a run computes
 (`owner`, `email*`, `retry_delay`, `depends_on_past`, `start_date`) are read and ignored; any other key is
 named in one warning at its line.
 """
@@ -21,7 +22,7 @@ from dagc.frontend.modules import ModuleInfo, Project, TaskDef, static_option_va
 from dagc.frontend.static import NotStatic
 from dagc.ir.types import TaskOptions
 
-__all__ = ["duration", "dag_defaults", "written_options", "operator_options", "with_defaults", "apply_at_calls",
+__all__ = ["task_options", "duration", "dag_defaults", "written_options", "operator_options", "with_defaults", "apply_at_calls",
            "configured_call"]
 
 _HINT = "docs/dialects.md (Airflow) lists the forms dagc compiles"
@@ -51,6 +52,46 @@ def duration(project: Project, info: ModuleInfo, expr: ast.expr) -> float | None
     return total
 
 
+def task_options(project: Project, info: ModuleInfo, call: ast.Call | None) -> tuple[TaskOptions, tuple[str, ...]]:
+    """The dagc options of `@task(...)` (or of an operator, or `.override(...)`): `retries=` and
+    `execution_timeout=`; the others (task ids, pools, queues, retry delays, `multiple_outputs=`) change nothing
+    in what the task computes."""
+    given: dict[str, object] = {}
+    for keyword in call.keywords if call is not None else ():
+        if keyword.arg in _APPLIED:
+            found = _read_option(project, info, keyword.arg, keyword.value, in_defaults=False)
+            if found is not None:
+                given[found[0]] = found[1]
+    return TaskOptions(**given), ()  # type: ignore[arg-type]
+
+
+def _read_option(project: Project, info: ModuleInfo, key: str, value: ast.expr,
+                 in_defaults: bool) -> tuple[str, object] | None:
+    """The TaskOptions field and value of Airflow option `key` (`retries` or `execution_timeout`) written as
+    `value` on a task or (`in_defaults`) in `default_args`; None for a timeout of zero (none) and, reported at
+    its line, for a value not known at compile time."""
+    if key == "retries":
+        try:
+            number = static_option_value(value, info, project)
+        except NotStatic:
+            number = None
+        if isinstance(number, int) and not isinstance(number, bool) and number >= 0:
+            return "retries", number
+        what, example = ("`retries` of `default_args`", '`"retries": 3`') if in_defaults \
+            else ("`retries=` of an Airflow task", "`@task(retries=3)`")
+        project.sink.error("DAGC109", f"{what} must be a whole number known at compile time",
+                           info.source.span(value), hint=f"write a literal: {example}")
+        return None
+    seconds = duration(project, info, value)
+    if seconds is None:
+        what, example = ("`execution_timeout` of `default_args`", '`"execution_timeout": timedelta(minutes=10)`') \
+            if in_defaults else ("`execution_timeout=`", "`execution_timeout=timedelta(minutes=10)`")
+        project.sink.error("DAGC109", f"{what} must be a `timedelta(...)` of literals", info.source.span(value),
+                           hint=f"write {example}")
+        return None
+    return ("timeout", seconds) if seconds > 0 else None
+
+
 def dag_defaults(project: Project, info: ModuleInfo, call: ast.Call | None) -> dict[str, object]:
     """The TaskOptions fields `default_args=` of the DAG call `call` gives every task (`{"retries": 2}`)."""
     given = next((k.value for k in call.keywords if k.arg == "default_args"), None) if call is not None else None
@@ -66,25 +107,10 @@ def dag_defaults(project: Project, info: ModuleInfo, call: ast.Call | None) -> d
     for key, value, at in entries:
         if key in _IGNORED or key.startswith("email"):
             continue
-        if key == "retries":
-            try:
-                number = static_option_value(value, info, project)
-            except NotStatic:
-                number = None
-            if not isinstance(number, int) or isinstance(number, bool) or number < 0:
-                project.sink.error("DAGC109", "`retries` of `default_args` must be a whole number known at compile "
-                                   "time", info.source.span(value), hint="write a literal: `\"retries\": 3`")
-                continue
-            out["retries"] = number
-        elif key == "execution_timeout":
-            seconds = duration(project, info, value)
-            if seconds is None:
-                project.sink.error("DAGC109", "`execution_timeout` of `default_args` must be a `timedelta(...)` of "
-                                   "literals", info.source.span(value),
-                                   hint="write `\"execution_timeout\": timedelta(minutes=10)`")
-                continue
-            if seconds > 0:
-                out["timeout"] = seconds
+        if key in _APPLIED:
+            found = _read_option(project, info, key, value, in_defaults=True)
+            if found is not None:
+                out[found[0]] = found[1]
         else:
             project.sink.warning("DAGC124", f"`default_args` key `{key}` is ignored by dagc", info.source.span(at),
                                  hint="dagc applies `retries` and `execution_timeout` to every task, and reads the "

@@ -176,26 +176,23 @@ def _callable(project: Project, info: ModuleInfo, expr: ast.expr,
         return None
     if expr.id in callables:
         return callables[expr.id]
-    symbol = info.symbols.get(expr.id)
-    if isinstance(symbol, ImportedName):
-        return _imported(project, symbol.module, symbol.name)
-    if isinstance(symbol, Opaque) and isinstance(symbol.node, ast.FunctionDef):
-        return PlainFunction(symbol.node, symbol.node.name)
-    if isinstance(symbol, TaskDef) and symbol.module == info.name and isinstance(symbol.node, ast.FunctionDef):
-        return PlainFunction(symbol.node, symbol.qualname)  # (a `@task` function's own: Airflow calls it undecorated)
-    return None
+    return _top_level(project, info, expr.id, own=True)
 
 
 def _imported(project: Project, module: str, name: str) -> PlainFunction | None:
     """The function `name` defined at the top level of user module `module` (followed through its imports)."""
     owner = project.module(module)
-    if owner is None:
-        return None
+    return _top_level(project, owner, name, own=False) if owner is not None else None
+
+
+def _top_level(project: Project, owner: ModuleInfo, name: str, own: bool) -> PlainFunction | None:
+    """The function `name` of module `owner` (followed through its imports); `own`: `owner` is the DAG's file."""
     symbol = owner.symbols.get(name)
+    module = None if own else owner.name
     if isinstance(symbol, ImportedName):
         return _imported(project, symbol.module, symbol.name)
     if isinstance(symbol, Opaque) and isinstance(symbol.node, ast.FunctionDef):
-        return PlainFunction(symbol.node, symbol.node.name, owner.name)
+        return PlainFunction(symbol.node, symbol.node.name, module)
     if isinstance(symbol, TaskDef) and symbol.module == owner.name and isinstance(symbol.node, ast.FunctionDef):
-        return PlainFunction(symbol.node, symbol.qualname, owner.name)
+        return PlainFunction(symbol.node, symbol.qualname, module)  # (a `@task`'s own: Airflow calls it undecorated)
     return None

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import ast
 
-from dagc.frontend.dialects import CONTEXTS, dotted_name
+from dagc.frontend.dialects import pipeline_context
 from dagc.frontend.modules import ModuleInfo, Project
 
 __all__ = ["dag_function"]
 
 
-def dag_function(project: Project, info: ModuleInfo, node: ast.With) -> tuple[ast.FunctionDef, str | None] | None:
-    """The block as a function without parameters named after the DAG, and the name `as` binds (None without
-    `as`); None, reported, when the DAG has no name dagc can read."""
-    item = next(i for i in node.items if _is_dag(info, i.context_expr))
+def dag_function(project: Project, info: ModuleInfo,
+                 node: ast.With) -> tuple[ast.FunctionDef, str | None, ast.Call | None] | None:
+    """The block as a function without parameters named after the DAG, the name `as` binds (None without `as`)
+    and the DAG call (None for a bare `with dag:`); None, reported, when the DAG has no name dagc can read."""
+    found = pipeline_context(info, node)
+    assert found is not None  # (the block is read because its context is a DAG)
+    item = found[1]
     call = item.context_expr
     variable = item.optional_vars.id if isinstance(item.optional_vars, ast.Name) else None
     dag_id = None
@@ -43,8 +46,5 @@ def dag_function(project: Project, info: ModuleInfo, node: ast.With) -> tuple[as
     fn = ast.FunctionDef(name=name, args=ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[],
                                                        kw_defaults=[], kwarg=None, defaults=[]),
                          body=node.body, decorator_list=[], returns=None, type_params=[])
-    return ast.copy_location(fn, node), variable
+    return ast.copy_location(fn, node), variable, call if isinstance(call, ast.Call) else None
 
-
-def _is_dag(info: ModuleInfo, expr: ast.expr) -> bool:
-    return dotted_name(info, expr.func if isinstance(expr, ast.Call) else expr) in CONTEXTS
