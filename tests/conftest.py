@@ -16,6 +16,10 @@ REPO = Path(__file__).resolve().parent.parent
 # own is no flow by itself: metaflow_template.py derives from metaflow_template_base.py's)
 PIPELINE_SOURCES = sorted(p for p in [*(REPO / "samples").glob("*.py"), *(REPO / "tests" / "ports").glob("*.py")]
                           if p.name != "metaflow_template_base.py")
+# the values of the pipeline parameters a script leaves without a default, by script name (as its upstream wrote it)
+PIPELINE_PARAMS: dict[str, dict[str, object]] = {
+    "prefect_concurrent_subflows.py": {"n_subflows": 3, "n_tasks_per_subflow": 4},
+}
 SAMPLES = REPO / "samples"
 GOLDEN = Path(__file__).resolve().parent / "golden"
 

@@ -34,7 +34,7 @@ from dagc.ir import (
 from dagc.ir.parser import parse_operand
 from dagc.ir.printer import format_operand, print_node
 from dagc.ir.serialize import graph_from_json, graph_to_json, node_from_json, node_to_json
-from tests.conftest import PIPELINE_SOURCES
+from tests.conftest import PIPELINE_PARAMS, PIPELINE_SOURCES
 from tests.interpreters import run_python
 from tests.ir_strategies import graphs
 from tests.property import examples
@@ -559,7 +559,8 @@ def test_compiled_samples_round_trip_through_text_and_json(source: Path) -> None
     from dagc.frontend import list_pipelines
 
     for pipeline in list_pipelines(source):
-        g = compile_file(source, pipeline_name=pipeline, passes="verify,dce,cse,fuse")
+        g = compile_file(source, pipeline_name=pipeline, passes="verify,dce,cse,fuse",
+                         params=PIPELINE_PARAMS.get(source.name))
         text, js = print_graph(g), dumps(g)
         assert print_graph(parse_graph(text)) == text and dumps(parse_graph(text)) == js
         assert dumps(loads(js)) == js and print_graph(loads(js)) == text

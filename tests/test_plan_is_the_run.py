@@ -17,7 +17,7 @@ from dagc.driver import compile_file
 from dagc.frontend import list_pipelines
 from dagc.ir.effects import state_groups
 from dagc.plan import plan_file
-from tests.conftest import PIPELINE_SOURCES, REPO
+from tests.conftest import PIPELINE_PARAMS, PIPELINE_SOURCES, REPO
 
 SCRIPTS = sorted([*PIPELINE_SOURCES, REPO / "tests" / "ports" / "nanogpt" / "train.py"])
 CASES = [(script, name) for script in SCRIPTS for name in list_pipelines(script)]
@@ -47,14 +47,15 @@ def _groups(owner: dict[str, object]) -> set[frozenset[str]]:
 @pytest.mark.parametrize("script, pipeline", CASES, ids=[f"{s.stem}:{p}" for s, p in CASES])
 def test_the_plan_is_what_the_programs_run(tmp_path: Path, script: Path, pipeline: str) -> None:
     cluster = parse_cluster_spec("3")
-    plan = plan_file(str(script), cluster, pipeline=pipeline, with_transfers=False, backend="ray")
+    params = PIPELINE_PARAMS.get(script.name)
+    plan = plan_file(str(script), cluster, pipeline=pipeline, params=params, with_transfers=False, backend="ray")
     assert not plan.errors, [d.message for d in plan.errors]
     planned = {row["task"]: row["device"] for row in plan.schedule}
     groups = state_groups(plan.graph)
     for group in groups:  # the plan keeps each piece of state on one device
         assert len({planned[n] for n in group.nodes}) == 1, (group.name, {n: planned[n] for n in group.nodes})
 
-    graph = compile_file(script, pipeline_name=pipeline, cluster=cluster, backend="ray")
+    graph = compile_file(script, pipeline_name=pipeline, params=params, cluster=cluster, backend="ray")
     program = emit(graph, "ray", tmp_path / "p_ray.py")
     submitted = {task: ast.literal_eval(device) for task, device in _SUBMIT.findall(program)}
     submitted = {task: device[0] if isinstance(device, list) else device for task, device in submitted.items()}
@@ -63,10 +64,10 @@ def test_the_plan_is_what_the_programs_run(tmp_path: Path, script: Path, pipelin
     assert _groups(state) == {frozenset(g.nodes) for g in groups}
 
     # torch: planned for its program (maps spread over ranks), each task on the rank(s) the plan gives it
-    plan = plan_file(str(script), cluster, pipeline=pipeline, with_transfers=False, backend="torch")
+    plan = plan_file(str(script), cluster, pipeline=pipeline, params=params, with_transfers=False, backend="torch")
     assert not plan.errors, [d.message for d in plan.errors]
     planned = {row["task"]: tuple(row.get("devices", [row["device"]])) for row in plan.schedule}
-    graph = compile_file(script, pipeline_name=pipeline, cluster=cluster, backend="torch")
+    graph = compile_file(script, pipeline_name=pipeline, params=params, cluster=cluster, backend="torch")
     program = emit(graph, "torch", tmp_path / "p_torch.py")
     ranks = {task: row.ranks for task, row in _table(program, "TASKS").items() if task in planned}
     assert ranks == planned
