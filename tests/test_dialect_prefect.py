@@ -145,6 +145,18 @@ def test_forms_compile_to_dagcs_own() -> None:
     assert {"top_words[0]", "top_words[1]", "top_words[2]"} <= set(words.node("describe").deps)
 
 
+def test_an_async_task_that_awaits_is_cached_like_any_task() -> None:
+    """An async task's `await asyncio.sleep(...)` is no effect on the world (its coroutine is run to completion,
+    and what it awaits is a call read as any): the task and its readers are stored and reused like any."""
+    from dagc.backends.fingerprint import task_rows
+
+    graph = compile_file(PORTS / "prefect_elevator.py", pipeline_name="elevator")
+    stops = [n for n in graph if n.op == "task" and n.target.endswith(":stop_at_floor")]
+    assert stops and all(n.effects.io is None for n in stops)
+    rows = task_rows(graph)
+    assert all(rows[name][3] is True for name in rows), {name: row[3] for name, row in rows.items()}
+
+
 def test_with_options_set_the_options_of_that_call(tmp_path: Path) -> None:
     """`.with_options(...)` replaces the options it names for that call only, called at once, bound in the flow or
     at the module's top level; `name=` sets none; an awaited async task is a task call like any other."""

@@ -404,8 +404,10 @@ class FunctionScan(LocalValues):
             elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
                     and node.value.id not in self.local_names:
                 self._module_attribute_read(node.value.id, node.attr)
-            elif isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
-                self.world(node, "a generator or coroutine body")
+            elif isinstance(node, (ast.Yield, ast.YieldFrom)):
+                # (a coroutine's `await` is no effect of its own: what it awaits is a call, read as any call; a
+                # coroutine is run to completion where dagc runs one, as a Prefect async task)
+                self.world(node, "a generator body")
             elif isinstance(node, (ast.For, ast.comprehension)) and self._draws_when_iterated(node.iter):
                 # torch's DataLoader draws its workers' base seed from the global generator on every pass
                 # (a comprehension has no position of its own: its iterable's is where the draw happens)
